@@ -1,0 +1,51 @@
+//! Drive timing models: pure functions of drive state, command and time (ns).
+//! No clocks, no I/O: the caller passes `now` and gets times back.
+
+/// Nanoseconds of device time (virtual in `sim`, monotonic-clock based in `serve`).
+pub type Ns = u64;
+
+/// One medium access as the drive sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MediaOp {
+    pub lba: u64,
+    pub blocks: u32,
+    pub write: bool,
+    /// Force Unit Access: a write bypasses (or writes through) the write cache.
+    pub fua: bool,
+}
+
+/// How a started operation ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MediaOutcome {
+    Ok,
+    /// Error recovery gave up (or hit the recovery-time cap): MEDIUM ERROR.
+    Unrecovered,
+}
+
+/// What the drive reports when it starts an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Service {
+    /// When the operation completes (data transferred, status ready).
+    pub done_at: Ns,
+    pub outcome: MediaOutcome,
+    /// Portion of `done_at - now` spent in error recovery (retry revolutions).
+    pub recovery: Ns,
+}
+
+/// A timing model of a drive.
+pub trait Drive {
+    /// How many operations the drive services at once: 1 for an HDD actuator (the device queue
+    /// orders the rest); larger for flash, which queues per unit internally.
+    fn parallelism(&self) -> usize;
+
+    /// Estimated time from `now` until `op`'s media transfer could begin if it were started
+    /// now (seek + settle + rotational wait), without changing state. Used by positional
+    /// ordering policies (SPTF).
+    fn positioning_time(&self, now: Ns, op: &MediaOp) -> Ns;
+
+    /// Start `op` at `now` on a free unit; returns when and how it ends.
+    fn start(&mut self, now: Ns, op: &MediaOp) -> Service;
+
+    /// SYNCHRONIZE CACHE at `now`: returns when the cache is clean.
+    fn flush(&mut self, now: Ns) -> Ns;
+}

@@ -1,0 +1,1 @@
+//! Where the bytes live: RAM and sparse files.
