@@ -1,1 +1,28 @@
-fn main() {}
+//! `stint`: a software SCSI disk with command-level quality of service.
+
+mod serve;
+mod sim;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "stint", version, about = "A software SCSI disk with command-level quality of service")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve logical units over iSCSI.
+    Serve(serve::ServeArgs),
+    /// Run an experiment on the device models in virtual time.
+    Sim(sim::SimArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Serve(args) => serve::run(args),
+        Command::Sim(args) => sim::run(args),
+    }
+}
