@@ -1,12 +1,18 @@
 //! `stint`: a software SCSI disk with command-level quality of service.
 
+#[allow(dead_code)] // used by serve, which lands with the iscsi server
+mod config;
 mod serve;
 mod sim;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "stint", version, about = "A software SCSI disk with command-level quality of service")]
+#[command(
+    name = "stint",
+    version,
+    about = "A software SCSI disk with command-level quality of service"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -1,0 +1,293 @@
+//! `stint.toml`: targets, their logical units and stores (DESIGN rule 6). Every field has a
+//! working default; the README documents them. The quick-case CLI flags build the same structure.
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Deserializer};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:3260";
+pub const DEFAULT_TARGET: &str = "iqn.2026-11.dev.stint:target0";
+pub const DEFAULT_RAM_SIZE: u64 = 1 << 30;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Address the iSCSI portal listens on.
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    #[serde(default, rename = "target")]
+    pub targets: Vec<TargetConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConfig {
+    /// iSCSI qualified name of the target node (RFC 7143 §4.2.7).
+    pub name: String,
+    pub alias: Option<String>,
+    /// Initiator names allowed to log in; empty means any.
+    #[serde(default)]
+    pub allowed_initiators: Vec<String>,
+    #[serde(default, rename = "lun")]
+    pub luns: Vec<LunConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LunConfig {
+    /// Logical unit number; defaults to the position in the list.
+    pub id: Option<u64>,
+    pub store: StoreKind,
+    /// Backing file (store = "file"); created sparse when missing.
+    pub path: Option<PathBuf>,
+    /// Capacity, e.g. "1GiB" or a byte count; a file store defaults to the file's size.
+    #[serde(default, deserialize_with = "size_opt")]
+    pub size: Option<u64>,
+    #[serde(default = "default_block_size")]
+    pub block_size: u32,
+    /// Logical blocks per physical block exponent (512e: 3 for 4 KiB physical blocks).
+    #[serde(default)]
+    pub physical_block_exponent: u8,
+    /// INQUIRY PRODUCT IDENTIFICATION (16 ASCII characters at most).
+    pub product: Option<String>,
+    /// Unit serial number (VPD 80h); also seeds the device identifier (VPD 83h).
+    pub serial: Option<String>,
+    /// Caching mode page WCE: false makes every write durable before GOOD.
+    #[serde(default = "yes")]
+    pub write_cache: bool,
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    Ram,
+    File,
+}
+
+fn default_listen() -> SocketAddr {
+    DEFAULT_LISTEN.parse().expect("valid default address")
+}
+fn default_block_size() -> u32 {
+    512
+}
+fn yes() -> bool {
+    true
+}
+
+/// Parses "1GiB", "512MiB", "4096" (binary multiples: "1G" is 2^30 bytes).
+pub fn parse_size(s: &str) -> anyhow::Result<u64> {
+    parse_size::Config::new()
+        .with_binary()
+        .parse_size(s)
+        .with_context(|| format!("invalid size {s:?} (examples: 1GiB, 512MiB, 1073741824)"))
+}
+
+fn size_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Size {
+        Bytes(u64),
+        Text(String),
+    }
+    Ok(match Option::<Size>::deserialize(d)? {
+        None => None,
+        Some(Size::Bytes(n)) => Some(n),
+        Some(Size::Text(s)) => Some(parse_size(&s).map_err(serde::de::Error::custom)?),
+    })
+}
+
+impl LunConfig {
+    pub fn ram(size: u64) -> Self {
+        LunConfig {
+            id: None,
+            store: StoreKind::Ram,
+            path: None,
+            size: Some(size),
+            block_size: default_block_size(),
+            physical_block_exponent: 0,
+            product: None,
+            serial: None,
+            write_cache: true,
+            read_only: false,
+        }
+    }
+
+    /// `--lun ram:SIZE` or `--lun file:PATH[:SIZE]`.
+    pub fn parse_flag(spec: &str) -> anyhow::Result<Self> {
+        match spec.split_once(':') {
+            Some(("ram", size)) => Ok(LunConfig::ram(parse_size(size)?)),
+            Some(("file", rest)) => {
+                // A trailing ":SIZE" is a size only if it parses as one, so paths may contain ':'.
+                let (path, size) = match rest.rsplit_once(':') {
+                    Some((p, s)) if parse_size(s).is_ok() => (p, Some(parse_size(s)?)),
+                    _ => (rest, None),
+                };
+                if path.is_empty() {
+                    bail!("--lun file:PATH[:SIZE] needs a path");
+                }
+                Ok(LunConfig {
+                    store: StoreKind::File,
+                    path: Some(path.into()),
+                    size,
+                    ..LunConfig::ram(0)
+                })
+            }
+            _ => bail!("invalid --lun {spec:?}: expected ram:SIZE or file:PATH[:SIZE]"),
+        }
+    }
+}
+
+impl Config {
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let config: Config =
+            toml::from_str(&text).with_context(|| format!("in {}", path.display()))?;
+        config
+            .validate()
+            .with_context(|| format!("in {}", path.display()))?;
+        Ok(config)
+    }
+
+    /// Checks what serde cannot: names, LUN numbering, block sizes, store paths.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.targets.is_empty() {
+            bail!("no [[target]] defined");
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for (t, target) in self.targets.iter().enumerate() {
+            let at = format!("target[{t}] ({})", target.name);
+            if !(target.name.starts_with("iqn.")
+                || target.name.starts_with("eui.")
+                || target.name.starts_with("naa."))
+            {
+                bail!("{at}: name must be an iSCSI name (iqn.*, eui.* or naa.*)");
+            }
+            if !names.insert(target.name.to_ascii_lowercase()) {
+                bail!("{at}: duplicate target name");
+            }
+            if target.luns.is_empty() {
+                bail!("{at}: no [[target.lun]] defined");
+            }
+            let mut ids = std::collections::BTreeSet::new();
+            for (i, lun) in target.luns.iter().enumerate() {
+                let id = lun.id.unwrap_or(i as u64);
+                let at = format!("{at}.lun[{i}]");
+                if id > 16383 {
+                    bail!("{at}: id {id} is beyond the flat addressing range 0..=16383");
+                }
+                if !ids.insert(id) {
+                    bail!("{at}: duplicate LUN {id}");
+                }
+                if lun.block_size != 512 && lun.block_size != 4096 {
+                    bail!(
+                        "{at}: block_size must be 512 or 4096, not {}",
+                        lun.block_size
+                    );
+                }
+                if lun.physical_block_exponent > 3 {
+                    bail!("{at}: physical_block_exponent must be 0..=3 (physical block at most 8 logical blocks)");
+                }
+                if let Some(p) = &lun.product {
+                    if p.len() > 16 || !p.is_ascii() {
+                        bail!("{at}: product must be at most 16 ASCII characters");
+                    }
+                }
+                match (lun.store, &lun.path, lun.size) {
+                    (StoreKind::Ram, Some(_), _) => bail!("{at}: a ram store has no path"),
+                    (StoreKind::Ram, None, None) => bail!("{at}: a ram store needs a size"),
+                    (StoreKind::File, None, _) => bail!("{at}: a file store needs a path"),
+                    _ => {}
+                }
+                if let Some(size) = lun.size {
+                    if size == 0 || size % u64::from(lun.block_size) != 0 {
+                        bail!(
+                            "{at}: size {size} must be a non-zero multiple of the block size {}",
+                            lun.block_size
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lun_flags() {
+        assert_eq!(
+            LunConfig::parse_flag("ram:1GiB").unwrap().size,
+            Some(1 << 30)
+        );
+        assert_eq!(LunConfig::parse_flag("ram:1G").unwrap().size, Some(1 << 30));
+        let f = LunConfig::parse_flag("file:/tmp/a:b.img:64MiB").unwrap();
+        assert_eq!(
+            (f.path.unwrap(), f.size),
+            (PathBuf::from("/tmp/a:b.img"), Some(64 << 20))
+        );
+        let f = LunConfig::parse_flag("file:/tmp/x.img").unwrap();
+        assert_eq!(f.size, None);
+        for bad in ["ram", "ram:", "ram:lots", "disk:1G", "file:", "file::1G"] {
+            assert!(LunConfig::parse_flag(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    fn parse(text: &str) -> anyhow::Result<Config> {
+        let c: Config = toml::from_str(text)?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    #[test]
+    fn full_config() {
+        let c = parse(
+            r#"
+            listen = "127.0.0.1:3261"
+            [[target]]
+            name = "iqn.2026-11.dev.stint:a"
+            allowed_initiators = ["iqn.1994-05.com.redhat:x"]
+            [[target.lun]]
+            store = "ram"
+            size = "64MiB"
+            block_size = 4096
+            [[target.lun]]
+            id = 7
+            store = "file"
+            path = "/tmp/x.img"
+            size = 1048576
+            write_cache = false
+            read_only = true
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.listen.port(), 3261);
+        assert_eq!(c.targets[0].luns[0].size, Some(64 << 20));
+        assert_eq!(c.targets[0].luns[1].id, Some(7));
+        assert!(!c.targets[0].luns[1].write_cache);
+    }
+
+    #[test]
+    fn bad_configs_name_the_problem() {
+        let cases = [
+            ("[[target]]\nname = \"x\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "iSCSI name"),
+            ("bogus = 1", "unknown field `bogus`"),
+            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 1000", "multiple of the block size"),
+            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nblock_size = 1024", "512 or 4096"),
+            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"file\"", "needs a path"),
+            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"tape\"", "unknown variant"),
+            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"ram\"\nsize = \"big\"", "invalid size"),
+            ("", "no [[target]]"),
+        ];
+        for (text, want) in cases {
+            let err = format!("{:#}", parse(text).unwrap_err());
+            assert!(err.contains(want), "{text:?}: {err}");
+        }
+    }
+}

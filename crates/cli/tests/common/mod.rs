@@ -1,0 +1,79 @@
+//! A `stint serve` child process for integration tests: listens on a free loopback port, reports
+//! its LUN URLs, and is stopped (SIGTERM, then kill) when dropped.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    child: Child,
+    /// One libiscsi URL per LUN, as printed by `stint serve`.
+    pub urls: Vec<String>,
+}
+
+impl Server {
+    /// Starts `stint serve --listen 127.0.0.1:0 <args>` and waits for its `expected_luns` URLs.
+    pub fn start(args: &[&str], expected_luns: usize) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stint"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start stint serve");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut urls = Vec::new();
+        while urls.len() < expected_luns {
+            match lines.next() {
+                Some(Ok(line)) if line.starts_with("iscsi://") => urls.push(line),
+                Some(Ok(_)) => {}
+                _ => {
+                    let _ = child.kill();
+                    panic!("stint serve exited before printing {expected_luns} URLs (got {urls:?})");
+                }
+            }
+        }
+        Server { child, urls }
+    }
+
+    /// "127.0.0.1:port" of the portal.
+    pub fn portal(&self) -> String {
+        let rest = self.urls[0].trim_start_matches("iscsi://");
+        rest.split('/').next().unwrap_or_default().to_string()
+    }
+
+    /// Sends SIGTERM and waits for a clean exit; returns whether it exited with status 0.
+    pub fn stop(mut self) -> bool {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a libiscsi tool with a timeout; returns (success, stdout + stderr).
+pub fn tool(program: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new("timeout")
+        .arg("30")
+        .arg(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} not runnable ({e}); ./test.sh installs libiscsi-bin"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test of stint: formatting and lints, unit and integration tests (cargo test), then
+# libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
+# tests/conformance/libiscsi-expected.txt. Installs what the tests need (Debian's libiscsi-bin).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if ! command -v iscsi-test-cu >/dev/null || ! command -v iscsi-inq >/dev/null; then
+  echo "== installing libiscsi-bin"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libiscsi-bin >/dev/null
+fi
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets -q -- -D warnings
+echo "== cargo test"
+cargo test --workspace
+echo "== libiscsi conformance (iscsi-test-cu, one suite per process)"
+cargo build -q -p stint
+python3 tests/conformance/libiscsi.py --stint target/debug/stint

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Run libiscsi's iscsi-test-cu conformance suite against stint (or any target) and compare the
+result with the checked-in expectations file.
+
+Each suite runs in its own process (spec/iscsi.md: Debian's 1.19.0 tool corrupts later 16-byte
+CDBs when an earlier suite bails out early), with the URL given twice so MultipathIO runs.
+CUnit counts a skipped test as passed; a test that printed [SKIPPED] is counted as skipped.
+
+Exit status: 0 when every test not listed in the expectations file passed and every listed test
+behaved as listed (or better); 1 otherwise.
+"""
+import argparse
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXPECTED = os.path.join(HERE, "libiscsi-expected.txt")
+TARGET = "iqn.2026-11.dev.stint:conformance"
+SUITE_TIMEOUT_S = 120
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port, proc, timeout_s=30):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"stint serve exited early with status {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    sys.exit(f"stint serve did not listen on 127.0.0.1:{port} within {timeout_s} s")
+
+
+def list_suites():
+    out = subprocess.run(["iscsi-test-cu", "--list"], capture_output=True, text=True, check=True).stdout
+    suites = []
+    for line in out.split():
+        parts = line.strip().split(".")
+        if len(parts) == 2 and parts[0] in ("SCSI", "iSCSI"):
+            suites.append(line.strip())
+    return suites
+
+
+TEST_RE = re.compile(r"^\s+Test: (\S+) \.\.\.")
+
+
+def run_suite(suite, url):
+    """Returns {test name: (result, detail)} for one suite; result is pass, fail or skip."""
+    cmd = ["stdbuf", "-o0", "-e0", "iscsi-test-cu", "--dataloss", f"--test={suite}", url, url]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           errors="replace", timeout=SUITE_TIMEOUT_S)
+        out = p.stdout
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        out += "\n  Test: <timeout> ...FAILED\n"
+    family = suite.split(".")[0]
+    results, name, block = {}, None, []
+
+    def close():
+        if name is None:
+            return
+        text = "\n".join(block)
+        if "FAILED" in text or "<timeout>" in name:
+            res = "fail"
+        elif "[SKIPPED]" in text:
+            res = "skip"
+        elif "passed" in text:
+            res = "pass"
+        else:
+            res = "fail"
+        detail = ""
+        for l in block:
+            l = l.strip()
+            if l.startswith("[SKIPPED]") or l.startswith("[FAILED]") or re.match(r"^\d+\. ", l):
+                detail = l
+                break
+        results[f"{suite}.{name}"] = (res, detail)
+
+    for line in out.splitlines():
+        m = TEST_RE.match(line)
+        if m:
+            close()
+            name, block = m.group(1), [line[m.end():]]
+        elif line.startswith("Run Summary"):
+            close()
+            name, block = None, []
+        elif name is not None:
+            block.append(line)
+    close()
+    if not results:
+        results[f"{suite}.<suite>"] = ("fail", out.strip().splitlines()[-1] if out.strip() else "no output")
+    return results
+
+
+def load_expected():
+    expected = {}
+    with open(EXPECTED) as f:
+        for n, line in enumerate(f, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            parts = line.split(None, 2)
+            if len(parts) < 3 or parts[1] not in ("skip", "fail"):
+                sys.exit(f"{EXPECTED}:{n}: expected '<test> skip|fail <reason>'")
+            expected[parts[0]] = (parts[1], parts[2])
+    return expected
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stint", help="path to the stint binary to start (on a free port)")
+    ap.add_argument("--url", help="test an already running target at this libiscsi URL instead")
+    ap.add_argument("--no-compare", action="store_true", help="only print the results")
+    ap.add_argument("--jobs", type=int, default=2, help="suites run at once (each needs its own LUN)")
+    args = ap.parse_args()
+    if not args.stint and not args.url:
+        ap.error("give --stint or --url")
+
+    procs, urls = [], []
+    try:
+        if args.stint:
+            # One LUN per parallel worker so suites that write never see each other's data.
+            port = free_port()
+            cmd = [args.stint, "serve", "--listen", f"127.0.0.1:{port}", "--target-name", TARGET]
+            for _ in range(args.jobs):
+                cmd += ["--lun", "ram:64MiB"]
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(HERE, "..", "..", "target", "conformance-serve.log"), "w")))
+            wait_listening(port, procs[0])
+            urls = [f"iscsi://127.0.0.1:{port}/{TARGET}/{lun}" for lun in range(args.jobs)]
+        else:
+            urls = [args.url]
+        suites = list_suites()
+        results = {}
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=len(urls)) as pool:
+            free = list(urls)
+            import threading
+            lock = threading.Lock()
+
+            def work(suite):
+                with lock:
+                    url = free.pop()
+                try:
+                    return run_suite(suite, url)
+                finally:
+                    with lock:
+                        free.append(url)
+
+            for r in pool.map(work, suites):
+                results.update(r)
+        elapsed = time.monotonic() - started
+    finally:
+        for p in procs:
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+    counts = {"pass": 0, "fail": 0, "skip": 0}
+    for res, _ in results.values():
+        counts[res] += 1
+    for name in sorted(results):
+        res, detail = results[name]
+        if res != "pass":
+            print(f"  {res:4} {name}  {detail}")
+    print(f"libiscsi iscsi-test-cu: {counts['pass']} passed, {counts['fail']} failed, "
+          f"{counts['skip']} skipped of {len(results)} in {elapsed:.0f} s")
+    if args.no_compare:
+        return 0
+
+    expected = load_expected()
+    regressions, improvements = [], []
+    for name in sorted(results):
+        res, detail = results[name]
+        exp = expected.get(name, ("pass", ""))[0]
+        rank = {"pass": 2, "skip": 1, "fail": 0}
+        if rank[res] < rank[exp]:
+            regressions.append(f"{name}: expected {exp}, got {res}  {detail}")
+        elif rank[res] > rank[exp]:
+            improvements.append(f"{name}: expected {exp}, got {res}")
+    for name in sorted(set(expected) - set(results)):
+        regressions.append(f"{name}: listed in {os.path.basename(EXPECTED)} but not run")
+    for line in improvements:
+        print(f"  better than expected (update the expectations file): {line}")
+    for line in regressions:
+        print(f"  REGRESSION: {line}")
+    if regressions:
+        print(f"libiscsi conformance: {len(regressions)} regression(s) against {os.path.basename(EXPECTED)}")
+        return 1
+    print("libiscsi conformance: matches expectations")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
