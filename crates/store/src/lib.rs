@@ -1,1 +1,69 @@
 //! Where the bytes live: RAM and sparse files.
+//!
+//! A [`Store`] is a flat byte array of fixed length addressed by offset. The device turns LBAs
+//! into offsets and checks ranges before calling, but every store checks again and answers a
+//! range error instead of panicking.
+
+mod file;
+mod ram;
+
+pub use file::FileStore;
+pub use ram::RamStore;
+
+use std::io;
+
+/// The backing bytes of one logical unit. Shared by connection threads: every method takes
+/// `&self` and implementations lock at a fine grain.
+pub trait Store: Send + Sync {
+    /// Capacity in bytes.
+    fn len(&self) -> u64;
+
+    /// True when the store holds no bytes at all.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Fill `buf` with the bytes at `offset`. Never-written ranges read as zeroes.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+
+    /// Store `buf` at `offset`. With write-through on, the bytes are on stable storage on return.
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()>;
+
+    /// Put every completed write on stable storage (SYNCHRONIZE CACHE, FUA).
+    fn flush(&self) -> io::Result<()>;
+
+    /// Write-through mode: every `write_at` is durable before it returns (write cache disabled,
+    /// SBC-4 §6.5.5 WCE = 0). Stores without a volatile cache ignore it.
+    fn set_write_through(&self, _on: bool) {}
+
+    /// Deallocate a range so that it reads back as zeroes (thin provisioning). Stores that
+    /// cannot deallocate write zeroes.
+    fn punch_hole(&self, offset: u64, len: u64) -> io::Result<()> {
+        const ZEROES: [u8; 4096] = [0; 4096];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(ZEROES.len() as u64) as usize;
+            self.write_at(offset + done, &ZEROES[..n])?;
+            done += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Whether any byte of the range may be allocated; `true` when the store cannot tell.
+    fn is_mapped(&self, _offset: u64, _len: u64) -> bool {
+        true
+    }
+}
+
+/// The error for an access past the end of a store.
+pub(crate) fn check_range(store_len: u64, offset: u64, len: usize) -> io::Result<()> {
+    match offset.checked_add(len as u64) {
+        Some(end) if end <= store_len => Ok(()),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "access of {len} bytes at offset {offset} is beyond the store's {store_len} bytes"
+            ),
+        )),
+    }
+}

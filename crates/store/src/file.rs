@@ -1,0 +1,148 @@
+//! A store in a (sparse) file: positional I/O, `fdatasync` for stable storage.
+
+use crate::{check_range, Store};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A file-backed store. Writes go to the page cache (the drive's volatile write cache) unless
+/// write-through is on; `flush` is `fdatasync`.
+pub struct FileStore {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    write_through: AtomicBool,
+}
+
+impl FileStore {
+    /// Open `path`, creating a sparse file of `size` bytes when it does not exist. An existing
+    /// file keeps its contents; with `size` given, its length must match. Without `size` the
+    /// file must exist and its length is the capacity.
+    pub fn open(path: &Path, size: Option<u64>) -> io::Result<Self> {
+        let context = |e: io::Error, what: &str| {
+            io::Error::new(e.kind(), format!("{}: {what}: {e}", path.display()))
+        };
+        let exists = path.exists();
+        if !exists && size.is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "{}: file does not exist and no size was given to create it",
+                    path.display()
+                ),
+            ));
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(!exists)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| context(e, "cannot open"))?;
+        let meta = file.metadata().map_err(|e| context(e, "cannot stat"))?;
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: not a regular file", path.display()),
+            ));
+        }
+        let len = match size {
+            Some(size) if !exists => {
+                file.set_len(size)
+                    .map_err(|e| context(e, "cannot set length"))?;
+                size
+            }
+            Some(size) if meta.len() != size => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{}: file is {} bytes but the LUN is configured as {size} bytes",
+                        path.display(),
+                        meta.len()
+                    ),
+                ));
+            }
+            _ => meta.len(),
+        };
+        Ok(FileStore {
+            file,
+            path: path.to_owned(),
+            len,
+            write_through: AtomicBool::new(false),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Store for FileStore {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        check_range(self.len, offset, buf.len())?;
+        self.file.read_exact_at(buf, offset)
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        check_range(self.len, offset, buf.len())?;
+        self.file.write_all_at(buf, offset)?;
+        if self.write_through.load(Ordering::Relaxed) {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn set_write_through(&self, on: bool) {
+        self.write_through.store(on, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_sparse_file_and_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lun0.img");
+        {
+            let s = FileStore::open(&path, Some(1 << 20)).unwrap();
+            assert_eq!(s.len(), 1 << 20);
+            let mut buf = [9u8; 512];
+            s.read_at(4096, &mut buf).unwrap();
+            assert!(buf.iter().all(|&b| b == 0));
+            s.set_write_through(true);
+            s.write_at(4096, &[0x5A; 512]).unwrap();
+            s.flush().unwrap();
+        }
+        let s = FileStore::open(&path, None).unwrap();
+        assert_eq!(s.len(), 1 << 20);
+        let mut buf = [0u8; 512];
+        s.read_at(4096, &mut buf).unwrap();
+        assert!(buf.iter().all(|&b| b == 0x5A));
+        assert!(s.read_at((1 << 20) - 100, &mut buf).is_err());
+    }
+
+    #[test]
+    fn size_mismatch_and_missing_file_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lun.img");
+        let e = FileStore::open(&path, None).err().unwrap();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        FileStore::open(&path, Some(8192)).unwrap();
+        let e = FileStore::open(&path, Some(4096)).err().unwrap();
+        assert!(e.to_string().contains("8192"), "{e}");
+        let e = FileStore::open(dir.path(), Some(4096)).err().unwrap();
+        assert!(e.to_string().contains(&dir.path().display().to_string()));
+    }
+}
