@@ -1,0 +1,669 @@
+//! The device command queue: per-class submission queues, admission and arbitration into a
+//! device queue of bounded depth, ordering onto the drive, and CDL limits enforced at expiry
+//! (spec/cdl.md §4, §8). A pure state machine: the caller passes time in.
+
+use crate::admission::{Admission, SlotRef, SubmissionQueue};
+use crate::arbitration::Arbiter;
+use crate::cdl::{CdlDescriptor, CdlError, CdlPages, LimitKind, Policy};
+use crate::class::CLASSES;
+use crate::completion::{Completion, Misses, Outcome};
+use crate::config::{ConfigError, QueueConfig};
+use crate::deadline::DeadlineAware;
+use crate::order::{Candidate, OrderingPolicy};
+use crate::stats::Stats;
+use drive::{Drive, MediaOp, MediaOutcome, Ns};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt;
+use std::sync::Arc;
+
+/// A medium command handed to the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Command {
+    /// The caller's tag, returned in the [`Completion`].
+    pub id: u64,
+    /// Priority class index (see [`crate::Class`]): 0 urgent, 1 high, 2 medium, 3 low.
+    pub class: usize,
+    pub op: MediaOp,
+    /// Duration limit descriptor (spec/cdl.md §3): 0 none, 1..=7 a descriptor of T2A (reads)
+    /// or T2B (writes).
+    pub dld: u8,
+}
+
+/// A refused [`Command`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitError {
+    /// `class` is not below [`CLASSES`].
+    Class(usize),
+    /// `dld` is above 7.
+    Dld(u8),
+}
+
+impl fmt::Display for SubmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Class(c) => write!(f, "class {c} out of range 0..{CLASSES}"),
+            Self::Dld(d) => write!(f, "dld {d} out of range 0..=7"),
+        }
+    }
+}
+
+impl std::error::Error for SubmitError {}
+
+/// How the device queue picks the next command for the drive.
+pub enum Scheduler {
+    /// Any ordering policy (the FIFO / SPTF / aged-SPTF policies of [`crate::order`], or one of
+    /// the caller's).
+    Policy(Box<dyn OrderingPolicy + Send>),
+    /// The CDL-aware policy; the queue feeds it service times and perf_vs_duration_guideline.
+    CdlAware(DeadlineAware),
+}
+
+impl fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Policy(_) => f.write_str("Scheduler::Policy(..)"),
+            Self::CdlAware(d) => f.debug_tuple("Scheduler::CdlAware").field(d).finish(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Free,
+    /// In a class's submission queue.
+    Submitted,
+    /// In the device queue, not started.
+    Queued,
+    /// Being processed by the drive.
+    Active,
+}
+
+/// One armed limit: absolute expiry time and policy. A fired 0h limit stays as the command's
+/// (past) deadline so ordering serves it as soon as possible.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Limit {
+    at: Ns,
+    policy: Policy,
+    fired: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Slot {
+    id: u64,
+    class: usize,
+    dld: u8,
+    op: MediaOp,
+    state: State,
+    gen: u32,
+    submitted_at: Ns,
+    started_at: Ns,
+    done_at: Ns,
+    media: MediaOutcome,
+    /// Descriptor in force (1..=7; 0 none); differs from `dld` after a 1h chain.
+    desc: u8,
+    /// The pages as they were at submission (only for limited commands; 1h needs n+1).
+    pages: Option<Arc<CdlPages>>,
+    inactive: Option<Limit>,
+    /// Max active time and policy, armed at start.
+    active_for: Option<(Ns, Policy)>,
+    active: Option<Limit>,
+    guideline: Option<Limit>,
+    missed: Misses,
+    /// Deadline-aware admission key while submitted (`None`: in the FIFO part).
+    admit_key: Option<Ns>,
+}
+
+impl Slot {
+    fn empty() -> Self {
+        Self {
+            id: 0,
+            class: 0,
+            dld: 0,
+            op: MediaOp {
+                lba: 0,
+                blocks: 0,
+                write: false,
+                fua: false,
+            },
+            state: State::Free,
+            gen: 0,
+            submitted_at: 0,
+            started_at: 0,
+            done_at: 0,
+            media: MediaOutcome::Ok,
+            desc: 0,
+            pages: None,
+            inactive: None,
+            active_for: None,
+            active: None,
+            guideline: None,
+            missed: Misses::default(),
+            admit_key: None,
+        }
+    }
+
+    /// Earliest limit (armed or fired 0h) that still constrains the command.
+    fn deadline(&self) -> Option<Ns> {
+        let inactive = if self.state == State::Active {
+            None
+        } else {
+            self.inactive
+        };
+        [inactive, self.active, self.guideline]
+            .into_iter()
+            .flatten()
+            .map(|l| l.at)
+            .min()
+    }
+
+    fn limit_mut(&mut self, kind: LimitKind) -> &mut Option<Limit> {
+        match kind {
+            LimitKind::Inactive => &mut self.inactive,
+            LimitKind::Active => &mut self.active,
+            LimitKind::Guideline => &mut self.guideline,
+        }
+    }
+}
+
+/// What a timed event is about. Completions sort before expiries at the same instant, so a
+/// command that finishes exactly at its limit meets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum EventKind {
+    Done,
+    Expire(LimitKind),
+}
+
+type Event = (Ns, EventKind, SlotRef);
+
+/// The device queue of one logical unit, owning its drive model.
+pub struct Queue<D: Drive> {
+    drive: D,
+    scheduler: Scheduler,
+    depth: usize,
+    admission: Admission,
+    arbiter: Arbiter,
+    pages: Arc<CdlPages>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    submission: [SubmissionQueue; CLASSES],
+    waiting: [usize; CLASSES],
+    /// The device queue (not started), in arrival order, and the slot of each candidate.
+    candidates: Vec<Candidate>,
+    candidate_slots: Vec<u32>,
+    active: usize,
+    events: BinaryHeap<Reverse<Event>>,
+    /// A dispatch is due at this time (set by `submit`).
+    dispatch_at: Option<Ns>,
+    now: Ns,
+    stats: Stats,
+}
+
+impl<D: Drive> Queue<D> {
+    /// A queue in front of `drive`, ordering its device queue with `scheduler`.
+    pub fn new(
+        config: QueueConfig,
+        drive: D,
+        mut scheduler: Scheduler,
+    ) -> Result<Self, ConfigError> {
+        config.validate()?;
+        if let Scheduler::CdlAware(d) = &mut scheduler {
+            d.set_budget(config.cdl.t2a.perf_vs_duration_guideline);
+        }
+        Ok(Self {
+            drive,
+            scheduler,
+            depth: config.depth,
+            admission: config.admission,
+            arbiter: Arbiter::new(config.arbitration),
+            pages: Arc::new(config.cdl),
+            slots: Vec::new(),
+            free: Vec::new(),
+            submission: std::array::from_fn(|_| SubmissionQueue::new()),
+            waiting: [0; CLASSES],
+            candidates: Vec::with_capacity(config.depth),
+            candidate_slots: Vec::with_capacity(config.depth),
+            active: 0,
+            events: BinaryHeap::new(),
+            dispatch_at: None,
+            now: 0,
+            stats: Stats::default(),
+        })
+    }
+
+    /// Replaces the T2A/T2B pages (MODE SELECT). Commands already submitted keep the
+    /// descriptors they were submitted with (spec/cdl.md §2: snapshot at arrival).
+    pub fn set_cdl(&mut self, pages: CdlPages) -> Result<(), CdlError> {
+        pages.validate()?;
+        if let Scheduler::CdlAware(d) = &mut self.scheduler {
+            d.set_budget(pages.t2a.perf_vs_duration_guideline);
+        }
+        self.pages = Arc::new(pages);
+        Ok(())
+    }
+
+    /// The pages in force for new commands.
+    pub fn cdl(&self) -> &CdlPages {
+        &self.pages
+    }
+
+    /// A command arrives at `now` (its inactive time and guideline start now). It is
+    /// dispatched by the next [`Queue::advance`]; [`Queue::next_event`] returns `now` until
+    /// then. Times before the last `advance` are taken as that time.
+    pub fn submit(&mut self, now: Ns, cmd: Command) -> Result<(), SubmitError> {
+        if cmd.class >= CLASSES {
+            return Err(SubmitError::Class(cmd.class));
+        }
+        if cmd.dld > 7 {
+            return Err(SubmitError::Dld(cmd.dld));
+        }
+        let now = now.max(self.now);
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(Slot::empty());
+                u32::try_from(self.slots.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
+        let descriptor = self.pages.descriptor(cmd.dld, cmd.op.write).copied();
+        let pages = (cmd.dld != 0).then(|| Arc::clone(&self.pages));
+        let Some(s) = self.slots.get_mut(slot as usize) else {
+            return Ok(());
+        };
+        let gen = s.gen;
+        *s = Slot {
+            id: cmd.id,
+            class: cmd.class,
+            dld: cmd.dld,
+            op: cmd.op,
+            state: State::Submitted,
+            gen,
+            submitted_at: now,
+            desc: cmd.dld,
+            pages,
+            ..Slot::empty()
+        };
+        self.stats.submitted(cmd.class, cmd.dld, cmd.op.write);
+        let r = SlotRef { slot, gen };
+        self.arm(r, descriptor.as_ref(), now);
+        let key = match self.admission {
+            Admission::Fifo => None,
+            Admission::DeadlineAware => self.slot(r).and_then(Slot::deadline),
+        };
+        if let Some(s) = self.slot_mut(r) {
+            s.admit_key = key;
+        }
+        self.submission[cmd.class].push(r, key);
+        self.waiting[cmd.class] += 1;
+        self.dispatch_at = Some(self.dispatch_at.map_or(now, |t| t.min(now)));
+        Ok(())
+    }
+
+    /// The earliest time at which something is due (a dispatch, a completion or a limit
+    /// expiry), or `None` when the queue is empty.
+    pub fn next_event(&self) -> Option<Ns> {
+        let event = self.events.peek().map(|Reverse((t, _, _))| *t);
+        match (event, self.dispatch_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Processes everything due up to and including `now`, appending the commands that left
+    /// the queue to `done` in time order.
+    pub fn advance(&mut self, now: Ns, done: &mut Vec<Completion>) {
+        while let Some(t) = self.next_event().filter(|t| *t <= now) {
+            self.now = self.now.max(t);
+            let t = self.now;
+            let mut dispatched = false;
+            while let Some(&Reverse((at, kind, r))) = self.events.peek() {
+                if at > t {
+                    break;
+                }
+                if kind != EventKind::Done && !dispatched {
+                    // A unit freed at t may start a command whose inactive limit is t.
+                    self.dispatch(t);
+                    dispatched = true;
+                    continue;
+                }
+                self.events.pop();
+                match kind {
+                    EventKind::Done => self.complete(r, at, t, done),
+                    EventKind::Expire(limit) => self.expire(r, limit, at, t, done),
+                }
+            }
+            self.dispatch(t);
+        }
+        self.now = self.now.max(now);
+        self.drop_stale_events();
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub fn drive(&self) -> &D {
+        &self.drive
+    }
+
+    /// Commands in the queue (submitted, queued or in service).
+    pub fn len(&self) -> usize {
+        self.waiting.iter().sum::<usize>() + self.candidates.len() + self.active
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Commands in the device queue (queued plus in service); at most the configured depth.
+    pub fn device_len(&self) -> usize {
+        self.candidates.len() + self.active
+    }
+
+    /// Commands waiting in class `class`'s submission queue.
+    pub fn waiting(&self, class: usize) -> usize {
+        self.waiting.get(class).copied().unwrap_or(0)
+    }
+
+    fn slot(&self, r: SlotRef) -> Option<&Slot> {
+        self.slots
+            .get(r.slot as usize)
+            .filter(|s| s.gen == r.gen && s.state != State::Free)
+    }
+
+    fn slot_mut(&mut self, r: SlotRef) -> Option<&mut Slot> {
+        self.slots
+            .get_mut(r.slot as usize)
+            .filter(|s| s.gen == r.gen && s.state != State::Free)
+    }
+
+    /// Arms the limits of `descriptor` for the command in `r`, measured from its own clocks
+    /// (inactive and guideline from arrival, active from start); none fires before `now`.
+    fn arm(&mut self, r: SlotRef, descriptor: Option<&CdlDescriptor>, now: Ns) {
+        let Some(s) = self.slot_mut(r) else { return };
+        let limit = |kind, from: Ns| {
+            descriptor
+                .and_then(|d| d.limit(kind))
+                .map(|(ns, policy)| Limit {
+                    at: from.saturating_add(ns).max(now),
+                    policy,
+                    fired: false,
+                })
+        };
+        s.inactive = if s.state == State::Active {
+            None
+        } else {
+            limit(LimitKind::Inactive, s.submitted_at)
+        };
+        s.guideline = limit(LimitKind::Guideline, s.submitted_at);
+        s.active_for = descriptor.and_then(|d| d.limit(LimitKind::Active));
+        s.active = if s.state == State::Active {
+            limit(LimitKind::Active, s.started_at)
+        } else {
+            None
+        };
+        let events = [
+            (LimitKind::Inactive, s.inactive),
+            (LimitKind::Active, s.active),
+            (LimitKind::Guideline, s.guideline),
+        ];
+        for (kind, l) in events {
+            if let Some(l) = l {
+                self.events
+                    .push(Reverse((l.at, EventKind::Expire(kind), r)));
+            }
+        }
+    }
+
+    /// Admits commands into the device queue while it has room, then starts commands while the
+    /// drive has a free unit.
+    fn dispatch(&mut self, t: Ns) {
+        self.dispatch_at = None;
+        while self.device_len() < self.depth {
+            let Some(class) = self.arbiter.next(&self.waiting) else {
+                break;
+            };
+            let slots = &self.slots;
+            let popped = self.submission[class].pop(|r, key| {
+                slots.get(r.slot as usize).is_some_and(|s| {
+                    s.gen == r.gen && s.state == State::Submitted && s.admit_key == key
+                })
+            });
+            let Some(r) = popped else {
+                // Only stale entries were left: the count was wrong; resynchronise.
+                self.waiting[class] = 0;
+                continue;
+            };
+            self.waiting[class] -= 1;
+            let Some(s) = self.slot_mut(r) else { continue };
+            s.state = State::Queued;
+            let candidate = Candidate {
+                id: s.id,
+                op: s.op,
+                arrived: s.submitted_at,
+                deadline: s.deadline(),
+                class: s.class,
+            };
+            self.candidates.push(candidate);
+            self.candidate_slots.push(r.slot);
+        }
+        self.arbiter.end_turn();
+        let units = self.drive.parallelism().max(1);
+        while self.active < units && !self.candidates.is_empty() {
+            let pick = match &mut self.scheduler {
+                Scheduler::Policy(p) => p.pick(t, &self.candidates, &self.drive),
+                Scheduler::CdlAware(p) => p.pick(t, &self.candidates, &self.drive),
+            };
+            let index = if pick < self.candidates.len() {
+                pick
+            } else {
+                0
+            };
+            self.candidates.remove(index);
+            let slot = self.candidate_slots.remove(index);
+            self.start(slot, t);
+        }
+    }
+
+    fn start(&mut self, slot: u32, t: Ns) {
+        let Some(s) = self.slots.get_mut(slot as usize) else {
+            return;
+        };
+        let service = self.drive.start(t, &s.op);
+        s.state = State::Active;
+        s.started_at = t;
+        s.done_at = service.done_at.max(t);
+        s.media = service.outcome;
+        s.active = s.active_for.map(|(ns, policy)| Limit {
+            at: t.saturating_add(ns),
+            policy,
+            fired: false,
+        });
+        let r = SlotRef { slot, gen: s.gen };
+        self.events.push(Reverse((s.done_at, EventKind::Done, r)));
+        if let Some(l) = s.active {
+            self.events
+                .push(Reverse((l.at, EventKind::Expire(LimitKind::Active), r)));
+        }
+        self.active += 1;
+    }
+
+    fn complete(&mut self, r: SlotRef, at: Ns, t: Ns, done: &mut Vec<Completion>) {
+        let Some(s) = self.slot(r) else { return };
+        if s.state != State::Active || s.done_at != at {
+            return;
+        }
+        let service = t.saturating_sub(s.started_at);
+        let outcome = match s.media {
+            MediaOutcome::Ok => Outcome::Good,
+            MediaOutcome::Unrecovered => Outcome::MediumError,
+        };
+        if let Scheduler::CdlAware(d) = &mut self.scheduler {
+            d.observe_service(service);
+        }
+        self.finish(r, t, outcome, None, done);
+    }
+
+    fn expire(&mut self, r: SlotRef, kind: LimitKind, at: Ns, t: Ns, done: &mut Vec<Completion>) {
+        let Some(s) = self.slot_mut(r) else { return };
+        let armed = match kind {
+            LimitKind::Inactive => s.state != State::Active,
+            LimitKind::Active => s.state == State::Active,
+            LimitKind::Guideline => true,
+        };
+        let Some(limit) = s
+            .limit_mut(kind)
+            .filter(|l| armed && l.at == at && !l.fired)
+        else {
+            return;
+        };
+        s.missed.set(kind);
+        let (class, desc, write, started) = (s.class, s.desc, s.op.write, s.state == State::Active);
+        self.stats.missed(class, desc, write, kind, limit.policy);
+        let ended_by = Some((kind, limit.policy));
+        match limit.policy {
+            Policy::CompleteEarliest => {
+                if let Some(l) = self.slot_mut(r).and_then(|s| s.limit_mut(kind).as_mut()) {
+                    l.fired = true;
+                }
+                self.rekey(r);
+            }
+            Policy::ContinueNextLimit => self.chain(r, t),
+            Policy::ContinueNoLimit => {
+                if let Some(s) = self.slot_mut(r) {
+                    s.inactive = None;
+                    s.active = None;
+                    s.active_for = None;
+                    s.guideline = None;
+                }
+                self.rekey(r);
+            }
+            Policy::CompleteUnavailable => {
+                self.finish(r, t, Outcome::CompletedUnavailable, ended_by, done)
+            }
+            Policy::AbortRecovery => {
+                self.finish(r, t, Outcome::AbortedErrorRecovery, ended_by, done)
+            }
+            Policy::Abort => {
+                let outcome = if started {
+                    Outcome::AbortedDuringProcessing
+                } else {
+                    Outcome::AbortedBeforeProcessing
+                };
+                self.finish(r, t, outcome, ended_by, done)
+            }
+        }
+    }
+
+    /// Policy 1h: continue under descriptor n+1's limits. There is no descriptor 8, so at
+    /// n = 7 the command continues with no limit, as under 2h (spec/cdl.md §4 leaves it open).
+    fn chain(&mut self, r: SlotRef, t: Ns) {
+        let Some(s) = self.slot_mut(r) else { return };
+        let next = s.desc.saturating_add(1);
+        let descriptor = s
+            .pages
+            .as_ref()
+            .and_then(|p| p.descriptor(next, s.op.write))
+            .copied();
+        s.desc = if descriptor.is_some() { next } else { s.desc };
+        self.arm(r, descriptor.as_ref(), t);
+        self.rekey(r);
+    }
+
+    /// Keeps a command's deadline visible to admission and ordering after its limits changed.
+    fn rekey(&mut self, r: SlotRef) {
+        let Some(s) = self.slot_mut(r) else { return };
+        let (deadline, state, class, old_key) = (s.deadline(), s.state, s.class, s.admit_key);
+        match state {
+            State::Submitted
+                if self.admission == Admission::DeadlineAware && old_key != deadline =>
+            {
+                if let Some(s) = self.slot_mut(r) {
+                    s.admit_key = deadline;
+                }
+                self.submission[class].push(r, deadline);
+            }
+            State::Queued => {
+                if let Some(i) = self.candidate_slots.iter().position(|x| *x == r.slot) {
+                    if let Some(c) = self.candidates.get_mut(i) {
+                        c.deadline = deadline;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Removes the command from wherever it is, reports it and frees its slot. An active
+    /// command's media operation is abandoned: its unit is free from `t`.
+    fn finish(
+        &mut self,
+        r: SlotRef,
+        t: Ns,
+        outcome: Outcome,
+        ended_by: Option<(LimitKind, Policy)>,
+        done: &mut Vec<Completion>,
+    ) {
+        let Some(s) = self
+            .slots
+            .get_mut(r.slot as usize)
+            .filter(|s| s.gen == r.gen)
+        else {
+            return;
+        };
+        match s.state {
+            State::Free => return,
+            State::Submitted => {
+                self.waiting[s.class] = self.waiting[s.class].saturating_sub(1);
+            }
+            State::Queued => {
+                if let Some(i) = self.candidate_slots.iter().position(|x| *x == r.slot) {
+                    self.candidates.remove(i);
+                    self.candidate_slots.remove(i);
+                }
+            }
+            State::Active => self.active = self.active.saturating_sub(1),
+        }
+        let started_at = (s.state == State::Active).then_some(s.started_at);
+        let completion = Completion {
+            id: s.id,
+            class: s.class,
+            dld: s.dld,
+            outcome,
+            at: t,
+            submitted_at: s.submitted_at,
+            started_at,
+            missed: s.missed,
+            ended_by,
+        };
+        self.stats
+            .completed(s.class, s.dld, s.op.write, outcome, s.missed);
+        s.state = State::Free;
+        s.gen = s.gen.wrapping_add(1);
+        s.pages = None;
+        self.free.push(r.slot);
+        done.push(completion);
+    }
+
+    /// Pops events that no longer apply so that `next_event` is exact.
+    fn drop_stale_events(&mut self) {
+        while let Some(&Reverse((at, kind, r))) = self.events.peek() {
+            let live = self.slot(r).is_some_and(|s| match kind {
+                EventKind::Done => s.state == State::Active && s.done_at == at,
+                EventKind::Expire(LimitKind::Inactive) => {
+                    s.state != State::Active && s.inactive.is_some_and(|l| l.at == at && !l.fired)
+                }
+                EventKind::Expire(LimitKind::Active) => {
+                    s.state == State::Active && s.active.is_some_and(|l| l.at == at && !l.fired)
+                }
+                EventKind::Expire(LimitKind::Guideline) => {
+                    s.guideline.is_some_and(|l| l.at == at && !l.fired)
+                }
+            });
+            if live {
+                break;
+            }
+            self.events.pop();
+        }
+    }
+}
