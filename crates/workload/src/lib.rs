@@ -1,1 +1,23 @@
-//! workload
+//! Workloads shared by `stint sim` and `stint bench`: fio-like job descriptions (TOML), seeded
+//! I/O generators and latency statistics with HDR histograms.
+//!
+//! A [`JobSpec`] is what a file says; [`JobSpec::compile`] checks it against the device's
+//! capacity and gives a [`Job`]; a [`Generator`] turns a job and a seed into [`Io`]s.
+
+mod error;
+mod generator;
+mod job;
+mod rng;
+mod size;
+mod stats;
+
+pub use error::WorkloadError;
+pub use generator::{Generator, Io};
+pub use job::{BlockSizes, CmdPrio, Job, JobSpec, MixBy, Prio, Rw, SizeSplit};
+pub use rng::{stream_seed, Rng};
+pub use size::parse_size;
+pub use stats::{LatencyStats, LatencySummary, StatsSummary};
+
+/// Logical block size the generators address in (fio and the published experiments use
+/// 512-byte sectors: /work/briefs/closed-loop.md).
+pub const SECTOR: u64 = 512;

@@ -1,0 +1,498 @@
+//! Job descriptions: the fio options stint understands (fio HOWTO: `rw`, `rwmixread`, `bs`,
+//! `bssplit`, `offset`, `size`, `iodepth`, `numjobs`, `number_ios`, `runtime`,
+//! `cmdprio_percentage`, `cmdprio_class`, `cmdprio_hint`, `cmdprio_bssplit`), plus the
+//! submission-queue class a job feeds (for WRR, spec/drive-model.md §3.4).
+
+use crate::size::parse_size;
+use crate::{WorkloadError, SECTOR};
+use qos::Class;
+use serde::Deserialize;
+
+/// fio `rw`: direction and pattern.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    Read,
+    Write,
+    #[default]
+    RandRead,
+    RandWrite,
+    /// Sequential mixed (fio `rw`/`readwrite`).
+    #[serde(alias = "readwrite")]
+    Rw,
+    RandRw,
+}
+
+impl Rw {
+    fn random(self) -> bool {
+        matches!(self, Self::RandRead | Self::RandWrite | Self::RandRw)
+    }
+    fn mixed(self) -> bool {
+        matches!(self, Self::Rw | Self::RandRw)
+    }
+}
+
+/// Whether `rwmixread` counts operations or bytes (spec/drive-model.md §7 item 1: the Seagate
+/// 60/40 mix is published without saying which, so both are supported).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MixBy {
+    #[default]
+    Ops,
+    Bytes,
+}
+
+/// One per-command priority rule (fio `cmdprio_*`; `bs` restricts it to one block size like
+/// `cmdprio_bssplit`, `direction` to reads or writes).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CmdPrio {
+    /// Share of the matching commands that get this priority, 0..=100.
+    pub percentage: f64,
+    /// Submission-queue class; defaults to the job's class.
+    pub class: Option<String>,
+    /// Duration limit descriptor index, 0..=7 (Linux `IOPRIO_HINT_DEV_DURATION_LIMIT_n`,
+    /// spec/drive-model.md §3.1).
+    #[serde(default)]
+    pub hint: u8,
+    /// Only commands of this block size (e.g. "128k").
+    pub bs: Option<String>,
+    /// Only "read" or "write" commands.
+    pub direction: Option<String>,
+}
+
+/// A job as written in a file (`[[job]]`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    pub name: String,
+    /// Identical copies of the job, each with its own queue depth and random stream.
+    #[serde(default = "one")]
+    pub numjobs: u32,
+    #[serde(default)]
+    pub rw: Rw,
+    /// Percentage of reads in a mixed job.
+    #[serde(default = "fifty")]
+    pub rwmixread: f64,
+    #[serde(default)]
+    pub rwmix_by: MixBy,
+    /// "4k", or "256k,512k" for reads,writes (fio `bs`). Default 4k.
+    pub bs: Option<String>,
+    /// "4k/50:64k/50", optionally ",<write split>" (fio `bssplit`); overrides `bs`.
+    pub bssplit: Option<String>,
+    /// Start of the region, bytes.
+    #[serde(default)]
+    pub offset: Option<String>,
+    /// Length of the region, bytes; default the rest of the device.
+    pub size: Option<String>,
+    /// Commands kept outstanding (closed loop).
+    #[serde(default = "one")]
+    pub iodepth: u32,
+    /// Submission-queue class: urgent, high, medium, low (or rt, be, idle). Default medium.
+    pub class: Option<String>,
+    /// Stop issuing after this many commands.
+    pub number_ios: Option<u64>,
+    /// Stop issuing after this many seconds.
+    pub runtime: Option<f64>,
+    pub cmdprio_percentage: Option<f64>,
+    pub cmdprio_class: Option<String>,
+    pub cmdprio_hint: Option<u8>,
+    /// Several priority rules; the shorthand `cmdprio_*` keys add one more.
+    #[serde(default)]
+    pub cmdprio: Vec<CmdPrio>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn fifty() -> f64 {
+    50.0
+}
+
+/// Block sizes with their shares of commands (percent, summing to 100).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizeSplit(pub Vec<(u64, f64)>);
+
+impl SizeSplit {
+    /// Mean size in bytes.
+    pub fn mean(&self) -> f64 {
+        self.0.iter().map(|(b, p)| *b as f64 * p / 100.0).sum()
+    }
+    pub fn max(&self) -> u64 {
+        self.0.iter().map(|(b, _)| *b).max().unwrap_or(0)
+    }
+    fn parse(job: &str, field: &str, text: &str) -> Result<Self, WorkloadError> {
+        let err = |m: String| WorkloadError::new(job, field, m);
+        let mut parts = Vec::new();
+        for entry in text.split(':').filter(|e| !e.trim().is_empty()) {
+            let (size, pct) = match entry.split_once('/') {
+                Some((s, p)) => {
+                    let pct: f64 = p.trim().parse().map_err(|_| {
+                        err(format!("percentage {p:?} in {entry:?} is not a number"))
+                    })?;
+                    (s, pct)
+                }
+                None => (entry, 100.0),
+            };
+            let bytes = parse_size(size).map_err(err)?;
+            if bytes == 0 || bytes % SECTOR != 0 || bytes > u64::from(u32::MAX) * SECTOR {
+                return Err(err(format!(
+                    "block size {bytes} must be a non-zero multiple of {SECTOR} bytes"
+                )));
+            }
+            if !(0.0..=100.0).contains(&pct) {
+                return Err(err(format!("percentage {pct} is outside 0..=100")));
+            }
+            parts.push((bytes, pct));
+        }
+        let total: f64 = parts.iter().map(|(_, p)| p).sum();
+        if parts.is_empty() || (total - 100.0).abs() > 1e-6 {
+            return Err(err(format!(
+                "shares must add up to 100 (got {total} in {text:?})"
+            )));
+        }
+        Ok(Self(parts))
+    }
+}
+
+/// Block sizes for reads and for writes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockSizes {
+    pub read: SizeSplit,
+    pub write: SizeSplit,
+}
+
+impl BlockSizes {
+    /// "<read>[,<write>]" where each side is a size or a split; the write side defaults to the
+    /// read side (fio semantics).
+    fn parse(job: &str, field: &str, text: &str) -> Result<Self, WorkloadError> {
+        let (r, w) = text.split_once(',').unwrap_or((text, text));
+        let w = if w.trim().is_empty() { r } else { w };
+        Ok(Self {
+            read: SizeSplit::parse(job, field, r)?,
+            write: SizeSplit::parse(job, field, w)?,
+        })
+    }
+}
+
+/// A compiled priority rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prio {
+    /// Probability (0..=1) among matching commands.
+    pub share: f64,
+    pub class: Class,
+    pub dld: u8,
+    pub bs: Option<u64>,
+    /// `Some(true)` writes only, `Some(false)` reads only.
+    pub write: Option<bool>,
+}
+
+/// A validated job, ready for a [`crate::Generator`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    pub name: String,
+    pub numjobs: u32,
+    pub iodepth: u32,
+    pub random: bool,
+    /// Probability that a command is a read.
+    pub read_probability: f64,
+    pub sizes: BlockSizes,
+    /// Region in bytes: `[start, start + len)`.
+    pub start: u64,
+    pub len: u64,
+    pub class: Class,
+    pub prios: Vec<Prio>,
+    pub number_ios: Option<u64>,
+    /// Stop issuing after this many ns.
+    pub runtime_ns: Option<u64>,
+}
+
+/// Longest `runtime` accepted (a day), so that ns arithmetic cannot overflow.
+const MAX_RUNTIME_S: f64 = 86_400.0;
+/// Deepest per-job queue accepted.
+pub const MAX_IODEPTH: u32 = 65_536;
+
+fn class_named(job: &str, field: &str, name: &str) -> Result<Class, WorkloadError> {
+    Class::from_name(name).ok_or_else(|| {
+        WorkloadError::new(
+            job,
+            field,
+            format!("unknown class {name:?} (expected urgent, high, medium, low, rt, be or idle)"),
+        )
+    })
+}
+
+impl JobSpec {
+    /// Checks every field against a device of `capacity` bytes and resolves names.
+    pub fn compile(&self, capacity: u64) -> Result<Job, WorkloadError> {
+        let job = self.name.as_str();
+        let err = |field: &str, m: String| WorkloadError::new(job, field, m);
+        if self.name.is_empty() {
+            return Err(err("name", "must not be empty".into()));
+        }
+        if self.numjobs == 0 || self.numjobs > 4096 {
+            return Err(err(
+                "numjobs",
+                format!("{} is outside 1..=4096", self.numjobs),
+            ));
+        }
+        if self.iodepth == 0 || self.iodepth > MAX_IODEPTH {
+            return Err(err(
+                "iodepth",
+                format!("{} is outside 1..={MAX_IODEPTH}", self.iodepth),
+            ));
+        }
+        if !(0.0..=100.0).contains(&self.rwmixread) {
+            return Err(err(
+                "rwmixread",
+                format!("{} is outside 0..=100", self.rwmixread),
+            ));
+        }
+        let sizes = match (&self.bssplit, &self.bs) {
+            (Some(split), _) => BlockSizes::parse(job, "bssplit", split)?,
+            (None, Some(bs)) => BlockSizes::parse(job, "bs", bs)?,
+            (None, None) => BlockSizes::parse(job, "bs", "4k")?,
+        };
+        let start = match &self.offset {
+            Some(o) => parse_size(o).map_err(|m| err("offset", m))?,
+            None => 0,
+        };
+        if start % SECTOR != 0 || start >= capacity {
+            return Err(err(
+                "offset",
+                format!("{start} must be a multiple of {SECTOR} below the capacity {capacity}"),
+            ));
+        }
+        let len = match &self.size {
+            Some(s) => parse_size(s).map_err(|m| err("size", m))?,
+            None => capacity - start,
+        };
+        let largest = sizes.read.max().max(sizes.write.max());
+        if len < largest || !matches!(start.checked_add(len), Some(end) if end <= capacity) {
+            return Err(err(
+                "size",
+                format!(
+                    "{len} bytes from offset {start} must hold the largest block ({largest}) \
+                     and end within the capacity {capacity}"
+                ),
+            ));
+        }
+        let read_share = match self.rw {
+            Rw::Read | Rw::RandRead => 1.0,
+            Rw::Write | Rw::RandWrite => 0.0,
+            Rw::Rw | Rw::RandRw => self.rwmixread / 100.0,
+        };
+        let read_probability = match (self.rwmix_by, self.rw.mixed()) {
+            // By bytes: reads carry `read_share` of the bytes, so their share of operations is
+            // weighted by the inverse of their mean size.
+            (MixBy::Bytes, true) if read_share > 0.0 && read_share < 1.0 => {
+                let r = read_share / sizes.read.mean();
+                let w = (1.0 - read_share) / sizes.write.mean();
+                r / (r + w)
+            }
+            _ => read_share,
+        };
+        let class = match &self.class {
+            Some(c) => class_named(job, "class", c)?,
+            None => Class::Medium,
+        };
+        let runtime_ns = match self.runtime {
+            Some(s) if !(s > 0.0 && s <= MAX_RUNTIME_S) => {
+                return Err(err(
+                    "runtime",
+                    format!("{s} s is outside (0, {MAX_RUNTIME_S}]"),
+                ))
+            }
+            Some(s) => Some((s * 1e9) as u64),
+            None => None,
+        };
+        if self.number_ios == Some(0) {
+            return Err(err("number_ios", "must be at least 1".into()));
+        }
+        let mut rules: Vec<(String, CmdPrio)> = self
+            .cmdprio
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (format!("cmdprio[{i}]."), p.clone()))
+            .collect();
+        if let Some(percentage) = self.cmdprio_percentage {
+            rules.push((
+                "cmdprio_".into(),
+                CmdPrio {
+                    percentage,
+                    class: self.cmdprio_class.clone(),
+                    hint: self.cmdprio_hint.unwrap_or(0),
+                    bs: None,
+                    direction: None,
+                },
+            ));
+        } else if self.cmdprio_class.is_some() || self.cmdprio_hint.is_some() {
+            return Err(err(
+                "cmdprio_percentage",
+                "missing: cmdprio_class and cmdprio_hint need a percentage".into(),
+            ));
+        }
+        let mut prios = Vec::with_capacity(rules.len());
+        let mut total = 0.0;
+        for (at, rule) in &rules {
+            if !(0.0..=100.0).contains(&rule.percentage) {
+                return Err(err(
+                    &format!("{at}percentage"),
+                    format!("{} is outside 0..=100", rule.percentage),
+                ));
+            }
+            total += rule.percentage;
+            if rule.hint > 7 {
+                return Err(err(
+                    &format!("{at}hint"),
+                    format!(
+                        "{} is outside 0..=7 (duration limit descriptor index)",
+                        rule.hint
+                    ),
+                ));
+            }
+            let class = match &rule.class {
+                Some(c) => class_named(job, &format!("{at}class"), c)?,
+                None => class,
+            };
+            let bs = match &rule.bs {
+                Some(b) => Some(parse_size(b).map_err(|m| err(&format!("{at}bs"), m))?),
+                None => None,
+            };
+            let write = match rule.direction.as_deref() {
+                None => None,
+                Some("read") => Some(false),
+                Some("write") => Some(true),
+                Some(other) => {
+                    return Err(err(
+                        &format!("{at}direction"),
+                        format!("{other:?} is neither \"read\" nor \"write\""),
+                    ))
+                }
+            };
+            prios.push(Prio {
+                share: rule.percentage / 100.0,
+                class,
+                dld: rule.hint,
+                bs,
+                write,
+            });
+        }
+        if total > 100.0 + 1e-9 {
+            return Err(err(
+                "cmdprio",
+                format!("percentages add up to {total}, more than 100"),
+            ));
+        }
+        Ok(Job {
+            name: self.name.clone(),
+            numjobs: self.numjobs,
+            iodepth: self.iodepth,
+            random: self.rw.random(),
+            read_probability,
+            sizes,
+            start,
+            len,
+            class,
+            prios,
+            number_ios: self.number_ios,
+            runtime_ns,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TB: u64 = 1 << 40;
+
+    fn spec(text: &str) -> JobSpec {
+        toml::from_str(&format!("name = \"j\"\n{text}")).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_4k_randread_qd1_medium() {
+        let job = spec("").compile(TB).unwrap();
+        assert_eq!(job.sizes.read, SizeSplit(vec![(4096, 100.0)]));
+        assert!(job.random);
+        assert_eq!(job.read_probability, 1.0);
+        assert_eq!((job.iodepth, job.class), (1, Class::Medium));
+        assert_eq!((job.start, job.len), (0, TB));
+    }
+
+    #[test]
+    fn read_and_write_sizes_and_splits() {
+        let job = spec("rw = \"randrw\"\nbs = \"256k,512k\"")
+            .compile(TB)
+            .unwrap();
+        assert_eq!(job.sizes.read.0, vec![(256 << 10, 100.0)]);
+        assert_eq!(job.sizes.write.0, vec![(512 << 10, 100.0)]);
+        let job = spec("bssplit = \"4k/25:64k/75\"").compile(TB).unwrap();
+        assert_eq!(job.sizes.write.0, vec![(4096, 25.0), (65536, 75.0)]);
+        assert_eq!(job.sizes.read.mean(), 1024.0 + 49152.0);
+    }
+
+    #[test]
+    fn mix_by_bytes_weights_operations_by_size() {
+        // 60 % of bytes in 256 KiB reads vs 40 % in 512 KiB writes: reads are 0.6/256 against
+        // 0.4/512 per KiB, i.e. 3/4 of the operations.
+        let job = spec("rw = \"randrw\"\nrwmixread = 60\nrwmix_by = \"bytes\"\nbs = \"256k,512k\"")
+            .compile(TB)
+            .unwrap();
+        assert!((job.read_probability - 0.75).abs() < 1e-12);
+        let by_ops = spec("rw = \"randrw\"\nrwmixread = 60\nbs = \"256k,512k\"")
+            .compile(TB)
+            .unwrap();
+        assert!((by_ops.read_probability - 0.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn cmdprio_shorthand_and_rules() {
+        let job = spec(
+            "cmdprio_percentage = 20\ncmdprio_class = \"rt\"\ncmdprio_hint = 1\n\
+             [[cmdprio]]\npercentage = 10\nhint = 2\ndirection = \"read\"\nbs = \"128k\"",
+        )
+        .compile(TB)
+        .unwrap();
+        assert_eq!(job.prios.len(), 2);
+        assert_eq!(job.prios[0].dld, 2);
+        assert_eq!(job.prios[0].write, Some(false));
+        assert_eq!(job.prios[0].bs, Some(128 << 10));
+        assert_eq!(job.prios[1].class, Class::High);
+        assert!((job.prios[1].share - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let cases = [
+            ("iodepth = 0", "iodepth"),
+            ("class = \"gold\"", "class"),
+            ("bs = \"3000\"", "bs"),
+            ("bssplit = \"4k/50:8k/20\"", "bssplit"),
+            ("rwmixread = 101", "rwmixread"),
+            ("size = \"2TiB\"", "size"),
+            ("offset = \"513\"", "offset"),
+            ("cmdprio_percentage = 120", "cmdprio_percentage"),
+            ("cmdprio_hint = 1", "cmdprio_percentage"),
+            ("cmdprio_percentage = 10\ncmdprio_hint = 9", "cmdprio_hint"),
+            (
+                "[[cmdprio]]\npercentage = 60\n[[cmdprio]]\npercentage = 50",
+                "cmdprio",
+            ),
+            (
+                "[[cmdprio]]\npercentage = 5\ndirection = \"up\"",
+                "cmdprio[0].direction",
+            ),
+            ("runtime = -1", "runtime"),
+            ("number_ios = 0", "number_ios"),
+        ];
+        for (text, field) in cases {
+            let e = spec(text).compile(TB).unwrap_err();
+            assert_eq!(e.field, field, "{text}: {e}");
+            assert!(e.to_string().contains(field));
+        }
+        let unknown = toml::from_str::<JobSpec>("name = \"j\"\nqdepth = 3").unwrap_err();
+        assert!(unknown.to_string().contains("qdepth"), "{unknown}");
+    }
+}
