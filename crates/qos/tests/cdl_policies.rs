@@ -382,7 +382,7 @@ fn descriptor_change_does_not_affect_commands_already_queued() {
     submit(&mut q, 0, read(2, 200, 1));
     q.advance(0, &mut Vec::new());
     assert!(q.set_cdl(t2a(&[desc(None, None, None)])).is_ok());
-    submit(&mut q, 1 * MS, read(3, 300, 1));
+    submit(&mut q, MS, read(3, 300, 1));
     let done = run(&mut q, u64::MAX);
     // Command 2 keeps the 5 ms abort it arrived with; command 3 gets the new (no) limit.
     assert_eq!(by_id(&done, 2).outcome, Outcome::AbortedBeforeProcessing);
