@@ -1,0 +1,987 @@
+//! The target side of one iSCSI connection (and its session: MaxConnections=1,
+//! ErrorRecoveryLevel=0) as a sans-I/O state machine: bytes in, an [`Output`] batch out.
+//!
+//! Commands run inline on the caller's thread (DESIGN rule 5): immediate data is handed to
+//! the device as a slice of the receive buffer, read data goes out from pooled buffers.
+
+use std::sync::Arc;
+
+use device::{Completion, Nexus, Request, TaskAttribute, TaskManagement, TmfResponse, Transfer};
+use scsi::{Asc, Sense, SenseKey, Status};
+
+use crate::bhs::{Bhs, Opcode, RESERVED_TAG};
+use crate::login::{Established, Login, LoginRequest, LoginStep};
+use crate::negotiation::{Parameters, SessionType};
+use crate::output::{BufferPool, Output};
+use crate::pdu::{
+    self, Cdb, Data, Frame, FrameLimits, Numbers, RejectReason, Residual, ScsiCommand,
+};
+use crate::portal::Portal;
+use crate::session::{Admission, CmdWindow};
+use crate::text;
+use crate::{lun, tmf};
+
+/// ABORTED COMMAND sense for Data-Out sequence errors (RFC 7143 §11.4.7.2 lists the
+/// iSCSI-specific sense codes): DATA OFFSET ERROR (4Bh/05h) and PROTOCOL SERVICE CRC
+/// ERROR (47h/05h).
+const DATA_OFFSET_ERROR: Asc = Asc(0x4B, 0x05);
+const PROTOCOL_SERVICE_CRC_ERROR: Asc = Asc(0x47, 0x05);
+
+/// One connection.
+pub struct Connection {
+    portal: Arc<Portal>,
+    /// "ip:port" of our end, for TargetAddress in SendTargets answers (RFC 7143 §13.8).
+    local_address: String,
+    recv_limits: FrameLimits,
+    phase: Phase,
+}
+
+enum Phase {
+    Login {
+        login: Box<Login>,
+        statsn: u32,
+        window: Option<CmdWindow>,
+    },
+    FullFeature(Box<Session>),
+    Closed,
+}
+
+/// Full feature phase state of the session.
+struct Session {
+    portal: Arc<Portal>,
+    local_address: String,
+    session_type: SessionType,
+    node: Option<usize>,
+    target: Option<Arc<device::Target>>,
+    initiator_name: String,
+    nexus: Nexus,
+    params: Parameters,
+    statsn: u32,
+    window: CmdWindow,
+    pending: Vec<PendingWrite>,
+    next_ttt: u32,
+    text: TextExchange,
+    pool: BufferPool,
+    scratch: Vec<u8>,
+    nexus_lost: bool,
+}
+
+/// A write waiting for unsolicited Data-Out or solicited (R2T) data (RFC 7143 §11.7, §11.8).
+struct PendingWrite {
+    itt: u32,
+    lun_raw: u64,
+    lun: u64,
+    cdb: Cdb,
+    attr: TaskAttribute,
+    edtl: u32,
+    /// Bytes the CDB transfers.
+    transfer_len: u32,
+    /// Bytes to collect: min(transfer_len, edtl).
+    want: u32,
+    buf: Vec<u8>,
+    /// Unsolicited Data-Out (TTT = 0xffffffff) still expected (InitialR2T=No, F=0).
+    unsolicited_open: bool,
+    unsolicited_datasn: u32,
+    /// End of the data received so far in the unsolicited burst.
+    unsolicited_end: u32,
+    next_r2t_offset: u32,
+    r2tsn: u32,
+    r2ts: Vec<OutstandingR2t>,
+}
+
+struct OutstandingR2t {
+    ttt: u32,
+    offset: u32,
+    len: u32,
+    received: u32,
+    next_datasn: u32,
+}
+
+/// Text Request/Response exchange state (RFC 7143 §11.10–11.11): request reassembly and the
+/// rest of a long answer waiting for the initiator's next (empty) request.
+#[derive(Default)]
+struct TextExchange {
+    request: text::Assembler,
+    answer: Option<(u32, text::Splitter)>,
+}
+
+/// Result of handling one PDU.
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Close,
+}
+
+impl Connection {
+    pub fn new(portal: Arc<Portal>, local_address: String) -> Connection {
+        let login = Login::new(portal.limits.clone(), portal.portal_group_tag);
+        let recv_limits = FrameLimits {
+            header_digest: false,
+            data_digest: false,
+            max_data_segment_length: portal.limits.max_recv_data_segment_length as usize,
+        };
+        Connection {
+            portal,
+            local_address,
+            recv_limits,
+            phase: Phase::Login {
+                login: Box::new(login),
+                statsn: 0,
+                window: None,
+            },
+        }
+    }
+
+    /// Limits for framing received PDUs (the shell sizes its receive buffer from them).
+    pub fn frame_limits(&self) -> FrameLimits {
+        self.recv_limits
+    }
+
+    pub fn is_closed(&self) -> bool {
+        matches!(self.phase, Phase::Closed)
+    }
+
+    /// In full feature phase (login complete).
+    pub fn is_full_feature(&self) -> bool {
+        matches!(self.phase, Phase::FullFeature(_))
+    }
+
+    /// Handle every complete PDU at the start of `buf`; returns the bytes consumed.
+    /// Responses are appended to `out`; `out.close` is set when the connection must close
+    /// after `out` is written.
+    pub fn receive(&mut self, buf: &[u8], out: &mut Output) -> usize {
+        let mut consumed = 0;
+        while !self.is_closed() {
+            let rest = buf.get(consumed..).unwrap_or(&[]);
+            match pdu::frame(rest, &self.recv_limits) {
+                Ok(None) => break,
+                Ok(Some(f)) => {
+                    let pdu = rest.get(..f.len).unwrap_or(&[]);
+                    consumed += f.len;
+                    if self.handle(&f, pdu, out) == Flow::Close {
+                        self.close();
+                        out.close = true;
+                    }
+                }
+                Err(_) => {
+                    // The stream can no longer be framed: drop the connection (RFC 7143 §7.8).
+                    self.close();
+                    out.close = true;
+                }
+            }
+        }
+        consumed
+    }
+
+    /// Empty `out` after it was written, keeping its data buffers for reuse.
+    pub fn recycle(&mut self, out: &mut Output) {
+        match &mut self.phase {
+            Phase::FullFeature(s) => out.clear(&mut s.pool),
+            _ => out.clear(&mut BufferPool::default()),
+        }
+    }
+
+    /// The connection is gone (closed by either side): I_T nexus loss for the device
+    /// (SAM-5 §6.3.4). Idempotent.
+    pub fn close(&mut self) {
+        if let Phase::FullFeature(s) = &mut self.phase {
+            s.lose_nexus();
+        }
+        self.phase = Phase::Closed;
+    }
+
+    /// A target-initiated NOP-In (RFC 7143 §11.19) to check the initiator is alive; the
+    /// initiator answers with a NOP-Out carrying `ttt`.
+    pub fn ping(&mut self, ttt: u32, out: &mut Output) {
+        if let Phase::FullFeature(s) = &mut self.phase {
+            let mut b = Bhs::new(Opcode::NopIn);
+            b.set_flags(0x80);
+            b.set_itt(RESERVED_TAG);
+            b.set_u32_at(20, ttt);
+            // StatSN is not advanced by an unsolicited NOP-In.
+            s.numbers_without_status().write(&mut b);
+            out.pdu(&b, &[]);
+        }
+    }
+
+    fn handle(&mut self, f: &Frame, pdu: &[u8], out: &mut Output) -> Flow {
+        match &mut self.phase {
+            Phase::Login { .. } => self.handle_login(f, pdu, out),
+            Phase::FullFeature(s) => s.handle(f, pdu, out),
+            Phase::Closed => Flow::Close,
+        }
+    }
+
+    fn handle_login(&mut self, f: &Frame, pdu: &[u8], out: &mut Output) -> Flow {
+        let Phase::Login {
+            login,
+            statsn,
+            window,
+        } = &mut self.phase
+        else {
+            return Flow::Close;
+        };
+        // RFC 7143 §6.3: only Login Requests are allowed before full feature phase.
+        if f.bhs.opcode() != Some(Opcode::LoginRequest) {
+            return Flow::Close;
+        }
+        let req = LoginRequest::parse(&f.bhs);
+        let window = window.get_or_insert_with(|| {
+            // The first response's StatSN is ours to choose; follow the initiator's guess.
+            *statsn = req.exp_statsn;
+            CmdWindow::new(req.cmdsn, self.portal.queue_depth)
+        });
+        let data = pdu.get(f.data.clone()).unwrap_or(&[]);
+        let step = login.step(&req, data, &self.portal.nodes);
+        let (reply, tsih, established) = match step {
+            LoginStep::Continue(r) => (r, 0, None),
+            LoginStep::Complete(r, est) => (r, self.portal.allocate_tsih(), Some(est)),
+            LoginStep::Fail(r) => (r, 0, None),
+        };
+        let mut b = Bhs::new(Opcode::LoginResponse);
+        b.set_flags(reply.flags());
+        b.0[2] = 0; // Version-max
+        b.0[3] = 0; // Version-active
+        b.0[8..14].copy_from_slice(&req.isid);
+        b.set_u16_at(14, tsih);
+        b.set_itt(req.itt);
+        let max_cmdsn = if established.is_some() {
+            window.max_cmdsn()
+        } else {
+            window.exp_cmdsn
+        };
+        Numbers {
+            statsn: *statsn,
+            exp_cmdsn: window.exp_cmdsn,
+            max_cmdsn,
+        }
+        .write(&mut b);
+        b.0[36] = reply.status.0;
+        b.0[37] = reply.status.1;
+        out.pdu(&b, &reply.text);
+        *statsn = statsn.wrapping_add(1);
+        if reply.status != crate::login::LoginStatus::SUCCESS {
+            return Flow::Close;
+        }
+        if let Some(est) = established {
+            let (statsn, window) = (*statsn, *window);
+            let session = Session::new(&self.portal, &self.local_address, *est, statsn, window);
+            out.set_digests(session.params.header_digest, session.params.data_digest);
+            self.recv_limits.header_digest = session.params.header_digest;
+            self.recv_limits.data_digest = session.params.data_digest;
+            self.recv_limits.max_data_segment_length =
+                session.params.target_max_recv_data_segment_length as usize;
+            self.phase = Phase::FullFeature(Box::new(session));
+        }
+        Flow::Continue
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Session {
+    fn new(
+        portal: &Arc<Portal>,
+        local_address: &str,
+        est: Established,
+        statsn: u32,
+        window: CmdWindow,
+    ) -> Session {
+        let node = est.node.and_then(|i| portal.nodes.get(i));
+        let isid = est
+            .isid
+            .iter()
+            .fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+        Session {
+            portal: portal.clone(),
+            local_address: local_address.to_string(),
+            session_type: est.session_type,
+            node: est.node,
+            target: node.map(|n| n.target.clone()),
+            nexus: Nexus {
+                id: portal.allocate_nexus_id(),
+                // RFC 7143 §4.2.7.1: SCSI initiator port name.
+                initiator_port: format!("{},i,0x{isid:012x}", est.initiator_name),
+            },
+            initiator_name: est.initiator_name,
+            params: est.params,
+            statsn,
+            window,
+            pending: Vec::new(),
+            next_ttt: 1,
+            text: TextExchange::default(),
+            pool: BufferPool::default(),
+            scratch: Vec::new(),
+            nexus_lost: false,
+        }
+    }
+
+    fn lose_nexus(&mut self) {
+        if !self.nexus_lost {
+            self.nexus_lost = true;
+            if let Some(t) = &self.target {
+                t.nexus_lost(&self.nexus);
+            }
+        }
+    }
+
+    /// Numbers for a response that carries (and advances) StatSN.
+    fn numbers_with_status(&mut self) -> Numbers {
+        let n = Numbers {
+            statsn: self.statsn,
+            exp_cmdsn: self.window.exp_cmdsn,
+            max_cmdsn: self.window.max_cmdsn(),
+        };
+        self.statsn = self.statsn.wrapping_add(1);
+        n
+    }
+
+    fn numbers_without_status(&self) -> Numbers {
+        Numbers {
+            statsn: self.statsn,
+            exp_cmdsn: self.window.exp_cmdsn,
+            max_cmdsn: self.window.max_cmdsn(),
+        }
+    }
+
+    fn allocate_ttt(&mut self) -> u32 {
+        let t = self.next_ttt;
+        self.next_ttt = self.next_ttt.wrapping_add(1);
+        if self.next_ttt == RESERVED_TAG {
+            self.next_ttt = 1;
+        }
+        t
+    }
+
+    fn reject(&mut self, reason: RejectReason, bhs: &Bhs, out: &mut Output) {
+        let n = self.numbers_with_status();
+        out.pdu(&pdu::reject(reason, n), &bhs.0);
+    }
+
+    fn handle(&mut self, f: &Frame, pdu: &[u8], out: &mut Output) -> Flow {
+        let data = pdu.get(f.data.clone()).unwrap_or(&[]);
+        if !f.data_digest_ok {
+            // RFC 7143 §7.8: reject the PDU; at ErrorRecoveryLevel 0 a write that lost data
+            // cannot finish, so it fails.
+            if f.bhs.opcode() == Some(Opcode::DataOut) {
+                self.fail_pending(f.bhs.itt(), PROTOCOL_SERVICE_CRC_ERROR, out);
+            }
+            self.reject(RejectReason::DataDigestError, &f.bhs, out);
+            return Flow::Continue;
+        }
+        match f.bhs.opcode() {
+            Some(Opcode::ScsiCommand) => {
+                let ahs = pdu.get(f.ahs.clone()).unwrap_or(&[]);
+                self.scsi_command(&f.bhs, ahs, data, out);
+                Flow::Continue
+            }
+            Some(Opcode::DataOut) => {
+                self.data_out(&f.bhs, data, out);
+                Flow::Continue
+            }
+            Some(Opcode::NopOut) => {
+                self.nop_out(&f.bhs, data, out);
+                Flow::Continue
+            }
+            Some(Opcode::TaskManagementRequest) => self.task_management(&f.bhs, out),
+            Some(Opcode::TextRequest) => {
+                self.text_request(&f.bhs, data, out);
+                Flow::Continue
+            }
+            Some(Opcode::LogoutRequest) => self.logout(&f.bhs, out),
+            // SNACK needs ErrorRecoveryLevel ≥ 1 (RFC 7143 §11.16).
+            Some(Opcode::Snack) => {
+                self.reject(RejectReason::SnackReject, &f.bhs, out);
+                Flow::Continue
+            }
+            Some(Opcode::LoginRequest) => {
+                self.reject(RejectReason::ProtocolError, &f.bhs, out);
+                Flow::Continue
+            }
+            _ => {
+                self.reject(RejectReason::CommandNotSupported, &f.bhs, out);
+                Flow::Continue
+            }
+        }
+    }
+
+    fn scsi_command(&mut self, bhs: &Bhs, ahs: &[u8], data: &[u8], out: &mut Output) {
+        let cmd = match ScsiCommand::parse(bhs, ahs) {
+            Ok(c) => c,
+            Err(_) => return self.reject(RejectReason::InvalidPduField, bhs, out),
+        };
+        if self.window.admit(cmd.cmdsn, cmd.immediate) == Admission::Drop {
+            return;
+        }
+        let Some(target) = self.target.clone() else {
+            // Discovery sessions carry no SCSI commands (RFC 7143 §4.3).
+            return self.reject(RejectReason::ProtocolError, bhs, out);
+        };
+        let lun = lun::decode(cmd.lun);
+        let attr = task_attribute(cmd.attr);
+        let edtl = cmd.expected_data_transfer_length;
+        let transfer = match target.transfer(lun, cmd.cdb.as_slice()) {
+            Ok(t) => t,
+            Err(sense) => {
+                let c = Completion::check_condition(sense);
+                let data_in = self.pool.get();
+                return self.respond(cmd.itt, cmd.lun, &c, data_in, 0, Residual::None, 0, out);
+            }
+        };
+        if let Transfer::Out(n) = transfer {
+            let want = n.min(edtl);
+            if data.len() as u64 >= u64::from(want) {
+                let data_out = data.get(..want as usize).unwrap_or(data);
+                return self.execute(
+                    &target, cmd.itt, cmd.lun, lun, &cmd.cdb, attr, data_out, edtl, transfer, 0,
+                    out,
+                );
+            }
+            let mut buf = self.pool.get();
+            buf.extend_from_slice(data);
+            let unsolicited_open = !self.params.initial_r2t && !cmd.final_bit;
+            let mut pw = PendingWrite {
+                itt: cmd.itt,
+                lun_raw: cmd.lun,
+                lun,
+                cdb: cmd.cdb,
+                attr,
+                edtl,
+                transfer_len: n,
+                want,
+                buf,
+                unsolicited_open,
+                unsolicited_datasn: 0,
+                unsolicited_end: data.len() as u32,
+                next_r2t_offset: data.len() as u32,
+                r2tsn: 0,
+                r2ts: Vec::new(),
+            };
+            if !unsolicited_open {
+                self.issue_r2ts(&mut pw, out);
+            }
+            self.pending.push(pw);
+            return;
+        }
+        self.execute(
+            &target,
+            cmd.itt,
+            cmd.lun,
+            lun,
+            &cmd.cdb,
+            attr,
+            &[],
+            edtl,
+            transfer,
+            0,
+            out,
+        );
+    }
+
+    /// Solicit the next bursts of a pending write (RFC 7143 §11.8), up to MaxOutstandingR2T.
+    fn issue_r2ts(&mut self, pw: &mut PendingWrite, out: &mut Output) {
+        while (pw.r2ts.len() as u32) < self.params.max_outstanding_r2t
+            && pw.next_r2t_offset < pw.want
+        {
+            let len = (pw.want - pw.next_r2t_offset).min(self.params.max_burst_length);
+            let ttt = self.allocate_ttt();
+            let n = self.numbers_without_status();
+            out.pdu(
+                &pdu::r2t(
+                    pw.itt,
+                    pw.lun_raw,
+                    ttt,
+                    n,
+                    pw.r2tsn,
+                    pw.next_r2t_offset,
+                    len,
+                ),
+                &[],
+            );
+            pw.r2ts.push(OutstandingR2t {
+                ttt,
+                offset: pw.next_r2t_offset,
+                len,
+                received: 0,
+                next_datasn: 0,
+            });
+            pw.r2tsn += 1;
+            pw.next_r2t_offset += len;
+        }
+    }
+
+    fn data_out(&mut self, bhs: &Bhs, data: &[u8], out: &mut Output) {
+        let d = Data::parse(bhs);
+        // Data for a task that already ended (failed early, aborted, or EDTL beyond the
+        // CDB) is dropped quietly.
+        let Some(i) = self.pending.iter().position(|p| p.itt == d.itt) else {
+            return;
+        };
+        let mut pw = self.pending.swap_remove(i);
+        let len = data.len() as u32;
+        let ok = if d.ttt == RESERVED_TAG {
+            let ok = pw.unsolicited_open
+                && d.datasn == pw.unsolicited_datasn
+                && d.buffer_offset == pw.unsolicited_end
+                && u64::from(pw.unsolicited_end) + u64::from(len)
+                    <= u64::from(self.params.first_burst_length.min(pw.edtl));
+            if ok {
+                pw.unsolicited_datasn += 1;
+                pw.unsolicited_end += len;
+                if d.final_bit {
+                    pw.unsolicited_open = false;
+                    pw.next_r2t_offset = pw.next_r2t_offset.max(pw.unsolicited_end);
+                }
+            }
+            ok
+        } else if let Some(r) = pw.r2ts.iter_mut().find(|r| r.ttt == d.ttt) {
+            let ok = d.datasn == r.next_datasn
+                && d.buffer_offset == r.offset + r.received
+                && r.received + len <= r.len
+                && (!d.final_bit || r.received + len == r.len);
+            if ok {
+                r.next_datasn += 1;
+                r.received += len;
+            }
+            ok
+        } else {
+            false
+        };
+        if !ok {
+            // RFC 7143 §11.7.4 (DataSN) / §11.7.5 (Buffer Offset): at ErrorRecoveryLevel 0
+            // the command fails; the session stays up.
+            let c = Completion::check_condition(Sense::new(
+                SenseKey::AbortedCommand,
+                DATA_OFFSET_ERROR,
+            ));
+            self.pool.put(std::mem::take(&mut pw.buf));
+            let data_in = self.pool.get();
+            self.respond(
+                pw.itt,
+                pw.lun_raw,
+                &c,
+                data_in,
+                0,
+                Residual::None,
+                pw.r2tsn,
+                out,
+            );
+            return;
+        }
+        store_at(&mut pw.buf, d.buffer_offset, pw.want, data);
+        pw.r2ts.retain(|r| r.received < r.len);
+        if !pw.unsolicited_open {
+            self.issue_r2ts(&mut pw, out);
+        }
+        if pw.unsolicited_open || !pw.r2ts.is_empty() || pw.next_r2t_offset < pw.want {
+            self.pending.push(pw);
+            return;
+        }
+        let Some(target) = self.target.clone() else {
+            return;
+        };
+        let mut buf = std::mem::take(&mut pw.buf);
+        buf.truncate(pw.want as usize);
+        let transfer = Transfer::Out(pw.transfer_len);
+        self.execute(
+            &target, pw.itt, pw.lun_raw, pw.lun, &pw.cdb, pw.attr, &buf, pw.edtl, transfer,
+            pw.r2tsn, out,
+        );
+        self.pool.put(buf);
+    }
+
+    fn fail_pending(&mut self, itt: u32, asc: Asc, out: &mut Output) {
+        if let Some(i) = self.pending.iter().position(|p| p.itt == itt) {
+            let pw = self.pending.swap_remove(i);
+            let c = Completion::check_condition(Sense::new(SenseKey::AbortedCommand, asc));
+            self.pool.put(pw.buf);
+            let data_in = self.pool.get();
+            self.respond(
+                pw.itt,
+                pw.lun_raw,
+                &c,
+                data_in,
+                0,
+                Residual::None,
+                pw.r2tsn,
+                out,
+            );
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn execute(
+        &mut self,
+        target: &device::Target,
+        itt: u32,
+        lun_raw: u64,
+        lun: u64,
+        cdb: &Cdb,
+        attribute: TaskAttribute,
+        data_out: &[u8],
+        edtl: u32,
+        transfer: Transfer,
+        r2ts: u32,
+        out: &mut Output,
+    ) {
+        let mut data_in = self.pool.get();
+        let req = Request {
+            nexus: &self.nexus,
+            lun,
+            cdb: cdb.as_slice(),
+            attribute,
+            data_out,
+        };
+        let completion = target.execute(&req, &mut data_in);
+        // Residuals (RFC 7143 §11.4.5.2): compare the Expected Data Transfer Length with
+        // what the command moves (reads: the data the device produced).
+        let (send, residual) = match transfer {
+            Transfer::Out(n) => {
+                data_in.clear();
+                (0, Residual::between(edtl, n))
+            }
+            Transfer::In(_) | Transfer::None => {
+                let produced = u32::try_from(data_in.len()).unwrap_or(u32::MAX);
+                (produced.min(edtl), Residual::between(edtl, produced))
+            }
+        };
+        self.respond(
+            itt,
+            lun_raw,
+            &completion,
+            data_in,
+            send,
+            residual,
+            r2ts,
+            out,
+        );
+    }
+
+    /// Send Data-In (if any) and the status: in the last Data-In when GOOD without sense
+    /// (RFC 7143 §11.7.4), otherwise in a SCSI Response carrying the sense data (§11.4.7).
+    #[allow(clippy::too_many_arguments)]
+    fn respond(
+        &mut self,
+        itt: u32,
+        lun_raw: u64,
+        c: &Completion,
+        data_in: Vec<u8>,
+        send: u32,
+        residual: Residual,
+        r2ts: u32,
+        out: &mut Output,
+    ) {
+        let status = c.status as u8;
+        let collapse = c.status == Status::Good && c.sense.is_none();
+        let mut datasn = 0u32;
+        if send > 0 {
+            let send = send as usize;
+            let mrdsl = (self.params.initiator_max_recv_data_segment_length as usize).max(512);
+            let mbl = (self.params.max_burst_length as usize).max(512);
+            let index = out.add_buffer(data_in);
+            let mut offset = 0usize;
+            while offset < send {
+                let burst_end = send.min((offset / mbl + 1) * mbl);
+                let len = mrdsl.min(burst_end - offset);
+                let end = offset + len;
+                let last = end == send;
+                let with_status = last && collapse;
+                let n = if with_status {
+                    self.numbers_with_status()
+                } else {
+                    self.numbers_without_status()
+                };
+                let b = pdu::data_in(
+                    itt,
+                    lun_raw,
+                    end == burst_end,
+                    with_status.then_some((status, residual)),
+                    n,
+                    datasn,
+                    offset as u32,
+                );
+                out.pdu_from_buffer(&b, index, offset..end);
+                datasn += 1;
+                offset = end;
+            }
+            if collapse {
+                return;
+            }
+        } else {
+            self.pool.put(data_in);
+        }
+        let n = self.numbers_with_status();
+        let b = pdu::scsi_response(itt, status, residual, n, datasn.max(r2ts));
+        self.scratch.clear();
+        if let Some(sense) = &c.sense {
+            self.scratch.extend_from_slice(&[0, 0]);
+            sense.write_fixed(&mut self.scratch);
+            let len = (self.scratch.len() - 2) as u16;
+            self.scratch[..2].copy_from_slice(&len.to_be_bytes());
+        }
+        out.pdu(&b, &self.scratch);
+    }
+
+    fn nop_out(&mut self, bhs: &Bhs, data: &[u8], out: &mut Output) {
+        // NOP-Out carries a CmdSN; non-immediate ones take a slot in the window.
+        if self.window.admit(bhs.u32_at(24), bhs.immediate()) == Admission::Drop {
+            return;
+        }
+        // ITT 0xffffffff: an answer to our NOP-In, or a ping that wants no reply (§11.18).
+        if bhs.itt() == RESERVED_TAG {
+            return;
+        }
+        let mut b = Bhs::new(Opcode::NopIn);
+        b.set_flags(0x80);
+        b.set_lun_raw(bhs.lun_raw());
+        b.set_itt(bhs.itt());
+        b.set_u32_at(20, RESERVED_TAG);
+        let n = self.numbers_with_status();
+        n.write(&mut b);
+        // Ping data is echoed (RFC 7143 §11.19.2), bounded by the initiator's limit.
+        let max = self.params.initiator_max_recv_data_segment_length as usize;
+        out.pdu(&b, data.get(..max.min(data.len())).unwrap_or(&[]));
+    }
+
+    fn task_management(&mut self, bhs: &Bhs, out: &mut Output) -> Flow {
+        let req = tmf::TmfRequest::parse(bhs);
+        if self.window.admit(req.cmdsn, bhs.immediate()) == Admission::Drop {
+            return Flow::Continue;
+        }
+        let lun = lun::decode(req.lun);
+        let mut close = false;
+        let response = match req.function {
+            Some(tmf::Function::AbortTask) => {
+                // Commands run inline; only writes waiting for Data-Out can still be aborted.
+                // A task that already completed "does not exist" (libiscsi
+                // test_async_abort_simple accepts exactly that answer).
+                match self
+                    .pending
+                    .iter()
+                    .position(|p| p.itt == req.referenced_task_tag)
+                {
+                    Some(i) => {
+                        let pw = self.pending.swap_remove(i);
+                        self.pool.put(pw.buf);
+                        tmf::Response::FunctionComplete
+                    }
+                    None => tmf::Response::TaskDoesNotExist,
+                }
+            }
+            Some(tmf::Function::TaskReassign) => {
+                tmf::Response::TaskAllegianceReassignmentNotSupported
+            }
+            Some(function) => {
+                let Some(target) = self.target.clone() else {
+                    return self.tmf_reply(bhs, tmf::Response::FunctionRejected, out);
+                };
+                let all_luns = matches!(
+                    function,
+                    tmf::Function::TargetWarmReset | tmf::Function::TargetColdReset
+                );
+                // Writes still collecting data are part of the task set being cleared.
+                let pool = &mut self.pool;
+                self.pending.retain_mut(|p| {
+                    let keep =
+                        !(all_luns || p.lun == lun) || matches!(function, tmf::Function::ClearAca);
+                    if !keep {
+                        pool.put(std::mem::take(&mut p.buf));
+                    }
+                    keep
+                });
+                close = function == tmf::Function::TargetColdReset;
+                let device_fn = match function {
+                    tmf::Function::AbortTaskSet => TaskManagement::AbortTaskSet,
+                    tmf::Function::ClearAca => TaskManagement::ClearAca,
+                    tmf::Function::ClearTaskSet => TaskManagement::ClearTaskSet,
+                    tmf::Function::LogicalUnitReset => TaskManagement::LogicalUnitReset,
+                    tmf::Function::TargetWarmReset => TaskManagement::TargetWarmReset,
+                    tmf::Function::TargetColdReset => TaskManagement::TargetColdReset,
+                    tmf::Function::AbortTask | tmf::Function::TaskReassign => {
+                        TaskManagement::AbortTask
+                    }
+                };
+                match target.task_management(&self.nexus, lun, device_fn) {
+                    TmfResponse::FunctionComplete => tmf::Response::FunctionComplete,
+                    TmfResponse::FunctionRejected => tmf::Response::FunctionRejected,
+                    TmfResponse::IncorrectLun => tmf::Response::LunDoesNotExist,
+                }
+            }
+            None => tmf::Response::FunctionNotSupported,
+        };
+        self.tmf_reply(bhs, response, out);
+        // TARGET COLD RESET ends the connection after the response (RFC 7143 §11.5.1).
+        if close {
+            Flow::Close
+        } else {
+            Flow::Continue
+        }
+    }
+
+    fn tmf_reply(&mut self, bhs: &Bhs, response: tmf::Response, out: &mut Output) -> Flow {
+        let n = self.numbers_with_status();
+        out.pdu(&tmf::response(bhs.itt(), response, n), &[]);
+        Flow::Continue
+    }
+
+    fn text_request(&mut self, bhs: &Bhs, data: &[u8], out: &mut Output) {
+        if self.window.admit(bhs.u32_at(24), bhs.immediate()) == Admission::Drop {
+            return;
+        }
+        let ttt = bhs.u32_at(20);
+        let continues = bhs.flags() & 0x40 != 0;
+        // Continuing our long answer: the initiator sends an empty request with our TTT.
+        if ttt != RESERVED_TAG {
+            if let Some((tag, _)) = &self.text.answer {
+                if *tag == ttt {
+                    return self.send_text_piece(bhs, out);
+                }
+            }
+            return self.reject(RejectReason::InvalidPduField, bhs, out);
+        }
+        self.text.answer = None;
+        let whole = match self.text.request.push(data, continues) {
+            Ok(Some(t)) => t,
+            Ok(None) => {
+                // Acknowledge a continued request with an empty response (§11.11.2).
+                let mut b = text_response_header(bhs, false, false, RESERVED_TAG);
+                let n = self.numbers_with_status();
+                n.write(&mut b);
+                out.pdu(&b, &[]);
+                return;
+            }
+            Err(_) => return self.reject(RejectReason::InvalidPduField, bhs, out),
+        };
+        let Ok(pairs) = text::parse(&whole) else {
+            return self.reject(RejectReason::InvalidPduField, bhs, out);
+        };
+        let mut answer = Vec::new();
+        for (key, value) in &pairs {
+            match key.as_str() {
+                "SendTargets" => self.send_targets(value, &mut answer),
+                // Declarative; may change in full feature phase (RFC 7143 §13.12).
+                "MaxRecvDataSegmentLength" => {
+                    let mut p = self.params.clone();
+                    if crate::negotiation::answer(
+                        key,
+                        value,
+                        self.session_type,
+                        &self.portal.limits,
+                        &mut p,
+                    )
+                    .is_none()
+                    {
+                        self.params.initiator_max_recv_data_segment_length =
+                            p.initiator_max_recv_data_segment_length;
+                    }
+                }
+                k if k.starts_with("X-") || k.starts_with("X#") => {
+                    text::push(&mut answer, key, "NotUnderstood")
+                }
+                // Everything else is negotiated at login only (RFC 7143 §13: "LO").
+                _ => text::push(&mut answer, key, "Reject"),
+            }
+        }
+        let tag = self.allocate_ttt();
+        self.text.answer = Some((tag, text::Splitter::new(answer)));
+        self.send_text_piece(bhs, out);
+    }
+
+    fn send_text_piece(&mut self, bhs: &Bhs, out: &mut Output) {
+        let max = self.params.initiator_max_recv_data_segment_length as usize;
+        let Some((tag, splitter)) = &mut self.text.answer else {
+            return;
+        };
+        let tag = *tag;
+        let (piece, more) = splitter.next_piece(max);
+        let piece = piece.to_vec();
+        if !more {
+            self.text.answer = None;
+        }
+        let mut b = text_response_header(bhs, !more, more, if more { tag } else { RESERVED_TAG });
+        let n = self.numbers_with_status();
+        n.write(&mut b);
+        out.pdu(&b, &piece);
+    }
+
+    /// SendTargets (RFC 7143 §12.3 and appendix C): TargetName and TargetAddress of the
+    /// nodes this initiator may use.
+    fn send_targets(&self, value: &str, answer: &mut Vec<u8>) {
+        let address = format!("{},{}", self.local_address, self.portal.portal_group_tag);
+        for (i, node) in self.portal.nodes.iter().enumerate() {
+            let wanted = match (self.session_type, value) {
+                // In a Normal session only the session's own target is reported.
+                (SessionType::Normal, "All" | "") => self.node == Some(i),
+                (SessionType::Discovery, "All") => true,
+                (_, name) => node.name == name,
+            };
+            if wanted && node.allows(&self.initiator_name) {
+                text::push(answer, "TargetName", &node.name);
+                text::push(answer, "TargetAddress", &address);
+            }
+        }
+    }
+
+    fn logout(&mut self, bhs: &Bhs, out: &mut Output) -> Flow {
+        if self.window.admit(bhs.u32_at(24), bhs.immediate()) == Admission::Drop {
+            return Flow::Continue;
+        }
+        let reason = bhs.flags() & 0x7F;
+        // RFC 7143 §11.15.1: 0 = close session, 1 = close connection, 2 = remove the
+        // connection for recovery (needs ErrorRecoveryLevel 2: answered "not supported").
+        let response: u8 = if reason == 2 { 2 } else { 0 };
+        let mut b = Bhs::new(Opcode::LogoutResponse);
+        b.set_flags(0x80);
+        b.0[2] = response;
+        b.set_itt(bhs.itt());
+        let n = self.numbers_with_status();
+        n.write(&mut b);
+        b.set_u16_at(40, self.params.default_time2wait as u16);
+        b.set_u16_at(42, self.params.default_time2retain as u16);
+        out.pdu(&b, &[]);
+        if response == 0 {
+            Flow::Close
+        } else {
+            Flow::Continue
+        }
+    }
+}
+
+fn text_response_header(req: &Bhs, final_bit: bool, continues: bool, ttt: u32) -> Bhs {
+    let mut b = Bhs::new(Opcode::TextResponse);
+    b.set_flags(if final_bit { 0x80 } else { 0 } | if continues { 0x40 } else { 0 });
+    b.set_lun_raw(req.lun_raw());
+    b.set_itt(req.itt());
+    b.set_u32_at(20, ttt);
+    b
+}
+
+/// Task attribute from the ATTR field (RFC 7143 §11.3.1.2); untagged is treated as simple.
+fn task_attribute(attr: u8) -> TaskAttribute {
+    match attr {
+        2 => TaskAttribute::Ordered,
+        3 => TaskAttribute::HeadOfQueue,
+        4 => TaskAttribute::Aca,
+        _ => TaskAttribute::Simple,
+    }
+}
+
+/// Keep the part of `data` (at `offset` of the initiator's buffer) that lies below `want`.
+fn store_at(buf: &mut Vec<u8>, offset: u32, want: u32, data: &[u8]) {
+    let (offset, want) = (offset as usize, want as usize);
+    if offset >= want {
+        return;
+    }
+    let take = data.len().min(want - offset);
+    let end = offset + take;
+    if buf.len() < end {
+        buf.resize(end, 0);
+    }
+    if let (Some(dst), Some(src)) = (buf.get_mut(offset..end), data.get(..take)) {
+        dst.copy_from_slice(src);
+    }
+}

@@ -1,0 +1,517 @@
+//! The target side of the login phase (RFC 7143 §6.3, Login Request/Response §11.12–11.13),
+//! as a pure state machine: one Login Request in, one Login Response's fields out.
+
+use crate::bhs::Bhs;
+use crate::negotiation::{self, Parameters, SessionType, TargetLimits};
+use crate::node::TargetNode;
+use crate::text;
+
+/// Login stages (RFC 7143 §11.12.3, CSG/NSG).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    SecurityNegotiation = 0,
+    LoginOperationalNegotiation = 1,
+    FullFeaturePhase = 3,
+}
+
+impl Stage {
+    fn from_bits(v: u8) -> Option<Stage> {
+        match v & 3 {
+            0 => Some(Stage::SecurityNegotiation),
+            1 => Some(Stage::LoginOperationalNegotiation),
+            3 => Some(Stage::FullFeaturePhase),
+            _ => None,
+        }
+    }
+}
+
+/// Login Response Status-Class and Status-Detail (RFC 7143 §11.13.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoginStatus(pub u8, pub u8);
+
+impl LoginStatus {
+    pub const SUCCESS: LoginStatus = LoginStatus(0x00, 0x00);
+    pub const INITIATOR_ERROR: LoginStatus = LoginStatus(0x02, 0x00);
+    pub const AUTHENTICATION_FAILURE: LoginStatus = LoginStatus(0x02, 0x01);
+    pub const AUTHORIZATION_FAILURE: LoginStatus = LoginStatus(0x02, 0x02);
+    pub const NOT_FOUND: LoginStatus = LoginStatus(0x02, 0x03);
+    pub const UNSUPPORTED_VERSION: LoginStatus = LoginStatus(0x02, 0x05);
+    pub const MISSING_PARAMETER: LoginStatus = LoginStatus(0x02, 0x07);
+    pub const SESSION_TYPE_NOT_SUPPORTED: LoginStatus = LoginStatus(0x02, 0x09);
+    pub const SESSION_DOES_NOT_EXIST: LoginStatus = LoginStatus(0x02, 0x0A);
+    pub const INVALID_DURING_LOGIN: LoginStatus = LoginStatus(0x02, 0x0B);
+}
+
+/// The fields of a Login Request this machine reads (RFC 7143 §11.12).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoginRequest {
+    pub transit: bool,
+    pub continues: bool,
+    pub csg: u8,
+    pub nsg: u8,
+    pub version_max: u8,
+    pub version_min: u8,
+    pub isid: [u8; 6],
+    pub tsih: u16,
+    pub itt: u32,
+    pub cid: u16,
+    pub cmdsn: u32,
+    pub exp_statsn: u32,
+}
+
+impl LoginRequest {
+    pub fn parse(b: &Bhs) -> LoginRequest {
+        let f = b.flags();
+        let mut isid = [0u8; 6];
+        isid.copy_from_slice(&b.0[8..14]);
+        LoginRequest {
+            transit: f & 0x80 != 0,
+            continues: f & 0x40 != 0,
+            csg: (f >> 2) & 3,
+            nsg: f & 3,
+            version_max: b.0[2],
+            version_min: b.0[3],
+            isid,
+            tsih: b.u16_at(14),
+            itt: b.itt(),
+            cid: b.u16_at(20),
+            cmdsn: b.u32_at(24),
+            exp_statsn: b.u32_at(28),
+        }
+    }
+}
+
+/// What to send back: the Login Response's flags, status and text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoginReply {
+    pub transit: bool,
+    pub continues: bool,
+    pub csg: u8,
+    pub nsg: u8,
+    pub status: LoginStatus,
+    pub text: Vec<u8>,
+}
+
+impl LoginReply {
+    fn failure(status: LoginStatus) -> LoginReply {
+        LoginReply {
+            transit: false,
+            continues: false,
+            csg: 0,
+            nsg: 0,
+            status,
+            text: Vec::new(),
+        }
+    }
+
+    /// Byte 1 of the Login Response (RFC 7143 §11.13).
+    pub fn flags(&self) -> u8 {
+        let mut f = (self.csg & 3) << 2 | (self.nsg & 3);
+        if self.transit {
+            f |= 0x80;
+        }
+        if self.continues {
+            f |= 0x40;
+        }
+        f
+    }
+}
+
+/// A completed login: everything the full feature phase needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Established {
+    pub session_type: SessionType,
+    /// Index into the node list (Normal sessions).
+    pub node: Option<usize>,
+    pub initiator_name: String,
+    pub isid: [u8; 6],
+    pub params: Parameters,
+}
+
+/// Result of one Login Request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LoginStep {
+    /// Send the reply and wait for the next Login Request.
+    Continue(LoginReply),
+    /// Send the reply (T=1, NSG=FullFeaturePhase); the session is in full feature phase.
+    Complete(LoginReply, Box<Established>),
+    /// Send the (failure) reply and close the connection (RFC 7143 §11.13.5).
+    Fail(LoginReply),
+}
+
+/// Target-side login state of one connection.
+#[derive(Debug)]
+pub struct Login {
+    limits: TargetLimits,
+    portal_group_tag: u16,
+    stage: Option<Stage>,
+    assembler: text::Assembler,
+    isid: Option<[u8; 6]>,
+    initiator_name: Option<String>,
+    session_type: SessionType,
+    node: Option<usize>,
+    params: Parameters,
+    declared: bool,
+    auth_none_agreed: bool,
+}
+
+impl Login {
+    pub fn new(limits: TargetLimits, portal_group_tag: u16) -> Login {
+        Login {
+            limits,
+            portal_group_tag,
+            stage: None,
+            assembler: text::Assembler::default(),
+            isid: None,
+            initiator_name: None,
+            session_type: SessionType::Normal,
+            node: None,
+            params: Parameters::default(),
+            declared: false,
+            auth_none_agreed: false,
+        }
+    }
+
+    /// Handle one Login Request with its data segment.
+    pub fn step(&mut self, req: &LoginRequest, data: &[u8], nodes: &[TargetNode]) -> LoginStep {
+        // RFC 7143 §11.12.4: we speak version 0x00 only.
+        if req.version_min > 0 {
+            return LoginStep::Fail(LoginReply::failure(LoginStatus::UNSUPPORTED_VERSION));
+        }
+        let Some(csg) = Stage::from_bits(req.csg).filter(|s| *s != Stage::FullFeaturePhase) else {
+            return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+        };
+        match self.stage {
+            // The first request may skip the security stage: we require no authentication.
+            None => self.stage = Some(csg),
+            Some(s) if s != csg => {
+                return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+            }
+            Some(_) => {}
+        }
+        match self.isid {
+            None => self.isid = Some(req.isid),
+            Some(isid) if isid != req.isid => {
+                return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+            }
+            Some(_) => {}
+        }
+        // One connection per session: a login that adds a connection to an existing
+        // session (TSIH ≠ 0, RFC 7143 §6.3.1) names a session we cannot join.
+        if req.tsih != 0 {
+            return LoginStep::Fail(LoginReply::failure(LoginStatus::SESSION_DOES_NOT_EXIST));
+        }
+        let text = match self.assembler.push(data, req.continues) {
+            Ok(Some(text)) => text,
+            // C bit: acknowledge with an empty response, stay in the stage (RFC 7143 §11.12.2).
+            Ok(None) => {
+                return LoginStep::Continue(LoginReply {
+                    transit: false,
+                    continues: false,
+                    csg: csg as u8,
+                    nsg: 0,
+                    status: LoginStatus::SUCCESS,
+                    text: Vec::new(),
+                })
+            }
+            Err(_) => return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR)),
+        };
+        let Ok(pairs) = text::parse(&text) else {
+            return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+        };
+        let mut out = Vec::new();
+        let first = self.initiator_name.is_none();
+        for (key, value) in &pairs {
+            match key.as_str() {
+                "InitiatorName" => {
+                    if value.is_empty() {
+                        return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+                    }
+                    self.initiator_name = Some(value.clone());
+                }
+                "SessionType" => match value.as_str() {
+                    "Normal" => self.session_type = SessionType::Normal,
+                    "Discovery" => self.session_type = SessionType::Discovery,
+                    _ => {
+                        return LoginStep::Fail(LoginReply::failure(
+                            LoginStatus::SESSION_TYPE_NOT_SUPPORTED,
+                        ))
+                    }
+                },
+                "TargetName" => match nodes.iter().position(|n| n.name == *value) {
+                    Some(i) => self.node = Some(i),
+                    None => return LoginStep::Fail(LoginReply::failure(LoginStatus::NOT_FOUND)),
+                },
+                "InitiatorAlias" => {}
+                // Only AuthMethod=None for now; CHAP is a later issue.
+                "AuthMethod" => {
+                    if value.split(',').any(|v| v == "None") {
+                        self.auth_none_agreed = true;
+                        text::push(&mut out, "AuthMethod", "None");
+                    } else {
+                        text::push(&mut out, "AuthMethod", "Reject");
+                    }
+                }
+                _ => {
+                    if let Some(ans) = negotiation::answer(
+                        key,
+                        value,
+                        self.session_type,
+                        &self.limits,
+                        &mut self.params,
+                    ) {
+                        text::push(&mut out, key, &ans);
+                    }
+                }
+            }
+        }
+        if first {
+            let Some(initiator) = &self.initiator_name else {
+                return LoginStep::Fail(LoginReply::failure(LoginStatus::MISSING_PARAMETER));
+            };
+            if self.session_type == SessionType::Normal {
+                let Some(node) = self.node.and_then(|i| nodes.get(i)) else {
+                    return LoginStep::Fail(LoginReply::failure(LoginStatus::MISSING_PARAMETER));
+                };
+                if !node.allows(initiator) {
+                    return LoginStep::Fail(LoginReply::failure(
+                        LoginStatus::AUTHORIZATION_FAILURE,
+                    ));
+                }
+                // RFC 7143 §13.9: the portal group tag answers the first request naming a target.
+                let mut head = Vec::new();
+                text::push(
+                    &mut head,
+                    "TargetPortalGroupTag",
+                    &self.portal_group_tag.to_string(),
+                );
+                if let Some(alias) = &node.alias {
+                    text::push(&mut head, "TargetAlias", alias);
+                }
+                head.append(&mut out);
+                out = head;
+            }
+        }
+        let mut nsg = 0;
+        let mut transit = false;
+        if req.transit {
+            let Some(next) = Stage::from_bits(req.nsg).filter(|n| *n > csg) else {
+                return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+            };
+            if csg == Stage::SecurityNegotiation
+                && !self.auth_none_agreed
+                && pairs.iter().any(|(k, _)| k == "AuthMethod")
+            {
+                return LoginStep::Fail(LoginReply::failure(LoginStatus::AUTHENTICATION_FAILURE));
+            }
+            transit = true;
+            nsg = next as u8;
+        }
+        // Declare our receive limit once we are past security (RFC 7143 §13.12).
+        if !self.declared && (csg == Stage::LoginOperationalNegotiation || nsg != 0) {
+            self.declared = true;
+            text::push(
+                &mut out,
+                "MaxRecvDataSegmentLength",
+                &self.limits.max_recv_data_segment_length.to_string(),
+            );
+        }
+        let reply = LoginReply {
+            transit,
+            continues: false,
+            csg: csg as u8,
+            nsg,
+            status: LoginStatus::SUCCESS,
+            text: out,
+        };
+        if transit {
+            self.stage = Stage::from_bits(nsg);
+        }
+        if transit && nsg == Stage::FullFeaturePhase as u8 {
+            let mut params = self.params.clone();
+            params.target_max_recv_data_segment_length = self.limits.max_recv_data_segment_length;
+            let established = Established {
+                session_type: self.session_type,
+                node: self
+                    .node
+                    .filter(|_| self.session_type == SessionType::Normal),
+                initiator_name: self.initiator_name.clone().unwrap_or_default(),
+                isid: req.isid,
+                params,
+            };
+            return LoginStep::Complete(reply, Box::new(established));
+        }
+        LoginStep::Continue(reply)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn nodes() -> Vec<TargetNode> {
+        vec![TargetNode {
+            name: "iqn.2026-01.test:disk".into(),
+            alias: None,
+            target: Arc::new(device::Target::default()),
+            allowed_initiators: vec!["iqn.ok".into()],
+        }]
+    }
+
+    fn req(csg: u8, nsg: u8, transit: bool) -> LoginRequest {
+        LoginRequest {
+            transit,
+            continues: false,
+            csg,
+            nsg,
+            version_max: 0,
+            version_min: 0,
+            isid: [0x80, 0, 0, 0, 0, 1],
+            tsih: 0,
+            itt: 1,
+            cid: 0,
+            cmdsn: 1,
+            exp_statsn: 0,
+        }
+    }
+
+    fn keys(text: &[u8]) -> Vec<(String, String)> {
+        text::parse(text).unwrap()
+    }
+
+    fn login(data: &[u8]) -> LoginStep {
+        let mut l = Login::new(TargetLimits::default(), 1);
+        l.step(&req(1, 3, true), data, &nodes())
+    }
+
+    #[test]
+    fn one_step_operational_login() {
+        let data = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0SessionType=Normal\0\
+HeaderDigest=None,CRC32C\0InitialR2T=No\0MaxRecvDataSegmentLength=262144\0X-foo=1\0";
+        let LoginStep::Complete(reply, est) = login(data) else {
+            panic!("not complete")
+        };
+        assert_eq!(reply.flags(), 0x80 | (1 << 2) | 3);
+        let k = keys(&reply.text);
+        assert_eq!(k[0], ("TargetPortalGroupTag".into(), "1".into()));
+        assert!(k.contains(&("HeaderDigest".into(), "None".into())));
+        assert!(k.contains(&("InitialR2T".into(), "No".into())));
+        assert!(k.contains(&("X-foo".into(), "NotUnderstood".into())));
+        assert!(k.contains(&("MaxRecvDataSegmentLength".into(), "262144".into())));
+        // Un-offered keys are never echoed.
+        assert!(!k
+            .iter()
+            .any(|(n, _)| n == "ImmediateData" || n == "MaxBurstLength"));
+        assert_eq!(est.params.initiator_max_recv_data_segment_length, 262_144);
+        assert!(!est.params.initial_r2t);
+        assert_eq!(est.node, Some(0));
+    }
+
+    #[test]
+    fn failures_have_precise_status() {
+        let status = |step: LoginStep| match step {
+            LoginStep::Fail(r) => r.status,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            status(login(b"TargetName=iqn.2026-01.test:disk\0")),
+            LoginStatus::MISSING_PARAMETER
+        );
+        assert_eq!(
+            status(login(b"InitiatorName=iqn.ok\0")),
+            LoginStatus::MISSING_PARAMETER
+        );
+        assert_eq!(
+            status(login(b"InitiatorName=iqn.ok\0TargetName=iqn.nope\0")),
+            LoginStatus::NOT_FOUND
+        );
+        assert_eq!(
+            status(login(
+                b"InitiatorName=iqn.bad\0TargetName=iqn.2026-01.test:disk\0"
+            )),
+            LoginStatus::AUTHORIZATION_FAILURE
+        );
+        assert_eq!(
+            status(login(b"InitiatorName\0")),
+            LoginStatus::INITIATOR_ERROR
+        );
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let mut r = req(1, 3, true);
+        r.version_min = 2;
+        assert_eq!(
+            status(l.step(&r, b"", &nodes())),
+            LoginStatus::UNSUPPORTED_VERSION
+        );
+    }
+
+    #[test]
+    fn security_stage_then_operational() {
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let n = nodes();
+        let step = l.step(
+            &req(0, 1, true),
+            b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=CHAP,None\0",
+            &n,
+        );
+        let LoginStep::Continue(r) = step else {
+            panic!()
+        };
+        assert!(r.transit);
+        assert_eq!(r.nsg, 1);
+        assert!(keys(&r.text).contains(&("AuthMethod".into(), "None".into())));
+        let LoginStep::Complete(r, _) = l.step(&req(1, 3, true), b"ImmediateData=Yes\0", &n) else {
+            panic!()
+        };
+        assert!(keys(&r.text).contains(&("ImmediateData".into(), "Yes".into())));
+        // The portal group tag was given in the first response only.
+        assert!(!keys(&r.text)
+            .iter()
+            .any(|(k, _)| k == "TargetPortalGroupTag"));
+    }
+
+    #[test]
+    fn chap_only_fails_authentication() {
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let step = l.step(
+            &req(0, 1, true),
+            b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=CHAP\0",
+            &nodes(),
+        );
+        assert!(
+            matches!(step, LoginStep::Fail(r) if r.status == LoginStatus::AUTHENTICATION_FAILURE)
+        );
+    }
+
+    #[test]
+    fn continued_login_request_is_reassembled() {
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let n = nodes();
+        let mut r = req(1, 3, true);
+        r.continues = true;
+        let LoginStep::Continue(ack) = l.step(&r, b"InitiatorName=iqn.ok\0Target", &n) else {
+            panic!()
+        };
+        assert!(ack.text.is_empty() && !ack.transit);
+        r.continues = false;
+        assert!(matches!(
+            l.step(&r, b"Name=iqn.2026-01.test:disk\0", &n),
+            LoginStep::Complete(..)
+        ));
+    }
+
+    #[test]
+    fn discovery_session_needs_no_target() {
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let step = l.step(
+            &req(1, 3, true),
+            b"InitiatorName=iqn.any\0SessionType=Discovery\0MaxBurstLength=512\0",
+            &nodes(),
+        );
+        let LoginStep::Complete(r, est) = step else {
+            panic!()
+        };
+        assert_eq!(est.session_type, SessionType::Discovery);
+        assert!(keys(&r.text).contains(&("MaxBurstLength".into(), "Irrelevant".into())));
+    }
+}
