@@ -1,8 +1,18 @@
 //! T10 vocabulary for a block device: CDB decoding to typed commands, status, sense data,
 //! VPD and mode pages, and the command table. Pure: no I/O, no clocks.
 
+mod cdb;
+pub mod command;
+mod decode;
+pub mod inquiry;
+pub mod mode;
+pub mod report_luns;
+pub mod rsoc;
 pub mod sense;
 pub mod status;
+pub mod table;
 
+pub use command::Command;
 pub use sense::{Asc, Sense, SenseKey};
 pub use status::Status;
+pub use table::{decode, CommandInfo, Direction, COMMANDS};

@@ -29,6 +29,7 @@ pub struct Asc(pub u8, pub u8);
 impl Asc {
     pub const NO_ADDITIONAL_SENSE: Asc = Asc(0x00, 0x00);
     pub const LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED: Asc = Asc(0x04, 0x02);
+    pub const WRITE_ERROR: Asc = Asc(0x0C, 0x00);
     pub const UNRECOVERED_READ_ERROR: Asc = Asc(0x11, 0x00);
     pub const MISCOMPARE_DURING_VERIFY: Asc = Asc(0x1D, 0x00);
     pub const PARAMETER_LIST_LENGTH_ERROR: Asc = Asc(0x1A, 0x00);
@@ -40,6 +41,9 @@ impl Asc {
     pub const SAVING_PARAMETERS_NOT_SUPPORTED: Asc = Asc(0x39, 0x00);
     pub const WRITE_PROTECTED: Asc = Asc(0x27, 0x00);
     pub const POWER_ON_RESET_OR_BUS_DEVICE_RESET: Asc = Asc(0x29, 0x00);
+    pub const POWER_ON_OCCURRED: Asc = Asc(0x29, 0x01);
+    pub const BUS_DEVICE_RESET_FUNCTION_OCCURRED: Asc = Asc(0x29, 0x03);
+    pub const I_T_NEXUS_LOSS_OCCURRED: Asc = Asc(0x29, 0x07);
     pub const PARAMETERS_CHANGED: Asc = Asc(0x2A, 0x00);
     pub const MODE_PARAMETERS_CHANGED: Asc = Asc(0x2A, 0x01);
     pub const COMMANDS_CLEARED_BY_ANOTHER_INITIATOR: Asc = Asc(0x2F, 0x00);
@@ -75,7 +79,12 @@ pub struct Sense {
 
 impl Sense {
     pub fn new(key: SenseKey, asc: Asc) -> Self {
-        Sense { key, asc, field: None, information: None }
+        Sense {
+            key,
+            asc,
+            field: None,
+            information: None,
+        }
     }
 
     /// ILLEGAL REQUEST, INVALID FIELD IN CDB, pointing at `byte` (and `bit`, if narrower).
@@ -83,7 +92,11 @@ impl Sense {
         Sense {
             key: SenseKey::IllegalRequest,
             asc: Asc::INVALID_FIELD_IN_CDB,
-            field: Some(FieldPointer { in_cdb: true, byte, bit }),
+            field: Some(FieldPointer {
+                in_cdb: true,
+                byte,
+                bit,
+            }),
             information: None,
         }
     }
@@ -93,8 +106,34 @@ impl Sense {
         Sense {
             key: SenseKey::IllegalRequest,
             asc: Asc::INVALID_FIELD_IN_PARAMETER_LIST,
-            field: Some(FieldPointer { in_cdb: false, byte, bit }),
+            field: Some(FieldPointer {
+                in_cdb: false,
+                byte,
+                bit,
+            }),
             information: None,
+        }
+    }
+
+    /// ILLEGAL REQUEST, INVALID COMMAND OPERATION CODE (05/20/00).
+    pub fn invalid_command_operation_code() -> Self {
+        Sense::new(
+            SenseKey::IllegalRequest,
+            Asc::INVALID_COMMAND_OPERATION_CODE,
+        )
+    }
+
+    /// ILLEGAL REQUEST, LOGICAL BLOCK ADDRESS OUT OF RANGE (05/21/00).
+    pub fn lba_out_of_range() -> Self {
+        Sense::new(SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE)
+    }
+
+    /// Append the sense data in descriptor format (D_SENSE = 1) or fixed format.
+    pub fn write(&self, descriptor: bool, out: &mut Vec<u8>) {
+        if descriptor {
+            self.write_descriptor(out)
+        } else {
+            self.write_fixed(out)
         }
     }
 

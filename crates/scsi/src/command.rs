@@ -1,0 +1,213 @@
+//! Typed commands decoded from CDBs (SPC-5 §6, SBC-4 §5). Fields keep the standards' names.
+
+/// READ/WRITE (6)/(10)/(12)/(16) (SBC-4 §5.12–5.15, §5.39–5.42). A READ(6)/WRITE(6) transfer
+/// length of 0 is already turned into 256.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadWrite {
+    pub lba: u64,
+    pub transfer_length: u32,
+    pub dpo: bool,
+    pub fua: bool,
+    pub group_number: u8,
+    /// Duration limit descriptor index (DLD2:DLD0, SBC-5 READ(16)/WRITE(16)); 0 elsewhere.
+    pub dld: u8,
+}
+
+/// BYTCHK (SBC-4 table 89 for VERIFY, table 118 for WRITE AND VERIFY).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ByteCheck {
+    /// 00b: no data-out; check the medium only.
+    None,
+    /// 01b: compare `length` blocks of data-out with the medium.
+    Compare,
+    /// 11b: one block of data-out, compared with every block of the range.
+    CompareOneBlock,
+}
+
+/// VERIFY (10)/(12)/(16) (SBC-4 §5.35–5.37).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verify {
+    pub lba: u64,
+    pub verification_length: u32,
+    pub dpo: bool,
+    pub bytchk: ByteCheck,
+    pub group_number: u8,
+}
+
+/// WRITE AND VERIFY (10)/(12)/(16) (SBC-4 §5.43–5.45).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteAndVerify {
+    pub lba: u64,
+    pub transfer_length: u32,
+    pub dpo: bool,
+    pub bytchk: ByteCheck,
+    pub group_number: u8,
+}
+
+/// SYNCHRONIZE CACHE (10)/(16) (SBC-4 §5.32–5.33) and PRE-FETCH (10)/(16) (SBC-4 §5.9–5.10):
+/// a range (0 blocks = to the end of the medium) and IMMED.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheRange {
+    pub lba: u64,
+    pub number_of_logical_blocks: u32,
+    pub immed: bool,
+}
+
+/// INQUIRY (SPC-5 §6.7, table 145).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inquiry {
+    pub evpd: bool,
+    pub page_code: u8,
+    pub allocation_length: u16,
+}
+
+/// Page control of MODE SENSE (SPC-5 table 165).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageControl {
+    Current,
+    Changeable,
+    Default,
+}
+
+/// MODE SENSE (6)/(10) (SPC-5 §6.14–6.15).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModeSense {
+    /// true for MODE SENSE(10) (8-byte header, LLBAA).
+    pub ten: bool,
+    pub dbd: bool,
+    pub llbaa: bool,
+    pub pc: PageControl,
+    pub page_code: u8,
+    pub subpage_code: u8,
+    pub allocation_length: u16,
+}
+
+/// MODE SELECT (6)/(10) (SPC-5 §6.12–6.13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModeSelect {
+    pub ten: bool,
+    pub pf: bool,
+    pub parameter_list_length: u16,
+}
+
+/// START STOP UNIT (SBC-4 §5.31, table 95).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StartStopUnit {
+    pub immed: bool,
+    pub power_condition_modifier: u8,
+    pub power_condition: u8,
+    pub no_flush: bool,
+    pub loej: bool,
+    pub start: bool,
+}
+
+/// REPORT SUPPORTED OPERATION CODES (SPC-5 §6.35, table 256).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReportSupportedOperationCodes {
+    pub rctd: bool,
+    pub reporting_options: u8,
+    pub requested_operation_code: u8,
+    pub requested_service_action: u16,
+    pub allocation_length: u32,
+}
+
+/// One decoded command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    TestUnitReady,
+    /// REQUEST SENSE (SPC-5 §6.39).
+    RequestSense {
+        desc: bool,
+        allocation_length: u8,
+    },
+    Inquiry(Inquiry),
+    /// REPORT LUNS (SPC-5 §6.33).
+    ReportLuns {
+        select_report: u8,
+        allocation_length: u32,
+    },
+    /// READ CAPACITY (10) (SBC-4 §5.20).
+    ReadCapacity10,
+    /// READ CAPACITY (16) (SBC-4 §5.21).
+    ReadCapacity16 {
+        allocation_length: u32,
+    },
+    Read(ReadWrite),
+    Write(ReadWrite),
+    WriteAndVerify(WriteAndVerify),
+    Verify(Verify),
+    SynchronizeCache(CacheRange),
+    PreFetch(CacheRange),
+    ModeSense(ModeSense),
+    ModeSelect(ModeSelect),
+    StartStopUnit(StartStopUnit),
+    ReportSupportedOperationCodes(ReportSupportedOperationCodes),
+    /// REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS (SPC-5 §6.36).
+    ReportSupportedTaskManagementFunctions {
+        repd: bool,
+        allocation_length: u32,
+    },
+}
+
+/// The data a command moves, in logical blocks or bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataLength {
+    None,
+    /// Up to this many bytes to the initiator (allocation length).
+    InBytes(u32),
+    /// Exactly this many logical blocks to the initiator.
+    InBlocks(u32),
+    /// Exactly this many bytes from the initiator (parameter list length).
+    OutBytes(u32),
+    /// Exactly this many logical blocks from the initiator.
+    OutBlocks(u32),
+}
+
+impl Command {
+    /// What the CDB asks to move; the device multiplies blocks by its block size.
+    pub fn data_length(&self) -> DataLength {
+        use DataLength::*;
+        match *self {
+            Command::TestUnitReady
+            | Command::SynchronizeCache(_)
+            | Command::PreFetch(_)
+            | Command::StartStopUnit(_) => None,
+            Command::RequestSense {
+                allocation_length, ..
+            } => InBytes(allocation_length.into()),
+            Command::Inquiry(i) => InBytes(i.allocation_length.into()),
+            Command::ReportLuns {
+                allocation_length, ..
+            } => InBytes(allocation_length),
+            Command::ReadCapacity10 => InBytes(8),
+            Command::ReadCapacity16 { allocation_length } => InBytes(allocation_length),
+            Command::Read(rw) => InBlocks(rw.transfer_length),
+            Command::Write(rw) => OutBlocks(rw.transfer_length),
+            Command::WriteAndVerify(w) => OutBlocks(w.transfer_length),
+            Command::Verify(v) => match v.bytchk {
+                ByteCheck::None => None,
+                ByteCheck::Compare => OutBlocks(v.verification_length),
+                ByteCheck::CompareOneBlock => OutBlocks(u32::from(v.verification_length != 0)),
+            },
+            Command::ModeSense(m) => InBytes(m.allocation_length.into()),
+            Command::ModeSelect(m) => OutBytes(m.parameter_list_length.into()),
+            Command::ReportSupportedOperationCodes(r) => InBytes(r.allocation_length),
+            Command::ReportSupportedTaskManagementFunctions {
+                allocation_length, ..
+            } => InBytes(allocation_length),
+        }
+    }
+
+    /// Whether the command accesses the medium (fails with NOT READY while the unit is stopped).
+    pub fn accesses_medium(&self) -> bool {
+        matches!(
+            self,
+            Command::Read(_)
+                | Command::Write(_)
+                | Command::WriteAndVerify(_)
+                | Command::Verify(_)
+                | Command::SynchronizeCache(_)
+                | Command::PreFetch(_)
+        )
+    }
+}

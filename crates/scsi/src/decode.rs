@@ -1,0 +1,308 @@
+//! CDB decoders, one per table entry. They run after the table's generic checks (length,
+//! protection field, reserved bits against the CDB usage mask, NACA), so they only validate
+//! field *values*. Field pointers cite the CDB byte and the most significant bit of the field.
+
+use crate::cdb::{be16, be24, be32, be64, bit, u8_at};
+use crate::command::*;
+use crate::sense::{Asc, Sense, SenseKey};
+
+type Decoded = Result<Command, Sense>;
+
+pub(crate) fn test_unit_ready(_: &[u8]) -> Decoded {
+    Ok(Command::TestUnitReady)
+}
+
+/// REQUEST SENSE (SPC-5 table 276).
+pub(crate) fn request_sense(c: &[u8]) -> Decoded {
+    Ok(Command::RequestSense {
+        desc: bit(c, 1, 0),
+        allocation_length: u8_at(c, 4),
+    })
+}
+
+/// INQUIRY (SPC-5 table 145): a page code without EVPD is an error.
+pub(crate) fn inquiry(c: &[u8]) -> Decoded {
+    let evpd = bit(c, 1, 0);
+    let page_code = u8_at(c, 2);
+    if !evpd && page_code != 0 {
+        return Err(Sense::invalid_field_in_cdb(2, None));
+    }
+    Ok(Command::Inquiry(Inquiry {
+        evpd,
+        page_code,
+        allocation_length: be16(c, 3),
+    }))
+}
+
+/// REPORT LUNS (SPC-5 table 262).
+pub(crate) fn report_luns(c: &[u8]) -> Decoded {
+    Ok(Command::ReportLuns {
+        select_report: u8_at(c, 2),
+        allocation_length: be32(c, 6),
+    })
+}
+
+/// READ CAPACITY (10) (SBC-4 table 63): PMI = 0 requires LOGICAL BLOCK ADDRESS = 0.
+pub(crate) fn read_capacity_10(c: &[u8]) -> Decoded {
+    if !bit(c, 8, 0) && be32(c, 2) != 0 {
+        return Err(Sense::invalid_field_in_cdb(2, None));
+    }
+    Ok(Command::ReadCapacity10)
+}
+
+/// READ CAPACITY (16) (SBC-4 table 65).
+pub(crate) fn read_capacity_16(c: &[u8]) -> Decoded {
+    Ok(Command::ReadCapacity16 {
+        allocation_length: be32(c, 10),
+    })
+}
+
+fn rw(lba: u64, transfer_length: u32, c: &[u8], group_byte: usize) -> ReadWrite {
+    ReadWrite {
+        lba,
+        transfer_length,
+        dpo: bit(c, 1, 4),
+        fua: bit(c, 1, 3),
+        group_number: u8_at(c, group_byte) & 0x3F,
+        dld: 0,
+    }
+}
+
+/// READ (6)/WRITE (6) (SBC-4 tables 80, 121): 21-bit LBA; TRANSFER LENGTH 0 means 256.
+fn rw6(c: &[u8]) -> ReadWrite {
+    let lba = u64::from(be24(c, 1) & 0x1F_FFFF);
+    let len = match u8_at(c, 4) {
+        0 => 256,
+        n => u32::from(n),
+    };
+    ReadWrite {
+        lba,
+        transfer_length: len,
+        dpo: false,
+        fua: false,
+        group_number: 0,
+        dld: 0,
+    }
+}
+
+/// (10)-byte layout (SBC-4 tables 81, 122): LBA 2..6, GROUP 6, TRANSFER LENGTH 7..9.
+fn rw10(c: &[u8]) -> ReadWrite {
+    rw(be32(c, 2).into(), be16(c, 7).into(), c, 6)
+}
+
+/// (12)-byte layout (SBC-4 tables 82, 123): LBA 2..6, TRANSFER LENGTH 6..10, GROUP 10.
+fn rw12(c: &[u8]) -> ReadWrite {
+    rw(be32(c, 2).into(), be32(c, 6), c, 10)
+}
+
+/// (16)-byte layout (SBC-5 tables for READ(16)/WRITE(16)): LBA 2..10, TRANSFER LENGTH 10..14,
+/// DLD2 in byte 1 bit 0, DLD1:DLD0 in byte 14 bits 7:6, GROUP 14 bits 5:0.
+fn rw16(c: &[u8]) -> ReadWrite {
+    let mut r = rw(be64(c, 2), be32(c, 10), c, 14);
+    r.dld = (u8_at(c, 1) & 1) << 2 | u8_at(c, 14) >> 6;
+    r
+}
+
+pub(crate) fn read6(c: &[u8]) -> Decoded {
+    Ok(Command::Read(rw6(c)))
+}
+pub(crate) fn read10(c: &[u8]) -> Decoded {
+    Ok(Command::Read(rw10(c)))
+}
+pub(crate) fn read12(c: &[u8]) -> Decoded {
+    Ok(Command::Read(rw12(c)))
+}
+pub(crate) fn read16(c: &[u8]) -> Decoded {
+    Ok(Command::Read(rw16(c)))
+}
+pub(crate) fn write6(c: &[u8]) -> Decoded {
+    Ok(Command::Write(rw6(c)))
+}
+pub(crate) fn write10(c: &[u8]) -> Decoded {
+    Ok(Command::Write(rw10(c)))
+}
+pub(crate) fn write12(c: &[u8]) -> Decoded {
+    Ok(Command::Write(rw12(c)))
+}
+pub(crate) fn write16(c: &[u8]) -> Decoded {
+    Ok(Command::Write(rw16(c)))
+}
+
+/// BYTCHK in byte 1 bits 2:1 (SBC-4 table 89): 10b is reserved.
+fn bytchk(c: &[u8]) -> Result<ByteCheck, Sense> {
+    match (u8_at(c, 1) >> 1) & 3 {
+        0 => Ok(ByteCheck::None),
+        1 => Ok(ByteCheck::Compare),
+        3 => Ok(ByteCheck::CompareOneBlock),
+        _ => Err(Sense::invalid_field_in_cdb(1, Some(2))),
+    }
+}
+
+fn verify(r: ReadWrite, c: &[u8]) -> Decoded {
+    Ok(Command::Verify(Verify {
+        lba: r.lba,
+        verification_length: r.transfer_length,
+        dpo: r.dpo,
+        bytchk: bytchk(c)?,
+        group_number: r.group_number,
+    }))
+}
+pub(crate) fn verify10(c: &[u8]) -> Decoded {
+    verify(rw10(c), c)
+}
+pub(crate) fn verify12(c: &[u8]) -> Decoded {
+    verify(rw12(c), c)
+}
+pub(crate) fn verify16(c: &[u8]) -> Decoded {
+    verify(rw(be64(c, 2), be32(c, 10), c, 14), c)
+}
+
+/// WRITE AND VERIFY: BYTCHK 11b is reserved too (SBC-4 table 118).
+fn write_and_verify(r: ReadWrite, c: &[u8]) -> Decoded {
+    let bytchk = match bytchk(c)? {
+        ByteCheck::CompareOneBlock => return Err(Sense::invalid_field_in_cdb(1, Some(2))),
+        b => b,
+    };
+    Ok(Command::WriteAndVerify(WriteAndVerify {
+        lba: r.lba,
+        transfer_length: r.transfer_length,
+        dpo: r.dpo,
+        bytchk,
+        group_number: r.group_number,
+    }))
+}
+pub(crate) fn write_and_verify10(c: &[u8]) -> Decoded {
+    write_and_verify(rw10(c), c)
+}
+pub(crate) fn write_and_verify12(c: &[u8]) -> Decoded {
+    write_and_verify(rw12(c), c)
+}
+pub(crate) fn write_and_verify16(c: &[u8]) -> Decoded {
+    write_and_verify(rw(be64(c, 2), be32(c, 10), c, 14), c)
+}
+
+fn cache_range(lba: u64, blocks: u32, c: &[u8]) -> CacheRange {
+    CacheRange {
+        lba,
+        number_of_logical_blocks: blocks,
+        immed: bit(c, 1, 1),
+    }
+}
+pub(crate) fn synchronize_cache10(c: &[u8]) -> Decoded {
+    Ok(Command::SynchronizeCache(cache_range(
+        be32(c, 2).into(),
+        be16(c, 7).into(),
+        c,
+    )))
+}
+pub(crate) fn synchronize_cache16(c: &[u8]) -> Decoded {
+    Ok(Command::SynchronizeCache(cache_range(
+        be64(c, 2),
+        be32(c, 10),
+        c,
+    )))
+}
+pub(crate) fn pre_fetch10(c: &[u8]) -> Decoded {
+    Ok(Command::PreFetch(cache_range(
+        be32(c, 2).into(),
+        be16(c, 7).into(),
+        c,
+    )))
+}
+pub(crate) fn pre_fetch16(c: &[u8]) -> Decoded {
+    Ok(Command::PreFetch(cache_range(be64(c, 2), be32(c, 10), c)))
+}
+
+/// PC (byte 2 bits 7:6, SPC-5 table 165): saved values are not supported.
+fn mode_sense(c: &[u8], ten: bool, allocation_length: u16) -> Decoded {
+    let pc = match u8_at(c, 2) >> 6 {
+        0 => PageControl::Current,
+        1 => PageControl::Changeable,
+        2 => PageControl::Default,
+        _ => {
+            return Err(Sense::new(
+                SenseKey::IllegalRequest,
+                Asc::SAVING_PARAMETERS_NOT_SUPPORTED,
+            ))
+        }
+    };
+    Ok(Command::ModeSense(ModeSense {
+        ten,
+        dbd: bit(c, 1, 3),
+        llbaa: ten && bit(c, 1, 4),
+        pc,
+        page_code: u8_at(c, 2) & 0x3F,
+        subpage_code: u8_at(c, 3),
+        allocation_length,
+    }))
+}
+/// MODE SENSE (6) (SPC-5 table 167).
+pub(crate) fn mode_sense6(c: &[u8]) -> Decoded {
+    mode_sense(c, false, u8_at(c, 4).into())
+}
+/// MODE SENSE (10) (SPC-5 table 169).
+pub(crate) fn mode_sense10(c: &[u8]) -> Decoded {
+    mode_sense(c, true, be16(c, 7))
+}
+
+/// SP = 1 asks to save pages, which this device cannot (SPC-5 §6.12).
+fn mode_select(c: &[u8], ten: bool, parameter_list_length: u16) -> Decoded {
+    if bit(c, 1, 0) {
+        return Err(Sense::invalid_field_in_cdb(1, Some(0)));
+    }
+    Ok(Command::ModeSelect(ModeSelect {
+        ten,
+        pf: bit(c, 1, 4),
+        parameter_list_length,
+    }))
+}
+/// MODE SELECT (6) (SPC-5 table 161).
+pub(crate) fn mode_select6(c: &[u8]) -> Decoded {
+    mode_select(c, false, u8_at(c, 4).into())
+}
+/// MODE SELECT (10) (SPC-5 table 163).
+pub(crate) fn mode_select10(c: &[u8]) -> Decoded {
+    mode_select(c, true, be16(c, 7))
+}
+
+/// START STOP UNIT (SBC-4 table 95). POWER CONDITION values SBC-4 table 96 does not define are
+/// invalid.
+pub(crate) fn start_stop_unit(c: &[u8]) -> Decoded {
+    let power_condition = u8_at(c, 4) >> 4;
+    if !matches!(power_condition, 0x0 | 0x1 | 0x2 | 0x3 | 0x7 | 0xA | 0xB) {
+        return Err(Sense::invalid_field_in_cdb(4, Some(7)));
+    }
+    Ok(Command::StartStopUnit(StartStopUnit {
+        immed: bit(c, 1, 0),
+        power_condition_modifier: u8_at(c, 3) & 0x0F,
+        power_condition,
+        no_flush: bit(c, 4, 2),
+        loej: bit(c, 4, 1),
+        start: bit(c, 4, 0),
+    }))
+}
+
+/// REPORT SUPPORTED OPERATION CODES (SPC-5 table 256): REPORTING OPTIONS 000b–011b.
+pub(crate) fn report_supported_operation_codes(c: &[u8]) -> Decoded {
+    let reporting_options = u8_at(c, 2) & 7;
+    if reporting_options > 3 {
+        return Err(Sense::invalid_field_in_cdb(2, Some(2)));
+    }
+    Ok(Command::ReportSupportedOperationCodes(
+        ReportSupportedOperationCodes {
+            rctd: bit(c, 2, 7),
+            reporting_options,
+            requested_operation_code: u8_at(c, 3),
+            requested_service_action: be16(c, 4),
+            allocation_length: be32(c, 6),
+        },
+    ))
+}
+
+/// REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS (SPC-5 table 259).
+pub(crate) fn report_supported_tmf(c: &[u8]) -> Decoded {
+    Ok(Command::ReportSupportedTaskManagementFunctions {
+        repd: bit(c, 2, 7),
+        allocation_length: be32(c, 6),
+    })
+}
