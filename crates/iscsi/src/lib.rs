@@ -5,6 +5,7 @@
 pub mod bhs;
 pub mod connection;
 pub mod digest;
+pub mod initiator;
 pub mod login;
 pub mod lun;
 pub mod negotiation;

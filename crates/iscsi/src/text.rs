@@ -37,8 +37,20 @@ impl std::fmt::Display for TextError {
 
 impl std::error::Error for TextError {}
 
-/// Parse a (reassembled) data segment into pairs, in order.
+/// Parse a (reassembled) data segment into pairs, in order; a key may appear once
+/// (RFC 7143 §6.1: a key is not offered twice in one negotiation).
 pub fn parse(data: &[u8]) -> Result<Vec<(String, String)>, TextError> {
+    let pairs = parse_list(data)?;
+    for (i, (k, _)) in pairs.iter().enumerate() {
+        if pairs[..i].iter().any(|(prev, _)| prev == k) {
+            return Err(TextError::DuplicateKey(k.clone()));
+        }
+    }
+    Ok(pairs)
+}
+
+/// Parse pairs where keys may repeat (SendTargets answers list TargetName per target).
+pub fn parse_list(data: &[u8]) -> Result<Vec<(String, String)>, TextError> {
     let mut out: Vec<(String, String)> = Vec::new();
     // Trailing NULs (and padding) end the list; empty records are skipped.
     for record in data.split(|&b| b == 0).filter(|r| !r.is_empty()) {
@@ -52,9 +64,6 @@ pub fn parse(data: &[u8]) -> Result<Vec<(String, String)>, TextError> {
         }
         if value.len() > MAX_VALUE_LEN {
             return Err(TextError::ValueTooLong);
-        }
-        if out.iter().any(|(k, _)| k == key) {
-            return Err(TextError::DuplicateKey(key.to_string()));
         }
         out.push((key.to_string(), value.to_string()));
     }

@@ -1,0 +1,260 @@
+//! The crate's initiator against its server on 127.0.0.1 (port 0): login negotiation,
+//! discovery, NOP, the CmdSN window, task management, Reject and logout.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use iscsi::bhs::{Bhs, Opcode};
+use iscsi::initiator::{Error, Initiator, LoginOptions};
+use iscsi::login::LoginStatus;
+use iscsi::tmf::{Function, Response};
+use iscsi::TargetNode;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+const TARGET: &str = "iqn.2026-01.org.stint:loop";
+const OTHER: &str = "iqn.2026-01.org.stint:other";
+const INITIATOR: &str = "iqn.2026-01.org.stint:tester";
+
+struct Server {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    async fn start() -> Server {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let node = |name: &str, allowed: Vec<String>| TargetNode {
+            name: name.into(),
+            alias: None,
+            target: Arc::new(device::Target::default()),
+            allowed_initiators: allowed,
+        };
+        let nodes = vec![
+            node(TARGET, Vec::new()),
+            node(OTHER, vec!["iqn.only-this-one".into()]),
+        ];
+        let (tx, rx) = oneshot::channel();
+        let task = tokio::spawn(iscsi::server::serve(listener, nodes, async {
+            let _ = rx.await;
+        }));
+        Server {
+            addr,
+            stop: Some(tx),
+            task,
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        self.task.await.unwrap().unwrap();
+    }
+
+    async fn login(&self) -> Initiator {
+        Initiator::connect(self.addr, &LoginOptions::new(INITIATOR, Some(TARGET)))
+            .await
+            .unwrap()
+    }
+}
+
+fn key<'a>(ini: &'a Initiator, k: &str) -> Option<&'a str> {
+    ini.login_keys
+        .iter()
+        .find(|(n, _)| n == k)
+        .map(|(_, v)| v.as_str())
+}
+
+#[tokio::test]
+async fn normal_login_negotiates_and_logs_out() {
+    let server = Server::start().await;
+    let mut opts = LoginOptions::new(INITIATOR, Some(TARGET));
+    opts.extra_keys
+        .push(("X-org.example.Unknown".into(), "1".into()));
+    let ini = Initiator::connect(server.addr, &opts).await.unwrap();
+    assert_eq!(key(&ini, "TargetPortalGroupTag"), Some("1"));
+    assert_eq!(key(&ini, "MaxRecvDataSegmentLength"), Some("262144"));
+    assert_eq!(key(&ini, "InitialR2T"), Some("No"));
+    assert_eq!(key(&ini, "FirstBurstLength"), Some("262144"));
+    assert_eq!(key(&ini, "MaxConnections"), Some("1"));
+    assert_eq!(key(&ini, "X-org.example.Unknown"), Some("NotUnderstood"));
+    assert_ne!(ini.tsih(), 0);
+    assert_eq!(ini.params().target_max_recv_data_segment_length, 262_144);
+    assert_eq!(ini.logout().await.unwrap(), 0);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn login_refusals_have_precise_status() {
+    let server = Server::start().await;
+    let fail = |r: Result<Initiator, Error>| match r {
+        Err(Error::LoginFailed(s)) => s,
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("login succeeded"),
+    };
+    let r = Initiator::connect(server.addr, &LoginOptions::new(INITIATOR, Some("iqn.nope"))).await;
+    assert_eq!(fail(r), LoginStatus::NOT_FOUND);
+    let r = Initiator::connect(server.addr, &LoginOptions::new(INITIATOR, Some(OTHER))).await;
+    assert_eq!(fail(r), LoginStatus::AUTHORIZATION_FAILURE);
+    let r = Initiator::connect(
+        server.addr,
+        &LoginOptions::new("iqn.only-this-one", Some(OTHER)),
+    )
+    .await;
+    assert!(r.is_ok());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn discovery_lists_allowed_targets() {
+    let server = Server::start().await;
+    let mut d = Initiator::connect(server.addr, &LoginOptions::new(INITIATOR, None))
+        .await
+        .unwrap();
+    assert_eq!(key(&d, "TargetPortalGroupTag"), None);
+    let targets = d.send_targets().await.unwrap();
+    let expected_address = format!("{},1", server.addr);
+    assert_eq!(targets, vec![(TARGET.to_string(), vec![expected_address])]);
+    assert_eq!(d.logout().await.unwrap(), 0);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn digests_can_be_negotiated() {
+    let server = Server::start().await;
+    let mut opts = LoginOptions::new(INITIATOR, Some(TARGET));
+    opts.digests = true;
+    let mut ini = Initiator::connect(server.addr, &opts).await.unwrap();
+    assert!(ini.params().header_digest && ini.params().data_digest);
+    assert_eq!(ini.nop(b"digest ping").await.unwrap(), b"digest ping");
+    ini.logout().await.unwrap();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn nop_echoes_ping_data() {
+    let server = Server::start().await;
+    let mut ini = server.login().await;
+    let data: Vec<u8> = (0..1001u32).map(|i| i as u8).collect();
+    assert_eq!(ini.nop(&data).await.unwrap(), data);
+    assert_eq!(ini.nop(&[]).await.unwrap(), Vec::<u8>::new());
+    ini.logout().await.unwrap();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn out_of_window_commands_are_ignored_and_the_session_survives() {
+    let server = Server::start().await;
+    let mut ini = server.login().await;
+    let (cmdsn, max_cmdsn) = ini.cmdsn();
+    let tur = [0u8; 6];
+    // Too high, then too low: no answer, no disconnect.
+    ini.send_command_with_cmdsn(0, &tur, 0, max_cmdsn.wrapping_add(1))
+        .await
+        .unwrap();
+    ini.send_command_with_cmdsn(0, &tur, 0, cmdsn.wrapping_sub(1))
+        .await
+        .unwrap();
+    let quiet = ini.recv_timeout(Duration::from_millis(300)).await.unwrap();
+    assert!(
+        quiet.is_none(),
+        "target answered an out-of-window command: {quiet:?}"
+    );
+    // The expected CmdSN still works.
+    let r = ini.scsi_command(0, &tur, &[], 0).await.unwrap();
+    assert!(
+        r.status == 0x00 || r.status == 0x02,
+        "status {:#x}",
+        r.status
+    );
+    assert_eq!(ini.nop(b"alive").await.unwrap(), b"alive");
+    ini.logout().await.unwrap();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn task_management_functions() {
+    let server = Server::start().await;
+    let mut ini = server.login().await;
+    // No such task: it already completed or never existed.
+    assert_eq!(
+        ini.task_management(Function::AbortTask, 0, 0x1234)
+            .await
+            .unwrap(),
+        Response::TaskDoesNotExist
+    );
+    for f in [
+        Function::AbortTaskSet,
+        Function::ClearTaskSet,
+        Function::LogicalUnitReset,
+        Function::TargetWarmReset,
+    ] {
+        assert_eq!(
+            ini.task_management(f, 0, 0xFFFF_FFFF).await.unwrap(),
+            Response::FunctionComplete,
+            "{f:?}"
+        );
+    }
+    assert_eq!(
+        ini.task_management(Function::TaskReassign, 0, 1)
+            .await
+            .unwrap(),
+        Response::TaskAllegianceReassignmentNotSupported
+    );
+    assert_eq!(ini.nop(b"x").await.unwrap(), b"x");
+    // Cold reset answers, then drops the connection.
+    assert_eq!(
+        ini.task_management(Function::TargetColdReset, 0, 0xFFFF_FFFF)
+            .await
+            .unwrap(),
+        Response::FunctionComplete
+    );
+    assert!(ini.nop(b"x").await.is_err());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_opcode_is_rejected_with_its_header() {
+    let server = Server::start().await;
+    let mut ini = server.login().await;
+    let mut b = Bhs::new(Opcode::NopOut);
+    b.0[0] = 0x1C; // vendor-specific opcode
+    b.set_itt(77);
+    ini.send(&b, &[]).await.unwrap();
+    let p = ini.recv().await.unwrap();
+    assert_eq!(p.bhs.opcode(), Some(Opcode::Reject));
+    assert_eq!(p.bhs.0[2], 0x05); // Command not supported
+    assert_eq!(p.data.len(), 48);
+    assert_eq!(p.data[0] & 0x3F, 0x1C);
+    assert_eq!(ini.nop(b"still here").await.unwrap(), b"still here");
+    ini.logout().await.unwrap();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn oversized_data_segment_drops_the_connection() {
+    let server = Server::start().await;
+    let mut ini = server.login().await;
+    let mut b = Bhs::new(Opcode::NopOut);
+    b.set_immediate(true);
+    b.set_itt(5);
+    b.set_data_segment_len(0xFF_FFFF);
+    ini.send_raw(&b.0).await.unwrap();
+    match ini.recv_timeout(Duration::from_secs(5)).await {
+        Err(Error::Io(_)) => {}
+        other => panic!("connection not dropped: {other:?}"),
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_closes_open_sessions() {
+    let server = Server::start().await;
+    let mut ini = server.login().await;
+    server.stop().await;
+    assert!(ini.nop(b"gone").await.is_err());
+}
