@@ -49,3 +49,19 @@ pub trait Drive {
     /// SYNCHRONIZE CACHE at `now`: returns when the cache is clean.
     fn flush(&mut self, now: Ns) -> Ns;
 }
+
+pub mod config;
+pub mod error;
+pub mod hdd;
+pub mod instant;
+pub mod ssd;
+
+pub use config::DriveConfig;
+pub use error::ProfileError;
+pub use hdd::{FaultKind, FaultRange, Hdd, HddProfile};
+pub use instant::Instant;
+pub use ssd::{Ssd, SsdProfile};
+
+/// Nanoseconds per millisecond / microsecond, for converting profile values.
+pub const NS_PER_MS: f64 = 1e6;
+pub const NS_PER_US: f64 = 1e3;

@@ -1,0 +1,355 @@
+//! Hard disk timing model (spec/drive-model.md §1): command overhead, seek (with write settle),
+//! rotational wait and media transfer at the zone's rate, with a segmented read cache, an
+//! optional write-back cache and fault ranges. One actuator, so `parallelism` is 1.
+
+pub mod fault;
+pub mod geometry;
+pub mod profile;
+pub mod read_cache;
+pub mod seek;
+pub mod write_cache;
+
+pub use fault::{FaultKind, FaultRange};
+pub use geometry::{Geometry, Location};
+pub use profile::{HddProfile, DEFAULT_HDD_PROFILE};
+
+use crate::error::ProfileError;
+use crate::{Drive, MediaOp, MediaOutcome, Ns, Service, NS_PER_MS, NS_PER_US};
+use fault::Faults;
+use read_cache::{ReadCache, ReadHit};
+use seek::{SeekAnchors, SeekCurve};
+use write_cache::{Dirty, WriteCache};
+
+/// How many of the oldest dirty writes the destage scheduler considers (an NCQ-sized window).
+const DESTAGE_WINDOW: usize = 32;
+
+/// A modelled hard disk.
+#[derive(Clone, Debug)]
+pub struct Hdd {
+    geometry: Geometry,
+    seek_read: SeekCurve,
+    seek_write: SeekCurve,
+    overhead: Ns,
+    read_hit_overhead: Ns,
+    write_hit_overhead: Ns,
+    interface_ns_per_byte: f64,
+    host_turnaround: Ns,
+    /// Cylinder under the heads after the last media access.
+    cylinder: u32,
+    /// When the actuator finishes its current media access.
+    free_at: Ns,
+    read_cache: ReadCache,
+    write_cache: WriteCache,
+    write_cache_enabled: bool,
+    faults: Faults,
+}
+
+fn ms(v: f64) -> Ns {
+    (v * NS_PER_MS).round() as Ns
+}
+
+impl Hdd {
+    /// Builds the model from a checked profile.
+    pub fn new(p: &HddProfile) -> Result<Self, ProfileError> {
+        p.validate()?;
+        let geometry = Geometry::new(&p.geometry);
+        let s = &p.seek;
+        let anchors = |average_ms, track_to_track_ms, field| SeekAnchors {
+            average_ms,
+            track_to_track_ms,
+            track_to_track_max_cylinders: s.track_to_track_max_cylinders,
+            shape: &s.shape,
+            field,
+        };
+        let seek_read = SeekCurve::new(
+            geometry.cylinders,
+            &anchors(
+                s.average_read_ms,
+                s.track_to_track_read_ms,
+                "seek.average_read_ms",
+            ),
+        )?;
+        let seek_write = SeekCurve::new(
+            geometry.cylinders,
+            &anchors(
+                s.average_write_ms,
+                s.track_to_track_write_ms,
+                "seek.average_write_ms",
+            ),
+        )?;
+        let c = &p.cache;
+        let r = &p.recovery;
+        let retry_ns = geometry.rev_ns + ms(r.retry_overhead_ms);
+        let cache_sectors = (c.write_cache_mb * 1e6 / f64::from(p.geometry.sector_bytes)) as u64;
+        Ok(Self {
+            seek_read,
+            seek_write,
+            overhead: ms(p.timing.command_overhead_ms),
+            read_hit_overhead: ms(c.read_hit_overhead_ms),
+            write_hit_overhead: ms(c.write_hit_overhead_ms),
+            interface_ns_per_byte: 1e9 / (c.interface_mb_s * 1e6),
+            host_turnaround: (p.timing.host_turnaround_us * NS_PER_US).round() as Ns,
+            cylinder: 0,
+            free_at: 0,
+            read_cache: ReadCache::new(c.read_segments, c.read_ahead_sectors),
+            write_cache: WriteCache::new(cache_sectors),
+            write_cache_enabled: c.write_cache,
+            faults: Faults::new(
+                p.faults.clone(),
+                retry_ns,
+                ms(r.full_ladder_ms),
+                ms(r.recovery_cap_ms),
+            ),
+            geometry,
+        })
+    }
+
+    /// The default "22 TB 7200 rpm CMR" drive.
+    pub fn default_22tb() -> Self {
+        match Self::new(&HddProfile::default_22tb()) {
+            Ok(h) => h,
+            Err(e) => unreachable!("embedded default HDD profile is invalid: {e}"),
+        }
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// Seek time for a move of `cylinders` (read or write curve, spec §1.2).
+    pub fn seek_time(&self, cylinders: u32, write: bool) -> Ns {
+        if write {
+            self.seek_write.time(cylinders)
+        } else {
+            self.seek_read.time(cylinders)
+        }
+    }
+
+    /// Full-stroke read seek.
+    pub fn full_stroke(&self) -> Ns {
+        self.seek_read.full_stroke()
+    }
+
+    /// Revolution time.
+    pub fn rev_ns(&self) -> Ns {
+        self.geometry.rev_ns
+    }
+
+    /// Per-command controller overhead.
+    pub fn command_overhead(&self) -> Ns {
+        self.overhead
+    }
+
+    /// Host turnaround of a closed loop driving this drive (spec §1.6; not used by the drive).
+    pub fn host_turnaround(&self) -> Ns {
+        self.host_turnaround
+    }
+
+    /// Enables or disables the write-back cache (WCE of the caching mode page). Disabling does
+    /// not drop dirty data: it is destaged when idle or by `flush`.
+    pub fn set_write_cache(&mut self, enabled: bool) {
+        self.write_cache_enabled = enabled;
+    }
+
+    pub fn write_cache_enabled(&self) -> bool {
+        self.write_cache_enabled
+    }
+
+    /// Sectors acknowledged but not yet on the medium.
+    pub fn dirty_sectors(&self) -> u64 {
+        self.write_cache.dirty_sectors()
+    }
+
+    /// Replaces the fault ranges (e.g. seeded by a simulation's fault stream, spec §6).
+    pub fn set_faults(&mut self, ranges: Vec<FaultRange>) -> Result<(), ProfileError> {
+        for (i, f) in ranges.iter().enumerate() {
+            f.validate(i, self.geometry.capacity_sectors)?;
+        }
+        let f = &self.faults;
+        self.faults = Faults::new(ranges, f.retry_ns(), f.full_ladder_ns(), f.cap_ns());
+        Ok(())
+    }
+
+    /// Time from `t` (actuator free, overhead done) until the first sector of `lba` is under
+    /// the head: seek from the current cylinder, then wait for the platter.
+    #[inline]
+    fn access(&self, t: Ns, loc: &geometry::Location, write: bool) -> Ns {
+        let d = loc.cylinder.abs_diff(self.cylinder);
+        let seek = self.seek_time(d, write);
+        let arrive = t + seek;
+        let rev = self.geometry.rev_ns;
+        let phase = arrive % rev;
+        let wait = if loc.angle_ns >= phase {
+            loc.angle_ns - phase
+        } else {
+            loc.angle_ns + rev - phase
+        };
+        seek + wait
+    }
+
+    fn interface_time(&self, blocks: u64) -> Ns {
+        (blocks as f64 * f64::from(self.geometry.sector_bytes) * self.interface_ns_per_byte) as Ns
+    }
+
+    /// A media access of `[lba, lba+blocks)` starting at actuator time `t` (≥ free_at).
+    /// Returns (done, recovery, outcome) and moves the heads.
+    fn media(&mut self, t: Ns, lba: u64, blocks: u64, write: bool) -> (Ns, Ns, MediaOutcome) {
+        self.read_cache.stop_stream(t);
+        let loc = self.geometry.locate(lba);
+        let begin = t + self.overhead;
+        let transfer_start = begin + self.access(begin, &loc, write);
+        let transfer = (blocks as f64 * loc.ns_per_sector) as Ns;
+        let (recovery, outcome) = if write || self.faults.is_empty() {
+            (0, MediaOutcome::Ok)
+        } else {
+            let r = self.faults.recovery(lba, blocks);
+            (r.time, r.outcome)
+        };
+        let done = transfer_start + transfer + recovery;
+        let last = lba.saturating_add(blocks.saturating_sub(1));
+        self.cylinder = self.geometry.locate(last).cylinder;
+        self.free_at = done;
+        if !write && outcome == MediaOutcome::Ok {
+            self.read_cache
+                .insert(lba, lba.saturating_add(blocks), done, loc.ns_per_sector);
+        }
+        (done, recovery, outcome)
+    }
+
+    /// Destages one dirty write (shortest positioning among the oldest few) when the actuator
+    /// frees up.
+    fn destage_one(&mut self) {
+        let t = self.free_at + self.overhead;
+        let best = self
+            .write_cache
+            .oldest(DESTAGE_WINDOW)
+            .enumerate()
+            .min_by_key(|(_, d)| self.access(t, &self.geometry.locate(d.lba), true))
+            .map(|(i, _)| i);
+        if let Some(d) = best.and_then(|i| self.write_cache.remove(i)) {
+            let start = self.free_at;
+            self.media(start, d.lba, d.blocks, true);
+        }
+    }
+
+    /// Destages while the actuator would have been idle before `now` (spec §1.5: destage when idle).
+    fn destage_idle(&mut self, now: Ns) {
+        while !self.write_cache.is_empty() && self.free_at < now {
+            self.destage_one();
+        }
+    }
+
+    fn read_hit(&self, now: Ns, lba: u64, end: u64) -> ReadHit {
+        match self.read_cache.lookup(lba, end, now) {
+            ReadHit::Miss if self.write_cache.covers(lba, end) => ReadHit::Cached,
+            hit => hit,
+        }
+    }
+
+    fn caches_write(&self, op: &MediaOp) -> bool {
+        self.write_cache_enabled && !op.fua && self.write_cache.can_hold(op.blocks.into())
+    }
+}
+
+impl Drive for Hdd {
+    fn parallelism(&self) -> usize {
+        1
+    }
+
+    fn positioning_time(&self, now: Ns, op: &MediaOp) -> Ns {
+        let end = op.lba.saturating_add(op.blocks.into());
+        if op.write {
+            if self.caches_write(op) && self.write_cache.has_room(op.blocks.into()) {
+                return self.write_hit_overhead;
+            }
+        } else {
+            match self.read_hit(now, op.lba, end) {
+                ReadHit::Cached => return self.read_hit_overhead,
+                ReadHit::Streaming { media_done } => {
+                    return self.read_hit_overhead.max(media_done.saturating_sub(now));
+                }
+                ReadHit::Miss => {}
+            }
+        }
+        let t = now.max(self.free_at) + self.overhead;
+        (t - now) + self.access(t, &self.geometry.locate(op.lba), op.write)
+    }
+
+    fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
+        self.destage_idle(now);
+        let blocks = u64::from(op.blocks);
+        let end = op.lba.saturating_add(blocks);
+        if op.write {
+            self.read_cache.invalidate(op.lba, end);
+            if self.caches_write(op) {
+                while !self.write_cache.has_room(blocks) && !self.write_cache.is_empty() {
+                    self.destage_one();
+                }
+                let ready = if self.write_cache.has_room(blocks) {
+                    now
+                } else {
+                    now.max(self.free_at)
+                };
+                self.write_cache.push(Dirty {
+                    lba: op.lba,
+                    blocks,
+                });
+                let done = ready + self.write_hit_overhead + self.interface_time(blocks);
+                return Service {
+                    done_at: done,
+                    outcome: MediaOutcome::Ok,
+                    recovery: 0,
+                };
+            }
+            let (done, recovery, outcome) = self.media(now.max(self.free_at), op.lba, blocks, true);
+            return Service {
+                done_at: done,
+                outcome,
+                recovery,
+            };
+        }
+        match self.read_hit(now, op.lba, end) {
+            ReadHit::Cached => {
+                self.read_cache.touch(op.lba, end);
+                let done = now + self.read_hit_overhead + self.interface_time(blocks);
+                Service {
+                    done_at: done,
+                    outcome: MediaOutcome::Ok,
+                    recovery: 0,
+                }
+            }
+            ReadHit::Streaming { media_done } => {
+                let done =
+                    media_done.max(now + self.read_hit_overhead + self.interface_time(blocks));
+                self.read_cache.extend_stream(end, media_done);
+                self.free_at = self.free_at.max(media_done);
+                self.cylinder = self.geometry.locate(end.saturating_sub(1)).cylinder;
+                Service {
+                    done_at: done,
+                    outcome: MediaOutcome::Ok,
+                    recovery: 0,
+                }
+            }
+            ReadHit::Miss => {
+                let (done, recovery, outcome) =
+                    self.media(now.max(self.free_at), op.lba, blocks, false);
+                Service {
+                    done_at: done,
+                    outcome,
+                    recovery,
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self, now: Ns) -> Ns {
+        self.destage_idle(now);
+        if self.free_at < now {
+            self.free_at = now;
+        }
+        while !self.write_cache.is_empty() {
+            self.destage_one();
+        }
+        self.free_at.max(now)
+    }
+}

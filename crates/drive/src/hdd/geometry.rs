@@ -1,0 +1,84 @@
+//! LBA → (cylinder, angle, media rate) for a zoned-recording disk with constant linear density
+//! (spec/drive-model.md §1.4): LBA 0 at the outer diameter, tracks spread uniformly in radius,
+//! track capacity and media rate proportional to radius.
+
+use crate::hdd::profile::GeometryProfile;
+use crate::Ns;
+
+/// Where an LBA sits on the platter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Location {
+    pub cylinder: u32,
+    /// Angular position of the sector as ns after the index mark (0..T_rev).
+    pub angle_ns: Ns,
+    /// Media time per sector at this radius.
+    pub ns_per_sector: f64,
+}
+
+/// The platter layout derived from a [`GeometryProfile`].
+#[derive(Clone, Debug)]
+pub struct Geometry {
+    pub capacity_sectors: u64,
+    pub sector_bytes: u32,
+    pub cylinders: u32,
+    heads: u32,
+    /// Revolution time (spec §1.3: integer ns, so runs are deterministic).
+    pub rev_ns: Ns,
+    /// r_ID / r_OD.
+    ratio: f64,
+    /// 1 − ratio², the r² span.
+    r2_span: f64,
+    inv_capacity: f64,
+    tracks: f64,
+    ns_per_sector_od: f64,
+}
+
+impl Geometry {
+    pub fn new(p: &GeometryProfile) -> Self {
+        let rev_ns = (60e9 / f64::from(p.rpm)).round() as Ns;
+        let rate_od = p.media_rate_od_mb_s * 1e6;
+        let ratio = p.id_od_rate_ratio;
+        // Capacity = heads × cylinders × mean track capacity, where the mean over a radius-uniform
+        // track spread is rate_OD × T_rev × (1 + ratio) / 2 (spec §1.4).
+        let bytes = p.capacity_sectors as f64 * f64::from(p.sector_bytes);
+        let mean_track = rate_od * (rev_ns as f64 / 1e9) * (1.0 + ratio) / 2.0;
+        let cylinders = (bytes / (mean_track * f64::from(p.heads))).round().max(1.0);
+        Self {
+            capacity_sectors: p.capacity_sectors,
+            sector_bytes: p.sector_bytes,
+            cylinders: cylinders.min(f64::from(u32::MAX)) as u32,
+            heads: p.heads,
+            rev_ns,
+            ratio,
+            r2_span: 1.0 - ratio * ratio,
+            inv_capacity: 1.0 / p.capacity_sectors as f64,
+            tracks: cylinders * f64::from(p.heads),
+            ns_per_sector_od: f64::from(p.sector_bytes) / rate_od * 1e9,
+        }
+    }
+
+    /// Normalised radius (r / r_OD) of an LBA: r² = r_ID² + (1 − u)(r_OD² − r_ID²), spec §1.4.
+    fn radius(&self, lba: u64) -> f64 {
+        let u = (lba as f64 * self.inv_capacity).min(1.0);
+        (self.ratio * self.ratio + (1.0 - u) * self.r2_span).sqrt()
+    }
+
+    pub fn locate(&self, lba: u64) -> Location {
+        let r = self.radius(lba);
+        // x: normalised radial distance from the OD; tracks are uniform in x.
+        let x = (1.0 - r) / (1.0 - self.ratio).max(f64::EPSILON);
+        let track_pos = x * self.tracks;
+        let track = track_pos.floor();
+        let cylinder = (track / f64::from(self.heads)) as u32;
+        Location {
+            cylinder: cylinder.min(self.cylinders - 1),
+            angle_ns: ((track_pos - track) * self.rev_ns as f64) as Ns % self.rev_ns,
+            ns_per_sector: self.ns_per_sector_od / r,
+        }
+    }
+
+    /// Media rate at an LBA in bytes per second (rate_OD × r / r_OD, spec §1.4).
+    pub fn media_rate(&self, lba: u64) -> f64 {
+        f64::from(self.sector_bytes) / self.locate(lba).ns_per_sector * 1e9
+    }
+}

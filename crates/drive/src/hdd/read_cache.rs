@@ -1,0 +1,177 @@
+//! Segmented read cache with sequential detection (spec/drive-model.md §1.5; DiskSim-style
+//! segments, [DS] valid/atlas10k.diskspecs). After a media read the head keeps reading ahead
+//! into the read's segment while the actuator stays idle; a read that starts inside what is
+//! already buffered (or being streamed) is served without a seek.
+
+use crate::Ns;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Segment {
+    start: u64,
+    end: u64,
+    /// Last use, for least-recently-used replacement (0 = empty).
+    stamp: u64,
+}
+
+/// The read-ahead stream of the most recent media read, alive while the actuator is idle.
+#[derive(Clone, Copy, Debug)]
+struct Stream {
+    segment: usize,
+    /// LBA up to which the media read itself went, and when it got there.
+    read_end: u64,
+    at: Ns,
+    ns_per_sector: f64,
+    /// Read-ahead stops here unless a sequential command extends it.
+    limit: u64,
+}
+
+/// How a read would be served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadHit {
+    Miss,
+    /// Everything is in the buffer.
+    Cached,
+    /// The start is buffered and the stream reaches the end at this time.
+    Streaming {
+        media_done: Ns,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct ReadCache {
+    segments: Vec<Segment>,
+    stream: Option<Stream>,
+    clock: u64,
+    read_ahead: u64,
+}
+
+impl Stream {
+    /// LBA the read-ahead has reached at `t`.
+    fn reached(&self, t: Ns) -> u64 {
+        let ahead = (t.saturating_sub(self.at) as f64 / self.ns_per_sector) as u64;
+        self.read_end.saturating_add(ahead).min(self.limit)
+    }
+}
+
+impl ReadCache {
+    pub fn new(segments: u32, read_ahead_sectors: u32) -> Self {
+        Self {
+            segments: vec![Segment::default(); segments as usize],
+            stream: None,
+            clock: 0,
+            read_ahead: read_ahead_sectors.into(),
+        }
+    }
+
+    /// Whether `[lba, end)` read at `now` hits.
+    pub fn lookup(&self, lba: u64, end: u64, now: Ns) -> ReadHit {
+        if let Some(s) = &self.stream {
+            let start = self.segments.get(s.segment).map_or(u64::MAX, |g| g.start);
+            if now >= s.at && start <= lba {
+                let reached = s.reached(now);
+                if end <= reached {
+                    return ReadHit::Cached;
+                }
+                if lba <= reached {
+                    let more = end.saturating_sub(s.read_end) as f64 * s.ns_per_sector;
+                    return ReadHit::Streaming {
+                        media_done: s.at + more as Ns,
+                    };
+                }
+            }
+        }
+        let cached = self
+            .segments
+            .iter()
+            .any(|g| g.stamp != 0 && g.start <= lba && end <= g.end);
+        if cached {
+            ReadHit::Cached
+        } else {
+            ReadHit::Miss
+        }
+    }
+
+    /// The actuator leaves the stream at `t` (another media access starts): freeze what was read.
+    pub fn stop_stream(&mut self, t: Ns) {
+        if let Some(s) = self.stream.take() {
+            let reached = if t >= s.at { s.reached(t) } else { s.read_end };
+            if let Some(g) = self.segments.get_mut(s.segment) {
+                g.end = g.end.max(reached);
+            }
+        }
+    }
+
+    /// A media read of `[lba, end)` finished at `at`: it fills a segment and starts read-ahead.
+    pub fn insert(&mut self, lba: u64, end: u64, at: Ns, ns_per_sector: f64) {
+        self.clock += 1;
+        let victim = self
+            .segments
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, g)| g.stamp)
+            .map(|(i, _)| i);
+        if let Some(i) = victim {
+            if let Some(g) = self.segments.get_mut(i) {
+                *g = Segment {
+                    start: lba,
+                    end,
+                    stamp: self.clock,
+                };
+            }
+            self.stream = Some(Stream {
+                segment: i,
+                read_end: end,
+                at,
+                ns_per_sector,
+                limit: end.saturating_add(self.read_ahead),
+            });
+        }
+    }
+
+    /// A sequential read extended the stream to `end` at `at`.
+    pub fn extend_stream(&mut self, end: u64, at: Ns) {
+        self.clock += 1;
+        if let Some(s) = &mut self.stream {
+            if end > s.read_end {
+                s.read_end = end;
+                s.at = at;
+                s.limit = end.saturating_add(self.read_ahead);
+            }
+            if let Some(g) = self.segments.get_mut(s.segment) {
+                g.end = g.end.max(end);
+                g.stamp = self.clock;
+            }
+        }
+    }
+
+    /// Marks a segment that served a hit as recently used.
+    pub fn touch(&mut self, lba: u64, end: u64) {
+        self.clock += 1;
+        let clock = self.clock;
+        if let Some(g) = self
+            .segments
+            .iter_mut()
+            .find(|g| g.stamp != 0 && g.start <= lba && end <= g.end)
+        {
+            g.stamp = clock;
+        }
+    }
+
+    /// A write to `[lba, end)` makes overlapping buffered data stale.
+    pub fn invalidate(&mut self, lba: u64, end: u64) {
+        for (i, g) in self.segments.iter_mut().enumerate() {
+            if g.stamp != 0 && g.start < end && lba < g.end.max(g.start + 1) {
+                *g = Segment::default();
+                if self.stream.is_some_and(|s| s.segment == i) {
+                    self.stream = None;
+                }
+            }
+        }
+        if let Some(s) = self.stream {
+            // The read-ahead would run into the written range: stop it before.
+            if s.limit > lba && s.read_end <= lba {
+                self.stream = Some(Stream { limit: lba, ..s });
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Seek time versus distance (spec/drive-model.md §1.2): the Atlas 10K shape ([DS]
+//! valid/atlas10k.seek) scaled so that the cylinder-weighted average equals the datasheet
+//! average, with single-track times for short seeks and a √d blend in between
+//! (Ruemmler–Wilkes: short seeks grow with √distance). Precomputed into integer tables so a
+//! lookup is a branch and an interpolation.
+
+use crate::error::ProfileError;
+use crate::Ns;
+
+/// Distances below this are looked up exactly.
+const SHORT: usize = 4096;
+/// Number of steps of the coarse table over the full stroke.
+const COARSE_STEPS: u64 = 4096;
+
+/// Anchors of one seek curve (read or write), in ms.
+#[derive(Clone, Copy, Debug)]
+pub struct SeekAnchors<'a> {
+    pub average_ms: f64,
+    pub track_to_track_ms: f64,
+    pub track_to_track_max_cylinders: u32,
+    pub shape: &'a [[f64; 2]],
+    /// Profile field named in errors.
+    pub field: &'static str,
+}
+
+/// A seek curve as lookup tables.
+#[derive(Clone, Debug)]
+pub struct SeekCurve {
+    short: Vec<u32>,
+    coarse: Vec<u32>,
+    step: u64,
+    full_stroke_ns: Ns,
+}
+
+/// Seek time in ms at distance `d` for a full-stroke time `full` (ms); affine in `full`.
+fn seek_ms(d: u64, cylinders: u64, full: f64, a: &SeekAnchors<'_>) -> f64 {
+    if d == 0 {
+        return 0.0;
+    }
+    let t2t_max = u64::from(a.track_to_track_max_cylinders);
+    if d <= t2t_max {
+        return a.track_to_track_ms;
+    }
+    let x = d as f64 / cylinders.saturating_sub(1).max(1) as f64;
+    let [x0, y0] = a.shape.first().copied().unwrap_or([1.0, 1.0]);
+    if x < x0 {
+        // √d blend from (t2t_max, t2t) to (x0 · C, y0 · full).
+        let d0 = x0 * cylinders.saturating_sub(1).max(1) as f64;
+        let (s_lo, s_hi) = ((t2t_max as f64).sqrt(), d0.sqrt());
+        let w = if s_hi > s_lo {
+            ((d as f64).sqrt() - s_lo) / (s_hi - s_lo)
+        } else {
+            1.0
+        };
+        return a.track_to_track_ms + w.clamp(0.0, 1.0) * (y0 * full - a.track_to_track_ms);
+    }
+    let mut prev = [x0, y0];
+    for &[xi, yi] in a.shape.iter().skip(1) {
+        if x <= xi {
+            let w = (x - prev[0]) / (xi - prev[0]);
+            return full * (prev[1] + w * (yi - prev[1]));
+        }
+        prev = [xi, yi];
+    }
+    full * prev[1]
+}
+
+impl SeekCurve {
+    /// Scales the shape so the average over all seek distances, weighted as datasheets do
+    /// (Σ(max+1−n)(T_in+T_out)/((max+1)·max), spec §1.2), equals `a.average_ms`.
+    pub fn new(cylinders: u32, a: &SeekAnchors<'_>) -> Result<Self, ProfileError> {
+        let c = u64::from(cylinders.max(2));
+        // The average is affine in the full-stroke time: avg(full) = base + slope · full.
+        let mean = |full: f64| {
+            let (mut sum, mut weight) = (0.0, 0.0);
+            for d in 1..c {
+                let w = (c - d) as f64;
+                sum += w * seek_ms(d, c, full, a);
+                weight += w;
+            }
+            sum / weight
+        };
+        let base = mean(0.0);
+        let slope = mean(1.0) - base;
+        let full = (a.average_ms - base) / slope;
+        if !full.is_finite() || full <= a.track_to_track_ms || slope <= 0.0 {
+            return Err(ProfileError::invalid(
+                a.field,
+                "cannot be reached with this seek shape and track-to-track time",
+            ));
+        }
+        let to_ns = |ms: f64| (ms * 1e6).round().clamp(0.0, f64::from(u32::MAX)) as u32;
+        let short = (0..(SHORT as u64).min(c))
+            .map(|d| to_ns(seek_ms(d, c, full, a)))
+            .collect();
+        let step = c.div_ceil(COARSE_STEPS).max(1);
+        let coarse = (0..=c.div_ceil(step))
+            .map(|i| to_ns(seek_ms((i * step).min(c - 1), c, full, a)))
+            .collect();
+        Ok(Self {
+            short,
+            coarse,
+            step,
+            full_stroke_ns: to_ns(full).into(),
+        })
+    }
+
+    /// Seek time for a move of `d` cylinders.
+    #[inline]
+    pub fn time(&self, d: u32) -> Ns {
+        let d = d as usize;
+        if let Some(&t) = self.short.get(d) {
+            return t.into();
+        }
+        let d = d as u64;
+        let i = (d / self.step) as usize;
+        let frac = d % self.step;
+        match (self.coarse.get(i), self.coarse.get(i + 1)) {
+            (Some(&lo), Some(&hi)) => {
+                let (lo, hi) = (u64::from(lo), u64::from(hi));
+                lo + (hi.saturating_sub(lo)) * frac / self.step
+            }
+            (Some(&lo), None) => lo.into(),
+            _ => self.full_stroke_ns,
+        }
+    }
+
+    pub fn full_stroke(&self) -> Ns {
+        self.full_stroke_ns
+    }
+}

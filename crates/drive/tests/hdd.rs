@@ -1,0 +1,309 @@
+//! HDD model against the datasheet numbers of spec/drive-model.md §1.
+
+use drive::{Drive, FaultRange, Hdd, HddProfile, MediaOp, MediaOutcome, Ns, ProfileError};
+
+/// SplitMix64: a tiny seeded stream for test workloads.
+struct SplitMix(u64);
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+fn read(lba: u64, blocks: u32) -> MediaOp {
+    MediaOp {
+        lba,
+        blocks,
+        write: false,
+        fua: false,
+    }
+}
+
+fn write(lba: u64, blocks: u32) -> MediaOp {
+    MediaOp {
+        lba,
+        blocks,
+        write: true,
+        fua: false,
+    }
+}
+
+fn ms(ns: Ns) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// Datasheet-style average: Σ(C−d)·t(d) / Σ(C−d) over d = 1..C−1 (spec §1.2).
+fn weighted_average(hdd: &Hdd, write: bool) -> f64 {
+    let c = u64::from(hdd.geometry().cylinders);
+    let (mut sum, mut weight) = (0.0, 0.0);
+    for d in 1..c {
+        let w = (c - d) as f64;
+        sum += w * ms(hdd.seek_time(d as u32, write));
+        weight += w;
+    }
+    sum / weight
+}
+
+#[test]
+fn seek_curve_hits_datasheet_averages() {
+    let hdd = Hdd::default_22tb();
+    let read_avg = weighted_average(&hdd, false);
+    let write_avg = weighted_average(&hdd, true);
+    assert!((read_avg - 7.4).abs() < 0.02, "read average {read_avg} ms");
+    assert!(
+        (write_avg - 8.2).abs() < 0.02,
+        "write average {write_avg} ms"
+    );
+    assert_eq!(hdd.seek_time(1, false), 230_000);
+    assert_eq!(hdd.seek_time(1, true), 320_000);
+    assert_eq!(hdd.seek_time(10, false), 230_000);
+    assert_eq!(hdd.seek_time(0, false), 0);
+    let full = ms(hdd.full_stroke());
+    assert!((full - 14.3).abs() < 0.2, "full stroke {full} ms");
+    let last = hdd.geometry().cylinders - 1;
+    assert!((ms(hdd.seek_time(last, false)) - full).abs() < 0.01);
+    // Monotone in distance.
+    let mut prev = 0;
+    for d in (0..last).step_by(997) {
+        let t = hdd.seek_time(d, false);
+        assert!(t >= prev, "seek time drops at {d}");
+        prev = t;
+    }
+}
+
+#[test]
+fn rotation_period_is_7200_rpm() {
+    let hdd = Hdd::default_22tb();
+    assert_eq!(hdd.rev_ns(), 8_333_333);
+}
+
+#[test]
+fn media_rate_at_od_and_id() {
+    let hdd = Hdd::default_22tb();
+    let g = hdd.geometry();
+    let od = g.media_rate(0) / 1e6;
+    let id = g.media_rate(g.capacity_sectors - 1) / 1e6;
+    assert!((od - 285.0).abs() < 0.5, "OD {od} MB/s");
+    assert!((id / od - 0.47).abs() < 0.005, "ID/OD {}", id / od);
+    // LBA-uniform mean rate is 0.767 × OD (spec §1.4).
+    let n = 10_000u64;
+    let mean: f64 = (0..n)
+        .map(|i| g.media_rate(i * (g.capacity_sectors / n)))
+        .sum::<f64>()
+        / n as f64
+        / 1e6;
+    assert!((mean / od - 0.767).abs() < 0.01, "mean/OD {}", mean / od);
+}
+
+/// Closed loop at QD1 with 50 µs turnaround; returns the mean service time in ms.
+fn qd1_mean(blocks: u32, n: u64) -> f64 {
+    let mut hdd = Hdd::default_22tb();
+    let span = hdd.geometry().capacity_sectors - u64::from(blocks);
+    let mut rng = SplitMix(7);
+    let (mut now, mut total) = (0, 0);
+    for _ in 0..n {
+        let lba = rng.below(span / u64::from(blocks)) * u64::from(blocks);
+        let s = hdd.start(now, &read(lba, blocks));
+        assert_eq!(s.outcome, MediaOutcome::Ok);
+        total += s.done_at - now;
+        now = s.done_at + hdd.host_turnaround();
+    }
+    ms(total) / n as f64
+}
+
+#[test]
+fn random_4k_read_at_qd1_takes_about_12_ms() {
+    // overhead 0.15 + average seek 7.4 + half a revolution 4.17 ≈ 11.7 ms (spec §2.3: 86 IOPS).
+    let mean = qd1_mean(8, 4000);
+    assert!((11.4..12.5).contains(&mean), "4 KiB QD1 mean {mean} ms");
+}
+
+#[test]
+fn random_128k_read_at_qd1_matches_82_iops() {
+    let mean = qd1_mean(256, 4000);
+    let iops = 1000.0 / (mean + 0.05);
+    assert!((iops - 82.0).abs() / 82.0 < 0.05, "128 KiB QD1 {iops} IOPS");
+}
+
+#[test]
+fn positioning_time_predicts_start() {
+    let mut hdd = Hdd::default_22tb();
+    let mut rng = SplitMix(3);
+    let mut now = 1_000;
+    for _ in 0..200 {
+        let op = read(rng.below(1 << 35), 8);
+        let predicted = hdd.positioning_time(now, &op);
+        let s = hdd.start(now, &op);
+        let transfer = s.done_at - now - predicted;
+        assert!(
+            transfer < 100_000,
+            "transfer of 4 KiB took {transfer} ns after positioning"
+        );
+        now = s.done_at + 50_000;
+    }
+}
+
+#[test]
+fn sequential_reads_stream_from_read_ahead() {
+    let mut hdd = Hdd::default_22tb();
+    let mut now = 0;
+    let first = hdd.start(now, &read(0, 256));
+    now = first.done_at + 50_000;
+    let mut total = 0;
+    for i in 1..=100u64 {
+        let s = hdd.start(now, &read(i * 256, 256));
+        total += s.done_at - now;
+        now = s.done_at + 50_000;
+    }
+    // 128 KiB at ~285 MB/s is 0.46 ms: no revolution lost per command.
+    let per = ms(total) / 100.0;
+    assert!(per < 0.6, "sequential 128 KiB read took {per} ms each");
+    // A re-read of data still in a segment is a hit.
+    let again = hdd.start(now, &read(100 * 256, 256));
+    assert!(again.done_at - now < 1_000_000);
+}
+
+#[test]
+fn write_cache_acknowledges_fast_and_flush_drains() {
+    let mut profile = HddProfile::default_22tb();
+    profile.cache.write_cache = true;
+    let mut hdd = Hdd::new(&profile).expect("profile");
+    let mut rng = SplitMix(11);
+    let mut now = 0;
+    for _ in 0..16 {
+        let s = hdd.start(now, &write(rng.below(1 << 35), 8));
+        assert!(
+            s.done_at - now < 1_000_000,
+            "cached write took {} ns",
+            s.done_at - now
+        );
+        now = s.done_at;
+    }
+    assert!(hdd.dirty_sectors() > 0);
+    let clean = hdd.flush(now);
+    assert_eq!(hdd.dirty_sectors(), 0);
+    // Destaging what is left takes real media time (several random writes).
+    assert!(clean - now > 20_000_000, "flush took {} ns", clean - now);
+    assert_eq!(hdd.flush(clean), clean);
+    // FUA bypasses the cache: a media write.
+    let fua = hdd.start(
+        clean,
+        &MediaOp {
+            lba: 5 << 30,
+            blocks: 8,
+            write: true,
+            fua: true,
+        },
+    );
+    assert!(fua.done_at - clean > 1_000_000);
+    assert_eq!(hdd.dirty_sectors(), 0);
+}
+
+#[test]
+fn write_cache_off_writes_to_media_with_write_settle() {
+    let mut hdd = Hdd::default_22tb();
+    let s = hdd.start(0, &write(1 << 34, 8));
+    assert!(s.done_at > 1_000_000);
+    assert_eq!(hdd.dirty_sectors(), 0);
+}
+
+#[test]
+fn faults_add_retry_revolutions_or_fail_within_cap() {
+    let mut hdd = Hdd::default_22tb();
+    hdd.set_faults(vec![
+        FaultRange {
+            start_lba: 1_000_000,
+            sectors: 8,
+            retries: 3,
+            unrecoverable: false,
+        },
+        FaultRange {
+            start_lba: 2_000_000,
+            sectors: 1,
+            retries: 0,
+            unrecoverable: true,
+        },
+        FaultRange {
+            start_lba: 3_000_000,
+            sectors: 1,
+            retries: 5000,
+            unrecoverable: false,
+        },
+    ])
+    .expect("faults");
+    let rev = hdd.rev_ns();
+    let weak = hdd.start(0, &read(1_000_004, 8));
+    assert_eq!(weak.outcome, MediaOutcome::Ok);
+    assert_eq!(weak.recovery, 3 * (rev + 100_000));
+    let clean = hdd.start(weak.done_at, &read(1_000_008, 8));
+    assert_eq!(clean.recovery, 0);
+    let bad = hdd.start(clean.done_at, &read(1_999_990, 16));
+    assert_eq!(bad.outcome, MediaOutcome::Unrecovered);
+    assert_eq!(bad.recovery, 2_670_000_000);
+    let hopeless = hdd.start(bad.done_at, &read(3_000_000, 1));
+    assert_eq!(hopeless.outcome, MediaOutcome::Unrecovered);
+    assert_eq!(hopeless.recovery, 7_000_000_000, "capped at the ERC limit");
+    assert!(hopeless.done_at - bad.done_at < 7_100_000_000);
+}
+
+#[test]
+fn default_profile_parses_and_every_line_cites() {
+    let text = drive::hdd::DEFAULT_HDD_PROFILE;
+    let p = HddProfile::from_toml(text).expect("default profile");
+    assert_eq!(p.name, "22 TB 7200 rpm CMR");
+    assert_eq!(p.geometry.capacity_sectors, 42_970_644_480);
+    // Every parameter line is preceded by a comment naming its source.
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let l = line.trim();
+        if l.contains(" = ") && !l.starts_with('#') && !l.starts_with("name") && !l.starts_with('[')
+        {
+            let comment = lines.get(i.wrapping_sub(1)).copied().unwrap_or("");
+            let cited = ["[", "spec §", "spec/drive-model.md"]
+                .iter()
+                .any(|k| comment.contains(k))
+                || lines
+                    .get(i.wrapping_sub(2))
+                    .is_some_and(|c| c.contains("spec §"));
+            assert!(
+                comment.trim_start().starts_with('#') && cited,
+                "line {} `{l}` has no cited source",
+                i + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn profile_errors_name_the_field() {
+    let text = drive::hdd::DEFAULT_HDD_PROFILE;
+    let missing = text.replace("rpm = 7200\n", "");
+    let e = HddProfile::from_toml(&missing).expect_err("missing rpm");
+    assert!(e.to_string().contains("rpm"), "{e}");
+    let typo = text.replace("rpm = 7200", "rmp = 7200");
+    let e = HddProfile::from_toml(&typo).expect_err("typo");
+    assert!(e.to_string().contains("rmp"), "{e}");
+    let wrong_type = text.replace("heads = 20", "heads = \"twenty\"");
+    let e = HddProfile::from_toml(&wrong_type).expect_err("type");
+    assert!(e.to_string().contains("heads"), "{e}");
+    let bad_value = text.replace("average_read_ms = 7.4", "average_read_ms = -1.0");
+    let e = HddProfile::from_toml(&bad_value).expect_err("range");
+    assert!(
+        matches!(&e, ProfileError::Invalid { field, .. } if field == "seek.average_read_ms"),
+        "{e}"
+    );
+    let bad_shape = text.replace("[1.0, 1.0],", "[0.9, 1.0],");
+    let e = HddProfile::from_toml(&bad_shape).expect_err("shape");
+    assert!(e.to_string().contains("seek.shape"), "{e}");
+    let bad_fault = format!("{text}\n[[fault]]\nstart_lba = 5\nsectors = 0\nretries = 2\n");
+    let e = HddProfile::from_toml(&bad_fault).expect_err("fault");
+    assert!(e.to_string().contains("fault[0].sectors"), "{e}");
+    assert!(HddProfile::from_toml("not toml [").is_err());
+}
