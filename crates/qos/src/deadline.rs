@@ -11,9 +11,9 @@ use drive::{Drive, Ns};
 /// Tuning of [`DeadlineAware`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DeadlineAwareConfig {
-    /// Slack, in mean service times, below which a limited command starts gaining a bonus.
-    pub horizon: f64,
-    /// Bonus at zero slack, in mean service times (the quadratic keeps rising past it).
+    /// Weight of the deferral bonus (1 = the expected positioning saved, see [`DeadlineAware`]).
+    /// 1.5 put B2's limited p99 within ~15 % of its 50 ms guideline at QD 8–32 on a rough
+    /// HDD stand-in (examples/cdl_aware.rs), for 7–13 % fewer IOPS than SPTF.
     pub bonus: f64,
     /// Aging of every command, in ns of cost per ns waited (DiskSim additive aging,
     /// spec/drive-model.md §2.1); bounds the tail of unlimited commands.
@@ -23,8 +23,7 @@ pub struct DeadlineAwareConfig {
 impl Default for DeadlineAwareConfig {
     fn default() -> Self {
         Self {
-            horizon: 3.0,
-            bonus: 1.0,
+            bonus: 1.5,
             aging: 0.0,
         }
     }
@@ -37,6 +36,12 @@ const INITIAL_SERVICE_NS: f64 = 12e6;
 
 /// The CDL-aware policy. [`crate::Queue`] feeds it observed service times and the
 /// perf_vs_duration_guideline of the T2A page.
+///
+/// Cost of a candidate = positioning time − aging × age − bonus. The bonus prices deferral: a
+/// command with slack for n more services still gets n chances to be started cheaply, and the
+/// best of n random positionings costs about 2P/(n+1) (P = mean positioning time in the queue),
+/// so deferring it costs that much later; unlimited commands have no such cost. A late command
+/// (negative slack) gets 2P per service time late on top, so late commands go in deadline order.
 #[derive(Clone, Debug)]
 pub struct DeadlineAware {
     config: DeadlineAwareConfig,
@@ -45,6 +50,8 @@ pub struct DeadlineAware {
     /// Decaying sums: positioning time spent beyond the base choice, and service time.
     extra: f64,
     busy: f64,
+    /// Positioning time of each candidate in the current pick (reused buffer).
+    positioning: Vec<f64>,
 }
 
 impl DeadlineAware {
@@ -55,6 +62,7 @@ impl DeadlineAware {
             mean_service: INITIAL_SERVICE_NS,
             extra: 0.0,
             busy: 0.0,
+            positioning: Vec::new(),
         }
     }
 
@@ -70,44 +78,49 @@ impl DeadlineAware {
         self.busy = self.busy * (1.0 - DECAY) + s;
     }
 
+    /// Whether the positioning time spent on deadlines so far is within
+    /// perf_vs_duration_guideline of the service time.
     fn within_budget(&self) -> bool {
-        self.extra <= self.budget * self.busy
+        self.budget > 0.0 && self.extra <= self.budget * self.busy
     }
 
-    fn bonus(&self, now: Ns, c: &Candidate) -> f64 {
-        let Some(deadline) = c.deadline else {
-            return 0.0;
+    /// The deferral bonus of a candidate with `deadline`, given mean positioning `p`.
+    fn bonus(&self, now: Ns, deadline: Ns, p: f64) -> f64 {
+        let slack = (deadline as f64 - now as f64 - self.mean_service) / self.mean_service;
+        let bonus = if slack >= 0.0 {
+            2.0 * p / (slack + 1.0)
+        } else {
+            2.0 * p * (1.0 - slack)
         };
-        let horizon = self.config.horizon * self.mean_service;
-        let slack = deadline as f64 - now as f64 - self.mean_service;
-        if slack >= horizon || horizon <= 0.0 {
-            return 0.0;
-        }
-        let x = (horizon - slack) / horizon;
-        self.config.bonus * self.mean_service * x * x
+        self.config.bonus * bonus
     }
 }
 
 impl OrderingPolicy for DeadlineAware {
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
+        self.positioning.clear();
+        self.positioning.extend(
+            queue
+                .iter()
+                .map(|c| drive.positioning_time(now, &c.op) as f64),
+        );
+        let mean = self.positioning.iter().sum::<f64>() / self.positioning.len().max(1) as f64;
         let use_bonus = self.within_budget();
-        // (index, cost) of the base choice and of the choice with the bonus.
+        // (index, cost, positioning) of the base choice and of the choice with the bonus.
         let mut base = (0usize, f64::INFINITY, 0.0f64);
         let mut best = (0usize, f64::INFINITY, 0.0f64);
-        for (i, c) in queue.iter().enumerate() {
-            let positioning = drive.positioning_time(now, &c.op) as f64;
+        for (i, (c, positioning)) in queue.iter().zip(&self.positioning).enumerate() {
             let age = now.saturating_sub(c.arrived) as f64;
             let cost = positioning - self.config.aging * age;
             if cost < base.1 {
-                base = (i, cost, positioning);
+                base = (i, cost, *positioning);
             }
-            let cost = if use_bonus {
-                cost - self.bonus(now, c)
-            } else {
-                cost
+            let cost = match c.deadline {
+                Some(d) if use_bonus => cost - self.bonus(now, d, mean),
+                _ => cost,
             };
             if cost < best.1 {
-                best = (i, cost, positioning);
+                best = (i, cost, *positioning);
             }
         }
         self.extra = self.extra * (1.0 - DECAY) + (best.2 - base.2).max(0.0);
