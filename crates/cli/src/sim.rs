@@ -1,8 +1,74 @@
-//! `stint sim`.
+//! `stint sim`: runs an experiment file in virtual time and prints a table or one JSON object.
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
-pub struct SimArgs {}
+pub struct SimArgs {
+    /// Experiment file, e.g. experiments/b1.toml.
+    pub experiment: PathBuf,
+    /// Seed of every random stream (default: the file's `seed`, else 1).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print exactly one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write SVG figures (IOPS vs QD, p99 per class vs QD, latency CDF per class) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Measured I/Os per point (overrides the file's `ios`/`runtime`).
+    #[arg(long, conflicts_with = "runtime")]
+    pub ios: Option<u64>,
+    /// Simulated seconds measured per point (overrides the file's `ios`/`runtime`).
+    #[arg(long)]
+    pub runtime: Option<f64>,
+    /// Threads for the sweep (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
 
-pub fn run(_args: SimArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not yet implemented")
+pub fn run(args: SimArgs) -> anyhow::Result<()> {
+    let mut exp = sim::Experiment::load(&args.experiment)
+        .with_context(|| format!("in {}", args.experiment.display()))?;
+    match (args.ios, args.runtime) {
+        (Some(0), _) => bail!("--ios must be at least 1"),
+        (Some(n), _) => exp.set_stop(sim::Stop::Ios(n)),
+        (None, Some(s)) if !(s > 0.0 && s <= 1e6) => {
+            bail!("--runtime must be in (0, 1e6] seconds, not {s}")
+        }
+        (None, Some(s)) => exp.set_stop(sim::Stop::Runtime((s * 1e9) as u64)),
+        (None, None) => {}
+    }
+    let seed = args.seed.unwrap_or(exp.seed);
+    let points = exp.points().len() as u64;
+    let bar = if args.json || !std::io::stderr().is_terminal() {
+        ProgressBar::hidden()
+    } else {
+        let bar = ProgressBar::new(points);
+        if let Ok(style) =
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} points {elapsed}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_prefix(exp.id.clone());
+        bar
+    };
+    let report = sim::sweep::run(&exp, seed, args.threads, &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.table(&exp));
+    }
+    if let Some(dir) = &args.plot {
+        let files = sim::plot::write(dir, &exp, &report).map_err(anyhow::Error::msg)?;
+        if !args.json {
+            for f in files {
+                println!("wrote {}", f.display());
+            }
+        }
+    }
+    Ok(())
 }

@@ -1,1 +1,25 @@
-//! sim
+//! `stint sim`: the device (qos queue + drive model) in virtual time, driven by closed-loop
+//! workloads, over the experiments of spec/drive-model.md §4.
+//!
+//! ```no_run
+//! let exp = sim::Experiment::load(std::path::Path::new("experiments/b1.toml"))?;
+//! let report = sim::sweep::run(&exp, exp.seed, 0, &|| {})?;
+//! println!("{}", report.to_json());
+//! # Ok::<(), sim::SimError>(())
+//! ```
+
+pub mod cdl_spec;
+pub mod device;
+pub mod engine;
+mod error;
+pub mod experiment;
+pub mod plot;
+pub mod replica;
+pub mod report;
+pub mod sla;
+pub mod sweep;
+
+pub use engine::{PointResult, PointSetup, Stop};
+pub use error::SimError;
+pub use experiment::{Experiment, Point, Variant};
+pub use report::Report;

@@ -13,7 +13,7 @@ mod stats;
 
 pub use error::WorkloadError;
 pub use generator::{Generator, Io};
-pub use job::{BlockSizes, CmdPrio, Job, JobSpec, MixBy, Prio, Rw, SizeSplit};
+pub use job::{BlockSizes, CmdPrio, Job, JobSpec, MixBy, Prio, Rw, SizeSplit, MAX_IODEPTH};
 pub use rng::{stream_seed, Rng};
 pub use size::parse_size;
 pub use stats::{LatencyStats, LatencySummary, StatsSummary};

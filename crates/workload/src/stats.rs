@@ -107,7 +107,11 @@ impl LatencyStats {
         if self.count == 0 {
             return 0;
         }
-        self.hist.value_at_quantile(q).saturating_mul(1000)
+        // Histogram buckets round up; never report more than the exact maximum.
+        self.hist
+            .value_at_quantile(q)
+            .saturating_mul(1000)
+            .min(self.max_ns)
     }
 
     /// Fraction of recorded commands at or below `ns`.

@@ -1,0 +1,305 @@
+//! The discrete-event loop of one sweep point: closed-loop host jobs
+//! (/work/briefs/closed-loop.md) feeding a [`qos::Queue`] that owns the drive model.
+//! Single-threaded, u64 ns clock, events in a `BinaryHeap` keyed by (time, sequence) so equal
+//! times run in insertion order (spec/drive-model.md §5); every random draw comes from a
+//! seeded stream, so a point is a pure function of its setup and seed.
+
+use crate::error::SimError;
+use crate::replica::Replica;
+use drive::{Drive, MediaOp, Ns};
+use qos::{Class, Command, Completion, Outcome, Queue, CLASSES};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use workload::{stream_seed, Generator, Io, Job, LatencyStats, Rng};
+
+/// When a point stops measuring.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stop {
+    /// After this many measured completions.
+    Ios(u64),
+    /// After this much simulated time past the ramp.
+    Runtime(Ns),
+}
+
+/// Everything one point needs besides the queue.
+#[derive(Clone, Debug)]
+pub struct PointSetup {
+    /// Job instances (numjobs already expanded), each with its iodepth.
+    pub jobs: Vec<Job>,
+    /// Host turnaround between a completion and the next submission on that slot.
+    pub turnaround: Ns,
+    /// Completions discarded before measuring.
+    pub ramp: u64,
+    pub stop: Stop,
+    /// Where fast-failed reads are re-served from (spec/drive-model.md §6), if anywhere.
+    pub replica: Option<Replica>,
+    pub seed: u64,
+}
+
+/// What one point measured.
+#[derive(Clone, Debug, Default)]
+pub struct PointResult {
+    pub total: LatencyStats,
+    pub classes: [LatencyStats; CLASSES],
+    /// Reads only (for read SLAs, spec/drive-model.md §4 A1–A4).
+    pub reads: LatencyStats,
+    /// Classes that had commands submitted.
+    pub used: [bool; CLASSES],
+    /// Length of the measured interval.
+    pub interval: Ns,
+    /// Completions simulated, ramp included.
+    pub commands: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum HostEvent {
+    /// The host slot submits its next command.
+    Submit(u32),
+    /// A fast-failed read's data arrived from the replica.
+    Reserved(u32),
+}
+
+/// One host slot: a job instance's outstanding command (closed loop: one at a time).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    job: u32,
+    io: Io,
+    submitted_at: Ns,
+    /// What the device reported for a read now being re-served: outcome, limit missed.
+    device: (Outcome, bool),
+}
+
+struct Host {
+    generators: Vec<Generator>,
+    /// Commands each job instance has issued.
+    issued: Vec<u64>,
+    slots: Vec<Slot>,
+    events: BinaryHeap<Reverse<(Ns, u64, HostEvent)>>,
+    seq: u64,
+    replica_rng: Rng,
+}
+
+impl Host {
+    fn schedule(&mut self, at: Ns, event: HostEvent) {
+        self.seq += 1;
+        self.events.push(Reverse((at, self.seq, event)));
+    }
+}
+
+/// Bookkeeping of measured completions.
+struct Meter {
+    result: PointResult,
+    seen: u64,
+    ramp: u64,
+    started: Ns,
+    last: Ns,
+    stop: Stop,
+    done: bool,
+}
+
+impl Meter {
+    fn record(&mut self, now: Ns, slot: &Slot, outcome: Outcome, missed: bool, delivered: bool) {
+        self.seen += 1;
+        self.result.commands += 1;
+        if self.seen <= self.ramp {
+            self.started = now;
+            return;
+        }
+        let latency = now.saturating_sub(slot.submitted_at);
+        let bytes = if delivered { slot.io.bytes() } else { 0 };
+        let class = slot.io.class.index();
+        let mut groups = [
+            Some(&mut self.result.total),
+            self.result.classes.get_mut(class),
+            None,
+        ];
+        if !slot.io.write {
+            groups[2] = Some(&mut self.result.reads);
+        }
+        for g in groups.into_iter().flatten() {
+            g.record(latency, bytes);
+            if missed {
+                g.count_limit_missed();
+            }
+            if outcome == Outcome::CompletedUnavailable {
+                g.count_completed_unavailable();
+            }
+            if outcome.is_aborted() {
+                g.count_aborted();
+            }
+        }
+        self.last = now;
+        self.done = match self.stop {
+            Stop::Ios(n) => self.result.total.count() >= n,
+            Stop::Runtime(t) => now.saturating_sub(self.started) >= t,
+        };
+    }
+}
+
+/// Runs one point to its stop condition.
+pub fn run_point<D: Drive>(
+    mut queue: Queue<D>,
+    setup: &PointSetup,
+) -> Result<PointResult, SimError> {
+    let mut host = Host {
+        generators: Vec::with_capacity(setup.jobs.len()),
+        issued: vec![0; setup.jobs.len()],
+        slots: Vec::new(),
+        events: BinaryHeap::new(),
+        seq: 0,
+        replica_rng: Rng::new(stream_seed(setup.seed, u64::from(u32::MAX))),
+    };
+    let mut used = [false; CLASSES];
+    for (j, job) in setup.jobs.iter().enumerate() {
+        used[job.class.index()] = true;
+        for p in &job.prios {
+            used[p.class.index()] = true;
+        }
+        // Streams depend on the job's position only, so every point and variant of an
+        // experiment sees the same command sequence (common random numbers).
+        host.generators.push(Generator::new(
+            job.clone(),
+            stream_seed(setup.seed, j as u64),
+        ));
+        for _ in 0..job.iodepth {
+            let slot = u32::try_from(host.slots.len())
+                .map_err(|_| SimError::field("qd", "too many outstanding commands"))?;
+            host.slots.push(Slot {
+                job: j as u32,
+                io: placeholder_io(),
+                submitted_at: 0,
+                device: (Outcome::Good, false),
+            });
+            host.schedule(0, HostEvent::Submit(slot));
+        }
+    }
+    let mut meter = Meter {
+        result: PointResult {
+            used,
+            ..PointResult::default()
+        },
+        seen: 0,
+        ramp: setup.ramp,
+        started: 0,
+        last: 0,
+        stop: setup.stop,
+        done: false,
+    };
+    let mut done: Vec<Completion> = Vec::with_capacity(64);
+    while !meter.done {
+        let device_at = queue.next_event();
+        let host_at = host.events.peek().map(|Reverse((t, _, _))| *t);
+        match (device_at, host_at) {
+            (None, None) => break,
+            // Device first on ties: a command submitted at t is not visible to a pick at t.
+            (Some(d), None) => advance(&mut queue, &mut host, &mut meter, setup, &mut done, d),
+            (Some(d), Some(h)) if d <= h => {
+                advance(&mut queue, &mut host, &mut meter, setup, &mut done, d)
+            }
+            _ => {
+                let Some(Reverse((now, _, event))) = host.events.pop() else {
+                    break;
+                };
+                match event {
+                    HostEvent::Submit(s) => submit(&mut queue, &mut host, setup, now, s)?,
+                    HostEvent::Reserved(s) => {
+                        if let Some(slot) = host.slots.get(s as usize).copied() {
+                            let (outcome, missed) = slot.device;
+                            meter.record(now, &slot, outcome, missed, true);
+                            host.schedule(now + setup.turnaround, HostEvent::Submit(s));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    meter.result.interval = meter.last.saturating_sub(meter.started);
+    Ok(meter.result)
+}
+
+fn advance<D: Drive>(
+    queue: &mut Queue<D>,
+    host: &mut Host,
+    meter: &mut Meter,
+    setup: &PointSetup,
+    done: &mut Vec<Completion>,
+    now: Ns,
+) {
+    queue.advance(now, done);
+    for c in done.drain(..) {
+        complete(host, meter, setup, &c);
+    }
+}
+
+fn placeholder_io() -> Io {
+    Io {
+        lba: 0,
+        blocks: 0,
+        write: false,
+        class: Class::Medium,
+        dld: 0,
+    }
+}
+
+fn submit<D: Drive>(
+    queue: &mut Queue<D>,
+    host: &mut Host,
+    setup: &PointSetup,
+    now: Ns,
+    s: u32,
+) -> Result<(), SimError> {
+    let Some(slot) = host.slots.get_mut(s as usize) else {
+        return Ok(());
+    };
+    let j = slot.job as usize;
+    let (Some(job), Some(generator), Some(issued)) = (
+        setup.jobs.get(j),
+        host.generators.get_mut(j),
+        host.issued.get_mut(j),
+    ) else {
+        return Ok(());
+    };
+    if job.number_ios.is_some_and(|n| *issued >= n) || job.runtime_ns.is_some_and(|t| now >= t) {
+        return Ok(());
+    }
+    *issued += 1;
+    let io = generator.next_io();
+    *slot = Slot {
+        io,
+        submitted_at: now,
+        ..*slot
+    };
+    let cmd = Command {
+        id: u64::from(s),
+        class: io.class.index(),
+        op: MediaOp {
+            lba: io.lba,
+            blocks: io.blocks,
+            write: io.write,
+            fua: false,
+        },
+        dld: io.dld,
+    };
+    queue
+        .submit(now, cmd)
+        .map_err(|e| SimError::Device(e.to_string()))
+}
+
+fn complete(host: &mut Host, meter: &mut Meter, setup: &PointSetup, c: &Completion) {
+    let s = c.id as u32;
+    let Some(slot) = host.slots.get_mut(s as usize) else {
+        return;
+    };
+    let failed = c.outcome != Outcome::Good;
+    // A read that came back without data is re-served from a replica (spec/drive-model.md §6);
+    // its latency is counted when the replica answers, with the device's outcome.
+    if let (true, false, Some(replica)) = (failed, slot.io.write, &setup.replica) {
+        slot.device = (c.outcome, c.missed.any());
+        let at = c.at + replica.sample(&mut host.replica_rng);
+        host.schedule(at, HostEvent::Reserved(s));
+        return;
+    }
+    let slot = *slot;
+    meter.record(c.at, &slot, c.outcome, c.missed.any(), !failed);
+    host.schedule(c.at + setup.turnaround, HostEvent::Submit(s));
+}

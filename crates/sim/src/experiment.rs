@@ -1,0 +1,372 @@
+//! Experiment files (`experiments/<id>.toml`): a workload, a device (drive model, queue, CDL
+//! pages), a queue-depth sweep and variants, each variant a partial file merged over the base.
+//!
+//! ```toml
+//! id = "b2"
+//! qd = [1, 2, 4, 8, 16, 24, 32]   # sets `iodepth` of every job that does not set its own
+//! ios = 20000                      # measured completions per point (or runtime = seconds)
+//! [drive]                          # see crate::device
+//! [queue]                          # depth, scheduler, arbitration, admission
+//! [cdl]                            # T2A/T2B descriptors (crate::cdl_spec)
+//! [replica]                        # re-serve fast-failed reads (crate::replica)
+//! [sla]                            # percentile + limit checked per point (crate::sla)
+//! [[job]]                          # workload::JobSpec
+//! [[variant]]                      # name + any of drive/queue/cdl/replica tables,
+//! name = "cdl-aware"               # and job.<name> tables merged into that job
+//! queue = { scheduler = "cdl-aware" }
+//! ```
+
+use crate::cdl_spec::CdlSpec;
+use crate::device::{DeviceSpec, DriveSetup, QueueSpec};
+use crate::engine::{PointSetup, Stop};
+use crate::error::SimError;
+use crate::replica::{Replica, ReplicaSpec};
+use crate::sla::{Sla, SlaSpec};
+use serde::Deserialize;
+use std::path::Path;
+use toml::{Table, Value};
+use workload::{Job, JobSpec};
+
+/// Host turnaround default: 50 µs (spec/drive-model.md §1.6, /work/briefs/closed-loop.md).
+const HOST_TURNAROUND_US: f64 = 50.0;
+/// Largest queue depth a sweep may ask for.
+pub const MAX_QD: u32 = workload::MAX_IODEPTH;
+/// Most measured I/Os a point may ask for (about an hour of CPU at the engine's speed).
+const MAX_IOS: u64 = 10_000_000_000;
+
+/// The file as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExperimentFile {
+    id: String,
+    title: Option<String>,
+    qd: Vec<u32>,
+    ios: Option<u64>,
+    /// Simulated seconds measured per point.
+    runtime: Option<f64>,
+    /// Completions discarded first; default 10·(outstanding commands) + 200.
+    ramp_ios: Option<u64>,
+    seed: Option<u64>,
+    host_turnaround_us: Option<f64>,
+    drive: DeviceSpec,
+    #[serde(default)]
+    queue: QueueSpec,
+    #[serde(default)]
+    cdl: CdlSpec,
+    replica: Option<ReplicaSpec>,
+    sla: Option<SlaSpec>,
+    #[serde(rename = "job")]
+    jobs: Vec<JobSpec>,
+}
+
+/// One variant, validated.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    pub name: String,
+    pub drive: DriveSetup,
+    pub queue: QueueSpec,
+    pub cdl: qos::CdlPages,
+    pub replica: Option<Replica>,
+    /// Jobs, and whether each set its own iodepth (else the sweep's qd applies).
+    jobs: Vec<(JobSpec, bool)>,
+    capacity: u64,
+}
+
+/// A validated experiment.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    pub id: String,
+    pub title: String,
+    pub qd: Vec<u32>,
+    pub variants: Vec<Variant>,
+    pub stop: Stop,
+    pub ramp_ios: Option<u64>,
+    pub turnaround: u64,
+    pub seed: u64,
+    pub sla: Option<Sla>,
+}
+
+/// One sweep point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Point {
+    pub variant: usize,
+    pub qd: u32,
+}
+
+/// Keys a variant may set, besides `name` and `job`.
+const VARIANT_TABLES: [&str; 4] = ["drive", "queue", "cdl", "replica"];
+
+/// Merges `over` into `base`: tables key by key, anything else replaced.
+fn merge(base: &mut Table, over: &Table) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(Value::Table(b)), Value::Table(o)) => merge(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+fn apply_variant(base: &Table, i: usize, variant: &Value) -> Result<(String, Table), SimError> {
+    let at = format!("variant[{i}]");
+    let Value::Table(v) = variant else {
+        return Err(SimError::field(&at, "must be a table"));
+    };
+    let name = match v.get("name") {
+        Some(Value::String(n)) if !n.is_empty() => n.clone(),
+        _ => {
+            return Err(SimError::field(
+                &format!("{at}.name"),
+                "missing or not a non-empty string",
+            ))
+        }
+    };
+    let mut doc = base.clone();
+    for (k, value) in v {
+        match (k.as_str(), value) {
+            ("name", _) => {}
+            ("job", Value::Table(jobs)) => {
+                for (job_name, over) in jobs {
+                    let Value::Table(over) = over else {
+                        return Err(SimError::field(
+                            &format!("{at}.job.{job_name}"),
+                            "must be a table",
+                        ));
+                    };
+                    let target = doc
+                        .get_mut("job")
+                        .and_then(Value::as_array_mut)
+                        .and_then(|js| {
+                            js.iter_mut()
+                                .find(|j| j.get("name").and_then(Value::as_str) == Some(job_name))
+                        })
+                        .and_then(Value::as_table_mut)
+                        .ok_or_else(|| {
+                            SimError::field(
+                                &format!("{at}.job.{job_name}"),
+                                "no [[job]] has this name",
+                            )
+                        })?;
+                    merge(target, over);
+                }
+            }
+            (key, Value::Table(t)) if VARIANT_TABLES.contains(&key) => {
+                let mut into = Table::new();
+                into.insert(key.to_owned(), Value::Table(t.clone()));
+                merge(&mut doc, &into);
+            }
+            (key, other) if VARIANT_TABLES.contains(&key) => {
+                doc.insert(key.to_owned(), other.clone());
+            }
+            (key, _) => return Err(SimError::field(
+                &format!("{at}.{key}"),
+                "unknown field (a variant may set name, drive, queue, cdl, replica, job.<name>)",
+            )),
+        }
+    }
+    Ok((name, doc))
+}
+
+impl Experiment {
+    /// Reads and validates a file; errors name the file and the field.
+    pub fn load(path: &Path) -> Result<Self, SimError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SimError::Parse(format!("reading {}: {e}", path.display())))?;
+        Self::parse_in(&text, path.parent().unwrap_or(Path::new(".")))
+    }
+
+    /// Parses a file's text; relative profile paths are taken from the current directory.
+    pub fn parse(text: &str) -> Result<Self, SimError> {
+        Self::parse_in(text, Path::new("."))
+    }
+
+    /// Parses a file's text; relative profile paths are taken from `base`.
+    pub fn parse_in(text: &str, base: &Path) -> Result<Self, SimError> {
+        let mut doc: Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| SimError::Parse(e.to_string()))?;
+        let variants = match doc.remove("variant") {
+            None => Vec::new(),
+            Some(Value::Array(vs)) => vs,
+            Some(_) => {
+                return Err(SimError::field(
+                    "variant",
+                    "must be an array of tables ([[variant]])",
+                ))
+            }
+        };
+        let docs: Vec<(String, Table)> = if variants.is_empty() {
+            vec![("default".to_owned(), doc.clone())]
+        } else {
+            variants
+                .iter()
+                .enumerate()
+                .map(|(i, v)| apply_variant(&doc, i, v))
+                .collect::<Result<_, _>>()?
+        };
+        let mut first: Option<ExperimentFile> = None;
+        let mut built = Vec::with_capacity(docs.len());
+        for (name, d) in docs {
+            let explicit: Vec<bool> = d
+                .get("job")
+                .and_then(Value::as_array)
+                .map(|js| js.iter().map(|j| j.get("iodepth").is_some()).collect())
+                .unwrap_or_default();
+            let file: ExperimentFile = Value::Table(d)
+                .try_into()
+                .map_err(|e: toml::de::Error| SimError::Parse(e.to_string()).in_variant(&name))?;
+            let variant =
+                Self::variant(&name, &file, explicit, base).map_err(|e| e.in_variant(&name))?;
+            if built.iter().any(|v: &Variant| v.name == name) {
+                return Err(SimError::field(
+                    "variant.name",
+                    format!("duplicate variant {name:?}"),
+                ));
+            }
+            built.push(variant);
+            first.get_or_insert(file);
+        }
+        let Some(file) = first else {
+            return Err(SimError::field("variant", "no variant"));
+        };
+        Self::common(file, built)
+    }
+
+    fn variant(
+        name: &str,
+        file: &ExperimentFile,
+        explicit: Vec<bool>,
+        base: &Path,
+    ) -> Result<Variant, SimError> {
+        if file.jobs.is_empty() {
+            return Err(SimError::field("job", "at least one [[job]] is needed"));
+        }
+        let drive = file.drive.prepare(base)?;
+        let capacity = drive.capacity();
+        let cdl = file.cdl.pages()?;
+        file.queue.config(cdl)?;
+        let replica = file.replica.map(Replica::new).transpose()?;
+        let mut names = std::collections::BTreeSet::new();
+        for job in &file.jobs {
+            if !names.insert(job.name.as_str()) {
+                return Err(SimError::field(
+                    "job.name",
+                    format!("duplicate job {:?}", job.name),
+                ));
+            }
+            job.compile(capacity)?;
+        }
+        Ok(Variant {
+            name: name.to_owned(),
+            drive,
+            queue: file.queue.clone(),
+            cdl,
+            replica,
+            jobs: file.jobs.iter().cloned().zip(explicit).collect(),
+            capacity,
+        })
+    }
+
+    fn common(file: ExperimentFile, variants: Vec<Variant>) -> Result<Self, SimError> {
+        if file.id.is_empty()
+            || !file
+                .id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(SimError::field(
+                "id",
+                format!("{:?} must be letters, digits, - or _", file.id),
+            ));
+        }
+        if file.qd.is_empty() {
+            return Err(SimError::field("qd", "needs at least one queue depth"));
+        }
+        if let Some(bad) = file.qd.iter().find(|q| !(1..=MAX_QD).contains(*q)) {
+            return Err(SimError::field(
+                "qd",
+                format!("{bad} is outside 1..={MAX_QD}"),
+            ));
+        }
+        let stop = match (file.ios, file.runtime) {
+            (Some(_), Some(_)) => {
+                return Err(SimError::field("runtime", "give ios or runtime, not both"))
+            }
+            (Some(n), None) if (1..=MAX_IOS).contains(&n) => Stop::Ios(n),
+            (Some(n), None) => {
+                return Err(SimError::field(
+                    "ios",
+                    format!("{n} is outside 1..={MAX_IOS}"),
+                ))
+            }
+            (None, Some(s)) if s > 0.0 && s <= 1e6 => Stop::Runtime((s * 1e9) as u64),
+            (None, Some(s)) => {
+                return Err(SimError::field(
+                    "runtime",
+                    format!("{s} s is outside (0, 1e6]"),
+                ))
+            }
+            (None, None) => Stop::Ios(20_000),
+        };
+        let turnaround_us = file.host_turnaround_us.unwrap_or(HOST_TURNAROUND_US);
+        if !(0.0..=1e6).contains(&turnaround_us) {
+            return Err(SimError::field(
+                "host_turnaround_us",
+                format!("{turnaround_us} is outside 0..=1e6"),
+            ));
+        }
+        let sla = file.sla.as_ref().map(Sla::new).transpose()?;
+        Ok(Self {
+            title: file.title.clone().unwrap_or_else(|| file.id.clone()),
+            id: file.id,
+            qd: file.qd,
+            variants,
+            stop,
+            ramp_ios: file.ramp_ios,
+            turnaround: (turnaround_us * 1e3) as u64,
+            seed: file.seed.unwrap_or(1),
+            sla,
+        })
+    }
+
+    /// Points in output order: variant by variant, queue depths as listed.
+    pub fn points(&self) -> Vec<Point> {
+        (0..self.variants.len())
+            .flat_map(|variant| self.qd.iter().map(move |&qd| Point { variant, qd }))
+            .collect()
+    }
+
+    /// Replaces the stop condition (command-line `--ios` / `--runtime`).
+    pub fn set_stop(&mut self, stop: Stop) {
+        self.stop = stop;
+    }
+
+    /// The host side of a point.
+    pub fn setup(&self, point: Point, seed: u64) -> Result<PointSetup, SimError> {
+        let variant = self
+            .variants
+            .get(point.variant)
+            .ok_or_else(|| SimError::field("variant", "no such variant"))?;
+        let mut jobs: Vec<Job> = Vec::new();
+        for (spec, explicit) in &variant.jobs {
+            let mut spec = spec.clone();
+            if !explicit {
+                spec.iodepth = point.qd;
+            }
+            let job = spec.compile(variant.capacity)?;
+            for _ in 0..spec.numjobs {
+                jobs.push(job.clone());
+            }
+        }
+        let outstanding: u64 = jobs.iter().map(|j| u64::from(j.iodepth)).sum();
+        Ok(PointSetup {
+            jobs,
+            turnaround: self.turnaround,
+            ramp: self.ramp_ios.unwrap_or(10 * outstanding + 200),
+            stop: self.stop,
+            replica: variant.replica,
+            seed,
+        })
+    }
+}

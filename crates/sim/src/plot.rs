@@ -1,0 +1,134 @@
+//! Figures as SVG (plotters' SVG backend: no system fonts or libraries needed): IOPS vs queue
+//! depth, p99 per class vs queue depth, and the latency CDF per class at the deepest queue.
+
+use crate::experiment::Experiment;
+use crate::report::Report;
+use plotters::prelude::*;
+use qos::Class;
+use std::path::{Path, PathBuf};
+
+type Series = (String, Vec<(f64, f64)>);
+
+fn chart(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let (mut x_max, mut y_max) = (1.0f64, 1.0f64);
+    for (_, pts) in series {
+        for (x, y) in pts {
+            x_max = x_max.max(*x);
+            y_max = y_max.max(*y);
+        }
+    }
+    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..x_max * 1.05, 0f64..y_max * 1.1)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()
+        .map_err(|e| err(&e))?;
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .map_err(|e| err(&e))?
+            .label(name.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
+            .map_err(|e| err(&e))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
+}
+
+/// Writes `<id>-iops.svg`, `<id>-p99.svg` and `<id>-cdf.svg` into `dir`; returns their paths.
+pub fn write(dir: &Path, exp: &Experiment, report: &Report) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut iops: Vec<Series> = Vec::new();
+    let mut p99: Vec<Series> = Vec::new();
+    let mut cdf: Vec<Series> = Vec::new();
+    for (v, variant) in exp.variants.iter().enumerate() {
+        let points: Vec<_> = report
+            .points
+            .iter()
+            .filter(|p| p.variant == variant.name)
+            .collect();
+        iops.push((
+            variant.name.clone(),
+            points
+                .iter()
+                .map(|p| (f64::from(p.qd), p.total.iops))
+                .collect(),
+        ));
+        let deepest = report
+            .results
+            .iter()
+            .filter(|(p, _)| p.variant == v)
+            .max_by_key(|(p, _)| p.qd);
+        for class in Class::ALL {
+            let name = class.name();
+            let line: Vec<(f64, f64)> = points
+                .iter()
+                .filter_map(|p| p.classes.get(name).map(|s| (f64::from(p.qd), s.lat_ms.p99)))
+                .collect();
+            if !line.is_empty() {
+                p99.push((format!("{} {name}", variant.name), line));
+            }
+            if let Some((p, r)) = deepest {
+                if r.used.get(class.index()).copied().unwrap_or(false) {
+                    if let Some(stats) = r.classes.get(class.index()) {
+                        cdf.push((
+                            format!("{} {name} (QD {})", variant.name, p.qd),
+                            stats.cdf(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let files = [
+        ("iops", "IOPS vs queue depth", "queue depth", "IOPS", iops),
+        (
+            "p99",
+            "p99 latency per class vs queue depth",
+            "queue depth",
+            "p99 latency (ms)",
+            p99,
+        ),
+        (
+            "cdf",
+            "latency CDF per class at the deepest queue",
+            "latency (ms)",
+            "fraction of commands",
+            cdf,
+        ),
+    ];
+    let mut written = Vec::new();
+    for (suffix, title, x, y, series) in files {
+        let path = dir.join(format!("{}-{suffix}.svg", exp.id));
+        chart(&path, &format!("{}: {title}", exp.id), x, y, &series)?;
+        written.push(path);
+    }
+    Ok(written)
+}

@@ -1,0 +1,162 @@
+//! Results of a run: the JSON object of issue 3 (field order is output order; classes in a
+//! BTreeMap, so the same file and seed print the same bytes) and a readable table.
+
+use crate::engine::PointResult;
+use crate::experiment::{Experiment, Point};
+use qos::Class;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use workload::StatsSummary;
+
+/// One point as printed.
+#[derive(Clone, Debug, Serialize)]
+pub struct PointReport {
+    pub variant: String,
+    pub qd: u32,
+    pub total: StatsSummary,
+    pub classes: BTreeMap<String, StatsSummary>,
+}
+
+/// The simulator's own speed (the only wall-clock numbers in a report).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct SimSpeed {
+    pub commands: u64,
+    pub wall_s: f64,
+    pub commands_per_s: f64,
+}
+
+/// A whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub experiment: String,
+    pub seed: u64,
+    pub points: Vec<PointReport>,
+    pub sim: SimSpeed,
+    /// The raw results behind `points`, same order (histograms for plots and SLAs).
+    #[serde(skip)]
+    pub results: Vec<(Point, PointResult)>,
+}
+
+impl PointReport {
+    pub fn new(exp: &Experiment, point: Point, r: &PointResult) -> Self {
+        let classes = Class::ALL
+            .iter()
+            .filter(|c| r.used.get(c.index()).copied().unwrap_or(false))
+            .filter_map(|c| {
+                Some((
+                    c.name().to_owned(),
+                    r.classes.get(c.index())?.summary(r.interval),
+                ))
+            })
+            .collect();
+        Self {
+            variant: exp
+                .variants
+                .get(point.variant)
+                .map_or_else(String::new, |v| v.name.clone()),
+            qd: point.qd,
+            total: r.total.summary(r.interval),
+            classes,
+        }
+    }
+}
+
+impl Report {
+    /// The JSON object, one line.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// An aligned table: a row per point and per class (when a point has several), then the
+    /// SLA verdict per variant if the experiment has one.
+    pub fn table(&self, exp: &Experiment) -> String {
+        let header = [
+            "variant", "qd", "class", "ios", "IOPS", "MiB/s", "mean ms", "p50", "p99", "p99.9",
+            "p99.99", "max", "missed", "unavail", "aborted",
+        ];
+        let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
+        for p in &self.points {
+            let mut groups = vec![("all".to_owned(), &p.total)];
+            if p.classes.len() > 1 {
+                groups.extend(p.classes.iter().map(|(n, s)| (n.clone(), s)));
+            }
+            for (name, s) in groups {
+                let l = &s.lat_ms;
+                rows.push(vec![
+                    p.variant.clone(),
+                    p.qd.to_string(),
+                    name,
+                    s.ios.to_string(),
+                    format!("{:.1}", s.iops),
+                    format!("{:.1}", s.mib_s),
+                    format!("{:.2}", l.mean),
+                    format!("{:.2}", l.p50),
+                    format!("{:.2}", l.p99),
+                    format!("{:.2}", l.p999),
+                    format!("{:.2}", l.p9999),
+                    format!("{:.2}", l.max),
+                    s.limit_missed.to_string(),
+                    s.completed_unavailable.to_string(),
+                    s.aborted.to_string(),
+                ]);
+            }
+        }
+        let widths: Vec<usize> = (0..header.len())
+            .map(|c| {
+                rows.iter()
+                    .map(|r| r.get(c).map_or(0, String::len))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = format!("{} — {}\n", exp.id, exp.title);
+        for row in &rows {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(i, (cell, w))| {
+                    if i < 3 {
+                        format!("{cell:<w$}")
+                    } else {
+                        format!("{cell:>w$}")
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+        }
+        if let Some(sla) = &exp.sla {
+            let _ = writeln!(out, "\nSLA: {}", sla.describe());
+            for (v, variant) in exp.variants.iter().enumerate() {
+                let best = self
+                    .results
+                    .iter()
+                    .filter(|(p, r)| p.variant == v && sla.met(r))
+                    .max_by_key(|(p, _)| p.qd);
+                match best {
+                    Some((p, r)) => {
+                        let all = r.total.summary(r.interval).mib_s;
+                        let reads = r.reads.summary(r.interval).mib_s;
+                        let _ = writeln!(
+                            out,
+                            "  {:<w$}  highest QD meeting it: {:>4}   MiB/s all: {all:>8.1}   reads only: {reads:>8.1}",
+                            variant.name,
+                            p.qd,
+                            w = widths.first().copied().unwrap_or(0)
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(out, "  {}  no queue depth meets it", variant.name);
+                    }
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\nsimulated {} commands in {:.2} s ({:.0} commands/s)",
+            self.sim.commands, self.sim.wall_s, self.sim.commands_per_s
+        );
+        out
+    }
+}
