@@ -8,6 +8,39 @@
 //! ```
 //! CDL limits (spec/cdl.md §4) run from submission (inactive, guideline) and from start
 //! (active); each expiry applies its policy at that instant.
+//!
+//! Driving it (virtual or real time alike): `submit` commands as they arrive, then call
+//! `advance(t)` for every `t = next_event()` that has come; completions come out in time order.
+//!
+//! ```
+//! use qos::order::{Candidate, OrderingPolicy};
+//! use qos::{Command, MediaOp, Ns, Queue, QueueConfig, Scheduler};
+//! use drive::{Drive, MediaOutcome, Service};
+//!
+//! struct TenMs;
+//! impl Drive for TenMs {
+//!     fn parallelism(&self) -> usize { 1 }
+//!     fn positioning_time(&self, _: Ns, _: &MediaOp) -> Ns { 0 }
+//!     fn start(&mut self, now: Ns, _: &MediaOp) -> Service {
+//!         Service { done_at: now + 10_000_000, outcome: MediaOutcome::Ok, recovery: 0 }
+//!     }
+//!     fn flush(&mut self, now: Ns) -> Ns { now }
+//! }
+//! struct Fifo;
+//! impl OrderingPolicy for Fifo {
+//!     fn pick(&mut self, _: Ns, _: &[Candidate], _: &dyn Drive) -> usize { 0 }
+//! }
+//!
+//! let mut q = Queue::new(QueueConfig::default(), TenMs, Scheduler::Policy(Box::new(Fifo)))?;
+//! let op = MediaOp { lba: 0, blocks: 256, write: false, fua: false };
+//! q.submit(0, Command { id: 1, class: 2, op, dld: 0 })?;
+//! let mut done = Vec::new();
+//! while let Some(t) = q.next_event() {
+//!     q.advance(t, &mut done);
+//! }
+//! assert_eq!((done[0].id, done[0].at), (1, 10_000_000));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod admission;
 pub mod arbitration;
