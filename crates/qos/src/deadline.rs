@@ -7,6 +7,7 @@
 use crate::cdl::PerfVsDurationGuideline;
 use crate::order::{Candidate, OrderingPolicy};
 use drive::{Drive, Ns};
+use std::str::FromStr;
 
 /// Tuning of [`DeadlineAware`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -26,6 +27,33 @@ impl Default for DeadlineAwareConfig {
             bonus: 1.5,
             aging: 0.0,
         }
+    }
+}
+
+impl FromStr for DeadlineAwareConfig {
+    type Err = String;
+
+    /// Parses `key=value` pairs separated by commas (`bonus=2,aging=0.02`; empty for the
+    /// defaults); the error names the offending key.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut config = Self::default();
+        for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or(format!("{pair:?}: expected key=value"))?;
+            let field = match key.trim() {
+                "bonus" => &mut config.bonus,
+                "aging" => &mut config.aging,
+                other => return Err(format!("unknown parameter {other:?} (bonus, aging)")),
+            };
+            *field = value
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or(format!("{key}: {value:?} is not a non-negative number"))?;
+        }
+        Ok(config)
     }
 }
 

@@ -118,3 +118,20 @@ fn in_the_queue_a_limited_command_meets_its_guideline() {
     )));
     assert!(met.at <= 35 * MS && !met.missed.guideline, "{met:?}");
 }
+
+#[test]
+fn config_parses_from_key_value_pairs() {
+    let parse = |s: &str| s.parse::<DeadlineAwareConfig>();
+    assert_eq!(parse(""), Ok(DeadlineAwareConfig::default()));
+    assert_eq!(
+        parse("bonus=2, aging=0.02"),
+        Ok(DeadlineAwareConfig {
+            bonus: 2.0,
+            aging: 0.02
+        })
+    );
+    assert!(parse("bonus=-1").is_err_and(|e| e.contains("bonus")));
+    assert!(parse("bogus=1").is_err_and(|e| e.contains("bogus")));
+    assert!(parse("aging").is_err_and(|e| e.contains("key=value")));
+    assert!(parse("aging=nan").is_err_and(|e| e.contains("aging")));
+}
