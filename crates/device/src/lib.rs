@@ -4,8 +4,15 @@
 //! a [`Request`] and gets a [`Completion`] back, with read data appended to a buffer the
 //! transport owns (so data is copied once, store → that buffer → socket).
 
+mod block;
+mod config;
+mod identity;
+mod logical_unit;
 mod target;
+mod unit_attention;
 
+pub use config::{ConfigError, LuConfig};
+pub use logical_unit::LogicalUnit;
 pub use target::Target;
 
 use scsi::{Sense, Status};
@@ -51,10 +58,16 @@ pub struct Completion {
 }
 
 impl Completion {
-    pub const GOOD: Completion = Completion { status: Status::Good, sense: None };
+    pub const GOOD: Completion = Completion {
+        status: Status::Good,
+        sense: None,
+    };
 
     pub fn check_condition(sense: Sense) -> Self {
-        Completion { status: Status::CheckCondition, sense: Some(sense) }
+        Completion {
+            status: Status::CheckCondition,
+            sense: Some(sense),
+        }
     }
 }
 

@@ -1,29 +1,189 @@
 //! The SCSI target device: the set of logical units behind one iSCSI target node, plus the
 //! target-wide commands (REPORT LUNS) and addressing of absent LUNs (SPC-5 §4.4.3 / SAM-5 §4.6).
 
+use crate::logical_unit::{check, LogicalUnit};
 use crate::{Completion, Nexus, Request, TaskManagement, TmfResponse, Transfer};
+use scsi::command::Command;
+use scsi::inquiry::{self, StandardInquiry};
 use scsi::{Asc, Sense, SenseKey};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// Logical units addressed by LUN.
+/// Logical units addressed by LUN. Immutable after construction, so finding a LU takes no lock.
 #[derive(Default)]
-pub struct Target {}
+pub struct Target {
+    luns: BTreeMap<u64, Arc<LogicalUnit>>,
+}
+
+fn lun_not_supported() -> Sense {
+    Sense::new(SenseKey::IllegalRequest, Asc::LOGICAL_UNIT_NOT_SUPPORTED)
+}
+
+/// Keep at most `allocation_length` bytes appended after `start`.
+fn truncate(data_in: &mut Vec<u8>, start: usize, allocation_length: u32) {
+    data_in
+        .truncate(start.saturating_add(usize::try_from(allocation_length).unwrap_or(usize::MAX)));
+}
 
 impl Target {
+    /// A target serving `luns`; a later duplicate LUN replaces an earlier one.
+    pub fn new(luns: Vec<(u64, Arc<LogicalUnit>)>) -> Self {
+        Target {
+            luns: luns.into_iter().collect(),
+        }
+    }
+
+    pub fn lun(&self, lun: u64) -> Option<&Arc<LogicalUnit>> {
+        self.luns.get(&lun)
+    }
+
+    /// LUNs in ascending order.
+    pub fn luns(&self) -> impl Iterator<Item = u64> + '_ {
+        self.luns.keys().copied()
+    }
+
     /// Direction and length `cdb` asks for, or the sense to fail it with before any data moves.
-    pub fn transfer(&self, _lun: u64, _cdb: &[u8]) -> Result<Transfer, Sense> {
-        Ok(Transfer::None)
+    pub fn transfer(&self, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
+        let (_, cmd) = scsi::decode(cdb)?;
+        match self.luns.get(&lun) {
+            Some(lu) => Ok(lu.transfer(&cmd)),
+            None => match cmd {
+                Command::Inquiry(i) => Ok(Transfer::In(i.allocation_length.into())),
+                Command::RequestSense {
+                    allocation_length, ..
+                } => Ok(Transfer::In(allocation_length.into())),
+                Command::ReportLuns {
+                    allocation_length, ..
+                } => Ok(Transfer::In(allocation_length)),
+                _ => Err(lun_not_supported()),
+            },
+        }
     }
 
     /// Execute one command. Read data is appended to `data_in` (which the caller cleared).
-    pub fn execute(&self, _req: &Request, _data_in: &mut Vec<u8>) -> Completion {
-        Completion::check_condition(Sense::new(SenseKey::IllegalRequest, Asc::INVALID_COMMAND_OPERATION_CODE))
+    pub fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+        if req.cdb.first() == Some(&0xA0) {
+            return self.report_luns(req, data_in);
+        }
+        match self.luns.get(&req.lun) {
+            Some(lu) => lu.execute(req, data_in),
+            None => self.absent_lun(req, data_in),
+        }
     }
 
-    /// A task management function for `lun` from `nexus`.
-    pub fn task_management(&self, _nexus: &Nexus, _lun: u64, _tmf: TaskManagement) -> TmfResponse {
-        TmfResponse::FunctionComplete
+    /// Append sense data for a command on `lun` in the format the LU's Control mode page asks
+    /// for (D_SENSE, SPC-5 table 457); fixed format for absent LUNs.
+    pub fn encode_sense(&self, lun: u64, sense: &Sense, out: &mut Vec<u8>) {
+        let descriptor = self.luns.get(&lun).is_some_and(|lu| lu.descriptor_sense());
+        sense.write(descriptor, out);
+    }
+
+    /// REPORT LUNS (SPC-5 §6.33) works on any LUN. No administrative or well-known logical
+    /// units exist, so SELECT REPORT 01h, 10h and 12h report none.
+    fn report_luns(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+        let Ok((
+            _,
+            Command::ReportLuns {
+                select_report,
+                allocation_length,
+            },
+        )) = scsi::decode(req.cdb)
+        else {
+            return match scsi::decode(req.cdb) {
+                Err(sense) => check(sense),
+                Ok(_) => check(Sense::invalid_command_operation_code()),
+            };
+        };
+        if let Some(lu) = self.luns.get(&req.lun) {
+            lu.unit_attentions.register(req.nexus.id);
+        }
+        let start = data_in.len();
+        match select_report {
+            0x00 | 0x02 | 0x11 => scsi::report_luns::report_luns(self.luns(), data_in),
+            0x01 | 0x10 | 0x12 => scsi::report_luns::report_luns(std::iter::empty(), data_in),
+            _ => return check(Sense::invalid_field_in_cdb(2, None)),
+        }
+        truncate(data_in, start, allocation_length);
+        Completion::GOOD
+    }
+
+    /// A LUN with no logical unit (SPC-5 §4.4.3): INQUIRY answers peripheral qualifier 011b,
+    /// REQUEST SENSE returns LOGICAL UNIT NOT SUPPORTED as data, everything else fails with it.
+    fn absent_lun(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+        let start = data_in.len();
+        match scsi::decode(req.cdb) {
+            Ok((_, Command::Inquiry(i))) if !i.evpd => {
+                StandardInquiry {
+                    peripheral: inquiry::NO_LOGICAL_UNIT,
+                    removable: false,
+                    version: self
+                        .luns
+                        .values()
+                        .next()
+                        .map_or(0x0D, |lu| lu.config().inquiry_version),
+                    vendor: inquiry::ascii_field("STINT"),
+                    product: inquiry::ascii_field("no such LUN"),
+                    revision: inquiry::ascii_field(""),
+                }
+                .encode(data_in);
+                truncate(data_in, start, i.allocation_length.into());
+                Completion::GOOD
+            }
+            Ok((
+                _,
+                Command::RequestSense {
+                    desc,
+                    allocation_length,
+                },
+            )) => {
+                lun_not_supported().write(desc, data_in);
+                truncate(data_in, start, allocation_length.into());
+                Completion::GOOD
+            }
+            Err(sense) if matches!(req.cdb.first(), Some(0x12 | 0x03)) => check(sense),
+            _ => check(lun_not_supported()),
+        }
+    }
+
+    /// A task management function for `lun` from `nexus`. Commands run to completion inline,
+    /// so there is never a task to abort here; the transport aborts what it still holds.
+    pub fn task_management(&self, _nexus: &Nexus, lun: u64, tmf: TaskManagement) -> TmfResponse {
+        match tmf {
+            TaskManagement::AbortTask => TmfResponse::FunctionComplete,
+            TaskManagement::AbortTaskSet | TaskManagement::ClearTaskSet => {
+                match self.luns.get(&lun) {
+                    Some(_) => TmfResponse::FunctionComplete,
+                    None => TmfResponse::IncorrectLun,
+                }
+            }
+            // NormACA = 0: there is never an ACA condition to clear (SAM-5 §7.4).
+            TaskManagement::ClearAca => TmfResponse::FunctionRejected,
+            TaskManagement::LogicalUnitReset => match self.luns.get(&lun) {
+                Some(lu) => {
+                    lu.reset(Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED);
+                    TmfResponse::FunctionComplete
+                }
+                None => TmfResponse::IncorrectLun,
+            },
+            TaskManagement::TargetWarmReset => {
+                self.luns
+                    .values()
+                    .for_each(|lu| lu.reset(Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET));
+                TmfResponse::FunctionComplete
+            }
+            TaskManagement::TargetColdReset => {
+                self.luns
+                    .values()
+                    .for_each(|lu| lu.reset(Asc::POWER_ON_OCCURRED));
+                TmfResponse::FunctionComplete
+            }
+        }
     }
 
     /// The nexus logged out or its connection dropped (SAM-5 §6.3.4: I_T nexus loss).
-    pub fn nexus_lost(&self, _nexus: &Nexus) {}
+    pub fn nexus_lost(&self, nexus: &Nexus) {
+        for lu in self.luns.values() {
+            lu.unit_attentions.forget(nexus.id);
+        }
+    }
 }

@@ -1,0 +1,373 @@
+//! A logical unit: the SPC-5/SBC-4 command set over a store. Commands run inline on the
+//! caller's thread; per-LU state is atomics plus small locks, so LUs never contend with each
+//! other and READ/WRITE touch no lock of the LU.
+
+use crate::config::{ConfigError, LuConfig};
+use crate::identity;
+use crate::unit_attention::UnitAttentions;
+use crate::{Completion, Request, Transfer};
+use parking_lot::Mutex;
+use scsi::command::{Command, DataLength, Inquiry, ModeSelect, StartStopUnit};
+use scsi::inquiry::{self, vpd, BlockLimits, DeviceIdentifiers, StandardInquiry};
+use scsi::mode::{self, ModeParameters, ModeSenseContext};
+use scsi::{rsoc, Asc, Sense, SenseKey, Status};
+use std::sync::atomic::{AtomicBool, Ordering};
+use store::Store;
+
+/// One logical unit. Build it with [`LogicalUnit::new`] and hand it to [`crate::Target::new`].
+pub struct LogicalUnit {
+    config: LuConfig,
+    blocks: u64,
+    pub(crate) store: Box<dyn Store>,
+    inquiry: StandardInquiry,
+    identifiers: DeviceIdentifiers,
+    serial: String,
+    block_limits: BlockLimits,
+    default_mode: ModeParameters,
+    mode: Mutex<ModeParameters>,
+    /// Copies of mode values read on every command, kept in step with `mode`.
+    d_sense: AtomicBool,
+    pub(crate) wce: AtomicBool,
+    /// START STOP UNIT with START = 0 stopped the unit (SBC-4 §4.20).
+    stopped: AtomicBool,
+    pub(crate) unit_attentions: UnitAttentions,
+}
+
+/// Complete with CHECK CONDITION.
+pub(crate) fn check(sense: Sense) -> Completion {
+    Completion::check_condition(sense)
+}
+
+/// Keep at most `allocation_length` bytes of what was appended after `start` (SPC-5 §4.2.5.6).
+fn truncate(data_in: &mut Vec<u8>, start: usize, allocation_length: u32) {
+    let keep = start.saturating_add(usize::try_from(allocation_length).unwrap_or(usize::MAX));
+    data_in.truncate(keep);
+}
+
+impl LogicalUnit {
+    /// A logical unit over `store`, which must hold at least `config.size_bytes`.
+    pub fn new(config: LuConfig, store: Box<dyn Store>) -> Result<Self, ConfigError> {
+        config.validate()?;
+        if store.len() < config.size_bytes {
+            return Err(ConfigError(format!(
+                "store holds {} bytes but the LU is configured as {} bytes",
+                store.len(),
+                config.size_bytes
+            )));
+        }
+        let key = identity::identity_key(&config.target_name, config.lun, config.serial.as_deref());
+        let serial = config
+            .serial
+            .clone()
+            .unwrap_or_else(|| identity::derived_serial(&key));
+        let vendor = inquiry::ascii_field(&config.vendor);
+        let identifiers = identity::device_identifiers(vendor, &serial, &key);
+        let inquiry = StandardInquiry {
+            peripheral: inquiry::DIRECT_ACCESS_BLOCK_DEVICE,
+            removable: false,
+            version: config.inquiry_version,
+            vendor,
+            product: inquiry::ascii_field(&config.product),
+            revision: inquiry::ascii_field(&config.revision),
+        };
+        let max_blocks = config.max_transfer_bytes / config.block_size;
+        let block_limits = BlockLimits {
+            optimal_transfer_length_granularity: 1 << config.physical_block_exponent,
+            maximum_transfer_length: max_blocks,
+            optimal_transfer_length: max_blocks.min((1 << 20) / config.block_size),
+            maximum_prefetch_length: max_blocks,
+        };
+        let default_mode = ModeParameters {
+            wce: config.write_cache,
+            d_sense: false,
+        };
+        store.set_write_through(!config.write_cache);
+        Ok(LogicalUnit {
+            blocks: config.blocks(),
+            config,
+            store,
+            inquiry,
+            identifiers,
+            serial,
+            block_limits,
+            default_mode,
+            mode: Mutex::new(default_mode),
+            d_sense: AtomicBool::new(false),
+            wce: AtomicBool::new(default_mode.wce),
+            stopped: AtomicBool::new(false),
+            unit_attentions: UnitAttentions::default(),
+        })
+    }
+
+    pub fn config(&self) -> &LuConfig {
+        &self.config
+    }
+
+    /// Capacity in logical blocks.
+    pub fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    pub fn block_size(&self) -> u32 {
+        self.config.block_size
+    }
+
+    /// MAXIMUM TRANSFER LENGTH (VPD B0h) in logical blocks.
+    pub fn max_transfer_length(&self) -> u32 {
+        self.block_limits.maximum_transfer_length
+    }
+
+    /// Whether sense data should be in descriptor format (Control mode page D_SENSE).
+    pub fn descriptor_sense(&self) -> bool {
+        self.d_sense.load(Ordering::Relaxed)
+    }
+
+    pub fn store(&self) -> &dyn Store {
+        &*self.store
+    }
+
+    /// The bytes `cmd` moves on this LU.
+    pub(crate) fn transfer(&self, cmd: &Command) -> Transfer {
+        let bs = self.config.block_size;
+        match cmd.data_length() {
+            DataLength::None => Transfer::None,
+            DataLength::InBytes(n) => Transfer::In(n),
+            DataLength::OutBytes(n) => Transfer::Out(n),
+            DataLength::InBlocks(b) => Transfer::In(b.saturating_mul(bs)),
+            DataLength::OutBlocks(b) => Transfer::Out(b.saturating_mul(bs)),
+        }
+    }
+
+    /// A LOGICAL UNIT RESET or target reset (SAM-5 §6.3.3): mode parameters back to defaults,
+    /// unit started, `asc` raised for every nexus.
+    pub(crate) fn reset(&self, asc: Asc) {
+        let mut mode = self.mode.lock();
+        self.apply_mode(&mut mode, self.default_mode);
+        self.stopped.store(false, Ordering::Relaxed);
+        drop(mode);
+        self.unit_attentions.raise(asc, None);
+    }
+
+    fn apply_mode(&self, mode: &mut ModeParameters, new: ModeParameters) {
+        *mode = new;
+        self.d_sense.store(new.d_sense, Ordering::Relaxed);
+        self.wce.store(new.wce, Ordering::Relaxed);
+        // WCE = 0: every write reaches stable storage before GOOD (SBC-4 §4.15).
+        self.store.set_write_through(!new.wce);
+    }
+
+    /// Execute one command addressed to this LU.
+    pub(crate) fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+        let opcode = req.cdb.first().copied().unwrap_or(0);
+        // INQUIRY, REPORT LUNS and REQUEST SENSE neither report nor clear a unit attention
+        // (SAM-5 §5.14; REQUEST SENSE returns it as its data).
+        const UA_EXEMPT: [u8; 3] = [0x12, 0xA0, 0x03];
+        if UA_EXEMPT.contains(&opcode) {
+            self.unit_attentions.register(req.nexus.id);
+        } else if let Some(asc) = self.unit_attentions.take(req.nexus.id) {
+            return check(Sense::new(SenseKey::UnitAttention, asc));
+        }
+        let (info, cmd) = match scsi::decode(req.cdb) {
+            Ok(d) => d,
+            Err(sense) => return check(sense),
+        };
+        if cmd.accesses_medium() && self.stopped.load(Ordering::Relaxed) {
+            return check(Sense::new(
+                SenseKey::NotReady,
+                Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
+            ));
+        }
+        let start = data_in.len();
+        match cmd {
+            Command::TestUnitReady => {
+                if self.stopped.load(Ordering::Relaxed) {
+                    check(Sense::new(
+                        SenseKey::NotReady,
+                        Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
+                    ))
+                } else {
+                    Completion::GOOD
+                }
+            }
+            Command::RequestSense {
+                desc,
+                allocation_length,
+            } => {
+                let sense = match self.unit_attentions.take(req.nexus.id) {
+                    Some(asc) => Sense::new(SenseKey::UnitAttention, asc),
+                    None if self.stopped.load(Ordering::Relaxed) => Sense::new(
+                        SenseKey::NotReady,
+                        Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
+                    ),
+                    None => Sense::new(SenseKey::NoSense, Asc::NO_ADDITIONAL_SENSE),
+                };
+                sense.write(desc, data_in);
+                truncate(data_in, start, allocation_length.into());
+                Completion::GOOD
+            }
+            Command::Inquiry(i) => self.inquiry(&i, data_in, start),
+            Command::ReadCapacity10 => {
+                let last = u32::try_from(self.blocks - 1).unwrap_or(u32::MAX);
+                data_in.extend_from_slice(&last.to_be_bytes());
+                data_in.extend_from_slice(&self.config.block_size.to_be_bytes());
+                Completion::GOOD
+            }
+            Command::ReadCapacity16 { allocation_length } => {
+                // READ CAPACITY (16) parameter data (SBC-4 table 66).
+                let mut p = [0u8; 32];
+                p[0..8].copy_from_slice(&(self.blocks - 1).to_be_bytes());
+                p[8..12].copy_from_slice(&self.config.block_size.to_be_bytes());
+                p[13] = self.config.physical_block_exponent & 0x0F; // LBPPBE
+                data_in.extend_from_slice(&p);
+                truncate(data_in, start, allocation_length);
+                Completion::GOOD
+            }
+            Command::ReportLuns { .. } => {
+                // Handled by the target, which knows every LUN; a LU alone reports itself.
+                scsi::report_luns::report_luns(std::iter::once(self.config.lun), data_in);
+                Completion::GOOD
+            }
+            Command::Read(rw) => self.read(info, &rw, data_in),
+            Command::Write(rw) => self.write(info, &rw, req.data_out),
+            Command::WriteAndVerify(w) => self.write_and_verify(info, &w, req.data_out),
+            Command::Verify(v) => self.verify(info, &v, req.data_out),
+            Command::SynchronizeCache(r) => self.synchronize_cache(&r),
+            Command::PreFetch(r) => self.pre_fetch(&r),
+            Command::ModeSense(m) => {
+                let current = *self.mode.lock();
+                let ctx = ModeSenseContext {
+                    current: &current,
+                    default: &self.default_mode,
+                    write_protected: self.config.read_only,
+                    number_of_blocks: self.blocks,
+                    block_length: self.config.block_size,
+                };
+                match mode::mode_sense(&m, &ctx, data_in) {
+                    Ok(()) => {
+                        truncate(data_in, start, m.allocation_length.into());
+                        Completion::GOOD
+                    }
+                    Err(sense) => check(sense),
+                }
+            }
+            Command::ModeSelect(m) => self.mode_select(req, &m),
+            Command::StartStopUnit(s) => self.start_stop_unit(&s),
+            Command::ReportSupportedOperationCodes(r) => {
+                match rsoc::report_supported_operation_codes(&r, data_in) {
+                    Ok(()) => {
+                        truncate(data_in, start, r.allocation_length);
+                        Completion::GOOD
+                    }
+                    Err(sense) => check(sense),
+                }
+            }
+            Command::ReportSupportedTaskManagementFunctions {
+                repd,
+                allocation_length,
+            } => {
+                rsoc::report_supported_task_management_functions(repd, data_in);
+                truncate(data_in, start, allocation_length);
+                Completion::GOOD
+            }
+        }
+    }
+
+    /// INQUIRY: standard data or one VPD page (SPC-5 §6.7).
+    fn inquiry(&self, i: &Inquiry, data_in: &mut Vec<u8>, start: usize) -> Completion {
+        let p = self.inquiry.peripheral;
+        if !i.evpd {
+            self.inquiry.encode(data_in);
+        } else {
+            match i.page_code {
+                vpd::SUPPORTED_VPD_PAGES => inquiry::supported_vpd_pages(data_in, p),
+                vpd::UNIT_SERIAL_NUMBER => inquiry::unit_serial_number(data_in, p, &self.serial),
+                vpd::DEVICE_IDENTIFICATION => {
+                    inquiry::device_identification(data_in, p, &self.identifiers)
+                }
+                vpd::EXTENDED_INQUIRY_DATA => inquiry::extended_inquiry_data(data_in, p),
+                vpd::BLOCK_LIMITS => inquiry::block_limits(data_in, p, &self.block_limits),
+                vpd::BLOCK_DEVICE_CHARACTERISTICS => inquiry::block_device_characteristics(
+                    data_in,
+                    p,
+                    self.config.medium_rotation_rate,
+                ),
+                vpd::LOGICAL_BLOCK_PROVISIONING => inquiry::logical_block_provisioning(data_in, p),
+                _ => return check(Sense::invalid_field_in_cdb(2, None)),
+            }
+        }
+        truncate(data_in, start, i.allocation_length.into());
+        Completion::GOOD
+    }
+
+    /// MODE SELECT (SPC-5 §6.12): validate the whole list, apply it, and tell the other
+    /// nexuses with MODE PARAMETERS CHANGED (SPC-5 §7.5.2).
+    fn mode_select(&self, req: &Request, m: &ModeSelect) -> Completion {
+        let len = usize::from(m.parameter_list_length);
+        if len == 0 {
+            return Completion::GOOD;
+        }
+        let Some(data) = req.data_out.get(..len) else {
+            return check(Sense::new(
+                SenseKey::IllegalRequest,
+                Asc::PARAMETER_LIST_LENGTH_ERROR,
+            ));
+        };
+        let mut mode = self.mode.lock();
+        let new = match mode::mode_select(
+            m.ten,
+            data,
+            &mode,
+            &self.default_mode,
+            self.blocks,
+            self.config.block_size,
+        ) {
+            Ok(new) => new,
+            Err(sense) => return check(sense),
+        };
+        if new != *mode {
+            self.apply_mode(&mut mode, new);
+            drop(mode);
+            self.unit_attentions
+                .raise(Asc::MODE_PARAMETERS_CHANGED, Some(req.nexus.id));
+        }
+        Completion::GOOD
+    }
+
+    /// START STOP UNIT (SBC-4 §5.31). A POWER CONDITION other than START_VALID only changes
+    /// power state, which this device does not model; LOEJ needs removable medium.
+    fn start_stop_unit(&self, s: &StartStopUnit) -> Completion {
+        if s.power_condition != 0 {
+            return Completion::GOOD;
+        }
+        if s.loej && !self.inquiry.removable {
+            return check(Sense::invalid_field_in_cdb(4, Some(1)));
+        }
+        if !s.start && !s.no_flush {
+            if let Err(e) = self.store.flush() {
+                return self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, None);
+            }
+        }
+        self.stopped.store(!s.start, Ordering::Relaxed);
+        Completion::GOOD
+    }
+
+    /// A store failure as MEDIUM ERROR (or HARDWARE ERROR when the request itself was bad).
+    pub(crate) fn io_error(
+        &self,
+        e: &std::io::Error,
+        key: SenseKey,
+        asc: Asc,
+        lba: Option<u64>,
+    ) -> Completion {
+        let mut sense = if e.kind() == std::io::ErrorKind::InvalidInput {
+            Sense::new(SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE)
+        } else {
+            Sense::new(key, asc)
+        };
+        sense.information = lba;
+        Completion {
+            status: Status::CheckCondition,
+            sense: Some(sense),
+        }
+    }
+}

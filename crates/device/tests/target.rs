@@ -1,0 +1,482 @@
+//! Target-level behaviour through the public API the iSCSI layer uses.
+
+use device::{
+    Completion, LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute, TaskManagement,
+    TmfResponse, Transfer,
+};
+use scsi::{Asc, Sense, SenseKey, Status};
+use std::sync::Arc;
+use store::{FileStore, RamStore, Store};
+
+const BLOCKS: u64 = 2048;
+
+fn ram_lu(config: LuConfig) -> Arc<LogicalUnit> {
+    let store = RamStore::new(config.size_bytes);
+    Arc::new(LogicalUnit::new(config, Box::new(store)).unwrap())
+}
+
+fn target() -> Target {
+    Target::new(vec![(
+        0,
+        ram_lu(LuConfig::new("iqn.test:t", 0, BLOCKS * 512)),
+    )])
+}
+
+fn nexus(id: u64) -> Nexus {
+    Nexus {
+        id,
+        initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
+    }
+}
+
+/// Run a command; returns completion and data-in.
+fn run(t: &Target, n: &Nexus, lun: u64, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
+    let req = Request {
+        nexus: n,
+        lun,
+        cdb,
+        attribute: TaskAttribute::Simple,
+        data_out,
+    };
+    let mut data_in = Vec::new();
+    let c = t.execute(&req, &mut data_in);
+    (c, data_in)
+}
+
+/// A nexus that has already consumed its power-on unit attention.
+fn ready(t: &Target, id: u64) -> Nexus {
+    let n = nexus(id);
+    let (c, _) = run(t, &n, 0, &[0; 6], &[]);
+    assert_eq!(
+        c.sense.map(|s| s.asc),
+        Some(Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET)
+    );
+    assert_eq!(run(t, &n, 0, &[0; 6], &[]).0, Completion::GOOD);
+    n
+}
+
+fn sense_of(c: &Completion) -> (SenseKey, Asc) {
+    let s = c.sense.as_ref().expect("sense");
+    (s.key, s.asc)
+}
+
+fn read10(lba: u32, blocks: u16) -> [u8; 10] {
+    let mut c = [0u8; 10];
+    c[0] = 0x28;
+    c[2..6].copy_from_slice(&lba.to_be_bytes());
+    c[7..9].copy_from_slice(&blocks.to_be_bytes());
+    c
+}
+
+fn write16(lba: u64, blocks: u32, fua: bool) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[0] = 0x8A;
+    c[1] = if fua { 0x08 } else { 0 };
+    c[2..10].copy_from_slice(&lba.to_be_bytes());
+    c[10..14].copy_from_slice(&blocks.to_be_bytes());
+    c
+}
+
+#[test]
+fn write_then_read_back() {
+    let t = target();
+    let n = ready(&t, 1);
+    let data: Vec<u8> = (0..4 * 512).map(|i| (i * 7 % 256) as u8).collect();
+    assert_eq!(
+        t.transfer(0, &write16(10, 4, false)),
+        Ok(Transfer::Out(2048))
+    );
+    assert_eq!(
+        run(&t, &n, 0, &write16(10, 4, true), &data).0,
+        Completion::GOOD
+    );
+    assert_eq!(t.transfer(0, &read10(10, 4)), Ok(Transfer::In(2048)));
+    let (c, back) = run(&t, &n, 0, &read10(10, 4), &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(back, data);
+}
+
+#[test]
+fn lba_out_of_range_and_too_long() {
+    let t = target();
+    let n = ready(&t, 1);
+    let (c, data) = run(&t, &n, 0, &read10(BLOCKS as u32 - 1, 2), &[]);
+    assert_eq!(
+        sense_of(&c),
+        (SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE)
+    );
+    assert!(data.is_empty());
+    // LBA + length overflowing 64 bits.
+    let (c, _) = run(&t, &n, 0, &write16(u64::MAX, 2, false), &[0; 1024]);
+    assert_eq!(
+        sense_of(&c),
+        (SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE)
+    );
+    // Zero blocks at the first LBA past the end is fine; one past that is not.
+    assert_eq!(
+        run(&t, &n, 0, &read10(BLOCKS as u32, 0), &[]).0,
+        Completion::GOOD
+    );
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &read10(BLOCKS as u32 + 1, 0), &[]).0).1,
+        Asc::LBA_OUT_OF_RANGE
+    );
+    // Longer than the Block Limits maximum (8 MiB / 512 = 16384 blocks): TRANSFER LENGTH field.
+    let mut cdb = [0u8; 16];
+    cdb[0] = 0x88;
+    cdb[10..14].copy_from_slice(&16385u32.to_be_bytes());
+    assert_eq!(
+        run(&t, &n, 0, &cdb, &[]).0.sense,
+        Some(Sense::invalid_field_in_cdb(10, None))
+    );
+}
+
+#[test]
+fn short_data_out_writes_only_whole_blocks_received() {
+    let t = target();
+    let n = ready(&t, 1);
+    run(&t, &n, 0, &write16(0, 2, false), &[b'a'; 1024]);
+    assert_eq!(
+        run(&t, &n, 0, &write16(0, 2, false), &[b'b'; 512]).0,
+        Completion::GOOD
+    );
+    let (_, back) = run(&t, &n, 0, &read10(0, 2), &[]);
+    assert!(back[..512].iter().all(|&b| b == b'b'));
+    assert!(back[512..].iter().all(|&b| b == b'a'));
+}
+
+#[test]
+fn inquiry_and_vpd() {
+    let t = target();
+    let n = nexus(1);
+    let (c, std) = run(&t, &n, 0, &[0x12, 0, 0, 0, 255, 0], &[]);
+    assert_eq!(
+        c,
+        Completion::GOOD,
+        "INQUIRY ignores the pending unit attention"
+    );
+    assert_eq!(std[0], 0);
+    assert_eq!(std[2], 0x0D);
+    assert_eq!(&std[8..13], b"STINT");
+    // Truncated to the allocation length.
+    assert_eq!(run(&t, &n, 0, &[0x12, 0, 0, 0, 10, 0], &[]).1.len(), 10);
+    let (_, pages) = run(&t, &n, 0, &[0x12, 1, 0, 0, 255, 0], &[]);
+    assert_eq!(&pages[4..], &[0x00, 0x80, 0x83, 0x86, 0xB0, 0xB1, 0xB2]);
+    for &page in &pages[4..] {
+        let (c, d) = run(&t, &n, 0, &[0x12, 1, page, 0, 255, 0], &[]);
+        assert_eq!(c, Completion::GOOD);
+        assert_eq!(d[1], page);
+        assert_eq!(usize::from(u16::from_be_bytes([d[2], d[3]])), d.len() - 4);
+    }
+    let (c, _) = run(&t, &n, 0, &[0x12, 1, 0xC7, 0, 255, 0], &[]);
+    assert_eq!(c.sense, Some(Sense::invalid_field_in_cdb(2, None)));
+    let (c, _) = run(&t, &n, 0, &[0x12, 0, 0x80, 0, 255, 0], &[]);
+    assert_eq!(c.sense, Some(Sense::invalid_field_in_cdb(2, None)));
+    // Block limits: MAXIMUM TRANSFER LENGTH.
+    let (_, bl) = run(&t, &n, 0, &[0x12, 1, 0xB0, 0, 255, 0], &[]);
+    assert_eq!(u32::from_be_bytes([bl[8], bl[9], bl[10], bl[11]]), 16384);
+}
+
+#[test]
+fn device_identifier_is_stable_across_instances() {
+    let id = |lun| {
+        let t = Target::new(vec![(
+            lun,
+            ram_lu(LuConfig::new("iqn.test:t", lun, 1 << 20)),
+        )]);
+        run(&t, &nexus(1), lun, &[0x12, 1, 0x83, 0, 255, 0], &[]).1
+    };
+    assert_eq!(id(0), id(0));
+    assert_ne!(id(0)[8..24], id(1)[8..24]);
+}
+
+#[test]
+fn read_capacity() {
+    let mut cfg = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
+    cfg.physical_block_exponent = 3;
+    let t = Target::new(vec![(0, ram_lu(cfg))]);
+    let n = ready(&t, 1);
+    let (c, d) = run(&t, &n, 0, &[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0], &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(
+        d,
+        [
+            &(BLOCKS as u32 - 1).to_be_bytes()[..],
+            &512u32.to_be_bytes()
+        ]
+        .concat()
+    );
+    let mut cdb = [0u8; 16];
+    cdb[0] = 0x9E;
+    cdb[1] = 0x10;
+    cdb[13] = 32;
+    let (c, d) = run(&t, &n, 0, &cdb, &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(d.len(), 32);
+    assert_eq!(&d[0..8], &(BLOCKS - 1).to_be_bytes());
+    assert_eq!(d[13], 3, "LBPPBE");
+    // READ CAPACITY (10) with PMI = 0 and a non-zero LBA.
+    let (c, _) = run(&t, &n, 0, &[0x25, 0, 0, 0, 0, 1, 0, 0, 0, 0], &[]);
+    assert_eq!(c.sense, Some(Sense::invalid_field_in_cdb(2, None)));
+}
+
+#[test]
+fn report_luns_and_absent_luns() {
+    let t = Target::new(vec![
+        (0, ram_lu(LuConfig::new("iqn.test:t", 0, 1 << 20))),
+        (3, ram_lu(LuConfig::new("iqn.test:t", 3, 1 << 20))),
+    ]);
+    let n = nexus(1);
+    let cdb = [0xA0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+    for lun in [0, 7] {
+        let (c, d) = run(&t, &n, lun, &cdb, &[]);
+        assert_eq!(c, Completion::GOOD);
+        assert_eq!(&d[0..4], &16u32.to_be_bytes());
+        assert_eq!(d[8 + 1], 0);
+        assert_eq!(d[16 + 1], 3);
+    }
+    let (_, d) = run(&t, &n, 0, &[0xA0, 0, 0x01, 0, 0, 0, 0, 0, 1, 0, 0, 0], &[]);
+    assert_eq!(d, vec![0; 8], "no well-known LUs");
+    let (c, _) = run(&t, &n, 0, &[0xA0, 0, 0x05, 0, 0, 0, 0, 0, 1, 0, 0, 0], &[]);
+    assert_eq!(c.sense, Some(Sense::invalid_field_in_cdb(2, None)));
+    // Absent LUN 7.
+    let (c, d) = run(&t, &n, 7, &[0x12, 0, 0, 0, 96, 0], &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(d[0], 0x7F);
+    let (c, _) = run(&t, &n, 7, &read10(0, 1), &[]);
+    assert_eq!(
+        sense_of(&c),
+        (SenseKey::IllegalRequest, Asc::LOGICAL_UNIT_NOT_SUPPORTED)
+    );
+    assert_eq!(
+        t.transfer(7, &read10(0, 1)).unwrap_err().asc,
+        Asc::LOGICAL_UNIT_NOT_SUPPORTED
+    );
+    let (c, d) = run(&t, &n, 7, &[0x03, 0, 0, 0, 18, 0], &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!((d[2], d[12]), (0x05, 0x25));
+    assert_eq!(
+        t.task_management(&n, 7, TaskManagement::LogicalUnitReset),
+        TmfResponse::IncorrectLun
+    );
+}
+
+#[test]
+fn unit_attentions_are_per_nexus() {
+    let t = target();
+    let a = ready(&t, 1);
+    let b = ready(&t, 2);
+    // MODE SELECT turning WCE off from nexus a: b gets MODE PARAMETERS CHANGED, a does not.
+    let (_, mut page) = run(&t, &a, 0, &[0x1A, 0x08, 0x08, 0, 255, 0], &[]);
+    page[0] = 0;
+    page[4 + 2] &= !0x04;
+    let len = page.len() as u8;
+    assert_eq!(
+        t.transfer(0, &[0x15, 0x10, 0, 0, len, 0]),
+        Ok(Transfer::Out(len.into()))
+    );
+    assert_eq!(
+        run(&t, &a, 0, &[0x15, 0x10, 0, 0, len, 0], &page).0,
+        Completion::GOOD
+    );
+    assert_eq!(run(&t, &a, 0, &[0; 6], &[]).0, Completion::GOOD);
+    let (c, _) = run(&t, &b, 0, &[0; 6], &[]);
+    assert_eq!(
+        sense_of(&c),
+        (SenseKey::UnitAttention, Asc::MODE_PARAMETERS_CHANGED)
+    );
+    assert_eq!(run(&t, &b, 0, &[0; 6], &[]).0, Completion::GOOD);
+    let (_, page) = run(&t, &b, 0, &[0x1A, 0x08, 0x08, 0, 255, 0], &[]);
+    assert_eq!(page[4 + 2] & 0x04, 0, "WCE now off");
+    // LOGICAL UNIT RESET: everyone, including the requester; REQUEST SENSE reports and clears.
+    assert_eq!(
+        t.task_management(&a, 0, TaskManagement::LogicalUnitReset),
+        TmfResponse::FunctionComplete
+    );
+    let (c, d) = run(&t, &a, 0, &[0x03, 0, 0, 0, 252, 0], &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!((d[2], d[12], d[13]), (0x06, 0x29, 0x03));
+    assert_eq!(run(&t, &a, 0, &[0; 6], &[]).0, Completion::GOOD);
+    assert_eq!(
+        sense_of(&run(&t, &b, 0, &[0; 6], &[]).0).1,
+        Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED
+    );
+    let (_, page) = run(&t, &b, 0, &[0x1A, 0x08, 0x08, 0, 255, 0], &[]);
+    assert_eq!(page[4 + 2] & 0x04, 0x04, "reset restores the default WCE");
+    // Nexus loss forgets the nexus; it is a fresh one next time.
+    t.nexus_lost(&b);
+    assert_eq!(
+        sense_of(&run(&t, &b, 0, &[0; 6], &[]).0).1,
+        Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET
+    );
+}
+
+#[test]
+fn d_sense_selects_descriptor_format() {
+    let t = target();
+    let a = ready(&t, 1);
+    let (_, mut page) = run(&t, &a, 0, &[0x1A, 0x08, 0x0A, 0, 255, 0], &[]);
+    page[0] = 0;
+    page[4 + 2] |= 0x04;
+    let len = page.len() as u8;
+    assert_eq!(
+        run(&t, &a, 0, &[0x15, 0x10, 0, 0, len, 0], &page).0,
+        Completion::GOOD
+    );
+    let mut out = vec![];
+    t.encode_sense(0, &Sense::lba_out_of_range(), &mut out);
+    assert_eq!(out[0], 0x72);
+}
+
+#[test]
+fn stopped_unit_is_not_ready() {
+    let t = target();
+    let n = ready(&t, 1);
+    assert_eq!(
+        run(&t, &n, 0, &[0x1B, 0, 0, 0, 0, 0], &[]).0,
+        Completion::GOOD
+    );
+    let nr = (
+        SenseKey::NotReady,
+        Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
+    );
+    assert_eq!(sense_of(&run(&t, &n, 0, &[0; 6], &[]).0), nr);
+    assert_eq!(sense_of(&run(&t, &n, 0, &read10(0, 1), &[]).0), nr);
+    assert_eq!(
+        run(&t, &n, 0, &[0x12, 0, 0, 0, 36, 0], &[]).0,
+        Completion::GOOD
+    );
+    // LOEJ on a non-removable LU.
+    assert_eq!(
+        run(&t, &n, 0, &[0x1B, 0, 0, 0, 0x03, 0], &[]).0.sense,
+        Some(Sense::invalid_field_in_cdb(4, Some(1)))
+    );
+    assert_eq!(
+        run(&t, &n, 0, &[0x1B, 0, 0, 0, 1, 0], &[]).0,
+        Completion::GOOD
+    );
+    assert_eq!(run(&t, &n, 0, &read10(0, 1), &[]).0, Completion::GOOD);
+}
+
+#[test]
+fn read_only_lu_rejects_writes() {
+    let mut cfg = LuConfig::new("iqn.test:t", 0, 1 << 20);
+    cfg.read_only = true;
+    let t = Target::new(vec![(0, ram_lu(cfg))]);
+    let n = ready(&t, 1);
+    let (c, _) = run(&t, &n, 0, &write16(0, 1, false), &[0; 512]);
+    assert_eq!(sense_of(&c), (SenseKey::DataProtect, Asc::WRITE_PROTECTED));
+    let (_, ms) = run(&t, &n, 0, &[0x1A, 0, 0x3F, 0, 255, 0], &[]);
+    assert_eq!(ms[2] & 0x80, 0x80, "WP in the mode parameter header");
+}
+
+#[test]
+fn verify_compares_and_reports_offset() {
+    let t = target();
+    let n = ready(&t, 1);
+    let data: Vec<u8> = (0..1024).map(|i| (i % 199) as u8).collect();
+    run(&t, &n, 0, &write16(100, 2, false), &data);
+    let mut v = [0x2F, 0x02, 0, 0, 0, 100, 0, 0, 2, 0];
+    assert_eq!(t.transfer(0, &v), Ok(Transfer::Out(1024)));
+    assert_eq!(run(&t, &n, 0, &v, &data).0, Completion::GOOD);
+    let mut bad = data.clone();
+    bad[700] ^= 0x58;
+    let (c, _) = run(&t, &n, 0, &v, &bad);
+    let s = c.sense.unwrap();
+    assert_eq!(
+        (s.key, s.asc, s.information),
+        (
+            SenseKey::Miscompare,
+            Asc::MISCOMPARE_DURING_VERIFY,
+            Some(700)
+        )
+    );
+    // BYTCHK = 0: no data, medium check only.
+    v[1] = 0;
+    assert_eq!(t.transfer(0, &v), Ok(Transfer::None));
+    assert_eq!(run(&t, &n, 0, &v, &[]).0, Completion::GOOD);
+    // BYTCHK = 11b: one block compared with each block.
+    run(&t, &n, 0, &write16(200, 2, false), &[9u8; 1024]);
+    let v3 = [0x2F, 0x06, 0, 0, 0, 200, 0, 0, 2, 0];
+    assert_eq!(t.transfer(0, &v3), Ok(Transfer::Out(512)));
+    assert_eq!(run(&t, &n, 0, &v3, &[9u8; 512]).0, Completion::GOOD);
+    assert_eq!(
+        run(&t, &n, 0, &v3, &[8u8; 512]).0.sense.unwrap().key,
+        SenseKey::Miscompare
+    );
+    // BYTCHK = 10b is reserved.
+    let v2 = [0x2F, 0x04, 0, 0, 0, 200, 0, 0, 2, 0];
+    assert_eq!(
+        t.transfer(0, &v2),
+        Err(Sense::invalid_field_in_cdb(1, Some(2)))
+    );
+}
+
+#[test]
+fn cache_commands() {
+    let t = target();
+    let n = ready(&t, 1);
+    let sync10 = |lba: u32, blocks: u16| {
+        let mut c = [0x35, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        c[2..6].copy_from_slice(&lba.to_be_bytes());
+        c[7..9].copy_from_slice(&blocks.to_be_bytes());
+        c
+    };
+    assert_eq!(run(&t, &n, 0, &sync10(0, 0), &[]).0, Completion::GOOD);
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &sync10(BLOCKS as u32 - 1, 2), &[]).0).1,
+        Asc::LBA_OUT_OF_RANGE
+    );
+    let mut pf = sync10(BLOCKS as u32 - 4, 4);
+    pf[0] = 0x34;
+    assert_eq!(run(&t, &n, 0, &pf, &[]).0.status, Status::Good);
+    pf[2..6].copy_from_slice(&(BLOCKS as u32 + 1).to_be_bytes());
+    pf[7..9].copy_from_slice(&[0, 0]);
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &pf, &[]).0).1,
+        Asc::LBA_OUT_OF_RANGE
+    );
+}
+
+#[test]
+fn file_lu_survives_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lun0.img");
+    let data = vec![0xC3u8; 4096];
+    {
+        let store = FileStore::open(&path, Some(1 << 20)).unwrap();
+        let lu =
+            LogicalUnit::new(LuConfig::new("iqn.test:t", 0, 1 << 20), Box::new(store)).unwrap();
+        let t = Target::new(vec![(0, Arc::new(lu))]);
+        let n = ready(&t, 1);
+        assert_eq!(
+            run(&t, &n, 0, &write16(8, 8, true), &data).0,
+            Completion::GOOD
+        );
+    }
+    let store = FileStore::open(&path, None).unwrap();
+    assert_eq!(store.len(), 1 << 20);
+    let lu = LogicalUnit::new(LuConfig::new("iqn.test:t", 0, 1 << 20), Box::new(store)).unwrap();
+    let t = Target::new(vec![(0, Arc::new(lu))]);
+    let n = ready(&t, 1);
+    let (_, back) = run(&t, &n, 0, &read10(8, 8), &[]);
+    assert_eq!(back, data);
+}
+
+#[test]
+fn config_errors_are_reported() {
+    let mut cfg = LuConfig::new("iqn.test:t", 0, 1 << 20);
+    cfg.block_size = 1024;
+    assert!(LogicalUnit::new(cfg, Box::new(RamStore::new(1 << 20))).is_err());
+    let cfg = LuConfig::new("iqn.test:t", 0, 1 << 20);
+    let e = LogicalUnit::new(cfg, Box::new(RamStore::new(1 << 19)))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("524288"), "{e}");
+}
+
+#[test]
+fn target_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Target>();
+}
