@@ -1,0 +1,124 @@
+//! Queue mechanics: event order, instant drives, slot reuse after an abandoned operation,
+//! parallel units, counters.
+
+mod common;
+
+use common::*;
+use qos::{CdlDescriptor, Outcome, Policy, QueueConfig, T2CdlUnits};
+
+#[test]
+fn an_instant_drive_completes_everything_at_once_in_order() {
+    let mut q = fifo_queue(QueueConfig::default(), FixedDrive::new(0));
+    for id in 0..100 {
+        submit(&mut q, 5, read(id, id, 0));
+    }
+    let mut done = Vec::new();
+    q.advance(5, &mut done);
+    assert_eq!(done.len(), 100);
+    assert!(done.iter().zip(0..).all(|(c, id)| c.id == id && c.at == 5));
+    assert_eq!(q.next_event(), None);
+    assert!(q.is_empty());
+}
+
+#[test]
+fn next_event_is_exact() {
+    let mut q = fifo_queue(QueueConfig::default(), FixedDrive::new(10 * MS));
+    assert_eq!(q.next_event(), None);
+    submit(&mut q, 3, read(1, 1, 0));
+    assert_eq!(q.next_event(), Some(3));
+    let mut done = Vec::new();
+    q.advance(3, &mut done);
+    assert_eq!(q.next_event(), Some(3 + 10 * MS));
+    q.advance(3 + 10 * MS - 1, &mut done);
+    assert!(done.is_empty());
+    q.advance(3 + 10 * MS, &mut done);
+    assert_eq!(done.len(), 1);
+    assert_eq!(q.next_event(), None);
+}
+
+#[test]
+fn a_reused_slot_ignores_the_abandoned_operations_completion() {
+    let d = CdlDescriptor {
+        t2cdlunits: T2CdlUnits::Ms10,
+        max_active_time: 3,
+        max_active_time_policy: Policy::CompleteUnavailable,
+        ..CdlDescriptor::default()
+    };
+    let mut drive = FixedDrive::new(10 * MS);
+    drive.slow.push((200, 100 * MS));
+    let config = QueueConfig {
+        cdl: t2a(&[d]),
+        ..QueueConfig::default()
+    };
+    let mut q = fifo_queue(config, drive);
+    submit(&mut q, 0, read(1, 200, 1));
+    let done = run(&mut q, 30 * MS);
+    assert_eq!(
+        (done.len(), done[0].outcome),
+        (1, Outcome::CompletedUnavailable)
+    );
+    // The next command takes the freed slot; the first op's 100 ms completion must not end it.
+    submit(&mut q, 30 * MS, read(2, 200, 0));
+    let done = run(&mut q, u64::MAX);
+    assert_eq!(done.len(), 1);
+    assert_eq!((done[0].id, done[0].at), (2, 130 * MS));
+}
+
+#[test]
+fn parallel_units_run_side_by_side() {
+    let mut drive = FixedDrive::new(10 * MS);
+    drive.units = 4;
+    let mut q = fifo_queue(QueueConfig::default(), drive);
+    for id in 0..8 {
+        submit(&mut q, 0, read(id, id, 0));
+    }
+    let done = run(&mut q, u64::MAX);
+    let at: Vec<u64> = done.iter().map(|c| c.at / MS).collect();
+    assert_eq!(at, [10, 10, 10, 10, 20, 20, 20, 20]);
+}
+
+#[test]
+fn counters_per_class_and_descriptor() {
+    let d = CdlDescriptor::guideline(15 * MS, Policy::Abort).unwrap_or_default();
+    let config = QueueConfig {
+        cdl: t2a(&[d, d]),
+        ..QueueConfig::default()
+    };
+    let mut q = fifo_queue(config, FixedDrive::new(10 * MS));
+    submit(&mut q, 0, read(1, 1, 1));
+    submit(&mut q, 0, read(2, 2, 1));
+    let mut c = read(3, 3, 2);
+    c.class = 1;
+    submit(&mut q, 0, c);
+    submit(&mut q, 0, write(4, 4, 0));
+    run(&mut q, u64::MAX);
+    let s = q.stats();
+    assert_eq!(
+        (s.t2a[0].commands, s.t2a[1].commands, s.unlimited.commands),
+        (2, 1, 1)
+    );
+    assert_eq!((s.classes[2].commands, s.classes[1].commands), (3, 1));
+    // Strict arbitration serves class 1 first: 3 runs 0..10 ms; 1 starts at 10 ms and is
+    // aborted at 15 ms mid-service; 2 is aborted at 15 ms before starting; 4 runs 15..25 ms.
+    assert_eq!(s.t2a[1].completions.get(Outcome::Good), 1);
+    assert_eq!(
+        s.t2a[0].completions.get(Outcome::AbortedDuringProcessing),
+        1
+    );
+    assert_eq!(
+        s.t2a[0].completions.get(Outcome::AbortedBeforeProcessing),
+        1
+    );
+    assert_eq!(
+        s.t2a[0]
+            .misses(qos::LimitKind::Guideline)
+            .get(Policy::Abort),
+        2
+    );
+    assert_eq!(s.classes[1].completions.get(Outcome::Good), 1);
+    assert_eq!(s.classes[2].completions.total(), 3);
+    assert_eq!(s.classes[2].commands_missed, 2);
+    assert_eq!(s.unlimited.completions.get(Outcome::Good), 1);
+    assert_eq!(s.descriptor(2, false).commands, 1);
+    assert_eq!(s.descriptor(0, true).commands, 1);
+}
