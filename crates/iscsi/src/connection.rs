@@ -12,6 +12,7 @@ use scsi::{Asc, Sense, SenseKey, Status};
 use crate::bhs::{Bhs, Opcode, RESERVED_TAG};
 use crate::login::{Established, Login, LoginRequest, LoginStep};
 use crate::negotiation::{Parameters, SessionType};
+use crate::node::ScsiTarget;
 use crate::output::{BufferPool, Output};
 use crate::pdu::{
     self, Cdb, Data, Frame, FrameLimits, Numbers, RejectReason, Residual, ScsiCommand,
@@ -52,7 +53,7 @@ struct Session {
     local_address: String,
     session_type: SessionType,
     node: Option<usize>,
-    target: Option<Arc<device::Target>>,
+    target: Option<Arc<dyn ScsiTarget>>,
     initiator_name: String,
     nexus: Nexus,
     params: Parameters,
@@ -423,7 +424,6 @@ impl Session {
         };
         let lun = lun::decode(cmd.lun);
         let attr = task_attribute(cmd.attr);
-        let edtl = cmd.expected_data_transfer_length;
         let transfer = match target.transfer(lun, cmd.cdb.as_slice()) {
             Ok(t) => t,
             Err(sense) => {
@@ -432,12 +432,24 @@ impl Session {
                 return self.respond(cmd.itt, cmd.lun, &c, data_in, 0, Residual::None, 0, out);
             }
         };
+        // The Expected Data Transfer Length counts in the direction the R/W bits name
+        // (RFC 7143 §11.3.1.1, §11.3.4): a CDB moving data the other way moves none.
+        let matches = match transfer {
+            Transfer::In(_) => cmd.read,
+            Transfer::Out(_) => cmd.write,
+            Transfer::None => true,
+        };
+        let edtl = if matches {
+            cmd.expected_data_transfer_length
+        } else {
+            0
+        };
         if let Transfer::Out(n) = transfer {
             let want = n.min(edtl);
             if data.len() as u64 >= u64::from(want) {
                 let data_out = data.get(..want as usize).unwrap_or(data);
                 return self.execute(
-                    &target, cmd.itt, cmd.lun, lun, &cmd.cdb, attr, data_out, edtl, transfer, 0,
+                    &*target, cmd.itt, cmd.lun, lun, &cmd.cdb, attr, data_out, edtl, transfer, 0,
                     out,
                 );
             }
@@ -468,7 +480,7 @@ impl Session {
             return;
         }
         self.execute(
-            &target,
+            &*target,
             cmd.itt,
             cmd.lun,
             lun,
@@ -588,7 +600,7 @@ impl Session {
         buf.truncate(pw.want as usize);
         let transfer = Transfer::Out(pw.transfer_len);
         self.execute(
-            &target, pw.itt, pw.lun_raw, pw.lun, &pw.cdb, pw.attr, &buf, pw.edtl, transfer,
+            &*target, pw.itt, pw.lun_raw, pw.lun, &pw.cdb, pw.attr, &buf, pw.edtl, transfer,
             pw.r2tsn, out,
         );
         self.pool.put(buf);
@@ -616,7 +628,7 @@ impl Session {
     #[allow(clippy::too_many_arguments)]
     fn execute(
         &mut self,
-        target: &device::Target,
+        target: &dyn ScsiTarget,
         itt: u32,
         lun_raw: u64,
         lun: u64,

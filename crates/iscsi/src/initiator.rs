@@ -66,7 +66,8 @@ pub struct LoginOptions {
     pub isid: [u8; 6],
     /// Offer CRC32C header and data digests.
     pub digests: bool,
-    /// Extra keys sent in the first Login Request (tests use it to probe negotiation).
+    /// Extra keys sent in the first Login Request, replacing offered keys of the same name
+    /// (tests use it to probe negotiation).
     pub extra_keys: Vec<(String, String)>,
     /// How long to wait for each response.
     pub timeout: Duration,
@@ -165,6 +166,13 @@ impl Initiator {
         (self.cmdsn, self.max_cmdsn)
     }
 
+    /// Take the next CmdSN for a command the caller sends by hand with [`Self::send`].
+    pub fn take_cmdsn(&mut self) -> u32 {
+        let c = self.cmdsn;
+        self.cmdsn = self.cmdsn.wrapping_add(1);
+        c
+    }
+
     fn take_itt(&mut self) -> u32 {
         let itt = self.next_itt;
         self.next_itt = self.next_itt.wrapping_add(1);
@@ -189,10 +197,10 @@ impl Initiator {
             }
             None => text::push(&mut keys, "SessionType", "Discovery"),
         }
-        for (k, v) in negotiation::initiator_offer(session, INITIATOR_MRDSL, opts.digests) {
-            text::push(&mut keys, &k, &v);
-        }
-        for (k, v) in &opts.extra_keys {
+        // Extra keys replace offered keys of the same name, so each key is sent once.
+        let mut offer = negotiation::initiator_offer(session, INITIATOR_MRDSL, opts.digests);
+        offer.retain(|(k, _)| !opts.extra_keys.iter().any(|(e, _)| e == k));
+        for (k, v) in offer.iter().chain(&opts.extra_keys) {
             text::push(&mut keys, k, v);
         }
         let itt = self.take_itt();

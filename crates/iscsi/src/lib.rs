@@ -19,5 +19,5 @@ pub mod text;
 pub mod tmf;
 
 pub use connection::Connection;
-pub use node::TargetNode;
+pub use node::{ScsiTarget, TargetNode};
 pub use portal::Portal;

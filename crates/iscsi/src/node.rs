@@ -3,6 +3,39 @@
 
 use std::sync::Arc;
 
+use device::{Completion, Nexus, Request, TaskManagement, TmfResponse, Transfer};
+use scsi::Sense;
+
+/// What the iSCSI layer needs from the SCSI target device behind a node: the
+/// `device::Target` contract, as a trait so tests can stand in a small fake.
+pub trait ScsiTarget: Send + Sync {
+    /// Direction and length `cdb` asks for, or the sense to fail it with before data moves.
+    fn transfer(&self, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense>;
+    /// Execute one command inline; read data is appended to `data_in`.
+    fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion;
+    fn task_management(&self, nexus: &Nexus, lun: u64, tmf: TaskManagement) -> TmfResponse;
+    /// Logout or connection loss (SAM-5 §6.3.4).
+    fn nexus_lost(&self, nexus: &Nexus);
+}
+
+impl ScsiTarget for device::Target {
+    fn transfer(&self, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
+        device::Target::transfer(self, lun, cdb)
+    }
+
+    fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+        device::Target::execute(self, req, data_in)
+    }
+
+    fn task_management(&self, nexus: &Nexus, lun: u64, tmf: TaskManagement) -> TmfResponse {
+        device::Target::task_management(self, nexus, lun, tmf)
+    }
+
+    fn nexus_lost(&self, nexus: &Nexus) {
+        device::Target::nexus_lost(self, nexus)
+    }
+}
+
 /// One iSCSI target node served on a portal.
 #[derive(Clone)]
 pub struct TargetNode {
@@ -10,7 +43,8 @@ pub struct TargetNode {
     pub name: String,
     /// TargetAlias (RFC 7143 §13.6), declared at login when set.
     pub alias: Option<String>,
-    pub target: Arc<device::Target>,
+    /// The SCSI target device (normally `Arc<device::Target>`, which coerces).
+    pub target: Arc<dyn ScsiTarget>,
     /// Initiator names allowed to open a Normal session; empty allows any.
     pub allowed_initiators: Vec<String>,
 }

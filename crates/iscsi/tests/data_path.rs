@@ -1,0 +1,351 @@
+//! Data moving through the target: immediate, unsolicited and solicited (R2T) Data-Out,
+//! Data-In bursts, residuals, DataSN checks, ABORT TASK of a write waiting for data, and
+//! several sessions at once. The device is a small RAM disk behind `ScsiTarget`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use iscsi::bhs::{Bhs, Opcode, RESERVED_TAG};
+use iscsi::pdu::{Cdb, Data, Residual, ScsiCommand};
+use iscsi::tmf::{Function, Response};
+
+const MIB: usize = 1 << 20;
+
+async fn round_trip(keys: &[(&str, &str)], len: usize, seed: u8) {
+    let server = Server::start(4096).await;
+    let mut ini = server.login_with(keys).await;
+    let data = pattern(len, seed);
+    let blocks = (len / BLOCK) as u16;
+    let w = ini
+        .scsi_command(0, &write10(8, blocks), &data, 0)
+        .await
+        .unwrap();
+    assert_eq!((w.status, w.residual), (0, Residual::None), "{keys:?}");
+    let r = ini
+        .scsi_command(0, &read10(8, blocks), &[], len as u32)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 0);
+    assert!(r.data_in == data, "{keys:?}: data differs");
+    assert_eq!(
+        server.disk.data.lock().unwrap()[8 * BLOCK..8 * BLOCK + len],
+        data[..]
+    );
+    ini.logout().await.unwrap();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn immediate_and_unsolicited_then_r2t() {
+    // InitialR2T=No, ImmediateData=Yes: 256 KiB immediate, the rest solicited.
+    round_trip(&[], MIB, 1).await;
+}
+
+#[tokio::test]
+async fn solicited_only() {
+    round_trip(&[("ImmediateData", "No"), ("InitialR2T", "Yes")], MIB, 2).await;
+}
+
+#[tokio::test]
+async fn unsolicited_data_out_pdus() {
+    // Small FirstBurstLength and no immediate data: unsolicited Data-Out PDUs, then R2Ts.
+    round_trip(
+        &[("ImmediateData", "No"), ("FirstBurstLength", "8192")],
+        64 * 1024,
+        3,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn small_bursts_and_segments() {
+    round_trip(
+        &[
+            ("MaxBurstLength", "8192"),
+            ("FirstBurstLength", "4096"),
+            ("MaxRecvDataSegmentLength", "1024"),
+        ],
+        96 * 1024,
+        4,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn with_digests() {
+    round_trip(
+        &[("HeaderDigest", "CRC32C"), ("DataDigest", "CRC32C")],
+        300 * 1024,
+        5,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn data_in_respects_segment_and_burst_limits() {
+    let server = Server::start(256).await;
+    let mut ini = server
+        .login_with(&[
+            ("MaxBurstLength", "4096"),
+            ("MaxRecvDataSegmentLength", "1536"),
+        ])
+        .await;
+    let cmd = ScsiCommand {
+        immediate: false,
+        final_bit: true,
+        read: true,
+        write: false,
+        attr: 1,
+        lun: 0,
+        itt: 0x99,
+        expected_data_transfer_length: 10 * 1024,
+        cmdsn: ini.take_cmdsn(),
+        exp_statsn: 0,
+        cdb: Cdb::new(&read10(0, 20)).unwrap(),
+    };
+    ini.send(&cmd.to_bhs(), &[]).await.unwrap();
+    let mut pdus = Vec::new();
+    loop {
+        let p = ini.recv().await.unwrap();
+        assert_eq!(p.bhs.opcode(), Some(Opcode::DataIn));
+        let status = p.bhs.flags() & 0x01 != 0;
+        pdus.push((Data::parse(&p.bhs), p.data.len(), status));
+        if status {
+            break;
+        }
+    }
+    // Bursts of 4096 split into 1536-byte segments: 1536, 1536, 1024 | ... | 1536, 512.
+    let lens: Vec<usize> = pdus.iter().map(|p| p.1).collect();
+    assert_eq!(lens, vec![1536, 1536, 1024, 1536, 1536, 1024, 1536, 512]);
+    let finals: Vec<bool> = pdus.iter().map(|p| p.0.final_bit).collect();
+    assert_eq!(
+        finals,
+        vec![false, false, true, false, false, true, false, true]
+    );
+    for (i, (d, _, _)) in pdus.iter().enumerate() {
+        assert_eq!(d.datasn, i as u32);
+    }
+    assert_eq!(pdus.iter().map(|p| p.0.buffer_offset).last(), Some(9728));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn residuals_follow_the_expected_length() {
+    let server = Server::start(64).await;
+    let mut ini = server.login_with(&[]).await;
+    // Read: CDB wants 1 block, initiator expects 10000 bytes → underflow.
+    let r = ini
+        .scsi_command(0, &read10(0, 1), &[], 10_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.status, r.residual, r.data_in.len()),
+        (0, Residual::Underflow(10_000 - 512), 512)
+    );
+    // Read: CDB wants 2 blocks, initiator expects 1 → 512 bytes sent, overflow 512.
+    let r = ini.scsi_command(0, &read10(0, 2), &[], 512).await.unwrap();
+    assert_eq!(
+        (r.status, r.residual, r.data_in.len()),
+        (0, Residual::Overflow(512), 512)
+    );
+    // Write: CDB 1 block, 2 blocks sent → underflow; only the first block is written.
+    let two = pattern(1024, 9);
+    let w = ini.scsi_command(0, &write10(4, 1), &two, 0).await.unwrap();
+    assert_eq!((w.status, w.residual), (0, Residual::Underflow(512)));
+    let disk = server.disk.data.lock().unwrap()[4 * BLOCK..6 * BLOCK].to_vec();
+    assert_eq!(disk[..512], two[..512]);
+    assert_eq!(disk[512..], [0u8; 512]);
+    // Write: CDB 2 blocks, 200 bytes sent → overflow.
+    let w = ini
+        .scsi_command(0, &write10(10, 2), &two[..200], 0)
+        .await
+        .unwrap();
+    assert_eq!(w.residual, Residual::Overflow(1024 - 200));
+    ini.logout().await.unwrap();
+    server.stop().await;
+}
+
+/// A WRITE(10) of two blocks sent without data; the Data-Out PDUs follow by hand.
+async fn bare_write(ini: &mut iscsi::initiator::Initiator, itt: u32) {
+    let cmd = ScsiCommand {
+        immediate: false,
+        final_bit: false,
+        read: false,
+        write: true,
+        attr: 1,
+        lun: 0,
+        itt,
+        expected_data_transfer_length: 1024,
+        cmdsn: ini.take_cmdsn(),
+        exp_statsn: 0,
+        cdb: Cdb::new(&write10(0, 2)).unwrap(),
+    };
+    ini.send(&cmd.to_bhs(), &[]).await.unwrap();
+}
+
+fn data_out(itt: u32, datasn: u32, offset: u32, final_bit: bool) -> Bhs {
+    Data {
+        final_bit,
+        lun: 0,
+        itt,
+        ttt: RESERVED_TAG,
+        datasn,
+        buffer_offset: offset,
+    }
+    .to_data_out(0)
+}
+
+#[tokio::test]
+async fn bad_datasn_fails_the_command_not_the_session() {
+    let server = Server::start(64).await;
+    let mut ini = server.login_with(&[("ImmediateData", "No")]).await;
+    assert!(!ini.params().initial_r2t);
+    for (first, second) in [(0, 0), (1, 0), (27, 1)] {
+        let itt = 0x500 + first;
+        bare_write(&mut ini, itt).await;
+        ini.send(&data_out(itt, first, 0, false), &[0xA6; 512])
+            .await
+            .unwrap();
+        ini.send(&data_out(itt, second, 512, true), &[0xA6; 512])
+            .await
+            .unwrap();
+        let p = ini.recv().await.unwrap();
+        assert_eq!(p.bhs.opcode(), Some(Opcode::ScsiResponse));
+        assert_eq!(
+            (p.bhs.itt(), p.bhs.0[3]),
+            (itt, 0x02),
+            "DataSN {first},{second}"
+        );
+        // SenseLength, then fixed sense: ABORTED COMMAND.
+        assert_eq!(p.data[2 + 2] & 0x0F, 0x0B);
+        // Nothing else arrives for that command.
+        assert!(ini
+            .recv_timeout(Duration::from_millis(100))
+            .await
+            .unwrap()
+            .is_none());
+    }
+    assert_eq!(ini.nop(b"ok").await.unwrap(), b"ok");
+    assert!(server.disk.data.lock().unwrap()[..1024]
+        .iter()
+        .all(|b| *b == 0));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn abort_task_of_a_write_waiting_for_data() {
+    let server = Server::start(64).await;
+    let mut ini = server
+        .login_with(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
+        .await;
+    let itt = 0x777;
+    let cmd_bhs = {
+        let cmd = ScsiCommand {
+            immediate: false,
+            final_bit: true,
+            read: false,
+            write: true,
+            attr: 1,
+            lun: 0,
+            itt,
+            expected_data_transfer_length: 1024,
+            cmdsn: ini.take_cmdsn(),
+            exp_statsn: 0,
+            cdb: Cdb::new(&write10(0, 2)).unwrap(),
+        };
+        cmd.to_bhs()
+    };
+    ini.send(&cmd_bhs, &[]).await.unwrap();
+    let r2t = ini.recv().await.unwrap();
+    assert_eq!(r2t.bhs.opcode(), Some(Opcode::ReadyToTransfer));
+    assert_eq!((r2t.bhs.u32_at(40), r2t.bhs.u32_at(44)), (0, 1024));
+    assert_eq!(
+        ini.task_management(Function::AbortTask, 0, itt)
+            .await
+            .unwrap(),
+        Response::FunctionComplete
+    );
+    // Data for the aborted task is dropped quietly; nothing is written.
+    let d = Data {
+        final_bit: true,
+        lun: 0,
+        itt,
+        ttt: r2t.bhs.u32_at(20),
+        datasn: 0,
+        buffer_offset: 0,
+    };
+    ini.send(&d.to_data_out(0), &[0x55; 1024]).await.unwrap();
+    assert!(ini
+        .recv_timeout(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(ini.nop(b"after abort").await.unwrap(), b"after abort");
+    assert!(server.disk.data.lock().unwrap()[..1024]
+        .iter()
+        .all(|b| *b == 0));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn lun_reset_reaches_the_device_and_logout_loses_the_nexus() {
+    let server = Server::start(8).await;
+    let mut ini = server.login_with(&[]).await;
+    assert_eq!(
+        ini.task_management(Function::LogicalUnitReset, 0, RESERVED_TAG)
+            .await
+            .unwrap(),
+        Response::FunctionComplete
+    );
+    ini.logout().await.unwrap();
+    // The server notices the closed connection right after the Logout Response.
+    for _ in 0..50 {
+        if server.disk.events.lock().unwrap().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let events = server.disk.events.lock().unwrap().clone();
+    assert_eq!(events[0], "LogicalUnitReset lun 0");
+    assert_eq!(events[1], format!("lost {INITIATOR},i,0x800000001234"));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_sessions_at_once() {
+    let server = Server::start(4096).await;
+    let mut tasks = Vec::new();
+    for s in 0..4u8 {
+        let addr = server.addr;
+        tasks.push(tokio::spawn(async move {
+            let mut opts = iscsi::initiator::LoginOptions::new(INITIATOR, Some(TARGET));
+            opts.isid[5] = s;
+            let mut ini = iscsi::initiator::Initiator::connect(addr, &opts)
+                .await
+                .unwrap();
+            for round in 0..20u8 {
+                let lba = u32::from(s) * 256 + u32::from(round) * 8;
+                let data = pattern(8 * BLOCK, s ^ round);
+                assert_eq!(
+                    ini.scsi_command(0, &write10(lba, 8), &data, 0)
+                        .await
+                        .unwrap()
+                        .status,
+                    0
+                );
+                let r = ini
+                    .scsi_command(0, &read10(lba, 8), &[], data.len() as u32)
+                    .await
+                    .unwrap();
+                assert!(r.data_in == data);
+            }
+            ini.logout().await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    server.stop().await;
+}
