@@ -33,7 +33,7 @@ pub struct TargetConfig {
     pub luns: Vec<LunConfig>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LunConfig {
     /// Logical unit number; defaults to the position in the list.

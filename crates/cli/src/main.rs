@@ -1,6 +1,5 @@
 //! `stint`: a software SCSI disk with command-level quality of service.
 
-#[allow(dead_code)] // used by serve, which lands with the iscsi server
 mod config;
 mod serve;
 mod sim;

@@ -1,8 +1,136 @@
-//! `stint serve`.
+//! `stint serve`: build the targets from flags or `stint.toml`, print one libiscsi URL per LUN,
+//! serve until Ctrl-C or SIGTERM, then flush every store.
+
+use crate::config::{
+    Config, LunConfig, StoreKind, TargetConfig, DEFAULT_LISTEN, DEFAULT_RAM_SIZE, DEFAULT_TARGET,
+};
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 #[derive(clap::Args)]
-pub struct ServeArgs {}
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// A logical unit: ram:SIZE or file:PATH[:SIZE]; repeatable (LUN 0, 1, ...).
+    #[arg(long = "lun", value_name = "SPEC", value_parser = LunConfig::parse_flag, conflicts_with = "config")]
+    luns: Vec<LunConfig>,
+    /// Name of the target node for --lun.
+    #[arg(long, value_name = "IQN", default_value = DEFAULT_TARGET, conflicts_with = "config")]
+    target_name: String,
+    /// Full description of targets and LUNs (see the README).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
 
-pub fn run(_args: ServeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not yet implemented")
+impl ServeArgs {
+    fn into_config(self) -> anyhow::Result<Config> {
+        let mut config = match self.config {
+            Some(path) => Config::load(&path)?,
+            None => {
+                let luns = if self.luns.is_empty() {
+                    vec![LunConfig::ram(DEFAULT_RAM_SIZE)]
+                } else {
+                    self.luns
+                };
+                let target = TargetConfig {
+                    name: self.target_name,
+                    alias: None,
+                    allowed_initiators: vec![],
+                    luns,
+                };
+                let config = Config {
+                    listen: DEFAULT_LISTEN.parse()?,
+                    targets: vec![target],
+                };
+                config.validate()?;
+                config
+            }
+        };
+        if let Some(listen) = self.listen {
+            config.listen = listen;
+        }
+        Ok(config)
+    }
+}
+
+fn build_lun(target: &str, id: u64, lun: &LunConfig) -> anyhow::Result<device::LogicalUnit> {
+    let store: Box<dyn store::Store> = match lun.store {
+        StoreKind::Ram => Box::new(store::RamStore::new(lun.size.unwrap_or(DEFAULT_RAM_SIZE))),
+        StoreKind::File => {
+            let path = lun.path.as_deref().context("file store without path")?;
+            Box::new(store::FileStore::open(path, lun.size)?)
+        }
+    };
+    let mut config = device::LuConfig::new(target, id, store.len());
+    config.block_size = lun.block_size;
+    config.physical_block_exponent = lun.physical_block_exponent;
+    config.serial = lun.serial.clone();
+    config.write_cache = lun.write_cache;
+    config.read_only = lun.read_only;
+    if let Some(product) = &lun.product {
+        config.product = product.clone();
+    }
+    device::LogicalUnit::new(config, store)
+        .map_err(|e| anyhow::anyhow!("target {target} LUN {id}: {e}"))
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let config = args.into_config()?;
+    let mut nodes = Vec::new();
+    let mut urls = Vec::new();
+    let mut units = Vec::new();
+    for t in &config.targets {
+        let mut luns = Vec::new();
+        for (i, lun) in t.luns.iter().enumerate() {
+            let id = lun.id.unwrap_or(i as u64);
+            let unit = Arc::new(build_lun(&t.name, id, lun)?);
+            units.push(unit.clone());
+            luns.push((id, unit));
+            urls.push((t.name.clone(), id));
+        }
+        nodes.push(iscsi::TargetNode {
+            name: t.name.clone(),
+            alias: t.alias.clone(),
+            target: Arc::new(device::Target::new(luns)),
+            allowed_initiators: t.allowed_initiators.clone(),
+        });
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.listen))?;
+        let addr = listener.local_addr()?;
+        for (name, lun) in &urls {
+            println!("iscsi://{addr}/{name}/{lun}");
+        }
+        iscsi::server::serve(listener, nodes, shutdown_signal()).await?;
+        anyhow::Ok(())
+    })?;
+    for unit in units {
+        unit.store()
+            .flush()
+            .context("flushing stores at shutdown")?;
+    }
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        },
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
