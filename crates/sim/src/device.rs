@@ -4,32 +4,27 @@
 use crate::engine::{run_point, PointResult, PointSetup};
 use crate::error::SimError;
 use crate::experiment::Variant;
-use drive::{Drive, Hdd, HddProfile, Instant};
+use drive::{Drive, DriveConfig, Hdd, Instant, Ssd};
+use qos::order::{OrderConfig, ORDER_NAMES};
 use qos::{
     Admission, Arbitration, CdlPages, DeadlineAware, DeadlineAwareConfig, Queue, QueueConfig,
     Scheduler,
 };
 use serde::Deserialize;
-
-/// Drive models an experiment can use.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Model {
-    Hdd,
-    Ssd,
-    Instant,
-}
+use std::str::FromStr;
 
 /// `[drive]`.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceSpec {
-    pub model: Model,
-    /// Profile TOML file (hdd, ssd); default: the model's built-in profile.
+    /// A built-in model (drive::DRIVE_NAMES: instant, hdd, hdd-22tb-cmr, ssd, ssd-nvme-tlc), or
+    /// "hdd"/"ssd" with `profile`.
+    pub model: String,
+    /// Profile TOML file for an hdd or ssd model, relative to the experiment file.
     pub profile: Option<String>,
     /// Overrides the profile's write cache (WCE) setting (hdd).
     pub write_cache: Option<bool>,
-    /// Capacity of the instant model ("1TiB").
+    /// Capacity of the instant model ("1TiB"; default 1 TiB).
     pub capacity: Option<String>,
 }
 
@@ -138,67 +133,88 @@ impl QueueSpec {
         Ok(config)
     }
 
-    /// The ordering of the device queue.
+    /// The ordering of the device queue: "default" (qos::order's default policy), a policy of
+    /// qos::order with parameters ("sptf", "asptf:rate=0.02"), or "cdl-aware[:bonus=..,aging=..]".
     pub fn scheduler(&self) -> Result<Scheduler, SimError> {
-        match self.scheduler.as_str() {
-            "cdl-aware" => Ok(Scheduler::CdlAware(DeadlineAware::new(
-                DeadlineAwareConfig::default(),
-            ))),
-            name => ordering(name),
+        let err = |m: String| SimError::field("queue.scheduler", m);
+        let text = self.scheduler.trim();
+        match text
+            .split_once(':')
+            .map_or((text, ""), |(n, p)| (n.trim(), p))
+        {
+            ("cdl-aware", params) => {
+                let config = DeadlineAwareConfig::from_str(params)
+                    .map_err(|e| err(format!("cdl-aware: {e}")))?;
+                Ok(Scheduler::CdlAware(DeadlineAware::new(config)))
+            }
+            ("default", "") => Ok(Scheduler::Policy(OrderConfig::default().build())),
+            _ => {
+                let order = OrderConfig::from_str(text).map_err(|e| {
+                    err(format!(
+                        "{e} (default, cdl-aware, or one of {})",
+                        ORDER_NAMES.join(", ")
+                    ))
+                })?;
+                Ok(Scheduler::Policy(order.build()))
+            }
         }
     }
 }
 
 /// The drive a variant runs on, prepared once (profiles read and checked at load).
 #[derive(Clone, Debug)]
-pub enum DriveSetup {
-    Hdd(Box<HddProfile>),
-    Instant { capacity: u64 },
+pub struct DriveSetup {
+    pub config: DriveConfig,
+    /// Bytes addressable by the workload.
+    pub capacity: u64,
 }
 
 impl DeviceSpec {
     /// Reads the profile (relative paths from `base`) and checks the fields.
     pub fn prepare(&self, base: &std::path::Path) -> Result<DriveSetup, SimError> {
-        let read = |p: &str| {
-            std::fs::read_to_string(base.join(p))
-                .map_err(|e| SimError::field("drive.profile", format!("{p}: {e}")))
+        let mut config = match &self.profile {
+            Some(p) => {
+                let text = std::fs::read_to_string(base.join(p))
+                    .map_err(|e| SimError::field("drive.profile", format!("{p}: {e}")))?;
+                DriveConfig::from_profile(&self.model, &text)
+                    .map_err(|e| SimError::field("drive.profile", format!("{p}: {e}")))?
+            }
+            None => DriveConfig::by_name(&self.model)
+                .map_err(|e| SimError::field("drive.model", e.to_string()))?,
         };
-        match self.model {
-            Model::Hdd => {
-                if self.capacity.is_some() {
-                    return Err(SimError::field("drive.capacity", "set by the hdd profile"));
+        if let Some(wce) = self.write_cache {
+            match &mut config {
+                DriveConfig::Hdd(p) => p.cache.write_cache = wce,
+                _ => {
+                    return Err(SimError::field(
+                        "drive.write_cache",
+                        "applies to hdd models only",
+                    ))
                 }
-                let mut profile = match &self.profile {
-                    Some(p) => HddProfile::from_toml(&read(p)?)
-                        .map_err(|e| SimError::field("drive.profile", format!("{p}: {e}")))?,
-                    None => HddProfile::default_22tb(),
-                };
-                if let Some(wce) = self.write_cache {
-                    profile.cache.write_cache = wce;
-                }
-                Ok(DriveSetup::Hdd(Box::new(profile)))
             }
-            Model::Instant => {
+        }
+        let capacity = match &config {
+            DriveConfig::Hdd(p) => p.geometry.capacity_sectors * u64::from(p.geometry.sector_bytes),
+            DriveConfig::Ssd(p) => p.capacity_sectors * u64::from(p.sector_bytes),
+            DriveConfig::Instant => {
                 let text = self.capacity.as_deref().unwrap_or("1TiB");
-                let capacity =
-                    workload::parse_size(text).map_err(|m| SimError::field("drive.capacity", m))?;
-                if capacity < 1 << 20 {
-                    return Err(SimError::field("drive.capacity", "must be at least 1MiB"));
-                }
-                Ok(DriveSetup::Instant { capacity })
+                workload::parse_size(text).map_err(|m| SimError::field("drive.capacity", m))?
             }
-            Model::Ssd => Err(SimError::field("drive.model", "ssd is not available yet")),
+        };
+        if self.capacity.is_some() && !matches!(config, DriveConfig::Instant) {
+            return Err(SimError::field(
+                "drive.capacity",
+                "only the instant model takes a capacity",
+            ));
         }
-    }
-}
-
-impl DriveSetup {
-    /// Capacity in bytes.
-    pub fn capacity(&self) -> u64 {
-        match self {
-            Self::Hdd(p) => p.geometry.capacity_sectors * u64::from(p.geometry.sector_bytes),
-            Self::Instant { capacity } => *capacity,
+        if capacity < 1 << 20 {
+            return Err(SimError::field("drive.capacity", "must be at least 1MiB"));
         }
+        // Built once here so a profile the model refuses fails at load, not in a sweep thread.
+        config
+            .build()
+            .map_err(|e| SimError::field("drive.profile", e.to_string()))?;
+        Ok(DriveSetup { config, capacity })
     }
 }
 
@@ -213,26 +229,13 @@ fn run_on<D: Drive>(
     run_point(queue, setup)
 }
 
-/// Builds the variant's device and runs one point on it.
+/// Builds the variant's device and runs one point on it (each model monomorphised: no dynamic
+/// dispatch in the loop).
 pub fn run(variant: &Variant, setup: &PointSetup) -> Result<PointResult, SimError> {
-    match &variant.drive {
-        DriveSetup::Hdd(p) => {
-            let hdd = Hdd::new(p).map_err(|e| SimError::field("drive.profile", e.to_string()))?;
-            run_on(hdd, variant, setup)
-        }
-        DriveSetup::Instant { .. } => run_on(Instant, variant, setup),
-    }
-}
-
-/// An ordering policy by name.
-fn ordering(name: &str) -> Result<Scheduler, SimError> {
-    match name {
-        "default" => Ok(Scheduler::CdlAware(DeadlineAware::new(
-            DeadlineAwareConfig::default(),
-        ))),
-        other => Err(SimError::field(
-            "queue.scheduler",
-            format!("unknown scheduler {other:?}"),
-        )),
+    let err = |e: drive::ProfileError| SimError::field("drive.profile", e.to_string());
+    match &variant.drive.config {
+        DriveConfig::Hdd(p) => run_on(Hdd::new(p).map_err(err)?, variant, setup),
+        DriveConfig::Ssd(p) => run_on(Ssd::new(p).map_err(err)?, variant, setup),
+        DriveConfig::Instant => run_on(Instant, variant, setup),
     }
 }

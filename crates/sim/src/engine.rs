@@ -40,15 +40,44 @@ pub struct PointSetup {
 #[derive(Clone, Debug, Default)]
 pub struct PointResult {
     pub total: LatencyStats,
-    pub classes: [LatencyStats; CLASSES],
+    /// Per (class, DLD) group, indexed by [`group`].
+    pub groups: Vec<LatencyStats>,
     /// Reads only (for read SLAs, spec/drive-model.md §4 A1–A4).
     pub reads: LatencyStats,
-    /// Classes that had commands submitted.
-    pub used: [bool; CLASSES],
+    /// Groups that had commands submitted.
+    pub used: Vec<bool>,
     /// Length of the measured interval.
     pub interval: Ns,
     /// Completions simulated, ramp included.
     pub commands: u64,
+}
+
+/// Commands are reported per priority class and duration limit descriptor: class `c` with
+/// DLD `d` is group `c * 8 + d`.
+pub const GROUPS: usize = CLASSES * 8;
+
+pub fn group(class: Class, dld: u8) -> usize {
+    class.index() * 8 + usize::from(dld.min(7))
+}
+
+/// A group's name: the class name, plus `-dld<n>` for duration-limited commands
+/// ("medium", "medium-dld1").
+pub fn group_name(group: usize) -> String {
+    let class = Class::from_index(group / 8).map_or("?", Class::name);
+    match group % 8 {
+        0 => class.to_owned(),
+        dld => format!("{class}-dld{dld}"),
+    }
+}
+
+impl PointResult {
+    /// Used groups in class order, then DLD order.
+    pub fn used_groups(&self) -> impl Iterator<Item = (usize, &LatencyStats)> {
+        self.groups
+            .iter()
+            .enumerate()
+            .filter(|(g, _)| self.used.get(*g).copied().unwrap_or(false))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -107,10 +136,10 @@ impl Meter {
         }
         let latency = now.saturating_sub(slot.submitted_at);
         let bytes = if delivered { slot.io.bytes() } else { 0 };
-        let class = slot.io.class.index();
+        let g = group(slot.io.class, slot.io.dld);
         let mut groups = [
             Some(&mut self.result.total),
-            self.result.classes.get_mut(class),
+            self.result.groups.get_mut(g),
             None,
         ];
         if !slot.io.write {
@@ -149,12 +178,7 @@ pub fn run_point<D: Drive>(
         seq: 0,
         replica_rng: Rng::new(stream_seed(setup.seed, u64::from(u32::MAX))),
     };
-    let mut used = [false; CLASSES];
     for (j, job) in setup.jobs.iter().enumerate() {
-        used[job.class.index()] = true;
-        for p in &job.prios {
-            used[p.class.index()] = true;
-        }
         // Streams depend on the job's position only, so every point and variant of an
         // experiment sees the same command sequence (common random numbers).
         host.generators.push(Generator::new(
@@ -175,7 +199,8 @@ pub fn run_point<D: Drive>(
     }
     let mut meter = Meter {
         result: PointResult {
-            used,
+            groups: vec![LatencyStats::new(); GROUPS],
+            used: vec![false; GROUPS],
             ..PointResult::default()
         },
         seen: 0,
@@ -201,7 +226,13 @@ pub fn run_point<D: Drive>(
                     break;
                 };
                 match event {
-                    HostEvent::Submit(s) => submit(&mut queue, &mut host, setup, now, s)?,
+                    HostEvent::Submit(s) => {
+                        if let Some(g) = submit(&mut queue, &mut host, setup, now, s)? {
+                            if let Some(u) = meter.result.used.get_mut(g) {
+                                *u = true;
+                            }
+                        }
+                    }
                     HostEvent::Reserved(s) => {
                         if let Some(slot) = host.slots.get(s as usize).copied() {
                             let (outcome, missed) = slot.device;
@@ -241,15 +272,16 @@ fn placeholder_io() -> Io {
     }
 }
 
+/// Issues the slot's next command, if its job is not finished; returns its group.
 fn submit<D: Drive>(
     queue: &mut Queue<D>,
     host: &mut Host,
     setup: &PointSetup,
     now: Ns,
     s: u32,
-) -> Result<(), SimError> {
+) -> Result<Option<usize>, SimError> {
     let Some(slot) = host.slots.get_mut(s as usize) else {
-        return Ok(());
+        return Ok(None);
     };
     let j = slot.job as usize;
     let (Some(job), Some(generator), Some(issued)) = (
@@ -257,10 +289,10 @@ fn submit<D: Drive>(
         host.generators.get_mut(j),
         host.issued.get_mut(j),
     ) else {
-        return Ok(());
+        return Ok(None);
     };
     if job.number_ios.is_some_and(|n| *issued >= n) || job.runtime_ns.is_some_and(|t| now >= t) {
-        return Ok(());
+        return Ok(None);
     }
     *issued += 1;
     let io = generator.next_io();
@@ -282,7 +314,8 @@ fn submit<D: Drive>(
     };
     queue
         .submit(now, cmd)
-        .map_err(|e| SimError::Device(e.to_string()))
+        .map_err(|e| SimError::Device(e.to_string()))?;
+    Ok(Some(group(io.class, io.dld)))
 }
 
 fn complete(host: &mut Host, meter: &mut Meter, setup: &PointSetup, c: &Completion) {

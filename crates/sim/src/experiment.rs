@@ -243,7 +243,7 @@ impl Experiment {
             return Err(SimError::field("job", "at least one [[job]] is needed"));
         }
         let drive = file.drive.prepare(base)?;
-        let capacity = drive.capacity();
+        let capacity = drive.capacity;
         let cdl = file.cdl.pages()?;
         file.queue.config(cdl)?;
         let replica = file.replica.map(Replica::new).transpose()?;

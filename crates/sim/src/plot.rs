@@ -1,10 +1,10 @@
 //! Figures as SVG (plotters' SVG backend: no system fonts or libraries needed): IOPS vs queue
 //! depth, p99 per class vs queue depth, and the latency CDF per class at the deepest queue.
 
+use crate::engine::group_name;
 use crate::experiment::Experiment;
 use crate::report::Report;
 use plotters::prelude::*;
-use qos::Class;
 use std::path::{Path, PathBuf};
 
 type Series = (String, Vec<(f64, f64)>);
@@ -86,24 +86,22 @@ pub fn write(dir: &Path, exp: &Experiment, report: &Report) -> Result<Vec<PathBu
             .iter()
             .filter(|(p, _)| p.variant == v)
             .max_by_key(|(p, _)| p.qd);
-        for class in Class::ALL {
-            let name = class.name();
+        let mut names: Vec<&String> = points.iter().flat_map(|p| p.classes.keys()).collect();
+        names.sort();
+        names.dedup();
+        for name in names {
             let line: Vec<(f64, f64)> = points
                 .iter()
                 .filter_map(|p| p.classes.get(name).map(|s| (f64::from(p.qd), s.lat_ms.p99)))
                 .collect();
-            if !line.is_empty() {
-                p99.push((format!("{} {name}", variant.name), line));
-            }
-            if let Some((p, r)) = deepest {
-                if r.used.get(class.index()).copied().unwrap_or(false) {
-                    if let Some(stats) = r.classes.get(class.index()) {
-                        cdf.push((
-                            format!("{} {name} (QD {})", variant.name, p.qd),
-                            stats.cdf(),
-                        ));
-                    }
-                }
+            p99.push((format!("{} {name}", variant.name), line));
+        }
+        if let Some((p, r)) = deepest {
+            for (g, stats) in r.used_groups() {
+                cdf.push((
+                    format!("{} {} (QD {})", variant.name, group_name(g), p.qd),
+                    stats.cdf(),
+                ));
             }
         }
     }

@@ -1,9 +1,9 @@
 //! Results of a run: the JSON object of issue 3 (field order is output order; classes in a
 //! BTreeMap, so the same file and seed print the same bytes) and a readable table.
 
+use crate::engine::group_name;
 use crate::engine::PointResult;
 use crate::experiment::{Experiment, Point};
-use qos::Class;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -40,15 +40,9 @@ pub struct Report {
 
 impl PointReport {
     pub fn new(exp: &Experiment, point: Point, r: &PointResult) -> Self {
-        let classes = Class::ALL
-            .iter()
-            .filter(|c| r.used.get(c.index()).copied().unwrap_or(false))
-            .filter_map(|c| {
-                Some((
-                    c.name().to_owned(),
-                    r.classes.get(c.index())?.summary(r.interval),
-                ))
-            })
+        let classes = r
+            .used_groups()
+            .map(|(g, stats)| (group_name(g), stats.summary(r.interval)))
             .collect();
         Self {
             variant: exp
