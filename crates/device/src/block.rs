@@ -35,7 +35,7 @@ impl LogicalUnit {
     }
 
     fn check_writable(&self) -> Result<(), Sense> {
-        if self.config().read_only {
+        if self.write_protected() {
             return Err(Sense::new(SenseKey::DataProtect, Asc::WRITE_PROTECTED));
         }
         Ok(())

@@ -28,6 +28,8 @@ pub struct LogicalUnit {
     /// Copies of mode values read on every command, kept in step with `mode`.
     d_sense: AtomicBool,
     pub(crate) wce: AtomicBool,
+    /// Control mode page SWP: writes fail as if the LU were read-only.
+    pub(crate) swp: AtomicBool,
     /// START STOP UNIT with START = 0 stopped the unit (SBC-4 §4.20).
     stopped: AtomicBool,
     pub(crate) unit_attentions: UnitAttentions,
@@ -80,6 +82,7 @@ impl LogicalUnit {
         let default_mode = ModeParameters {
             wce: config.write_cache,
             d_sense: false,
+            swp: false,
         };
         store.set_write_through(!config.write_cache);
         Ok(LogicalUnit {
@@ -94,6 +97,7 @@ impl LogicalUnit {
             mode: Mutex::new(default_mode),
             d_sense: AtomicBool::new(false),
             wce: AtomicBool::new(default_mode.wce),
+            swp: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             unit_attentions: UnitAttentions::default(),
         })
@@ -120,6 +124,11 @@ impl LogicalUnit {
     /// Whether sense data should be in descriptor format (Control mode page D_SENSE).
     pub fn descriptor_sense(&self) -> bool {
         self.d_sense.load(Ordering::Relaxed)
+    }
+
+    /// Read-only by configuration or by the Control mode page's SWP bit.
+    pub fn write_protected(&self) -> bool {
+        self.config.read_only || self.swp.load(Ordering::Relaxed)
     }
 
     pub fn store(&self) -> &dyn Store {
@@ -152,6 +161,7 @@ impl LogicalUnit {
         *mode = new;
         self.d_sense.store(new.d_sense, Ordering::Relaxed);
         self.wce.store(new.wce, Ordering::Relaxed);
+        self.swp.store(new.swp, Ordering::Relaxed);
         // WCE = 0: every write reaches stable storage before GOOD (SBC-4 §4.15).
         self.store.set_write_through(!new.wce);
     }
@@ -238,7 +248,7 @@ impl LogicalUnit {
                 let ctx = ModeSenseContext {
                     current: &current,
                     default: &self.default_mode,
-                    write_protected: self.config.read_only,
+                    write_protected: self.write_protected(),
                     number_of_blocks: self.blocks,
                     block_length: self.config.block_size,
                 };

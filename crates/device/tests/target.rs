@@ -480,3 +480,118 @@ fn target_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Target>();
 }
+
+#[test]
+fn software_write_protect_via_control_page() {
+    let t = target();
+    let n = ready(&t, 1);
+    let (_, changeable) = run(&t, &n, 0, &[0x1A, 0x08, 0x4A, 0, 255, 0], &[]);
+    assert_eq!(changeable[4 + 4] & 0x08, 0x08, "SWP is changeable");
+    let (_, mut page) = run(&t, &n, 0, &[0x1A, 0x08, 0x0A, 0, 255, 0], &[]);
+    page[0] = 0;
+    page[4 + 4] |= 0x08;
+    let len = page.len() as u8;
+    assert_eq!(
+        run(&t, &n, 0, &[0x15, 0x10, 0, 0, len, 0], &page).0,
+        Completion::GOOD
+    );
+    assert_eq!(run(&t, &n, 0, &read10(0, 1), &[]).0, Completion::GOOD);
+    let (c, _) = run(&t, &n, 0, &write16(0, 1, false), &[0; 512]);
+    assert_eq!(sense_of(&c), (SenseKey::DataProtect, Asc::WRITE_PROTECTED));
+    let (_, ms) = run(&t, &n, 0, &[0x1A, 0x08, 0x0A, 0, 255, 0], &[]);
+    assert_eq!(ms[2] & 0x80, 0x80, "WP");
+    page[4 + 4] &= !0x08;
+    assert_eq!(
+        run(&t, &n, 0, &[0x15, 0x10, 0, 0, len, 0], &page).0,
+        Completion::GOOD
+    );
+    assert_eq!(
+        run(&t, &n, 0, &write16(0, 1, false), &[0; 512]).0,
+        Completion::GOOD
+    );
+}
+
+#[test]
+fn mode_select_errors() {
+    let t = target();
+    let n = ready(&t, 1);
+    // Data-out shorter than the PARAMETER LIST LENGTH.
+    let (c, _) = run(&t, &n, 0, &[0x15, 0x10, 0, 0, 24, 0], &[0; 10]);
+    assert_eq!(
+        sense_of(&c),
+        (SenseKey::IllegalRequest, Asc::PARAMETER_LIST_LENGTH_ERROR)
+    );
+    // SP = 1.
+    let (c, _) = run(&t, &n, 0, &[0x15, 0x11, 0, 0, 24, 0], &[0; 24]);
+    assert_eq!(c.sense, Some(Sense::invalid_field_in_cdb(1, Some(0))));
+    // Saved values.
+    let (c, _) = run(&t, &n, 0, &[0x1A, 0, 0xC8, 0, 255, 0], &[]);
+    assert_eq!(
+        sense_of(&c),
+        (
+            SenseKey::IllegalRequest,
+            Asc::SAVING_PARAMETERS_NOT_SUPPORTED
+        )
+    );
+    // A non-changeable bit of the caching page (RCD), parameter-list pointer.
+    let (_, mut page) = run(&t, &n, 0, &[0x1A, 0x08, 0x08, 0, 255, 0], &[]);
+    page[0] = 0;
+    page[4 + 2] |= 0x01;
+    let len = page.len() as u8;
+    let (c, _) = run(&t, &n, 0, &[0x15, 0x10, 0, 0, len, 0], &page);
+    assert_eq!(
+        c.sense,
+        Some(Sense::invalid_field_in_parameter_list(6, Some(0)))
+    );
+}
+
+#[test]
+fn random_commands_never_panic() {
+    let t = Target::new(vec![(0, ram_lu(LuConfig::new("iqn.test:t", 0, 1 << 20)))]);
+    let n = nexus(1);
+    let mut state = 0xD1CE_0000_0000_0007u64;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    let data_out = vec![0x5Au8; 8192];
+    let mut data_in = Vec::new();
+    for i in 0..30_000u32 {
+        let len = (next() % 17) as usize;
+        let mut cdb: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        if !cdb.is_empty() && i % 2 == 0 {
+            let info = &scsi::COMMANDS[(next() as usize) % scsi::COMMANDS.len()];
+            cdb[0] = info.opcode();
+            for (b, m) in cdb.iter_mut().zip(info.usage).skip(1) {
+                *b &= *m;
+            }
+            if let (Some(sa), Some(b)) = (info.service_action, cdb.get_mut(1)) {
+                *b = sa as u8;
+            }
+            // Keep LBAs small often enough to reach the store.
+            if i % 4 == 0 {
+                for b in cdb.iter_mut().skip(2).take(4) {
+                    *b = 0;
+                }
+            }
+        }
+        let lun = next() % 3;
+        let _ = t.transfer(lun, &cdb);
+        let out = &data_out[..(next() % 8192) as usize];
+        data_in.clear();
+        let req = Request {
+            nexus: &n,
+            lun,
+            cdb: &cdb,
+            attribute: TaskAttribute::Simple,
+            data_out: out,
+        };
+        let c = t.execute(&req, &mut data_in);
+        assert_eq!(c.status == Status::CheckCondition, c.sense.is_some());
+        if i % 1000 == 0 {
+            t.task_management(&n, lun, TaskManagement::LogicalUnitReset);
+        }
+    }
+}

@@ -245,11 +245,9 @@ pub(crate) fn mode_sense10(c: &[u8]) -> Decoded {
     mode_sense(c, true, be16(c, 7))
 }
 
-/// SP = 1 asks to save pages, which this device cannot (SPC-5 §6.12).
+/// SP (byte 1 bit 0) is left out of the usage mask: saving pages is not supported, so SP = 1
+/// fails the generic reserved-bit check with the right pointer (SPC-5 §6.12).
 fn mode_select(c: &[u8], ten: bool, parameter_list_length: u16) -> Decoded {
-    if bit(c, 1, 0) {
-        return Err(Sense::invalid_field_in_cdb(1, Some(0)));
-    }
     Ok(Command::ModeSelect(ModeSelect {
         ten,
         pf: bit(c, 1, 4),

@@ -20,6 +20,8 @@ pub struct ModeParameters {
     pub wce: bool,
     /// D_SENSE, Control page byte 2 bit 2 (SPC-5 table 457): descriptor-format sense.
     pub d_sense: bool,
+    /// SWP, Control page byte 4 bit 3 (SPC-5 table 457): software write protect.
+    pub swp: bool,
 }
 
 /// Every (page, subpage) implemented, in MODE SENSE "all pages" order.
@@ -65,7 +67,7 @@ fn page_bytes(
             };
             p
         }
-        // Control (SPC-5 §7.5.9, table 457): D_SENSE changeable; GLTSD = 1 (no log saving),
+        // Control (SPC-5 §7.5.9, table 457): D_SENSE and SWP changeable; GLTSD = 1 (no log saving),
         // QUEUE ALGORITHM MODIFIER 1 (unrestricted reordering allowed).
         (CONTROL, 0) => {
             let mut p = vec![0u8; 12];
@@ -75,9 +77,13 @@ fn page_bytes(
                 Some(v) => {
                     p[2] = u8::from(v.d_sense) << 2 | 0x02;
                     p[3] = 0x10;
+                    p[4] = u8::from(v.swp) << 3;
                     p[8..10].copy_from_slice(&0xFFFFu16.to_be_bytes()); // BUSY TIMEOUT PERIOD: unlimited
                 }
-                None => p[2] = 0x04,
+                None => {
+                    p[2] = 0x04;
+                    p[4] = 0x08;
+                }
             }
             p
         }
@@ -275,7 +281,10 @@ pub fn mode_select(
         }
         match (page, subpage) {
             (CACHING, 0) => new.wce = got[2] & 0x04 != 0,
-            (CONTROL, 0) => new.d_sense = got[2] & 0x04 != 0,
+            (CONTROL, 0) => {
+                new.d_sense = got[2] & 0x04 != 0;
+                new.swp = got[4] & 0x08 != 0;
+            }
             _ => {}
         }
         at += cur.len();
@@ -291,6 +300,7 @@ mod tests {
     const DEF: ModeParameters = ModeParameters {
         wce: true,
         d_sense: false,
+        swp: false,
     };
 
     fn sense(
@@ -412,7 +422,8 @@ mod tests {
             new,
             ModeParameters {
                 wce: false,
-                d_sense: false
+                d_sense: false,
+                swp: false
             }
         );
         let mut bad = caching_select(false);

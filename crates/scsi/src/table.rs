@@ -118,7 +118,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         false,
         1,
         d::mode_select6,
-        [0x15, 0x11, 0, 0, F, NACA]
+        [0x15, 0x10, 0, 0, F, NACA]
     ),
     entry!(
         "MODE SENSE(6)",
@@ -208,7 +208,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         false,
         1,
         d::mode_select10,
-        [0x55, 0x11, 0, 0, 0, 0, 0, F, F, NACA]
+        [0x55, 0x10, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
         "MODE SENSE(10)",
