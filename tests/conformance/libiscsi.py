@@ -54,6 +54,7 @@ def list_suites():
 
 
 TEST_RE = re.compile(r"^\s+Test: (\S+) \.\.\.")
+VERDICT_RE = re.compile(r"(?<!\[)\b(passed|FAILED)\b(?!\])")
 
 
 def run_suite(suite, url):
@@ -73,14 +74,15 @@ def run_suite(suite, url):
         if name is None:
             return
         text = "\n".join(block)
-        if "FAILED" in text or "<timeout>" in name:
+        # CUnit prints the verdict after the test's own output; whatever follows it on the same
+        # line belongs to the suite's teardown, not to this test.
+        m = VERDICT_RE.search(text)
+        if m is None or m.group(1) == "FAILED" or "<timeout>" in name:
             res = "fail"
-        elif "[SKIPPED]" in text:
+        elif "[SKIPPED]" in text[: m.start()]:
             res = "skip"
-        elif "passed" in text:
-            res = "pass"
         else:
-            res = "fail"
+            res = "pass"
         detail = ""
         for l in block:
             l = l.strip()
