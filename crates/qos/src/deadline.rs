@@ -7,6 +7,7 @@
 use crate::cdl::PerfVsDurationGuideline;
 use crate::order::{Candidate, OrderingPolicy};
 use drive::{Drive, Ns};
+use std::fmt;
 use std::str::FromStr;
 
 /// Tuning of [`DeadlineAware`].
@@ -70,9 +71,13 @@ const INITIAL_SERVICE_NS: f64 = 12e6;
 /// best of n random positionings costs about 2P/(n+1) (P = mean positioning time in the queue),
 /// so deferring it costs that much later; unlimited commands have no such cost. A late command
 /// (negative slack) gets 2P per service time late on top, so late commands go in deadline order.
-#[derive(Clone, Debug)]
+///
+/// With a base policy ([`DeadlineAware::with_base`]) the base picks among all commands (keeping
+/// its own tail control, e.g. aged SPTF) and a limited command replaces that pick only when its
+/// cost with the bonus is lower than the base pick's.
 pub struct DeadlineAware {
     config: DeadlineAwareConfig,
+    base: Option<Box<dyn OrderingPolicy + Send>>,
     budget: f64,
     mean_service: f64,
     /// Decaying sums: positioning time spent beyond the base choice, and service time.
@@ -82,15 +87,37 @@ pub struct DeadlineAware {
     positioning: Vec<f64>,
 }
 
+impl fmt::Debug for DeadlineAware {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeadlineAware")
+            .field("config", &self.config)
+            .field("base", &self.base.as_ref().map(|_| ".."))
+            .field("budget", &self.budget)
+            .field("mean_service", &self.mean_service)
+            .finish()
+    }
+}
+
 impl DeadlineAware {
+    /// Over shortest positioning time first (with the configured aging).
     pub fn new(config: DeadlineAwareConfig) -> Self {
         Self {
             config,
+            base: None,
             budget: PerfVsDurationGuideline::default().fraction(),
             mean_service: INITIAL_SERVICE_NS,
             extra: 0.0,
             busy: 0.0,
             positioning: Vec::new(),
+        }
+    }
+
+    /// Over `base` (e.g. the default ordering policy of [`crate::order`]), so that a run with
+    /// CDL differs from the same run without it only by the deadline bonus.
+    pub fn with_base(config: DeadlineAwareConfig, base: Box<dyn OrderingPolicy + Send>) -> Self {
+        Self {
+            base: Some(base),
+            ..Self::new(config)
         }
     }
 
@@ -134,24 +161,43 @@ impl OrderingPolicy for DeadlineAware {
         );
         let mean = self.positioning.iter().sum::<f64>() / self.positioning.len().max(1) as f64;
         let use_bonus = self.within_budget();
-        // (index, cost, positioning) of the base choice and of the choice with the bonus.
-        let mut base = (0usize, f64::INFINITY, 0.0f64);
-        let mut best = (0usize, f64::INFINITY, 0.0f64);
-        for (i, (c, positioning)) in queue.iter().zip(&self.positioning).enumerate() {
+        let external = self
+            .base
+            .as_mut()
+            .map(|b| b.pick(now, queue, drive).min(queue.len().saturating_sub(1)));
+        let config = self.config;
+        let aged = |i: usize, c: &Candidate, positioning: &[f64]| {
             let age = now.saturating_sub(c.arrived) as f64;
-            let cost = positioning - self.config.aging * age;
-            if cost < base.1 {
-                base = (i, cost, *positioning);
-            }
-            let cost = match c.deadline {
-                Some(d) if use_bonus => cost - self.bonus(now, d, mean),
-                _ => cost,
-            };
-            if cost < best.1 {
-                best = (i, cost, *positioning);
+            positioning.get(i).copied().unwrap_or(0.0) - config.aging * age
+        };
+        let with_bonus = |i: usize, c: &Candidate, positioning: &[f64]| match c.deadline {
+            Some(d) if use_bonus => aged(i, c, positioning) - self.bonus(now, d, mean),
+            _ => aged(i, c, positioning),
+        };
+        // The base choice: the base policy's pick, or the lowest aged positioning time.
+        let base = external.unwrap_or_else(|| {
+            (0..queue.len())
+                .zip(queue)
+                .map(|(i, c)| (aged(i, c, &self.positioning), i))
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+                .map_or(0, |(_, i)| i)
+        });
+        let mut best = (
+            base,
+            queue
+                .get(base)
+                .map_or(0.0, |c| with_bonus(base, c, &self.positioning)),
+        );
+        for (i, c) in queue.iter().enumerate() {
+            if c.deadline.is_some() {
+                let cost = with_bonus(i, c, &self.positioning);
+                if cost < best.1 {
+                    best = (i, cost);
+                }
             }
         }
-        self.extra = self.extra * (1.0 - DECAY) + (best.2 - base.2).max(0.0);
+        let at = |i: usize| self.positioning.get(i).copied().unwrap_or(0.0);
+        self.extra = self.extra * (1.0 - DECAY) + (at(best.0) - at(base)).max(0.0);
         best.0
     }
 }

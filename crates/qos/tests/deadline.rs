@@ -135,3 +135,23 @@ fn config_parses_from_key_value_pairs() {
     assert!(parse("aging").is_err_and(|e| e.contains("key=value")));
     assert!(parse("aging=nan").is_err_and(|e| e.contains("aging")));
 }
+
+#[test]
+fn over_a_base_policy_only_limited_commands_override_its_pick() {
+    let drive = FixedDrive::new(10 * MS);
+    let over_fifo = || {
+        let mut p = DeadlineAware::with_base(DeadlineAwareConfig::default(), Box::new(Fifo));
+        p.set_budget(PerfVsDurationGuideline::MAX);
+        p
+    };
+    // FIFO's pick stands against a closer unlimited command and a relaxed limited one.
+    let queue = [
+        cand(1, 900, None),
+        cand(2, 100, None),
+        cand(3, 800, Some(NOW + 1_000 * MS)),
+    ];
+    assert_eq!(over_fifo().pick(NOW, &queue, &drive), 0);
+    // A limited command short of slack takes over.
+    let queue = [cand(1, 900, None), cand(2, 5_000, Some(NOW + 13 * MS))];
+    assert_eq!(over_fifo().pick(NOW, &queue, &drive), 1);
+}
