@@ -148,7 +148,7 @@ fn over_a_base_policy_only_limited_commands_override_its_pick() {
     let queue = [
         cand(1, 900, None),
         cand(2, 100, None),
-        cand(3, 800, Some(NOW + 1_000 * MS)),
+        cand(3, 950, Some(NOW + 1_000 * MS)),
     ];
     assert_eq!(over_fifo().pick(NOW, &queue, &drive), 0);
     // A limited command short of slack takes over.
