@@ -31,7 +31,9 @@ impl Server {
                 Some(Ok(_)) => {}
                 _ => {
                     let _ = child.kill();
-                    panic!("stint serve exited before printing {expected_luns} URLs (got {urls:?})");
+                    panic!(
+                        "stint serve exited before printing {expected_luns} URLs (got {urls:?})"
+                    );
                 }
             }
         }
@@ -73,7 +75,10 @@ pub fn tool(program: &str, args: &[&str]) -> (bool, String) {
         .arg(program)
         .args(args)
         .output()
-        .unwrap_or_else(|e| panic!("{program} not runnable ({e}); ./test.sh installs libiscsi-bin"));
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        .unwrap_or_else(|e| {
+            panic!("{program} not runnable ({e}); ./test.sh installs libiscsi-bin")
+        });
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), text)
 }

@@ -1,0 +1,161 @@
+//! Data written through one iSCSI session reads back identically through another, for a RAM and
+//! a file LUN, and for the file LUN after a restart of `stint serve` (issue 2, item 2).
+
+mod common;
+use common::Server;
+use iscsi::initiator::{Initiator, LoginOptions};
+use std::net::SocketAddr;
+
+const BLOCK: usize = 512;
+
+/// Deterministic, position-dependent bytes, so a misplaced block cannot compare equal.
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn write16(lba: u64, blocks: u32, fua: bool) -> [u8; 16] {
+    let mut cdb = [0u8; 16];
+    cdb[0] = 0x8A;
+    cdb[1] = if fua { 0x08 } else { 0 };
+    cdb[2..10].copy_from_slice(&lba.to_be_bytes());
+    cdb[10..14].copy_from_slice(&blocks.to_be_bytes());
+    cdb
+}
+
+fn read10(lba: u32, blocks: u16) -> [u8; 10] {
+    let mut cdb = [0u8; 10];
+    cdb[0] = 0x28;
+    cdb[2..6].copy_from_slice(&lba.to_be_bytes());
+    cdb[7..9].copy_from_slice(&blocks.to_be_bytes());
+    cdb
+}
+
+/// (LBA, blocks): small, R2T-sized and unaligned extents, including the last block.
+fn extents(capacity_blocks: u64) -> Vec<(u64, u32)> {
+    vec![
+        (0, 8),
+        (8, 1),
+        (1000, 2048),
+        (5000, 3),
+        (capacity_blocks - 1, 1),
+        (capacity_blocks - 601, 600),
+    ]
+}
+
+async fn session(url: &str, initiator: &str, isid_low: u8) -> (Initiator, u64) {
+    // iscsi://host:port/target/lun
+    let rest = url.trim_start_matches("iscsi://");
+    let mut parts = rest.split('/');
+    let addr: SocketAddr = parts.next().unwrap().parse().unwrap();
+    let target = parts.next().unwrap();
+    let lun: u64 = parts.next().unwrap().parse().unwrap();
+    let mut opts = LoginOptions::new(initiator, Some(target));
+    opts.isid[5] = isid_low;
+    let mut s = Initiator::connect(addr, &opts).await.expect("login");
+    // A new I_T nexus first sees POWER ON, RESET OR BUS DEVICE RESET OCCURRED (SAM-5 §5.14);
+    // TEST UNIT READY consumes it, as initiators do at attach.
+    let tur = [0u8; 6];
+    let r = s
+        .scsi_command(lun, &tur, &[], 0)
+        .await
+        .expect("TEST UNIT READY");
+    if r.status != 0 {
+        assert_eq!(
+            (r.sense.get(2).map(|k| k & 0xF), r.sense.get(12)),
+            (Some(6), Some(&0x29)),
+            "{:02x?}",
+            r.sense
+        );
+        let r = s
+            .scsi_command(lun, &tur, &[], 0)
+            .await
+            .expect("TEST UNIT READY");
+        assert_eq!(
+            r.status, 0,
+            "unit attention did not clear: {:02x?}",
+            r.sense
+        );
+    }
+    (s, lun)
+}
+
+async fn write_all(url: &str, capacity_blocks: u64, fua: bool) {
+    let (mut s, lun) = session(url, "iqn.2026-11.dev.stint:writer", 1).await;
+    for (i, (lba, blocks)) in extents(capacity_blocks).into_iter().enumerate() {
+        let data = pattern(i as u64, blocks as usize * BLOCK);
+        let r = s
+            .scsi_command(lun, &write16(lba, blocks, fua), &data, 0)
+            .await
+            .expect("write");
+        assert_eq!(r.status, 0, "WRITE(16) at {lba}: sense {:02x?}", r.sense);
+    }
+    s.logout().await.expect("logout");
+}
+
+async fn verify_all(url: &str, capacity_blocks: u64) {
+    let (mut s, lun) = session(url, "iqn.2026-11.dev.stint:reader", 2).await;
+    for (i, (lba, blocks)) in extents(capacity_blocks).into_iter().enumerate() {
+        let want = pattern(i as u64, blocks as usize * BLOCK);
+        let cdb = read10(lba as u32, blocks as u16);
+        let r = s
+            .scsi_command(lun, &cdb, &[], want.len() as u32)
+            .await
+            .expect("read");
+        assert_eq!(r.status, 0, "READ(10) at {lba}: sense {:02x?}", r.sense);
+        assert!(
+            r.data_in == want,
+            "data at LBA {lba} ({blocks} blocks) differs from what was written"
+        );
+    }
+    s.logout().await.expect("logout");
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn ram_lun_round_trip_across_sessions() {
+    let capacity = 16 << 20;
+    let server = Server::start(&["--lun", &format!("ram:{capacity}")], 1);
+    let url = server.urls[0].clone();
+    let blocks = capacity / BLOCK as u64;
+    runtime().block_on(async {
+        write_all(&url, blocks, false).await;
+        verify_all(&url, blocks).await;
+    });
+}
+
+#[test]
+fn file_lun_round_trip_and_survives_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lun.img");
+    let capacity: u64 = 16 << 20;
+    let spec = format!("file:{}:{capacity}", path.display());
+    let blocks = capacity / BLOCK as u64;
+
+    let server = Server::start(&["--lun", &spec], 1);
+    let url = server.urls[0].clone();
+    runtime().block_on(async {
+        write_all(&url, blocks, true).await;
+        verify_all(&url, blocks).await;
+    });
+    assert!(server.stop(), "serve did not stop cleanly on SIGTERM");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), capacity);
+
+    // The existing file is reopened with its contents (size may be omitted).
+    let server = Server::start(&["--lun", &format!("file:{}", path.display())], 1);
+    let url = server.urls[0].clone();
+    runtime().block_on(verify_all(&url, blocks));
+}
