@@ -153,51 +153,61 @@ impl DeadlineAware {
 
 impl OrderingPolicy for DeadlineAware {
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
-        self.positioning.clear();
-        self.positioning.extend(
-            queue
-                .iter()
-                .map(|c| drive.positioning_time(now, &c.op) as f64),
-        );
-        let mean = self.positioning.iter().sum::<f64>() / self.positioning.len().max(1) as f64;
-        let use_bonus = self.within_budget();
+        self.extra *= 1.0 - DECAY;
+        let last = queue.len().saturating_sub(1);
         let external = self
             .base
             .as_mut()
-            .map(|b| b.pick(now, queue, drive).min(queue.len().saturating_sub(1)));
-        let config = self.config;
-        let aged = |i: usize, c: &Candidate, positioning: &[f64]| {
-            let age = now.saturating_sub(c.arrived) as f64;
-            positioning.get(i).copied().unwrap_or(0.0) - config.aging * age
-        };
-        let with_bonus = |i: usize, c: &Candidate, positioning: &[f64]| match c.deadline {
-            Some(d) if use_bonus => aged(i, c, positioning) - self.bonus(now, d, mean),
-            _ => aged(i, c, positioning),
+            .map(|b| b.pick(now, queue, drive).min(last));
+        let limited = queue.iter().any(|c| c.deadline.is_some());
+        if let (Some(b), false) = (external, limited) {
+            return b;
+        }
+        // Positioning of the candidates the choice depends on: all of them without a base
+        // policy; else the limited ones and the base pick (NaN: not needed).
+        let all = external.is_none();
+        self.positioning.clear();
+        self.positioning
+            .extend(queue.iter().enumerate().map(|(i, c)| {
+                if all || c.deadline.is_some() || external == Some(i) {
+                    drive.positioning_time(now, &c.op) as f64
+                } else {
+                    f64::NAN
+                }
+            }));
+        // P, the mean positioning time of a queued command; the limited ones are a fair sample.
+        let (sum, n) = queue
+            .iter()
+            .zip(&self.positioning)
+            .filter(|(c, _)| all || c.deadline.is_some())
+            .fold((0.0, 0u32), |(sum, n), (_, p)| (sum + p, n + 1));
+        let mean = sum / f64::from(n.max(1));
+        let use_bonus = self.within_budget();
+        let positioning = |i: usize| self.positioning.get(i).copied().unwrap_or(0.0);
+        let cost = |i: usize, bonus: bool| {
+            let Some(c) = queue.get(i) else {
+                return f64::INFINITY;
+            };
+            let aged = positioning(i) - self.config.aging * now.saturating_sub(c.arrived) as f64;
+            match c.deadline {
+                Some(d) if bonus && use_bonus => aged - self.bonus(now, d, mean),
+                _ => aged,
+            }
         };
         // The base choice: the base policy's pick, or the lowest aged positioning time.
         let base = external.unwrap_or_else(|| {
             (0..queue.len())
-                .zip(queue)
-                .map(|(i, c)| (aged(i, c, &self.positioning), i))
+                .map(|i| (cost(i, false), i))
                 .min_by(|a, b| a.0.total_cmp(&b.0))
                 .map_or(0, |(_, i)| i)
         });
-        let mut best = (
-            base,
-            queue
-                .get(base)
-                .map_or(0.0, |c| with_bonus(base, c, &self.positioning)),
-        );
+        let mut best = (base, cost(base, true));
         for (i, c) in queue.iter().enumerate() {
-            if c.deadline.is_some() {
-                let cost = with_bonus(i, c, &self.positioning);
-                if cost < best.1 {
-                    best = (i, cost);
-                }
+            if c.deadline.is_some() && cost(i, true) < best.1 {
+                best = (i, cost(i, true));
             }
         }
-        let at = |i: usize| self.positioning.get(i).copied().unwrap_or(0.0);
-        self.extra = self.extra * (1.0 - DECAY) + (at(best.0) - at(base)).max(0.0);
+        self.extra += (positioning(best.0) - positioning(base)).max(0.0);
         best.0
     }
 }
