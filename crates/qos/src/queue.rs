@@ -346,6 +346,11 @@ impl<D: Drive> Queue<D> {
         &self.drive
     }
 
+    /// The drive model, e.g. to change its write cache setting after MODE SELECT.
+    pub fn drive_mut(&mut self) -> &mut D {
+        &mut self.drive
+    }
+
     /// Commands in the queue (submitted, queued or in service).
     pub fn len(&self) -> usize {
         self.waiting.iter().sum::<usize>() + self.candidates.len() + self.active

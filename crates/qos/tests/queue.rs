@@ -122,3 +122,13 @@ fn counters_per_class_and_descriptor() {
     assert_eq!(s.descriptor(2, false).commands, 1);
     assert_eq!(s.descriptor(0, true).commands, 1);
 }
+
+#[test]
+fn a_queue_can_move_to_another_thread() {
+    fn send<T: Send>(_: &T) {}
+    let q = fifo_queue(QueueConfig::default(), FixedDrive::new(MS));
+    send(&q);
+    let mut q = q;
+    q.drive_mut().units = 2;
+    assert_eq!(q.drive().units, 2);
+}
