@@ -336,3 +336,96 @@ fn complete(host: &mut Host, meter: &mut Meter, setup: &PointSetup, c: &Completi
     meter.record(c.at, &slot, c.outcome, c.missed.any(), !failed);
     host.schedule(c.at + setup.turnaround, HostEvent::Submit(s));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drive::Instant;
+    use qos::order::Fifo;
+    use qos::{QueueConfig, Scheduler};
+    use workload::JobSpec;
+
+    fn job(text: &str) -> Job {
+        let spec: JobSpec = toml::from_str(&format!("name = \"j\"\n{text}")).unwrap();
+        spec.compile(1 << 40).unwrap()
+    }
+
+    fn setup(jobs: Vec<Job>, stop: Stop) -> PointSetup {
+        PointSetup {
+            jobs,
+            turnaround: 50_000,
+            ramp: 0,
+            stop,
+            replica: None,
+            seed: 1,
+        }
+    }
+
+    fn instant_queue() -> Queue<Instant> {
+        Queue::new(
+            QueueConfig::default(),
+            Instant,
+            Scheduler::Policy(Box::new(Fifo)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn closed_loop_on_an_instant_drive_runs_at_the_turnaround_rate() {
+        // Zero service time: each of the 4 slots cycles every 50 µs, so 80,000 IOPS, latency 0.
+        let r = run_point(
+            instant_queue(),
+            &setup(vec![job("iodepth = 4")], Stop::Ios(4000)),
+        )
+        .unwrap();
+        assert_eq!(r.total.count(), 4000);
+        let s = r.total.summary(r.interval);
+        assert_eq!(s.lat_ms.max, 0.0);
+        // 4000 completions after the first: 999 more cycles of 50 µs.
+        assert_eq!(r.interval, 999 * 50_000);
+        assert!(
+            (s.iops - 4000.0 / (999.0 * 50e-6)).abs() < 1.0,
+            "{}",
+            s.iops
+        );
+        assert_eq!(r.commands, 4000);
+    }
+
+    #[test]
+    fn ramp_is_discarded_and_groups_split_by_class_and_dld() {
+        let jobs = vec![job(
+            "iodepth = 2\ncmdprio_percentage = 50\ncmdprio_hint = 3\ncmdprio_class = \"rt\"",
+        )];
+        let mut s = setup(jobs, Stop::Ios(1000));
+        s.ramp = 100;
+        let r = run_point(instant_queue(), &s).unwrap();
+        assert_eq!(r.commands, 1100);
+        assert_eq!(r.total.count(), 1000);
+        let names: Vec<String> = r.used_groups().map(|(g, _)| group_name(g)).collect();
+        assert_eq!(names, ["high-dld3", "medium"]);
+        let counts: Vec<u64> = r.used_groups().map(|(_, s)| s.count()).collect();
+        assert_eq!(counts.iter().sum::<u64>(), 1000);
+        assert!(counts.iter().all(|c| (400..600).contains(c)), "{counts:?}");
+    }
+
+    #[test]
+    fn number_ios_ends_a_job_and_the_point() {
+        let r = run_point(
+            instant_queue(),
+            &setup(vec![job("iodepth = 3\nnumber_ios = 10")], Stop::Ios(1000)),
+        )
+        .unwrap();
+        assert_eq!(r.total.count(), 10);
+    }
+
+    #[test]
+    fn runtime_stop_measures_simulated_time() {
+        let mut s = setup(vec![job("")], Stop::Runtime(10_000_000));
+        // The measured interval starts at the ramp's last completion (t = 0 here).
+        s.ramp = 1;
+        let r = run_point(instant_queue(), &s).unwrap();
+        // One slot, 50 µs per cycle: 10 ms is 200 cycles.
+        assert_eq!(r.interval, 10_000_000);
+        assert_eq!(r.total.count(), 200);
+    }
+}

@@ -9,21 +9,46 @@ use std::path::{Path, PathBuf};
 
 type Series = (String, Vec<(f64, f64)>);
 
+/// Draws lines with markers; with `log_x` the x axis is logarithmic (values below 1 µs in ms
+/// are clamped), labelled in the original unit.
 fn chart(
     path: &Path,
     title: &str,
-    x_desc: &str,
-    y_desc: &str,
+    (x_desc, y_desc): (&str, &str),
+    log_x: bool,
     series: &[Series],
 ) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let (mut x_max, mut y_max) = (1.0f64, 1.0f64);
-    for (_, pts) in series {
+    let fx = |x: f64| if log_x { x.max(1e-3).log10() } else { x };
+    let series: Vec<Series> = series
+        .iter()
+        .map(|(n, pts)| (n.clone(), pts.iter().map(|(x, y)| (fx(*x), *y)).collect()))
+        .collect();
+    let (mut x_min, mut x_max, mut y_max) = (f64::INFINITY, f64::NEG_INFINITY, 1.0f64);
+    for (_, pts) in &series {
         for (x, y) in pts {
+            x_min = x_min.min(*x);
             x_max = x_max.max(*x);
             y_max = y_max.max(*y);
         }
     }
+    if !log_x || !x_min.is_finite() {
+        x_min = 0.0;
+    }
+    if !x_max.is_finite() || x_max <= x_min {
+        x_max = x_min + 1.0;
+    }
+    let x_label = |x: &f64| {
+        let v = if log_x { 10f64.powf(*x) } else { *x };
+        if v >= 100.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.3}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_owned()
+        }
+    };
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let mut chart = ChartBuilder::on(&root)
@@ -31,12 +56,13 @@ fn chart(
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(64)
-        .build_cartesian_2d(0f64..x_max * 1.05, 0f64..y_max * 1.1)
+        .build_cartesian_2d(x_min..x_max + (x_max - x_min) * 0.05, 0f64..y_max * 1.1)
         .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(y_desc)
+        .x_label_formatter(&x_label)
         .draw()
         .map_err(|e| err(&e))?;
     for (i, (name, pts)) in series.iter().enumerate() {
@@ -106,26 +132,32 @@ pub fn write(dir: &Path, exp: &Experiment, report: &Report) -> Result<Vec<PathBu
         }
     }
     let files = [
-        ("iops", "IOPS vs queue depth", "queue depth", "IOPS", iops),
+        (
+            "iops",
+            "IOPS vs queue depth",
+            ("queue depth", "IOPS"),
+            false,
+            iops,
+        ),
         (
             "p99",
             "p99 latency per class vs queue depth",
-            "queue depth",
-            "p99 latency (ms)",
+            ("queue depth", "p99 latency (ms)"),
+            false,
             p99,
         ),
         (
             "cdf",
             "latency CDF per class at the deepest queue",
-            "latency (ms)",
-            "fraction of commands",
+            ("latency (ms, log scale)", "fraction of commands"),
+            true,
             cdf,
         ),
     ];
     let mut written = Vec::new();
-    for (suffix, title, x, y, series) in files {
+    for (suffix, title, axes, log_x, series) in files {
         let path = dir.join(format!("{}-{suffix}.svg", exp.id));
-        chart(&path, &format!("{}: {title}", exp.id), x, y, &series)?;
+        chart(&path, &format!("{}: {title}", exp.id), axes, log_x, &series)?;
         written.push(path);
     }
     Ok(written)

@@ -1,0 +1,202 @@
+//! Every experiment file parses and runs; runs are reproducible; bad files get errors that name
+//! the field.
+
+use sim::{Experiment, Stop};
+use std::path::{Path, PathBuf};
+
+fn experiment_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// A copy of `exp` cut down to a few hundred commands per point.
+fn small(mut exp: Experiment, ios: u64) -> Experiment {
+    exp.set_stop(Stop::Ios(ios));
+    exp.ramp_ios = Some(50);
+    exp
+}
+
+#[test]
+fn every_spec_row_has_a_file_that_runs() {
+    let files = experiment_files();
+    let ids: Vec<String> = files
+        .iter()
+        .map(|f| f.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for want in [
+        "a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4", "b5", "c1", "c2", "d1",
+    ] {
+        assert!(
+            ids.iter().any(|i| i == want),
+            "experiments/{want}.toml missing"
+        );
+    }
+    for file in files {
+        let exp = Experiment::load(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert_eq!(
+            Some(exp.id.as_str()),
+            file.file_stem().and_then(|s| s.to_str())
+        );
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.starts_with("# "),
+            "{}: needs a comment header",
+            file.display()
+        );
+        let mut exp = small(exp, 200);
+        // The shallowest and deepest points are enough to show a file runs.
+        exp.qd = vec![exp.qd[0], *exp.qd.last().unwrap()];
+        exp.qd.dedup();
+        let report = sim::sweep::run(&exp, 1, 0, &|| {}).unwrap();
+        assert_eq!(report.points.len(), exp.variants.len() * exp.qd.len());
+        for p in &report.points {
+            assert_eq!(p.total.ios, 200, "{} {} qd {}", exp.id, p.variant, p.qd);
+            assert!(p.total.iops > 0.0 && p.total.lat_ms.max >= p.total.lat_ms.p50);
+            let class_ios: u64 = p.classes.values().map(|s| s.ios).sum();
+            assert_eq!(
+                class_ios, p.total.ios,
+                "{} {}: groups must add up",
+                exp.id, p.variant
+            );
+        }
+    }
+}
+
+fn json_without_wall_clock(report: &sim::Report) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    let sim = v.get_mut("sim").unwrap().as_object_mut().unwrap();
+    sim.remove("wall_s");
+    sim.remove("commands_per_s");
+    v.to_string()
+}
+
+#[test]
+fn same_file_and_seed_give_the_same_json() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/b4.toml");
+    let exp = small(Experiment::load(&file).unwrap(), 1500);
+    let a = sim::sweep::run(&exp, 7, 0, &|| {}).unwrap();
+    let b = sim::sweep::run(&exp, 7, 1, &|| {}).unwrap();
+    assert_eq!(json_without_wall_clock(&a), json_without_wall_clock(&b));
+    let c = sim::sweep::run(&exp, 8, 0, &|| {}).unwrap();
+    assert_ne!(
+        json_without_wall_clock(&a),
+        json_without_wall_clock(&c),
+        "the seed must matter"
+    );
+    // The fast-fail variants do fail some reads fast at QD 32, and re-serve them.
+    let fh = a
+        .points
+        .iter()
+        .find(|p| p.variant == "Fh" && p.qd == 32)
+        .unwrap();
+    assert!(fh.total.aborted > 0, "{:?}", fh.total);
+    let dh = a
+        .points
+        .iter()
+        .find(|p| p.variant == "Dh" && p.qd == 32)
+        .unwrap();
+    assert!(dh.total.completed_unavailable > 0, "{:?}", dh.total);
+}
+
+#[test]
+fn json_has_the_issue_3_shape() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/b2.toml");
+    let exp = small(Experiment::load(&file).unwrap(), 100);
+    let text = sim::sweep::run(&exp, 1, 0, &|| {}).unwrap().to_json();
+    assert!(text.starts_with(r#"{"experiment":"b2","seed":1,"points":[{"variant":"no-cdl","qd":1,"total":{"ios":100,"iops":"#), "{text}");
+    assert!(!text.contains('\n'));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let keys =
+        |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(&v), ["experiment", "points", "seed", "sim"]);
+    assert_eq!(v["experiment"], "b2");
+    let p = &v["points"][0];
+    assert_eq!(keys(p), ["classes", "qd", "total", "variant"]);
+    assert_eq!(
+        keys(&p["total"]),
+        [
+            "aborted",
+            "completed_unavailable",
+            "iops",
+            "ios",
+            "lat_ms",
+            "limit_missed",
+            "mib_s"
+        ]
+    );
+    assert_eq!(
+        keys(&p["total"]["lat_ms"]),
+        ["max", "mean", "p50", "p99", "p999", "p9999"]
+    );
+    assert_eq!(keys(&p["classes"]), ["medium", "medium-dld1"]);
+    assert_eq!(keys(&v["sim"]), ["commands", "commands_per_s", "wall_s"]);
+}
+
+const BASE: &str = r#"
+id = "t"
+qd = [1, 4]
+[drive]
+model = "instant"
+[[job]]
+name = "r"
+"#;
+
+fn error(text: &str) -> String {
+    Experiment::parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn bad_files_name_the_field() {
+    assert!(Experiment::parse(BASE).is_ok());
+    let cases: &[(&str, &str)] = &[
+        ("bogus = 1\n", "bogus"),
+        ("[queue]\ndepth = 0\n", "queue.depth"),
+        ("[queue]\ndepth = 300\n", "queue.depth"),
+        ("[queue]\nscheduler = \"elevator\"\n", "queue.scheduler"),
+        ("[queue]\narbitration = \"wrr\"\n", "queue.weights"),
+        ("[queue]\narbitration = \"lottery\"\n", "queue.arbitration"),
+        (
+            "[cdl]\nread = [{ dld = 1, guideline_ms = 50, guideline_policy = \"Eh\" }]\n",
+            "cdl.read[0]",
+        ),
+        ("[sla]\npercentile = 120\nlimit_ms = 1\n", "sla.percentile"),
+        ("[replica]\nbase_ms = -1\n", "replica.base_ms"),
+        ("ios = 0\n", "ios"),
+        ("[[variant]]\nname = \"v\"\nspeed = 2\n", "variant[0].speed"),
+        (
+            "[[variant]]\nname = \"v\"\njob.nope = { iodepth = 2 }\n",
+            "variant[0].job.nope",
+        ),
+        (
+            "[[variant]]\nname = \"v\"\nqueue = { depth = 999 }\n",
+            "queue.depth",
+        ),
+    ];
+    for (extra, field) in cases {
+        let text = if extra.starts_with('[') {
+            format!("{BASE}{extra}")
+        } else {
+            format!("{extra}{BASE}")
+        };
+        let e = error(&text);
+        assert!(e.contains(field), "{extra:?}: {e}");
+    }
+    let e = error(&BASE.replace("qd = [1, 4]", "qd = [1, 0]"));
+    assert!(e.starts_with("qd:"), "{e}");
+    let e = error(&BASE.replace("qd = [1, 4]", "qd = [1, 100000]"));
+    assert!(e.starts_with("qd:"), "{e}");
+    let e = error(&format!("{BASE}class = \"gold\"\n"));
+    assert!(e.contains("job \"r\".class") && e.contains("gold"), "{e}");
+    let e = error(&format!("{BASE}iodepht = 3\n"));
+    assert!(e.contains("iodepht"), "{e}");
+    let e = error(&BASE.replace("model = \"instant\"", "model = \"floppy\""));
+    assert!(e.starts_with("drive.model"), "{e}");
+    let e = error("id = \"x\"\nqd = [1]\n");
+    assert!(e.contains("drive"), "{e}");
+}
