@@ -59,6 +59,7 @@ impl Hdd {
             track_to_track_ms,
             track_to_track_max_cylinders: s.track_to_track_max_cylinders,
             shape: &s.shape,
+            shape_settle: s.shape_settle,
             field,
         };
         let seek_read = SeekCurve::new(
@@ -174,7 +175,13 @@ impl Hdd {
     /// the head: seek from the current cylinder, then wait for the platter.
     #[inline]
     fn access(&self, t: Ns, loc: &geometry::Location, write: bool) -> Ns {
-        let d = loc.cylinder.abs_diff(self.cylinder);
+        self.access_from(self.cylinder, t, loc, write)
+    }
+
+    /// As [`Self::access`], with the heads at `from` instead of where they are.
+    #[inline]
+    fn access_from(&self, from: u32, t: Ns, loc: &geometry::Location, write: bool) -> Ns {
+        let d = loc.cylinder.abs_diff(from);
         let seek = self.seek_time(d, write);
         let arrive = t + seek;
         let rev = self.geometry.rev_ns;
@@ -246,6 +253,16 @@ impl Hdd {
         }
     }
 
+    /// Whether `op` at `now` would not need the actuator (a read hit or a cached write).
+    fn served_from_cache(&self, now: Ns, op: &MediaOp) -> bool {
+        if op.write {
+            self.caches_write(op) && self.write_cache.has_room(op.blocks.into())
+        } else {
+            let end = op.lba.saturating_add(op.blocks.into());
+            matches!(self.read_hit(now, op.lba, end), ReadHit::Cached)
+        }
+    }
+
     fn caches_write(&self, op: &MediaOp) -> bool {
         self.write_cache_enabled && !op.fua && self.write_cache.can_hold(op.blocks.into())
     }
@@ -273,6 +290,14 @@ impl Drive for Hdd {
         }
         let t = now.max(self.free_at) + self.overhead;
         (t - now) + self.access(t, &self.geometry.locate(op.lba), op.write)
+    }
+
+    fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {
+        let pos = self.positioning_time(now, op);
+        if self.served_from_cache(now, op) {
+            return pos + self.interface_time(op.blocks.into());
+        }
+        pos + (f64::from(op.blocks) * self.geometry.locate(op.lba).ns_per_sector) as Ns
     }
 
     fn start(&mut self, now: Ns, op: &MediaOp) -> Service {

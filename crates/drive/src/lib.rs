@@ -43,6 +43,13 @@ pub trait Drive {
     /// ordering policies (SPTF).
     fn positioning_time(&self, now: Ns, op: &MediaOp) -> Ns;
 
+    /// Estimated time from `now` until `op` would complete if started now (positioning plus
+    /// media transfer, no error recovery), without changing state. Defaults to the positioning
+    /// time (models without a transfer estimate).
+    fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {
+        self.positioning_time(now, op)
+    }
+
     /// Start `op` at `now` on a free unit; returns when and how it ends.
     fn start(&mut self, now: Ns, op: &MediaOp) -> Service;
 

@@ -65,8 +65,15 @@ fn seek_curve_hits_datasheet_averages() {
     assert_eq!(hdd.seek_time(1, true), 320_000);
     assert_eq!(hdd.seek_time(10, false), 230_000);
     assert_eq!(hdd.seek_time(0, false), 0);
+    // The Atlas 10K motion (shape above its 0.115 settle floor) scaled to the 7.4 ms average,
+    // plus the 0.23 ms modern settle: 0.23 + (7.4 − 0.23)/(5.60/10.83 − 0.115) · (1 − 0.115)
+    // ≈ 16.0 ms. (Scaling the whole Atlas curve, settle included, gives spec §1.2's 14.3 ms but
+    // makes every short seek ~1 ms too slow: see crates/qos/tests/calibration.rs.)
     let full = ms(hdd.full_stroke());
-    assert!((full - 14.3).abs() < 0.2, "full stroke {full} ms");
+    assert!((full - 16.0).abs() < 0.2, "full stroke {full} ms");
+    // A 1% stroke seek: 0.23 + 1.646 · (0.186 − 0.115) · 10.83 ≈ 1.5 ms.
+    let one_percent = ms(hdd.seek_time(hdd.geometry().cylinders / 100, false));
+    assert!((one_percent - 1.5).abs() < 0.1, "1% seek {one_percent} ms");
     let last = hdd.geometry().cylinders - 1;
     assert!((ms(hdd.seek_time(last, false)) - full).abs() < 0.01);
     // Monotone in distance.

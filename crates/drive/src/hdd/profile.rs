@@ -46,6 +46,9 @@ pub struct SeekProfile {
     pub track_to_track_max_cylinders: u32,
     /// `[distance / full stroke, time / full-stroke time]` points, increasing, ending at `[1, 1]`.
     pub shape: Vec<[f64; 2]>,
+    /// The source drive's settle as a fraction of its full stroke (its single-track time /
+    /// full-stroke time): the part of `shape` replaced by the modern track-to-track time.
+    pub shape_settle: f64,
 }
 
 /// Per-command timing, spec/drive-model.md §1.6.
@@ -152,6 +155,8 @@ impl HddProfile {
             ));
         }
         check_shape(&s.shape)?;
+        let first = s.shape.first().map_or(1.0, |p| p[1]);
+        check_range("seek.shape_settle", s.shape_settle, 0.0, first)?;
 
         let t = &self.timing;
         check_range(

@@ -19,6 +19,8 @@ pub struct SeekAnchors<'a> {
     pub track_to_track_ms: f64,
     pub track_to_track_max_cylinders: u32,
     pub shape: &'a [[f64; 2]],
+    /// Part of the shape that is the source drive's settle (its single-track time / full stroke).
+    pub shape_settle: f64,
     /// Profile field named in errors.
     pub field: &'static str,
 }
@@ -32,58 +34,65 @@ pub struct SeekCurve {
     full_stroke_ns: Ns,
 }
 
-/// Seek time in ms at distance `d` for a full-stroke time `full` (ms); affine in `full`.
-fn seek_ms(d: u64, cylinders: u64, full: f64, a: &SeekAnchors<'_>) -> f64 {
-    if d == 0 {
-        return 0.0;
-    }
-    let t2t_max = u64::from(a.track_to_track_max_cylinders);
-    if d <= t2t_max {
-        return a.track_to_track_ms;
-    }
-    let x = d as f64 / cylinders.saturating_sub(1).max(1) as f64;
+/// Normalised shape value `y` (time / full-stroke time of the source drive) at distance `d`.
+/// Below the first shape point, a √d blend from the settle floor `y_settle` at the end of the
+/// single-track range (Ruemmler–Wilkes: short seeks grow with √distance).
+fn shape_at(d: u64, cylinders: u64, a: &SeekAnchors<'_>) -> f64 {
+    let stroke = cylinders.saturating_sub(1).max(1) as f64;
+    let x = d as f64 / stroke;
     let [x0, y0] = a.shape.first().copied().unwrap_or([1.0, 1.0]);
     if x < x0 {
-        // √d blend from (t2t_max, t2t) to (x0 · C, y0 · full).
-        let d0 = x0 * cylinders.saturating_sub(1).max(1) as f64;
-        let (s_lo, s_hi) = ((t2t_max as f64).sqrt(), d0.sqrt());
+        let t2t_max = f64::from(a.track_to_track_max_cylinders);
+        let (s_lo, s_hi) = (t2t_max.sqrt(), (x0 * stroke).sqrt());
         let w = if s_hi > s_lo {
             ((d as f64).sqrt() - s_lo) / (s_hi - s_lo)
         } else {
             1.0
         };
-        return a.track_to_track_ms + w.clamp(0.0, 1.0) * (y0 * full - a.track_to_track_ms);
+        return a.shape_settle + w.clamp(0.0, 1.0) * (y0 - a.shape_settle);
     }
     let mut prev = [x0, y0];
     for &[xi, yi] in a.shape.iter().skip(1) {
         if x <= xi {
             let w = (x - prev[0]) / (xi - prev[0]);
-            return full * (prev[1] + w * (yi - prev[1]));
+            return prev[1] + w * (yi - prev[1]);
         }
         prev = [xi, yi];
     }
-    full * prev[1]
+    prev[1]
+}
+
+/// Seek time in ms at distance `d`: the modern settle (single-track time) plus the source
+/// drive's motion component (shape above its own settle floor) scaled by `motion` ms.
+fn seek_ms(d: u64, cylinders: u64, motion: f64, a: &SeekAnchors<'_>) -> f64 {
+    if d == 0 {
+        return 0.0;
+    }
+    if d <= u64::from(a.track_to_track_max_cylinders) {
+        return a.track_to_track_ms;
+    }
+    a.track_to_track_ms + motion * (shape_at(d, cylinders, a) - a.shape_settle).max(0.0)
 }
 
 impl SeekCurve {
-    /// Scales the shape so the average over all seek distances, weighted as datasheets do
-    /// (Σ(max+1−n)(T_in+T_out)/((max+1)·max), spec §1.2), equals `a.average_ms`.
+    /// Scales the shape's motion component so the average over all seek distances, weighted as
+    /// datasheets do (Σ(max+1−n)(T_in+T_out)/((max+1)·max), spec §1.2), equals `a.average_ms`.
     pub fn new(cylinders: u32, a: &SeekAnchors<'_>) -> Result<Self, ProfileError> {
         let c = u64::from(cylinders.max(2));
-        // The average is affine in the full-stroke time: avg(full) = base + slope · full.
-        let mean = |full: f64| {
+        // The average is affine in the motion scale: avg(m) = base + slope · m.
+        let mean = |motion: f64| {
             let (mut sum, mut weight) = (0.0, 0.0);
             for d in 1..c {
                 let w = (c - d) as f64;
-                sum += w * seek_ms(d, c, full, a);
+                sum += w * seek_ms(d, c, motion, a);
                 weight += w;
             }
             sum / weight
         };
         let base = mean(0.0);
         let slope = mean(1.0) - base;
-        let full = (a.average_ms - base) / slope;
-        if !full.is_finite() || full <= a.track_to_track_ms || slope <= 0.0 {
+        let motion = (a.average_ms - base) / slope;
+        if !motion.is_finite() || motion <= 0.0 || slope <= 0.0 {
             return Err(ProfileError::invalid(
                 a.field,
                 "cannot be reached with this seek shape and track-to-track time",
@@ -91,17 +100,18 @@ impl SeekCurve {
         }
         let to_ns = |ms: f64| (ms * 1e6).round().clamp(0.0, f64::from(u32::MAX)) as u32;
         let short = (0..(SHORT as u64).min(c))
-            .map(|d| to_ns(seek_ms(d, c, full, a)))
+            .map(|d| to_ns(seek_ms(d, c, motion, a)))
             .collect();
         let step = c.div_ceil(COARSE_STEPS).max(1);
         let coarse = (0..=c.div_ceil(step))
-            .map(|i| to_ns(seek_ms((i * step).min(c - 1), c, full, a)))
+            .map(|i| to_ns(seek_ms((i * step).min(c - 1), c, motion, a)))
             .collect();
+        let full_stroke_ns = to_ns(seek_ms(c - 1, c, motion, a)).into();
         Ok(Self {
             short,
             coarse,
             step,
-            full_stroke_ns: to_ns(full).into(),
+            full_stroke_ns,
         })
     }
 

@@ -1,0 +1,44 @@
+//! Aged SPTF: DiskSim ASPTF_OPT (queue policy 14) as in `ioqueue_get_request_from_opt_sptf_queue`
+//! ([DS] src/disksim_ioqueue.c; spec/drive-model.md §2.1). The effective cost of a command is
+//! its positioning time lowered by its age, so long-waiting commands eventually win.
+
+use super::{sptf_cost, Candidate, OrderingPolicy};
+use drive::{Drive, Ns};
+
+/// How age lowers the cost.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Aging {
+    /// `eff = pos − rate · age`: `rate` ns of cost per ns waited (DiskSim's `to_time`·0.001;
+    /// spec §2.3 tries 0.02–0.03).
+    Additive { rate: f64 },
+    /// `eff = pos · (W − age) / W` with the window `W` in ns (DiskSim multiplicative aging).
+    Multiplicative { window: Ns },
+}
+
+/// Aged shortest positioning time first.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AgedSptf {
+    pub aging: Aging,
+}
+
+impl AgedSptf {
+    pub fn new(aging: Aging) -> Self {
+        Self { aging }
+    }
+
+    /// The effective cost of `c` at `now` (lower goes first).
+    pub fn cost(&self, now: Ns, c: &Candidate, drive: &dyn Drive) -> f64 {
+        let pos = sptf_cost(now, c, drive) as f64;
+        let age = now.saturating_sub(c.arrived) as f64;
+        match self.aging {
+            Aging::Additive { rate } => pos - rate * age,
+            Aging::Multiplicative { window } => pos * (1.0 - age / (window.max(1) as f64)),
+        }
+    }
+}
+
+impl OrderingPolicy for AgedSptf {
+    fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
+        super::argmin_f64(queue, |c| self.cost(now, c, drive))
+    }
+}

@@ -1,0 +1,15 @@
+//! Shortest positioning time first: DiskSim SPTF_OPT (queue policy 8, [DS]
+//! src/disksim_ioqueue.h); spec/drive-model.md §2.1. Greedy over the whole queue.
+
+use super::{sptf_cost, Candidate, OrderingPolicy};
+use drive::{Drive, Ns};
+
+/// Starts the command whose media transfer could begin soonest (ties: oldest).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sptf;
+
+impl OrderingPolicy for Sptf {
+    fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
+        super::argmin(queue, |c| (sptf_cost(now, c, drive), c.arrived, c.id))
+    }
+}
