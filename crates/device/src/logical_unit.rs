@@ -5,7 +5,7 @@
 use crate::config::{ConfigError, LuConfig};
 use crate::identity;
 use crate::unit_attention::UnitAttentions;
-use crate::{Completion, Request, Transfer};
+use crate::{Completion, Request, TaskAttribute, Transfer};
 use parking_lot::Mutex;
 use scsi::command::{Command, DataLength, Inquiry, ModeSelect, StartStopUnit};
 use scsi::inquiry::{self, vpd, BlockLimits, DeviceIdentifiers, StandardInquiry};
@@ -176,6 +176,14 @@ impl LogicalUnit {
             self.unit_attentions.register(req.nexus.id);
         } else if let Some(asc) = self.unit_attentions.take(req.nexus.id) {
             return check(Sense::new(SenseKey::UnitAttention, asc));
+        }
+        // NormACA = 0: an ACA condition never exists, so a command with the ACA attribute has
+        // nothing to run under (SAM-5 §5.9.2, §8.6).
+        if req.attribute == TaskAttribute::Aca {
+            return check(Sense::new(
+                SenseKey::IllegalRequest,
+                Asc::INVALID_MESSAGE_ERROR,
+            ));
         }
         let (info, cmd) = match scsi::decode(req.cdb) {
             Ok(d) => d,

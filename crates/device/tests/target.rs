@@ -595,3 +595,57 @@ fn random_commands_never_panic() {
         }
     }
 }
+
+#[test]
+fn aca_attribute_is_refused_other_attributes_run() {
+    let t = target();
+    let n = ready(&t, 1);
+    for (attribute, good) in [
+        (TaskAttribute::Simple, true),
+        (TaskAttribute::Ordered, true),
+        (TaskAttribute::HeadOfQueue, true),
+        (TaskAttribute::Aca, false),
+    ] {
+        let req = Request {
+            nexus: &n,
+            lun: 0,
+            cdb: &read10(0, 1),
+            attribute,
+            data_out: &[],
+        };
+        let mut data_in = Vec::new();
+        let c = t.execute(&req, &mut data_in);
+        assert_eq!(c == Completion::GOOD, good, "{attribute:?}");
+        if !good {
+            assert_eq!(
+                sense_of(&c),
+                (SenseKey::IllegalRequest, Asc::INVALID_MESSAGE_ERROR)
+            );
+        }
+    }
+}
+
+#[test]
+fn four_k_blocks_and_512e() {
+    let mut cfg = LuConfig::new("iqn.test:t", 0, 1 << 22);
+    cfg.block_size = 4096;
+    let t = Target::new(vec![(0, ram_lu(cfg))]);
+    let n = ready(&t, 1);
+    let (_, d) = run(&t, &n, 0, &[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0], &[]);
+    assert_eq!(u32::from_be_bytes([d[0], d[1], d[2], d[3]]), 1023);
+    assert_eq!(u32::from_be_bytes([d[4], d[5], d[6], d[7]]), 4096);
+    assert_eq!(t.transfer(0, &read10(0, 2)), Ok(Transfer::In(8192)));
+    let data = vec![0x77u8; 8192];
+    assert_eq!(
+        run(&t, &n, 0, &write16(1022, 2, false), &data).0,
+        Completion::GOOD
+    );
+    assert_eq!(run(&t, &n, 0, &read10(1022, 2), &[]).1, data);
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &read10(1023, 2), &[]).0).1,
+        Asc::LBA_OUT_OF_RANGE
+    );
+    // Mode block descriptor carries the 4096-byte block length.
+    let (_, ms) = run(&t, &n, 0, &[0x1A, 0, 0x08, 0, 255, 0], &[]);
+    assert_eq!(&ms[9..12], &[0, 0x10, 0]);
+}
