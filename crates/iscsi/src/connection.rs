@@ -35,6 +35,8 @@ pub struct Connection {
     local_address: String,
     recv_limits: FrameLimits,
     phase: Phase,
+    identity: Option<SessionIdentity>,
+    cold_reset: bool,
 }
 
 enum Phase {
@@ -111,6 +113,19 @@ struct TextExchange {
 enum Flow {
     Continue,
     Close,
+    /// TARGET COLD RESET: close this connection and every other session of the node.
+    ColdReset,
+}
+
+/// Who a logged-in session belongs to: the shell uses it for session reinstatement
+/// (RFC 7143 §6.3.5) and to end all sessions of a node after TARGET COLD RESET.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionIdentity {
+    pub session_type: SessionType,
+    pub initiator_name: String,
+    pub isid: [u8; 6],
+    /// Index of the target node in the portal (Normal sessions).
+    pub node: Option<usize>,
 }
 
 impl Connection {
@@ -130,6 +145,8 @@ impl Connection {
                 statsn: 0,
                 window: None,
             },
+            identity: None,
+            cold_reset: false,
         }
     }
 
@@ -159,9 +176,17 @@ impl Connection {
                 Ok(Some(f)) => {
                     let pdu = rest.get(..f.len).unwrap_or(&[]);
                     consumed += f.len;
-                    if self.handle(&f, pdu, out) == Flow::Close {
-                        self.close();
-                        out.close = true;
+                    match self.handle(&f, pdu, out) {
+                        Flow::Continue => {}
+                        Flow::Close => {
+                            self.close();
+                            out.close = true;
+                        }
+                        Flow::ColdReset => {
+                            self.cold_reset = true;
+                            self.close();
+                            out.close = true;
+                        }
                     }
                 }
                 Err(_) => {
@@ -172,6 +197,17 @@ impl Connection {
             }
         }
         consumed
+    }
+
+    /// The session's owner, once login completed (kept after the connection closes).
+    pub fn identity(&self) -> Option<&SessionIdentity> {
+        self.identity.as_ref()
+    }
+
+    /// True once, after this connection performed a TARGET COLD RESET (RFC 7143 §11.5.1:
+    /// all sessions of the target end).
+    pub fn take_cold_reset(&mut self) -> bool {
+        std::mem::take(&mut self.cold_reset)
     }
 
     /// Empty `out` after it was written, keeping its data buffers for reuse.
@@ -265,6 +301,12 @@ impl Connection {
             return Flow::Close;
         }
         if let Some(est) = established {
+            self.identity = Some(SessionIdentity {
+                session_type: est.session_type,
+                initiator_name: est.initiator_name.clone(),
+                isid: est.isid,
+                node: est.node,
+            });
             let (statsn, window) = (*statsn, *window);
             let session = Session::new(&self.portal, &self.local_address, *est, statsn, window);
             out.set_digests(session.params.header_digest, session.params.data_digest);
@@ -730,8 +772,12 @@ impl Session {
         let b = pdu::scsi_response(itt, status, residual, n, datasn.max(r2ts));
         self.scratch.clear();
         if let Some(sense) = &c.sense {
+            // SenseLength, then the sense data (RFC 7143 §11.4.7.2).
             self.scratch.extend_from_slice(&[0, 0]);
-            sense.write_fixed(&mut self.scratch);
+            match &self.target {
+                Some(t) => t.encode_sense(lun::decode(lun_raw), sense, &mut self.scratch),
+                None => sense.write_fixed(&mut self.scratch),
+            }
             let len = (self.scratch.len() - 2) as u16;
             self.scratch[..2].copy_from_slice(&len.to_be_bytes());
         }
@@ -828,7 +874,7 @@ impl Session {
         self.tmf_reply(bhs, response, out);
         // TARGET COLD RESET ends the connection after the response (RFC 7143 §11.5.1).
         if close {
-            Flow::Close
+            Flow::ColdReset
         } else {
             Flow::Continue
         }

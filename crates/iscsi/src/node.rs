@@ -14,6 +14,11 @@ pub trait ScsiTarget: Send + Sync {
     /// Execute one command inline; read data is appended to `data_in`.
     fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion;
     fn task_management(&self, nexus: &Nexus, lun: u64, tmf: TaskManagement) -> TmfResponse;
+    /// Append `sense` for a command on `lun` in the format the LU uses (fixed unless its
+    /// Control mode page sets D_SENSE, SPC-5 table 457).
+    fn encode_sense(&self, _lun: u64, sense: &Sense, out: &mut Vec<u8>) {
+        sense.write_fixed(out);
+    }
     /// Logout or connection loss (SAM-5 §6.3.4).
     fn nexus_lost(&self, nexus: &Nexus);
 }
@@ -29,6 +34,10 @@ impl ScsiTarget for device::Target {
 
     fn task_management(&self, nexus: &Nexus, lun: u64, tmf: TaskManagement) -> TmfResponse {
         device::Target::task_management(self, nexus, lun, tmf)
+    }
+
+    fn encode_sense(&self, lun: u64, sense: &Sense, out: &mut Vec<u8>) {
+        device::Target::encode_sense(self, lun, sense, out)
     }
 
     fn nexus_lost(&self, nexus: &Nexus) {

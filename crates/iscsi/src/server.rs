@@ -6,14 +6,15 @@
 
 use std::future::Future;
 use std::io;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 
-use crate::connection::Connection;
+use crate::connection::{Connection, SessionIdentity};
 use crate::node::TargetNode;
 use crate::output::Output;
 use crate::portal::Portal;
@@ -35,6 +36,7 @@ pub async fn serve_portal(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
+    let registry = Arc::new(Registry::default());
     let mut tasks = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
@@ -49,9 +51,10 @@ pub async fn serve_portal(
                 };
                 let portal = portal.clone();
                 let stop = stop_rx.clone();
+                let registry = registry.clone();
                 tasks.spawn(async move {
                     // A failed connection only ends itself.
-                    let _ = run_connection(stream, portal, stop).await;
+                    let _ = run_connection(stream, portal, stop, registry).await;
                 });
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
@@ -62,11 +65,96 @@ pub async fn serve_portal(
     Ok(())
 }
 
-/// Drive one connection until either side closes it or `stop` turns true.
-pub async fn run_connection(
+/// Sessions in full feature phase, for session reinstatement and TARGET COLD RESET.
+#[derive(Default)]
+struct Registry {
+    entries: Mutex<Vec<Entry>>,
+    next_id: AtomicU64,
+}
+
+struct Entry {
+    id: u64,
+    identity: SessionIdentity,
+    kill: Arc<Notify>,
+}
+
+impl Registry {
+    fn id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Record a new session. An older session of the same initiator port (InitiatorName +
+    /// ISID) to the same node is closed: session reinstatement at ErrorRecoveryLevel 0
+    /// (RFC 7143 §6.3.5).
+    fn register(&self, id: u64, identity: SessionIdentity, kill: Arc<Notify>) {
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        entries.retain(|e| {
+            let same = e.identity == identity;
+            if same {
+                e.kill.notify_one();
+            }
+            !same
+        });
+        entries.push(Entry { id, identity, kill });
+    }
+
+    fn remove(&self, id: u64) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.retain(|e| e.id != id);
+        }
+    }
+
+    /// Close every other session of `node` (TARGET COLD RESET, RFC 7143 §11.5.1).
+    fn kill_node(&self, node: Option<usize>, except: u64) {
+        if let Ok(entries) = self.entries.lock() {
+            for e in entries
+                .iter()
+                .filter(|e| e.id != except && e.identity.node == node)
+            {
+                e.kill.notify_one();
+            }
+        }
+    }
+}
+
+/// Drive one connection until either side closes it, `stop` turns true, or another
+/// connection ends its session (reinstatement, cold reset).
+async fn run_connection(
     mut stream: TcpStream,
     portal: Arc<Portal>,
     mut stop: watch::Receiver<bool>,
+    registry: Arc<Registry>,
+) -> io::Result<()> {
+    let id = registry.id();
+    let kill = Arc::new(Notify::new());
+    let mut registered = false;
+    let result = serve_stream(
+        &mut stream,
+        portal,
+        &mut stop,
+        &registry,
+        id,
+        &kill,
+        &mut registered,
+    )
+    .await;
+    if registered {
+        registry.remove(id);
+    }
+    let _ = stream.shutdown().await;
+    result
+}
+
+async fn serve_stream(
+    stream: &mut TcpStream,
+    portal: Arc<Portal>,
+    stop: &mut watch::Receiver<bool>,
+    registry: &Registry,
+    id: u64,
+    kill: &Arc<Notify>,
+    registered: &mut bool,
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let local = stream.local_addr()?.to_string();
@@ -91,6 +179,7 @@ pub async fn run_connection(
                 Err(e) => break Err(e),
             },
             _ = stop.changed() => break Ok(()),
+            _ = kill.notified() => break Ok(()),
         };
         if n == 0 {
             break Ok(());
@@ -101,8 +190,17 @@ pub async fn run_connection(
             start = 0;
             end = 0;
         }
+        if !*registered {
+            if let Some(identity) = conn.identity() {
+                registry.register(id, identity.clone(), kill.clone());
+                *registered = true;
+            }
+        }
+        if conn.take_cold_reset() {
+            registry.kill_node(conn.identity().and_then(|i| i.node), id);
+        }
         if !out.is_empty() {
-            if let Err(e) = write_output(&mut stream, &out).await {
+            if let Err(e) = write_output(stream, &out).await {
                 break Err(e);
             }
             conn.recycle(&mut out);
@@ -112,7 +210,6 @@ pub async fn run_connection(
         }
     };
     conn.close();
-    let _ = stream.shutdown().await;
     result
 }
 

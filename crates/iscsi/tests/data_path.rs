@@ -127,7 +127,7 @@ async fn data_in_respects_segment_and_burst_limits() {
     for (i, (d, _, _)) in pdus.iter().enumerate() {
         assert_eq!(d.datasn, i as u32);
     }
-    assert_eq!(pdus.iter().map(|p| p.0.buffer_offset).last(), Some(9728));
+    assert_eq!(pdus.last().map(|p| p.0.buffer_offset), Some(9728));
     server.stop().await;
 }
 

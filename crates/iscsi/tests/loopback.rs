@@ -1,8 +1,9 @@
 //! The crate's initiator against its server on 127.0.0.1 (port 0): login negotiation,
 //! discovery, NOP, the CmdSN window, task management, Reject and logout.
 
+mod common;
+
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use iscsi::bhs::{Bhs, Opcode};
@@ -13,9 +14,9 @@ use iscsi::TargetNode;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-const TARGET: &str = "iqn.2026-01.org.stint:loop";
+use common::{INITIATOR, TARGET};
+
 const OTHER: &str = "iqn.2026-01.org.stint:other";
-const INITIATOR: &str = "iqn.2026-01.org.stint:tester";
 
 struct Server {
     addr: SocketAddr,
@@ -30,7 +31,7 @@ impl Server {
         let node = |name: &str, allowed: Vec<String>| TargetNode {
             name: name.into(),
             alias: None,
-            target: Arc::new(device::Target::default()),
+            target: common::RamDisk::new(8),
             allowed_initiators: allowed,
         };
         let nodes = vec![
@@ -257,4 +258,48 @@ async fn shutdown_closes_open_sessions() {
     let mut ini = server.login().await;
     server.stop().await;
     assert!(ini.nop(b"gone").await.is_err());
+}
+
+#[tokio::test]
+async fn same_initiator_port_reinstates_the_session() {
+    let server = Server::start().await;
+    let mut first = server.login().await;
+    assert_eq!(first.nop(b"1").await.unwrap(), b"1");
+    // Same InitiatorName and ISID: the old session ends (RFC 7143 §6.3.5).
+    let mut second = server.login().await;
+    assert_eq!(second.nop(b"2").await.unwrap(), b"2");
+    assert!(first.nop(b"1").await.is_err());
+    // A different ISID is a different initiator port: both sessions live.
+    let mut opts = LoginOptions::new(INITIATOR, Some(TARGET));
+    opts.isid[5] ^= 0xFF;
+    let mut third = Initiator::connect(server.addr, &opts).await.unwrap();
+    assert_eq!(third.nop(b"3").await.unwrap(), b"3");
+    assert_eq!(second.nop(b"2").await.unwrap(), b"2");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn cold_reset_ends_every_session_of_the_target() {
+    let server = Server::start().await;
+    let mut a = server.login().await;
+    let mut opts = LoginOptions::new(INITIATOR, Some(TARGET));
+    opts.isid[5] ^= 0xFF;
+    let mut b = Initiator::connect(server.addr, &opts).await.unwrap();
+    let mut other = Initiator::connect(
+        server.addr,
+        &LoginOptions::new("iqn.only-this-one", Some(OTHER)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        a.task_management(Function::TargetColdReset, 0, 0xFFFF_FFFF)
+            .await
+            .unwrap(),
+        Response::FunctionComplete
+    );
+    assert!(b.nop(b"b").await.is_err());
+    assert!(a.nop(b"a").await.is_err());
+    // Sessions of other target nodes are untouched.
+    assert_eq!(other.nop(b"o").await.unwrap(), b"o");
+    server.stop().await;
 }

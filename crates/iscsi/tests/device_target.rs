@@ -1,0 +1,85 @@
+//! The server in front of the real `device::Target` with a RAM store: a pattern written in
+//! one session reads back in another, and device errors arrive as CHECK CONDITION with sense.
+
+use std::sync::Arc;
+
+use iscsi::initiator::{Initiator, LoginOptions};
+use iscsi::pdu::Residual;
+use iscsi::TargetNode;
+use tokio::sync::oneshot;
+
+const TARGET: &str = "iqn.2026-01.org.stint:device";
+const BLOCKS: u64 = 4096;
+
+fn rw16(opcode: u8, lba: u64, blocks: u32) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[0] = opcode;
+    c[2..10].copy_from_slice(&lba.to_be_bytes());
+    c[10..14].copy_from_slice(&blocks.to_be_bytes());
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pattern_written_in_one_session_reads_back_in_another() {
+    let store = Box::new(store::RamStore::new(BLOCKS * 512));
+    let lu =
+        device::LogicalUnit::new(device::LuConfig::new(TARGET, 0, BLOCKS * 512), store).unwrap();
+    let node = TargetNode {
+        name: TARGET.into(),
+        alias: None,
+        target: Arc::new(device::Target::new(vec![(0, Arc::new(lu))])),
+        allowed_initiators: Vec::new(),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(iscsi::server::serve(listener, vec![node], async {
+        let _ = stopped.await;
+    }));
+
+    let mut writer = Initiator::connect(
+        addr,
+        &LoginOptions::new("iqn.2026-01.test:writer", Some(TARGET)),
+    )
+    .await
+    .unwrap();
+    // A fresh LU reports a unit attention (power on) first; clear it.
+    let _ = writer.scsi_command(0, &[0; 6], &[], 0).await.unwrap();
+    let data: Vec<u8> = (0..1024 * 1024u32)
+        .map(|i| (i * 7 + i / 512) as u8)
+        .collect();
+    let w = writer
+        .scsi_command(0, &rw16(0x8A, 100, 2048), &data, 0)
+        .await
+        .unwrap();
+    assert_eq!(w.status, 0, "sense {:02x?}", w.sense);
+
+    let mut reader = Initiator::connect(
+        addr,
+        &LoginOptions::new("iqn.2026-01.test:reader", Some(TARGET)),
+    )
+    .await
+    .unwrap();
+    let _ = reader.scsi_command(0, &[0; 6], &[], 0).await.unwrap();
+    // Beyond the end: CHECK CONDITION, ILLEGAL REQUEST, LBA OUT OF RANGE.
+    let r = reader
+        .scsi_command(0, &rw16(0x88, BLOCKS, 1), &[], 512)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 0x02);
+    let (key, asc) = match r.sense.first() {
+        Some(0x70 | 0x71) => (r.sense[2] & 0x0F, r.sense[12]),
+        _ => (r.sense[1] & 0x0F, r.sense[2]),
+    };
+    assert_eq!((key, asc), (0x05, 0x21));
+    let r = reader
+        .scsi_command(0, &rw16(0x88, 100, 2048), &[], data.len() as u32)
+        .await
+        .unwrap();
+    assert_eq!((r.status, r.residual), (0, Residual::None));
+    assert!(r.data_in == data);
+    writer.logout().await.unwrap();
+    reader.logout().await.unwrap();
+    let _ = stop.send(());
+    server.await.unwrap().unwrap();
+}
