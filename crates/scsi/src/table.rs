@@ -373,12 +373,17 @@ pub fn decode(cdb: &[u8]) -> Result<(&'static CommandInfo, Command), Sense> {
         return Err(invalid_opcode());
     };
     let info = if has_service_actions(opcode) {
-        let sa = cdb.get(1).map_or(0, |b| b & 0x1F);
-        match lookup(opcode, sa.into()) {
+        let known = COMMANDS.iter().any(|c| c.opcode() == opcode);
+        let Some(&byte1) = cdb.get(1) else {
+            return Err(if known {
+                Sense::invalid_field_in_cdb(0, None)
+            } else {
+                invalid_opcode()
+            });
+        };
+        match lookup(opcode, (byte1 & 0x1F).into()) {
             Some(info) => info,
-            None if COMMANDS.iter().any(|c| c.opcode() == opcode) => {
-                return Err(Sense::invalid_field_in_cdb(1, Some(4)))
-            }
+            None if known => return Err(Sense::invalid_field_in_cdb(1, Some(4))),
             None => return Err(invalid_opcode()),
         }
     } else {

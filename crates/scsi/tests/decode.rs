@@ -315,3 +315,85 @@ fn random_cdbs_never_panic() {
         "only {decoded} random CDBs decoded; the generator is too hostile"
     );
 }
+
+/// A CDB for `info` that decodes: opcode, service action, everything else zero.
+fn minimal(info: &scsi::CommandInfo) -> Vec<u8> {
+    let mut cdb = vec![0u8; info.cdb_length()];
+    cdb[0] = info.opcode();
+    if let Some(sa) = info.service_action {
+        cdb[1] = sa as u8;
+    }
+    cdb
+}
+
+#[test]
+fn every_reserved_bit_of_every_command_is_pointed_at() {
+    let mut checked = 0;
+    for info in COMMANDS {
+        for byte in 1..info.cdb_length() {
+            for bit in 0..8u8 {
+                let allowed = info.usage[byte]
+                    | if byte == 1 && info.service_action.is_some() {
+                        0x1F
+                    } else {
+                        0
+                    };
+                if allowed & (1 << bit) != 0 {
+                    continue;
+                }
+                let mut cdb = minimal(info);
+                cdb[byte] |= 1 << bit;
+                // RDPROTECT/WRPROTECT/VRPROTECT are reported at the field's first bit.
+                let expected_bit = if byte == 1 && info.protect_field && bit >= 5 {
+                    7
+                } else {
+                    bit
+                };
+                assert_eq!(
+                    err(&cdb),
+                    field(byte as u16, Some(expected_bit)),
+                    "{} byte {byte} bit {bit}",
+                    info.name
+                );
+                checked += 1;
+            }
+        }
+        // NACA in the CONTROL byte.
+        let mut cdb = minimal(info);
+        let last = cdb.len() - 1;
+        cdb[last] = 0x04;
+        assert_eq!(err(&cdb), field(last as u16, Some(2)), "{} NACA", info.name);
+    }
+    assert!(checked > 300, "{checked}");
+}
+
+#[test]
+fn every_command_rejects_a_short_cdb() {
+    for info in COMMANDS {
+        let cdb = minimal(info);
+        for len in 1..cdb.len() {
+            assert_eq!(
+                err(&cdb[..len]),
+                field(0, None),
+                "{} truncated to {len}",
+                info.name
+            );
+        }
+    }
+}
+
+#[test]
+fn lba_and_length_overflow_is_representable() {
+    // Decoders keep the full 64-bit LBA and 32-bit length; the device checks the sum.
+    let mut c16 = [0u8; 16];
+    c16[0] = 0x8A;
+    c16[2..10].copy_from_slice(&u64::MAX.to_be_bytes());
+    c16[10..14].copy_from_slice(&u32::MAX.to_be_bytes());
+    match ok(&c16) {
+        Command::Write(rw) => {
+            assert_eq!((rw.lba, rw.transfer_length), (u64::MAX, u32::MAX));
+            assert_eq!(rw.lba.checked_add(rw.transfer_length.into()), None);
+        }
+        c => panic!("{c:?}"),
+    }
+}
