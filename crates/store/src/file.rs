@@ -1,6 +1,7 @@
 //! A store in a (sparse) file: positional I/O, `fdatasync` for stable storage.
 
 use crate::{check_range, Store};
+use rustix::fs::{self, FallocateFlags, SeekFrom};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -105,6 +106,37 @@ impl Store for FileStore {
     fn set_write_through(&self, on: bool) {
         self.write_through.store(on, Ordering::Relaxed);
     }
+
+    /// Deallocate with `fallocate(PUNCH_HOLE | KEEP_SIZE)`; file systems without hole punching
+    /// get zeroes written instead.
+    fn punch_hole(&self, offset: u64, len: u64) -> io::Result<()> {
+        check_range(self.len, offset, usize::try_from(len).unwrap_or(usize::MAX))?;
+        let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+        match fs::fallocate(&self.file, flags, offset, len) {
+            Ok(()) => Ok(()),
+            Err(e) if e == rustix::io::Errno::OPNOTSUPP => {
+                const ZEROES: [u8; 4096] = [0; 4096];
+                let mut done = 0;
+                while done < len {
+                    let n = (len - done).min(ZEROES.len() as u64) as usize;
+                    self.file.write_all_at(&ZEROES[..n], offset + done)?;
+                    done += n as u64;
+                }
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether data (not a hole) starts before the end of the range, by `lseek(SEEK_DATA)`.
+    fn is_mapped(&self, offset: u64, len: u64) -> bool {
+        match fs::seek(&self.file, SeekFrom::Data(offset)) {
+            Ok(data) => data < offset.saturating_add(len),
+            // ENXIO: no data at or after `offset`.
+            Err(e) if e == rustix::io::Errno::NXIO => false,
+            Err(_) => true,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -131,6 +163,20 @@ mod tests {
         s.read_at(4096, &mut buf).unwrap();
         assert!(buf.iter().all(|&b| b == 0x5A));
         assert!(s.read_at((1 << 20) - 100, &mut buf).is_err());
+    }
+
+    #[test]
+    fn punch_hole_reads_back_zeroes() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = FileStore::open(&dir.path().join("thin.img"), Some(4 << 20)).unwrap();
+        s.write_at(1 << 20, &vec![0xEE; 2 << 20]).unwrap();
+        assert!(s.is_mapped(0, 2 << 20));
+        s.punch_hole(1 << 20, 1 << 20).unwrap();
+        let mut buf = vec![1u8; 2 << 20];
+        s.read_at(1 << 20, &mut buf).unwrap();
+        assert!(buf[..1 << 20].iter().all(|&b| b == 0));
+        assert!(buf[1 << 20..].iter().all(|&b| b == 0xEE));
+        assert!(s.punch_hole(4 << 20, 1).is_err());
     }
 
     #[test]
