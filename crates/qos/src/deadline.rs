@@ -16,7 +16,7 @@ pub struct DeadlineAwareConfig {
     /// Weight of the deferral bonus (1 = the expected positioning saved, see [`DeadlineAware`]).
     /// 1.5 puts B2's limited p99 (50 ms guideline, 20 % of I/Os) at 40/47/50 ms at QD 8/16/32
     /// on the 22 TB HDD model over aged SPTF (rate 0.02), for 9/13/17 % fewer IOPS; lower
-    /// values trade a longer tail for fewer lost IOPS (1.0: 53/57/59 ms, 5/10/15 %).
+    /// values trade a longer tail for fewer lost IOPS (1.0: 52/57/59 ms, 6/10/15 %).
     pub bonus: f64,
     /// Aging of every command, in ns of cost per ns waited (DiskSim additive aging,
     /// spec/drive-model.md §2.1); bounds the tail of unlimited commands.
