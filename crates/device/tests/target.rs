@@ -649,3 +649,32 @@ fn four_k_blocks_and_512e() {
     let (_, ms) = run(&t, &n, 0, &[0x1A, 0, 0x08, 0, 255, 0], &[]);
     assert_eq!(&ms[9..12], &[0, 0x10, 0]);
 }
+
+#[test]
+fn concurrent_writers_keep_their_data() {
+    let t = Arc::new(Target::new(vec![(
+        0,
+        ram_lu(LuConfig::new("iqn.test:t", 0, 8 << 20)),
+    )]));
+    std::thread::scope(|s| {
+        for id in 0..4u64 {
+            let t = Arc::clone(&t);
+            s.spawn(move || {
+                let n = nexus(id + 10);
+                run(&t, &n, 0, &[0; 6], &[]);
+                // Each thread owns 4096 blocks (2 MiB), crossing RAM chunk boundaries.
+                for round in 0..64u64 {
+                    let lba = id * 4096 + round * 64;
+                    let pattern = vec![(id * 64 + round) as u8; 64 * 512];
+                    assert_eq!(
+                        run(&t, &n, 0, &write16(lba, 64, false), &pattern).0,
+                        Completion::GOOD
+                    );
+                    let (c, back) = run(&t, &n, 0, &read10(lba as u32, 64), &[]);
+                    assert_eq!(c, Completion::GOOD);
+                    assert!(back == pattern, "thread {id} round {round}");
+                }
+            });
+        }
+    });
+}

@@ -397,3 +397,34 @@ fn lba_and_length_overflow_is_representable() {
         c => panic!("{c:?}"),
     }
 }
+
+#[test]
+fn table_direction_matches_decoded_data_length() {
+    use scsi::command::DataLength;
+    use scsi::Direction;
+    for info in COMMANDS {
+        // Set every length-like field the usage mask allows so data-moving commands move data.
+        let mut cdb = info.usage.to_vec();
+        let last = cdb.len() - 1;
+        cdb[last] = 0;
+        if info.protect_field || matches!(info.opcode(), 0x2E | 0xAE | 0x8E | 0x2F | 0xAF | 0x8F) {
+            cdb[1] &= !0x04; // BYTCHK 01b (compare) where present
+        }
+        if info.opcode() == 0x1B {
+            cdb[4] &= 0x0F; // POWER CONDITION 0
+        }
+        if info.opcode() == 0xA3 {
+            cdb[2] &= 0x80; // REPORTING OPTIONS 000b
+        }
+        if matches!(info.opcode(), 0x1A | 0x5A) {
+            cdb[2] &= 0x7F; // PC 01b (saved values are refused)
+        }
+        let (_, cmd) = decode(&cdb).unwrap_or_else(|e| panic!("{}: {e:?}", info.name));
+        let direction = match cmd.data_length() {
+            DataLength::None => Direction::None,
+            DataLength::InBytes(_) | DataLength::InBlocks(_) => Direction::In,
+            DataLength::OutBytes(_) | DataLength::OutBlocks(_) => Direction::Out,
+        };
+        assert_eq!(direction, info.direction, "{}", info.name);
+    }
+}
