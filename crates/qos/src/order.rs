@@ -78,3 +78,6 @@ pub(crate) fn argmin_f64(queue: &[Candidate], mut cost: impl FnMut(&Candidate) -
     }
     best.map_or(0, |(.., i)| i)
 }
+
+#[cfg(test)]
+mod tests;

@@ -201,3 +201,20 @@ fn explore() {
         print_table(spec, &sweep(&config, ios, seed));
     }
 }
+
+/// Simulation speed of B1 at QD32 with the default policy (the sim's goal is ≥ 2 M simulated
+/// commands/s on one core): `cargo test --release -p qos --test calibration -- --ignored speed`.
+#[test]
+#[ignore]
+fn speed_b1_qd32() {
+    let ios = 1_000_000;
+    let mut policy = OrderConfig::default().build();
+    let wall = std::time::Instant::now();
+    let p = run(32, ios, CALIBRATION_SEED, policy.as_mut());
+    let secs = wall.elapsed().as_secs_f64();
+    println!(
+        "B1 QD32: {ios} commands in {secs:.3} s = {:.2} M commands/s ({:.1} IOPS simulated)",
+        ios as f64 / secs / 1e6,
+        p.iops
+    );
+}

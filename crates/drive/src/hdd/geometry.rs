@@ -21,7 +21,7 @@ pub struct Geometry {
     pub capacity_sectors: u64,
     pub sector_bytes: u32,
     pub cylinders: u32,
-    heads: u32,
+    pub heads: u32,
     /// Revolution time (spec §1.3: integer ns, so runs are deterministic).
     pub rev_ns: Ns,
     /// r_ID / r_OD.
@@ -29,7 +29,9 @@ pub struct Geometry {
     /// 1 − ratio², the r² span.
     r2_span: f64,
     inv_capacity: f64,
-    tracks: f64,
+    /// Tracks per unit of normalised radial distance x = (1 − r)/(1 − ratio).
+    tracks_per_x: f64,
+    inv_heads: f64,
     ns_per_sector_od: f64,
 }
 
@@ -52,7 +54,8 @@ impl Geometry {
             ratio,
             r2_span: 1.0 - ratio * ratio,
             inv_capacity: 1.0 / p.capacity_sectors as f64,
-            tracks: cylinders * f64::from(p.heads),
+            tracks_per_x: cylinders * f64::from(p.heads) / (1.0 - ratio).max(f64::EPSILON),
+            inv_heads: 1.0 / f64::from(p.heads),
             ns_per_sector_od: f64::from(p.sector_bytes) / rate_od * 1e9,
         }
     }
@@ -63,16 +66,25 @@ impl Geometry {
         (self.ratio * self.ratio + (1.0 - u) * self.r2_span).sqrt()
     }
 
-    pub fn locate(&self, lba: u64) -> Location {
+    /// Cylinder and angle of an LBA, and its normalised radius (the hot path of positioning).
+    #[inline]
+    pub fn place(&self, lba: u64) -> (u32, Ns, f64) {
         let r = self.radius(lba);
-        // x: normalised radial distance from the OD; tracks are uniform in x.
-        let x = (1.0 - r) / (1.0 - self.ratio).max(f64::EPSILON);
-        let track_pos = x * self.tracks;
-        let track = track_pos.floor();
-        let cylinder = (track / f64::from(self.heads)) as u32;
+        // Tracks are uniform in x = (1 − r)/(1 − r_ID): track_pos counts tracks from the OD, its
+        // fraction is the sector's angle on its track.
+        let track_pos = (1.0 - r) * self.tracks_per_x;
+        let track = track_pos as u64;
+        let frac = track_pos - track as f64;
+        let cylinder = ((track_pos * self.inv_heads) as u32).min(self.cylinders - 1);
+        let angle = ((frac * self.rev_ns as f64) as Ns).min(self.rev_ns - 1);
+        (cylinder, angle, r)
+    }
+
+    pub fn locate(&self, lba: u64) -> Location {
+        let (cylinder, angle_ns, r) = self.place(lba);
         Location {
-            cylinder: cylinder.min(self.cylinders - 1),
-            angle_ns: ((track_pos - track) * self.rev_ns as f64) as Ns % self.rev_ns,
+            cylinder,
+            angle_ns,
             ns_per_sector: self.ns_per_sector_od / r,
         }
     }

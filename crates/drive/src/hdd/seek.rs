@@ -30,7 +30,8 @@ pub struct SeekAnchors<'a> {
 pub struct SeekCurve {
     short: Vec<u32>,
     coarse: Vec<u32>,
-    step: u64,
+    /// The coarse table's step is 2^step_shift cylinders (a shift, not a division, per lookup).
+    step_shift: u32,
     full_stroke_ns: Ns,
 }
 
@@ -102,7 +103,7 @@ impl SeekCurve {
         let short = (0..(SHORT as u64).min(c))
             .map(|d| to_ns(seek_ms(d, c, motion, a)))
             .collect();
-        let step = c.div_ceil(COARSE_STEPS).max(1);
+        let step = c.div_ceil(COARSE_STEPS).max(1).next_power_of_two();
         let coarse = (0..=c.div_ceil(step))
             .map(|i| to_ns(seek_ms((i * step).min(c - 1), c, motion, a)))
             .collect();
@@ -110,7 +111,7 @@ impl SeekCurve {
         Ok(Self {
             short,
             coarse,
-            step,
+            step_shift: step.trailing_zeros(),
             full_stroke_ns,
         })
     }
@@ -123,12 +124,12 @@ impl SeekCurve {
             return t.into();
         }
         let d = d as u64;
-        let i = (d / self.step) as usize;
-        let frac = d % self.step;
+        let i = (d >> self.step_shift) as usize;
+        let frac = d & ((1 << self.step_shift) - 1);
         match (self.coarse.get(i), self.coarse.get(i + 1)) {
             (Some(&lo), Some(&hi)) => {
                 let (lo, hi) = (u64::from(lo), u64::from(hi));
-                lo + (hi.saturating_sub(lo)) * frac / self.step
+                lo + ((hi.saturating_sub(lo) * frac) >> self.step_shift)
             }
             (Some(&lo), None) => lo.into(),
             _ => self.full_stroke_ns,

@@ -1,0 +1,203 @@
+//! Ordering policies on hand-made queues, with a drive whose positioning time is the LBA
+//! distance from its head (so the expected pick is obvious).
+
+use super::*;
+use drive::{MediaOutcome, Service};
+
+/// Positioning time = |lba − head| ns.
+struct LineDrive {
+    head: u64,
+}
+
+impl Drive for LineDrive {
+    fn parallelism(&self) -> usize {
+        1
+    }
+    fn positioning_time(&self, _now: Ns, op: &MediaOp) -> Ns {
+        op.lba.abs_diff(self.head)
+    }
+    fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
+        self.head = op.lba;
+        Service {
+            done_at: now + 1,
+            outcome: MediaOutcome::Ok,
+            recovery: 0,
+        }
+    }
+    fn flush(&mut self, now: Ns) -> Ns {
+        now
+    }
+}
+
+fn cand(id: u64, lba: u64, arrived: Ns) -> Candidate {
+    Candidate {
+        id,
+        op: MediaOp {
+            lba,
+            blocks: 8,
+            write: false,
+            fua: false,
+        },
+        arrived,
+        deadline: None,
+        class: 0,
+    }
+}
+
+#[test]
+fn fifo_picks_the_oldest_then_lowest_id() {
+    let drive = LineDrive { head: 0 };
+    let q = [
+        cand(5, 10, 300),
+        cand(3, 900, 100),
+        cand(4, 1, 200),
+        cand(2, 7, 100),
+    ];
+    assert_eq!(
+        Fifo.pick(1000, &q, &drive),
+        3,
+        "arrived 100 with id 2 beats id 3"
+    );
+    assert_eq!(Fifo.pick(1000, &q[..2], &drive), 1);
+    assert_eq!(Fifo.pick(1000, &q[..1], &drive), 0);
+}
+
+#[test]
+fn sptf_picks_the_shortest_positioning_then_oldest() {
+    let drive = LineDrive { head: 500 };
+    let q = [
+        cand(1, 0, 0),
+        cand(2, 480, 50),
+        cand(3, 530, 10),
+        cand(4, 900, 0),
+    ];
+    assert_eq!(
+        Sptf.pick(1000, &q, &drive),
+        1,
+        "|480 − 500| = 20 is shortest"
+    );
+    let tie = [cand(1, 520, 40), cand(2, 480, 30)];
+    assert_eq!(
+        Sptf.pick(1000, &tie, &drive),
+        1,
+        "equal distance: the older one"
+    );
+    assert_eq!(sptf_cost(0, &q[3], &drive), 400);
+}
+
+#[test]
+fn additive_aging_lets_an_old_far_command_win() {
+    let drive = LineDrive { head: 0 };
+    // Near and young (cost 100) vs far and old (cost 1000 − rate · age).
+    let q = [cand(1, 100, 9_000), cand(2, 1000, 0)];
+    let mut weak = AgedSptf::new(Aging::Additive { rate: 0.05 });
+    assert_eq!(weak.pick(10_000, &q, &drive), 0, "1000 − 500 > 100 − 50");
+    let mut strong = AgedSptf::new(Aging::Additive { rate: 0.2 });
+    assert_eq!(
+        strong.pick(10_000, &q, &drive),
+        1,
+        "1000 − 2000 < 100 − 200"
+    );
+    assert_eq!(strong.cost(10_000, &q[1], &drive), -1000.0);
+}
+
+#[test]
+fn multiplicative_aging_scales_cost_by_remaining_window() {
+    let drive = LineDrive { head: 0 };
+    let q = [cand(1, 300, 9_000), cand(2, 1000, 0)];
+    // W = 20 µs: 300 · (1 − 1/20) = 285 vs 1000 · (1 − 10/20) = 500.
+    let mut p = AgedSptf::new(Aging::Multiplicative { window: 20_000 });
+    assert_eq!(p.pick(10_000, &q, &drive), 0);
+    // W = 12 µs: 300 · (1 − 1/12) = 275 vs 1000 · (1 − 10/12) ≈ 167.
+    let mut p = AgedSptf::new(Aging::Multiplicative { window: 12_000 });
+    assert_eq!(p.pick(10_000, &q, &drive), 1);
+}
+
+#[test]
+fn rpo_is_sptf_until_it_has_seen_a_service_interval() {
+    let drive = LineDrive { head: 0 };
+    let q = [cand(1, 100, 1_000_000), cand(2, 1000, 0), cand(3, 5000, 0)];
+    let mut p = Rpo::default();
+    assert_eq!(p.window(3), None);
+    assert_eq!(
+        p.pick(1_000_000, &q, &drive),
+        0,
+        "no window yet: plain SPTF"
+    );
+}
+
+#[test]
+fn rpo_window_follows_queue_length_and_dispatch_interval() {
+    let drive = LineDrive { head: 0 };
+    let mut p = Rpo::new(2.0);
+    let busy = [cand(1, 1, 0), cand(2, 2, 0), cand(3, 3, 0)];
+    // Back-to-back dispatches 10 µs apart: the interval is 10 µs.
+    assert_eq!(p.pick(0, &busy, &drive), 0);
+    assert_eq!(p.pick(10_000, &busy, &drive), 0);
+    assert_eq!(p.window(4), Some(2.0 * 4.0 * 10_000.0));
+    // A gap after the queue ran dry (one command left) is idle time, not service: ignored.
+    let alone = [cand(9, 1, 0)];
+    p.pick(20_000, &alone, &drive);
+    p.pick(1_000_000, &busy, &drive);
+    assert_eq!(p.window(1), Some(2.0 * 10_000.0));
+    // This dispatch follows a busy one 30 µs earlier: interval 10 + 20/64 µs, window
+    // 2 · 2 · 10.3 ≈ 41.3 µs. The far command that arrived at 0.99 ms costs
+    // 1000 · (1 − 40/41.3) ≈ 30 and beats the young near one (100 · (1 − 0)).
+    let q = [cand(1, 100, 1_030_000), cand(2, 1000, 990_000)];
+    assert_eq!(p.pick(1_030_000, &q, &drive), 1);
+    // A younger far command (age 10 µs: 1000 · (1 − 10/41.2) ≈ 757) loses to the near one.
+    let q = [cand(1, 100, 1_040_000), cand(2, 1000, 1_030_000)];
+    assert_eq!(p.pick(1_040_000, &q, &drive), 0);
+}
+
+#[test]
+fn config_parses_names_and_parameters() {
+    assert_eq!("fifo".parse::<OrderConfig>(), Ok(OrderConfig::Fifo));
+    assert_eq!(" sptf ".parse::<OrderConfig>(), Ok(OrderConfig::Sptf));
+    assert_eq!(
+        "asptf:rate=0.03".parse(),
+        Ok(OrderConfig::Asptf(Aging::Additive { rate: 0.03 }))
+    );
+    assert_eq!(
+        "asptf:window_ms=50".parse(),
+        Ok(OrderConfig::Asptf(Aging::Multiplicative {
+            window: 50_000_000
+        }))
+    );
+    assert_eq!("rpo:factor=3".parse(), Ok(OrderConfig::Rpo { factor: 3.0 }));
+    assert_eq!("rpo".parse(), Ok(OrderConfig::default()));
+    assert_eq!(
+        OrderConfig::default(),
+        OrderConfig::Rpo {
+            factor: DEFAULT_RPO_FACTOR
+        }
+    );
+    for c in [
+        OrderConfig::Fifo,
+        OrderConfig::Sptf,
+        OrderConfig::Asptf(Aging::Additive { rate: 0.02 }),
+        OrderConfig::Asptf(Aging::Multiplicative { window: 30_000_000 }),
+        OrderConfig::Rpo { factor: 2.5 },
+    ] {
+        assert_eq!(c.to_string().parse(), Ok(c), "{c} round-trips");
+    }
+}
+
+#[test]
+fn config_errors_name_the_problem() {
+    let err = |s: &str| s.parse::<OrderConfig>().expect_err(s).to_string();
+    assert!(err("elevator").contains("unknown policy `elevator`"));
+    assert!(err("sptf:rate=1").contains("unknown parameter `rate`"));
+    assert!(err("rpo:factor=abc").contains("`factor` must be a number"));
+    assert!(err("rpo:factor=-1").contains("`factor`"));
+    assert!(err("asptf:rate").contains("not key=value"));
+    assert!(err("asptf:rate=0.1,window_ms=5").contains("not both"));
+}
+
+#[test]
+fn built_policies_pick_like_their_types() {
+    let drive = LineDrive { head: 0 };
+    let q = [cand(1, 50, 10), cand(2, 10, 20)];
+    assert_eq!(OrderConfig::Fifo.build().pick(100, &q, &drive), 0);
+    assert_eq!(OrderConfig::Sptf.build().pick(100, &q, &drive), 1);
+}
