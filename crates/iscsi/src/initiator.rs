@@ -1,7 +1,9 @@
 //! A small async iSCSI initiator on the same codec and negotiation as the target: login
 //! (discovery or normal), SendTargets, SCSI commands with immediate/unsolicited data and
-//! R2T handling, NOP, task management and logout. One command at a time.
+//! R2T handling (one at a time, or pipelined with `submit`/`complete`), NOP, task
+//! management and logout.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -120,6 +122,18 @@ pub struct Initiator {
     /// Keys the target sent during login, in order.
     pub login_keys: Vec<(String, String)>,
     timeout: Duration,
+    in_flight: BTreeMap<u32, InFlight>,
+    /// Results that arrived while [`Initiator::scsi_command`] waited for another command.
+    finished: VecDeque<(u32, CommandResult)>,
+    wbuf: Vec<u8>,
+}
+
+/// A submitted command.
+struct InFlight {
+    lun_raw: u64,
+    data_out: Vec<u8>,
+    expected_in_len: u32,
+    data_in: Vec<u8>,
 }
 
 impl Initiator {
@@ -146,6 +160,9 @@ impl Initiator {
             tsih: 0,
             login_keys: Vec::new(),
             timeout: opts.timeout,
+            in_flight: BTreeMap::new(),
+            finished: VecDeque::new(),
+            wbuf: Vec::new(),
         };
         ini.login(opts).await?;
         Ok(ini)
@@ -294,21 +311,36 @@ impl Initiator {
     /// Receive the next PDU, or `None` if nothing complete arrives within `wait`.
     pub async fn recv_timeout(&mut self, wait: Duration) -> Result<Option<Pdu>, Error> {
         let deadline = tokio::time::Instant::now() + wait;
+        Ok(self.recv_frame(deadline).await?.map(|(bhs, data)| Pdu {
+            bhs,
+            data: self.buf.get(data).unwrap_or(&[]).to_vec(),
+        }))
+    }
+
+    /// Frame the next PDU in the receive buffer, reading as needed until `deadline`. The
+    /// returned data range stays valid until the next call.
+    async fn recv_frame(
+        &mut self,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<(Bhs, std::ops::Range<usize>)>, Error> {
         loop {
             let avail = self.buf.get(self.start..self.end).unwrap_or(&[]);
             match pdu::frame(avail, &self.limits) {
                 Ok(Some(f)) => {
-                    let data = avail.get(f.data.clone()).unwrap_or(&[]).to_vec();
+                    let data = self.start + f.data.start..self.start + f.data.end;
                     self.start += f.len;
                     if !f.data_digest_ok {
                         return Err(Error::Protocol("data digest mismatch".into()));
                     }
-                    return Ok(Some(Pdu { bhs: f.bhs, data }));
+                    return Ok(Some((f.bhs, data)));
                 }
                 Ok(None) => {}
                 Err(e) => return Err(Error::Protocol(e.to_string())),
             }
-            if self.end == self.buf.len() {
+            if self.start == self.end {
+                self.start = 0;
+                self.end = 0;
+            } else if self.end == self.buf.len() {
                 self.buf.copy_within(self.start..self.end, 0);
                 self.end -= self.start;
                 self.start = 0;
@@ -326,6 +358,19 @@ impl Initiator {
         }
     }
 
+    /// Answer a target ping (NOP-In with a TTT, RFC 7143 §11.19).
+    async fn answer_ping(&mut self, ping: &Bhs) -> Result<(), Error> {
+        let mut b = Bhs::new(Opcode::NopOut);
+        b.set_immediate(true);
+        b.set_flags(0x80);
+        b.set_lun_raw(ping.lun_raw());
+        b.set_itt(RESERVED_TAG);
+        b.set_u32_at(20, ping.u32_at(20));
+        b.set_u32_at(24, self.cmdsn);
+        b.set_u32_at(28, self.exp_statsn);
+        self.send(&b, &[]).await
+    }
+
     /// Receive the next PDU, answering target pings (NOP-In with a TTT) on the way.
     async fn recv_response(&mut self) -> Result<Pdu, Error> {
         loop {
@@ -333,15 +378,7 @@ impl Initiator {
             self.track(&p.bhs);
             match p.bhs.opcode() {
                 Some(Opcode::NopIn) if p.bhs.itt() == RESERVED_TAG => {
-                    let mut b = Bhs::new(Opcode::NopOut);
-                    b.set_immediate(true);
-                    b.set_flags(0x80);
-                    b.set_lun_raw(p.bhs.lun_raw());
-                    b.set_itt(RESERVED_TAG);
-                    b.set_u32_at(20, p.bhs.u32_at(20));
-                    b.set_u32_at(24, self.cmdsn);
-                    b.set_u32_at(28, self.exp_statsn);
-                    self.send(&b, &[]).await?;
+                    self.answer_ping(&p.bhs).await?;
                 }
                 Some(Opcode::AsyncMessage) => {}
                 Some(Opcode::Reject) => {
@@ -482,6 +519,33 @@ impl Initiator {
         data_out: &[u8],
         expected_in_len: u32,
     ) -> Result<CommandResult, Error> {
+        let itt = self
+            .submit(lun, cdb, data_out.to_vec(), expected_in_len)
+            .await?;
+        loop {
+            let (done, result) = self.complete().await?;
+            if done == itt {
+                return Ok(result);
+            }
+            self.finished.push_back((done, result));
+        }
+    }
+
+    /// Commands submitted and not yet returned by [`Self::complete`].
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len() + self.finished.len()
+    }
+
+    /// Send a SCSI command without waiting for it (pipelined use, e.g. a load generator);
+    /// returns its ITT. The caller keeps at most `MaxCmdSN − ExpCmdSN + 1` commands in flight
+    /// (see [`Self::cmdsn`]); results come from [`Self::complete`].
+    pub async fn submit(
+        &mut self,
+        lun: u64,
+        cdb: &[u8],
+        data_out: Vec<u8>,
+        expected_in_len: u32,
+    ) -> Result<u32, Error> {
         let itt = self.take_itt();
         let edtl = if data_out.is_empty() {
             expected_in_len
@@ -515,88 +579,167 @@ impl Initiator {
             cdb: Cdb::new(cdb).ok_or_else(|| Error::Protocol("CDB too long".into()))?,
         };
         self.cmdsn = self.cmdsn.wrapping_add(1);
-        self.send(&cmd.to_bhs(), data_out.get(..immediate).unwrap_or(&[]))
-            .await?;
+        let mut bytes = std::mem::take(&mut self.wbuf);
+        bytes.clear();
+        pdu::write_pdu(
+            &mut bytes,
+            &cmd.to_bhs(),
+            data_out.get(..immediate).unwrap_or(&[]),
+            self.limits.header_digest,
+            self.limits.data_digest,
+        );
         if unsolicited > immediate {
-            self.send_data_out(itt, lun_raw, RESERVED_TAG, data_out, immediate, unsolicited)
-                .await?;
+            self.data_out_pdus(
+                &mut bytes,
+                itt,
+                lun_raw,
+                RESERVED_TAG,
+                &data_out,
+                immediate,
+                unsolicited,
+            );
         }
-        let mut data_in = Vec::new();
+        let written = self.stream.write_all(&bytes).await;
+        self.wbuf = bytes;
+        written?;
+        let data_in = Vec::with_capacity(expected_in_len.min(1 << 20) as usize);
+        self.in_flight.insert(
+            itt,
+            InFlight {
+                lun_raw,
+                data_out,
+                expected_in_len,
+                data_in,
+            },
+        );
+        Ok(itt)
+    }
+
+    /// Wait for the next submitted command to finish, sending solicited Data-Out and
+    /// answering target pings meanwhile. Returns its ITT and result.
+    pub async fn complete(&mut self) -> Result<(u32, CommandResult), Error> {
+        if let Some(done) = self.finished.pop_front() {
+            return Ok(done);
+        }
         loop {
-            let p = self.recv_response().await?;
-            if p.bhs.itt() != itt {
-                return Err(Error::Protocol(format!(
-                    "response for unknown ITT {:?}",
-                    p.bhs
-                )));
-            }
-            match p.bhs.opcode() {
+            let deadline = tokio::time::Instant::now() + self.timeout;
+            let (bhs, range) = self.recv_frame(deadline).await?.ok_or(Error::Timeout)?;
+            self.track(&bhs);
+            let itt = bhs.itt();
+            match bhs.opcode() {
+                Some(Opcode::NopIn) if itt == RESERVED_TAG => self.answer_ping(&bhs).await?,
+                Some(Opcode::AsyncMessage) => {}
                 Some(Opcode::ReadyToTransfer) => {
-                    let offset = p.bhs.u32_at(40) as usize;
-                    let len = p.bhs.u32_at(44) as usize;
-                    let end = offset.checked_add(len).filter(|e| *e <= data_out.len());
-                    let Some(end) = end else {
+                    let task = self
+                        .in_flight
+                        .get_mut(&itt)
+                        .ok_or_else(|| Error::Protocol(format!("R2T for unknown ITT {itt:#x}")))?;
+                    let offset = bhs.u32_at(40) as usize;
+                    let end = offset.checked_add(bhs.u32_at(44) as usize);
+                    let Some(end) = end.filter(|e| *e <= task.data_out.len()) else {
                         return Err(Error::Protocol("R2T beyond the data".into()));
                     };
-                    let ttt = p.bhs.u32_at(20);
-                    self.send_data_out(itt, lun_raw, ttt, data_out, offset, end)
-                        .await?;
+                    let data_out = std::mem::take(&mut task.data_out);
+                    let lun_raw = task.lun_raw;
+                    let mut bytes = std::mem::take(&mut self.wbuf);
+                    bytes.clear();
+                    self.data_out_pdus(
+                        &mut bytes,
+                        itt,
+                        lun_raw,
+                        bhs.u32_at(20),
+                        &data_out,
+                        offset,
+                        end,
+                    );
+                    let written = self.stream.write_all(&bytes).await;
+                    self.wbuf = bytes;
+                    if let Some(task) = self.in_flight.get_mut(&itt) {
+                        task.data_out = data_out;
+                    }
+                    written?;
                 }
                 Some(Opcode::DataIn) => {
-                    let d = Data::parse(&p.bhs);
-                    let offset = d.buffer_offset as usize;
-                    let end = offset + p.data.len();
-                    if end > expected_in_len as usize {
+                    let task = self.in_flight.get_mut(&itt).ok_or_else(|| {
+                        Error::Protocol(format!("Data-In for unknown ITT {itt:#x}"))
+                    })?;
+                    let data = self.buf.get(range).unwrap_or(&[]);
+                    let offset = bhs.u32_at(40) as usize;
+                    let end = offset + data.len();
+                    if end > task.expected_in_len as usize {
                         return Err(Error::Protocol("Data-In beyond the expected length".into()));
                     }
-                    if data_in.len() < end {
-                        data_in.resize(end, 0);
+                    if offset == task.data_in.len() {
+                        task.data_in.extend_from_slice(data);
+                    } else {
+                        if task.data_in.len() < end {
+                            task.data_in.resize(end, 0);
+                        }
+                        task.data_in[offset..end].copy_from_slice(data);
                     }
-                    data_in[offset..end].copy_from_slice(&p.data);
-                    if p.bhs.flags() & 0x01 != 0 {
-                        return Ok(CommandResult {
-                            status: p.bhs.0[3],
+                    if bhs.flags() & 0x01 != 0 {
+                        let task = self
+                            .in_flight
+                            .remove(&itt)
+                            .map(|t| t.data_in)
+                            .unwrap_or_default();
+                        let result = CommandResult {
+                            status: bhs.0[3],
                             sense: Vec::new(),
-                            data_in,
-                            residual: Residual::decode(p.bhs.flags(), p.bhs.u32_at(44)),
-                        });
+                            data_in: task,
+                            residual: Residual::decode(bhs.flags(), bhs.u32_at(44)),
+                        };
+                        return Ok((itt, result));
                     }
                 }
                 Some(Opcode::ScsiResponse) => {
-                    let sense = match p.data.get(..2) {
+                    let task = self.in_flight.remove(&itt).ok_or_else(|| {
+                        Error::Protocol(format!("response for unknown ITT {itt:#x}"))
+                    })?;
+                    let data = self.buf.get(range).unwrap_or(&[]);
+                    // SenseLength, then the sense data (RFC 7143 §11.4.7.2).
+                    let sense = match data.get(..2) {
                         Some(l) => {
                             let len = usize::from(u16::from_be_bytes([l[0], l[1]]));
-                            p.data.get(2..2 + len).unwrap_or(&[]).to_vec()
+                            data.get(2..2 + len).unwrap_or(&[]).to_vec()
                         }
                         None => Vec::new(),
                     };
-                    return Ok(CommandResult {
-                        status: p.bhs.0[3],
+                    let result = CommandResult {
+                        status: bhs.0[3],
                         sense,
-                        data_in,
-                        residual: Residual::decode(p.bhs.flags(), p.bhs.u32_at(44)),
-                    });
+                        data_in: task.data_in,
+                        residual: Residual::decode(bhs.flags(), bhs.u32_at(44)),
+                    };
+                    return Ok((itt, result));
                 }
-                _ => return Err(Error::Protocol(format!("unexpected PDU {:?}", p.bhs))),
+                Some(Opcode::Reject) => {
+                    return Err(Error::Protocol(format!(
+                        "target rejected a PDU, reason {:#x}",
+                        bhs.0[2]
+                    )))
+                }
+                _ => return Err(Error::Protocol(format!("unexpected PDU {bhs:?}"))),
             }
         }
     }
 
     /// Data-Out PDUs for `data[from..to]`, split at the target's MaxRecvDataSegmentLength,
-    /// DataSN from 0, F on the last (RFC 7143 §11.7).
-    async fn send_data_out(
-        &mut self,
+    /// DataSN from 0, F on the last (RFC 7143 §11.7), appended to `bytes`.
+    #[allow(clippy::too_many_arguments)]
+    fn data_out_pdus(
+        &self,
+        bytes: &mut Vec<u8>,
         itt: u32,
         lun: u64,
         ttt: u32,
         data: &[u8],
         from: usize,
         to: usize,
-    ) -> Result<(), Error> {
+    ) {
         let mrdsl = (self.params.target_max_recv_data_segment_length as usize).max(512);
         let mut offset = from;
         let mut datasn = 0;
-        let mut bytes = Vec::new();
         while offset < to {
             let end = to.min(offset + mrdsl);
             let d = Data {
@@ -610,7 +753,7 @@ impl Initiator {
             let chunk = data.get(offset..end).unwrap_or(&[]);
             let b = d.to_data_out(self.exp_statsn);
             pdu::write_pdu(
-                &mut bytes,
+                bytes,
                 &b,
                 chunk,
                 self.limits.header_digest,
@@ -619,8 +762,6 @@ impl Initiator {
             datasn += 1;
             offset = end;
         }
-        self.stream.write_all(&bytes).await?;
-        Ok(())
     }
 
     /// Log out (close the session, RFC 7143 §11.14); returns the Logout Response code.

@@ -349,3 +349,42 @@ async fn several_sessions_at_once() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn pipelined_commands_complete_out_of_order_safely() {
+    let server = Server::start(4096).await;
+    // Small bursts so writes need R2Ts while other commands are in flight.
+    let mut ini = server
+        .login_with(&[("FirstBurstLength", "4096"), ("MaxBurstLength", "8192")])
+        .await;
+    let mut expected = std::collections::BTreeMap::new();
+    for i in 0..32u32 {
+        let data = pattern(16 * BLOCK, i as u8);
+        let itt = ini
+            .submit(0, &write10(i * 16, 16), data.clone(), 0)
+            .await
+            .unwrap();
+        expected.insert(itt, (i, data));
+    }
+    assert_eq!(ini.in_flight(), 32);
+    while ini.in_flight() > 0 {
+        let (itt, r) = ini.complete().await.unwrap();
+        assert_eq!(r.status, 0);
+        assert!(expected.contains_key(&itt));
+    }
+    let mut reads = Vec::new();
+    for (i, data) in expected.values() {
+        let itt = ini
+            .submit(0, &read10(i * 16, 16), Vec::new(), data.len() as u32)
+            .await
+            .unwrap();
+        reads.push((itt, data.clone()));
+    }
+    for _ in 0..reads.len() {
+        let (itt, r) = ini.complete().await.unwrap();
+        let want = &reads.iter().find(|(i, _)| *i == itt).unwrap().1;
+        assert!(&r.data_in == want, "ITT {itt:#x}");
+    }
+    ini.logout().await.unwrap();
+    server.stop().await;
+}
