@@ -257,3 +257,37 @@ fn typed_pages_are_validated_too() {
     );
     assert_eq!(sample().validate(), Ok(()));
 }
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut accepted = 0;
+    for _ in 0..20_000 {
+        let len = if next() % 8 == 0 {
+            (next() % 300) as usize
+        } else {
+            232
+        };
+        let mut page: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        if len == 232 && next() % 2 == 0 {
+            // A valid header so the descriptors get decoded too.
+            page[..4].copy_from_slice(&[0x4A, 0x07, 0x00, 0xE4]);
+            page[7] &= 0x7F;
+        }
+        if let Ok(p) = CdlPage::decode(CdlPageKind::T2A, &page) {
+            accepted += 1;
+            assert_eq!(
+                CdlPage::decode(CdlPageKind::T2A, &p.encode(CdlPageKind::T2A)),
+                Ok(p)
+            );
+        }
+    }
+    // Seven descriptors of random bytes rarely all hold valid codes: most pages are refused.
+    assert!(accepted < 1_000, "{accepted}");
+}

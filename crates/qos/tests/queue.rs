@@ -132,3 +132,108 @@ fn a_queue_can_move_to_another_thread() {
     q.drive_mut().units = 2;
     assert_eq!(q.drive().units, 2);
 }
+
+/// Random commands, limits, policies and page changes: every command leaves exactly once, in
+/// time order, and the device queue never holds more than its depth.
+#[test]
+fn random_traffic_keeps_the_invariants() {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let policies = [
+        Policy::CompleteEarliest,
+        Policy::CompleteUnavailable,
+        Policy::Abort,
+    ];
+    let guideline_policies = [
+        Policy::CompleteEarliest,
+        Policy::ContinueNextLimit,
+        Policy::ContinueNoLimit,
+        Policy::CompleteUnavailable,
+        Policy::Abort,
+    ];
+    let mut random_pages = |next: &mut dyn FnMut() -> u64| {
+        let mut pages = t2a(&[]);
+        for page in [&mut pages.t2a, &mut pages.t2b] {
+            for d in page.descriptors.iter_mut() {
+                *d = CdlDescriptor {
+                    t2cdlunits: T2CdlUnits::Ms10,
+                    max_inactive_time: (next() % 4) as u16,
+                    max_inactive_time_policy: policies[(next() % 3) as usize],
+                    max_active_time: (next() % 3) as u16,
+                    max_active_time_policy: [
+                        Policy::AbortRecovery,
+                        policies[(next() % 3) as usize],
+                    ][(next() % 2) as usize],
+                    command_duration_guideline: (next() % 6) as u16,
+                    command_duration_guideline_policy: guideline_policies[(next() % 5) as usize],
+                };
+            }
+        }
+        pages
+    };
+    for round in 0..20 {
+        let depth = 1 + (next() % 8) as usize;
+        let arbitration = match round % 3 {
+            0 => qos::Arbitration::Strict,
+            1 => qos::Arbitration::RoundRobin,
+            _ => qos::Arbitration::WeightedRoundRobin {
+                weights: [3, 2, 1],
+                burst: 2,
+            },
+        };
+        let admission = if round % 2 == 0 {
+            qos::Admission::Fifo
+        } else {
+            qos::Admission::DeadlineAware
+        };
+        let config = QueueConfig {
+            depth,
+            arbitration,
+            admission,
+            cdl: random_pages(&mut next),
+        };
+        let mut drive = FixedDrive::new(3 * MS);
+        drive.units = 1 + (next() % 3) as usize;
+        drive.slow.push((7, 45 * MS));
+        let mut q = fifo_queue(config, drive);
+        let mut now = 0;
+        let mut submitted = 0u64;
+        let mut done = Vec::new();
+        for _ in 0..400 {
+            now += next() % (2 * MS);
+            let before = done.len();
+            q.advance(now, &mut done);
+            assert!(q.device_len() <= depth);
+            assert!(done[before..].iter().all(|c| c.at <= now));
+            if next() % 50 == 0 {
+                assert!(q.set_cdl(random_pages(&mut next)).is_ok());
+            }
+            let mut c = read(submitted, next() % 10, (next() % 8) as u8);
+            c.class = (next() % 4) as usize;
+            c.op.write = next() % 3 == 0;
+            submit(&mut q, now, c);
+            submitted += 1;
+        }
+        done.extend(run(&mut q, u64::MAX));
+        assert!(q.is_empty());
+        assert!(
+            done.windows(2).all(|w| w[0].at <= w[1].at),
+            "completions out of order"
+        );
+        let mut ids: Vec<u64> = done.iter().map(|c| c.id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..submitted).collect::<Vec<_>>());
+        for c in &done {
+            assert!(c.at >= c.submitted_at);
+            assert_eq!(c.outcome.is_duration_limit(), c.ended_by.is_some());
+        }
+        let s = q.stats();
+        let total: u64 = s.classes.iter().map(|c| c.completions.total()).sum();
+        assert_eq!(total, submitted);
+    }
+}
