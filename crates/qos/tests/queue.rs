@@ -156,7 +156,7 @@ fn random_traffic_keeps_the_invariants() {
         Policy::CompleteUnavailable,
         Policy::Abort,
     ];
-    let mut random_pages = |next: &mut dyn FnMut() -> u64| {
+    let random_pages = |next: &mut dyn FnMut() -> u64| {
         let mut pages = t2a(&[]);
         for page in [&mut pages.t2a, &mut pages.t2b] {
             for d in page.descriptors.iter_mut() {
