@@ -111,6 +111,37 @@ impl LogicalUnit {
         }
     }
 
+    /// ORWRITE (16) (SBC-4 §5.8): read the blocks, OR the data-out into them, write them back.
+    /// Only whole blocks that arrived are changed, as for WRITE.
+    pub(crate) fn or_write(
+        &self,
+        info: &CommandInfo,
+        rw: &ReadWrite,
+        data_out: &[u8],
+    ) -> Completion {
+        if let Err(sense) = self.check_writable() {
+            return check(sense);
+        }
+        let (offset, len) = match self.range(info, rw.lba, rw.transfer_length) {
+            Ok(r) => r,
+            Err(sense) => return check(sense),
+        };
+        let bs = self.block_size() as usize;
+        let n = len.min(data_out.len() / bs * bs);
+        let _serialised = self.read_modify_write.lock();
+        let mut medium = vec![0u8; n];
+        if let Err(e) = self.store.read_at(offset, &mut medium) {
+            return self.io_error(
+                &e,
+                SenseKey::MediumError,
+                Asc::UNRECOVERED_READ_ERROR,
+                Some(rw.lba),
+            );
+        }
+        medium.iter_mut().zip(data_out).for_each(|(m, d)| *m |= d);
+        self.store_blocks(rw.lba, offset, n, &medium, rw.fua)
+    }
+
     /// WRITE AND VERIFY (10)/(12)/(16) (SBC-4 §5.43–5.45): the data must be on the medium to be
     /// verified, so it is written through. The comparison of BYTCHK = 01b is against the very
     /// bytes just stored, so it always matches.

@@ -33,6 +33,9 @@ pub struct LogicalUnit {
     /// START STOP UNIT with START = 0 stopped the unit (SBC-4 §4.20).
     stopped: AtomicBool,
     pub(crate) unit_attentions: UnitAttentions,
+    /// Serialises read-modify-write commands (ORWRITE) so each is one uninterrupted sequence
+    /// with respect to the others (SBC-4 §5.8).
+    pub(crate) read_modify_write: Mutex<()>,
 }
 
 /// Complete with CHECK CONDITION.
@@ -100,6 +103,7 @@ impl LogicalUnit {
             swp: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             unit_attentions: UnitAttentions::default(),
+            read_modify_write: Mutex::new(()),
         })
     }
 
@@ -247,6 +251,7 @@ impl LogicalUnit {
             }
             Command::Read(rw) => self.read(info, &rw, data_in),
             Command::Write(rw) => self.write(info, &rw, req.data_out),
+            Command::OrWrite(rw) => self.or_write(info, &rw, req.data_out),
             Command::WriteAndVerify(w) => self.write_and_verify(info, &w, req.data_out),
             Command::Verify(v) => self.verify(info, &v, req.data_out),
             Command::SynchronizeCache(r) => self.synchronize_cache(&r),

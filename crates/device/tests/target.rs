@@ -678,3 +678,27 @@ fn concurrent_writers_keep_their_data() {
         }
     });
 }
+
+#[test]
+fn orwrite_ors_into_the_medium() {
+    let t = target();
+    let n = ready(&t, 1);
+    run(&t, &n, 0, &write16(5, 2, false), &[0xA5; 1024]);
+    let mut ow = write16(5, 2, false);
+    ow[0] = 0x8B;
+    assert_eq!(t.transfer(0, &ow), Ok(Transfer::Out(1024)));
+    assert_eq!(run(&t, &n, 0, &ow, &[0x5A; 1024]).0, Completion::GOOD);
+    assert_eq!(run(&t, &n, 0, &read10(5, 2), &[]).1, vec![0xFF; 1024]);
+    let mut beyond = write16(BLOCKS - 1, 2, false);
+    beyond[0] = 0x8B;
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &beyond, &[0; 1024]).0).1,
+        Asc::LBA_OUT_OF_RANGE
+    );
+    // ORPROTECT must be zero.
+    ow[1] = 0x20;
+    assert_eq!(
+        t.transfer(0, &ow),
+        Err(Sense::invalid_field_in_cdb(1, Some(7)))
+    );
+}

@@ -134,6 +134,8 @@ pub enum Command {
     },
     Read(ReadWrite),
     Write(ReadWrite),
+    /// ORWRITE (16): OR the data-out into the medium (SBC-4 §5.8).
+    OrWrite(ReadWrite),
     WriteAndVerify(WriteAndVerify),
     Verify(Verify),
     SynchronizeCache(CacheRange),
@@ -182,7 +184,7 @@ impl Command {
             Command::ReadCapacity10 => InBytes(8),
             Command::ReadCapacity16 { allocation_length } => InBytes(allocation_length),
             Command::Read(rw) => InBlocks(rw.transfer_length),
-            Command::Write(rw) => OutBlocks(rw.transfer_length),
+            Command::Write(rw) | Command::OrWrite(rw) => OutBlocks(rw.transfer_length),
             Command::WriteAndVerify(w) => OutBlocks(w.transfer_length),
             Command::Verify(v) => match v.bytchk {
                 ByteCheck::None => None,
@@ -204,6 +206,7 @@ impl Command {
             self,
             Command::Read(_)
                 | Command::Write(_)
+                | Command::OrWrite(_)
                 | Command::WriteAndVerify(_)
                 | Command::Verify(_)
                 | Command::SynchronizeCache(_)

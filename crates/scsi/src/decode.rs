@@ -128,6 +128,11 @@ pub(crate) fn write16(c: &[u8]) -> Decoded {
     Ok(Command::Write(rw16(c)))
 }
 
+/// ORWRITE (16) (SBC-4 §5.8, table 75): the (16) layout without DLD bits.
+pub(crate) fn orwrite16(c: &[u8]) -> Decoded {
+    Ok(Command::OrWrite(rw(be64(c, 2), be32(c, 10), c, 14)))
+}
+
 /// BYTCHK in byte 1 bits 2:1 (SBC-4 table 89): 10b is reserved.
 fn bytchk(c: &[u8]) -> Result<ByteCheck, Sense> {
     match (u8_at(c, 1) >> 1) & 3 {

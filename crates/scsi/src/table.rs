@@ -238,6 +238,15 @@ pub static COMMANDS: &[CommandInfo] = &[
         [0x8A, 0x1B, F, F, F, F, F, F, F, F, F, F, F, F, F, NACA]
     ),
     entry!(
+        "ORWRITE(16)",
+        Out,
+        None,
+        true,
+        30,
+        d::orwrite16,
+        [0x8B, 0x1A, F, F, F, F, F, F, F, F, F, F, F, F, 0x1F, NACA]
+    ),
+    entry!(
         "WRITE AND VERIFY(16)",
         Out,
         None,
