@@ -2,6 +2,7 @@
 //! through it, the negotiation limits, and the session-wide identifiers it hands out.
 
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::time::Duration;
 
 use crate::negotiation::TargetLimits;
 use crate::node::TargetNode;
@@ -15,6 +16,9 @@ pub struct Portal {
     pub limits: TargetLimits,
     /// Commands a session may have outstanding: MaxCmdSN = ExpCmdSN + depth − 1.
     pub queue_depth: u32,
+    /// Ping an idle initiator with a NOP-In after this long, and drop the connection when
+    /// it stays silent for as long again (also bounds how long a login may stall).
+    pub nop_in_interval: Option<Duration>,
     next_tsih: AtomicU16,
     next_nexus: AtomicU64,
 }
@@ -26,6 +30,7 @@ impl Portal {
             portal_group_tag: 1,
             limits: TargetLimits::default(),
             queue_depth: 128,
+            nop_in_interval: Some(Duration::from_secs(30)),
             next_tsih: AtomicU16::new(1),
             next_nexus: AtomicU64::new(1),
         }

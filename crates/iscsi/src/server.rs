@@ -158,10 +158,13 @@ async fn serve_stream(
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let local = stream.local_addr()?.to_string();
+    let nop_in_interval = portal.nop_in_interval;
     let mut conn = Connection::new(portal, local);
     let mut buf = vec![0u8; (2 * conn.frame_limits().max_pdu_len()).max(1 << 20)];
     let (mut start, mut end) = (0usize, 0usize);
     let mut out = Output::new();
+    let mut pinged = false;
+    let mut next_ping_tag = 1u32;
     let result = loop {
         if end == buf.len() {
             // Move the partial PDU to the front; the buffer holds two largest PDUs.
@@ -173,6 +176,14 @@ async fn serve_stream(
                 buf.resize(need, 0);
             }
         }
+        // Keepalive (RFC 7143 §11.19): after an idle interval ping the initiator with a
+        // NOP-In; a second silent interval means the peer is gone.
+        let idle = async {
+            match nop_in_interval {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
         let n = tokio::select! {
             r = stream.read(&mut buf[end..]) => match r {
                 Ok(n) => n,
@@ -180,7 +191,21 @@ async fn serve_stream(
             },
             _ = stop.changed() => break Ok(()),
             _ = kill.notified() => break Ok(()),
+            _ = idle => {
+                if pinged || !conn.is_full_feature() {
+                    break Err(io::Error::new(io::ErrorKind::TimedOut, "initiator silent"));
+                }
+                pinged = true;
+                conn.ping(next_ping_tag, &mut out);
+                next_ping_tag = next_ping_tag.wrapping_add(1) & 0x7FFF_FFFF;
+                if let Err(e) = write_output(stream, &out).await {
+                    break Err(e);
+                }
+                conn.recycle(&mut out);
+                continue;
+            }
         };
+        pinged = false;
         if n == 0 {
             break Ok(());
         }

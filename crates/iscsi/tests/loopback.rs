@@ -303,3 +303,64 @@ async fn cold_reset_ends_every_session_of_the_target() {
     assert_eq!(other.nop(b"o").await.unwrap(), b"o");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn idle_initiators_are_pinged_and_silent_ones_dropped() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut portal = iscsi::Portal::new(vec![TargetNode {
+        name: TARGET.into(),
+        alias: None,
+        target: common::RamDisk::new(8),
+        allowed_initiators: Vec::new(),
+    }]);
+    portal.nop_in_interval = Some(Duration::from_millis(150));
+    let (tx, rx) = oneshot::channel::<()>();
+    let server = tokio::spawn(iscsi::server::serve_portal(
+        listener,
+        std::sync::Arc::new(portal),
+        async {
+            let _ = rx.await;
+        },
+    ));
+    let opts = LoginOptions::new(INITIATOR, Some(TARGET));
+
+    // An initiator that answers the ping stays connected.
+    let mut live = Initiator::connect(addr, &opts).await.unwrap();
+    let ping = live
+        .recv_timeout(Duration::from_secs(2))
+        .await
+        .unwrap()
+        .expect("no NOP-In ping");
+    assert_eq!(ping.bhs.opcode(), Some(Opcode::NopIn));
+    assert_eq!(ping.bhs.itt(), 0xFFFF_FFFF);
+    assert_ne!(ping.bhs.u32_at(20), 0xFFFF_FFFF);
+    let mut answer = Bhs::new(Opcode::NopOut);
+    answer.set_immediate(true);
+    answer.set_flags(0x80);
+    answer.set_itt(0xFFFF_FFFF);
+    answer.set_u32_at(20, ping.bhs.u32_at(20));
+    answer.set_u32_at(24, live.cmdsn().0);
+    live.send(&answer, &[]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(live.nop(b"still").await.unwrap(), b"still");
+
+    // One that ignores it is dropped after a second quiet interval.
+    let mut silent = Initiator::connect(
+        addr,
+        &LoginOptions {
+            isid: [0x80, 0, 0, 0, 0, 9],
+            ..opts
+        },
+    )
+    .await
+    .unwrap();
+    let ping = silent.recv_timeout(Duration::from_secs(2)).await.unwrap();
+    assert!(ping.is_some_and(|p| p.bhs.opcode() == Some(Opcode::NopIn)));
+    assert!(matches!(
+        silent.recv_timeout(Duration::from_secs(2)).await,
+        Err(Error::Io(_))
+    ));
+    let _ = tx.send(());
+    server.await.unwrap().unwrap();
+}
