@@ -1043,3 +1043,206 @@ fn store_at(buf: &mut Vec<u8>, offset: u32, want: u32, data: &[u8]) {
         dst.copy_from_slice(src);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::TargetNode;
+
+    const PLAIN: FrameLimits = FrameLimits {
+        header_digest: false,
+        data_digest: false,
+        max_data_segment_length: 1 << 20,
+    };
+
+    fn portal(nodes: usize) -> Arc<Portal> {
+        let nodes = (0..nodes)
+            .map(|i| TargetNode {
+                name: format!("iqn.2026-01.org.stint.example:a-rather-long-target-name-{i:03}"),
+                alias: None,
+                target: Arc::new(device::Target::default()),
+                allowed_initiators: Vec::new(),
+            })
+            .collect();
+        Arc::new(Portal::new(nodes))
+    }
+
+    fn pdu_bytes(b: &Bhs, data: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        pdu::write_pdu(&mut v, b, data, false, false);
+        v
+    }
+
+    fn login(keys: &[(&str, &str)]) -> Vec<u8> {
+        let mut b = Bhs::new(Opcode::LoginRequest);
+        b.set_immediate(true);
+        b.set_flags(0x80 | (1 << 2) | 3);
+        b.set_u32_at(24, 10); // CmdSN
+        b.set_u32_at(28, 500); // ExpStatSN
+        let mut text = Vec::new();
+        for (k, v) in keys {
+            text::push(&mut text, k, v);
+        }
+        pdu_bytes(&b, &text)
+    }
+
+    /// Every PDU in a batch, with its data segment.
+    fn pdus(out: &Output) -> Vec<(Bhs, Vec<u8>)> {
+        let bytes = out.to_bytes();
+        let mut v = Vec::new();
+        let mut pos = 0;
+        while let Ok(Some(f)) = pdu::frame(&bytes[pos..], &PLAIN) {
+            v.push((f.bhs, bytes[pos + f.data.start..pos + f.data.end].to_vec()));
+            pos += f.len;
+        }
+        assert_eq!(pos, bytes.len());
+        v
+    }
+
+    fn logged_in(portal: &Arc<Portal>, keys: &[(&str, &str)]) -> Connection {
+        let mut c = Connection::new(portal.clone(), "192.0.2.1:3260".into());
+        let mut out = Output::new();
+        let l = login(keys);
+        assert_eq!(c.receive(&l, &mut out), l.len());
+        let resp = pdus(&out);
+        assert_eq!(resp[0].0.opcode(), Some(Opcode::LoginResponse));
+        assert_eq!(resp[0].0.u32_at(24), 500, "first StatSN follows ExpStatSN");
+        assert_eq!(resp[0].0.u32_at(28), 10, "ExpCmdSN is the login's CmdSN");
+        assert!(c.is_full_feature());
+        c
+    }
+
+    #[test]
+    fn only_login_requests_before_full_feature_phase() {
+        let mut c = Connection::new(portal(1), "192.0.2.1:3260".into());
+        let mut out = Output::new();
+        let nop = pdu_bytes(&Bhs::new(Opcode::NopOut), &[]);
+        assert_eq!(c.receive(&nop, &mut out), nop.len());
+        assert!(out.close && c.is_closed());
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn partial_pdus_wait_for_the_rest() {
+        let p = portal(1);
+        let mut c = logged_in(
+            &p,
+            &[("InitiatorName", "iqn.i"), ("SessionType", "Discovery")],
+        );
+        let mut nop = Bhs::new(Opcode::NopOut);
+        nop.set_immediate(true);
+        nop.set_itt(3);
+        let bytes = pdu_bytes(&nop, b"abcde");
+        let mut out = Output::new();
+        assert_eq!(c.receive(&bytes[..50], &mut out), 0);
+        assert!(out.is_empty());
+        assert_eq!(c.receive(&bytes, &mut out), bytes.len());
+        let resp = pdus(&out);
+        assert_eq!(resp.len(), 1);
+        assert_eq!(
+            (resp[0].0.opcode(), resp[0].0.itt()),
+            (Some(Opcode::NopIn), 3)
+        );
+        assert_eq!(resp[0].1, b"abcde");
+        assert_eq!(
+            resp[0].0.u32_at(24),
+            501,
+            "StatSN advanced past the login response"
+        );
+    }
+
+    #[test]
+    fn long_send_targets_answer_is_continued() {
+        let p = portal(20);
+        let mut c = logged_in(
+            &p,
+            &[
+                ("InitiatorName", "iqn.i"),
+                ("SessionType", "Discovery"),
+                ("MaxRecvDataSegmentLength", "512"),
+            ],
+        );
+        let mut req = Bhs::new(Opcode::TextRequest);
+        req.set_flags(0x80);
+        req.set_itt(7);
+        req.set_u32_at(20, RESERVED_TAG);
+        req.set_u32_at(24, 10);
+        let mut text_bytes = Vec::new();
+        text::push(&mut text_bytes, "SendTargets", "All");
+        let mut out = Output::new();
+        c.receive(&pdu_bytes(&req, &text_bytes), &mut out);
+        let mut answer = Vec::new();
+        let mut pieces = 0u32;
+        loop {
+            let resp = pdus(&out);
+            c.recycle(&mut out);
+            assert_eq!(resp.len(), 1);
+            let (b, data) = &resp[0];
+            assert_eq!((b.opcode(), b.itt()), (Some(Opcode::TextResponse), 7));
+            assert!(data.len() <= 512);
+            answer.extend_from_slice(data);
+            pieces += 1;
+            if b.flags() & 0x40 == 0 {
+                assert!(b.final_bit());
+                assert_eq!(b.u32_at(20), RESERVED_TAG);
+                break;
+            }
+            // Continue with an empty request carrying the target's TTT (§11.10.4).
+            let mut next = req;
+            next.set_u32_at(20, b.u32_at(20));
+            next.set_u32_at(24, 10 + pieces);
+            c.receive(&pdu_bytes(&next, &[]), &mut out);
+        }
+        assert!(pieces > 1);
+        let pairs = text::parse_list(&answer).unwrap();
+        let names = pairs.iter().filter(|(k, _)| k == "TargetName").count();
+        assert_eq!(names, 20);
+        assert!(pairs
+            .iter()
+            .any(|(k, v)| k == "TargetAddress" && v == "192.0.2.1:3260,1"));
+    }
+
+    #[test]
+    fn continued_text_request_is_acknowledged_then_answered() {
+        let p = portal(1);
+        let mut c = logged_in(
+            &p,
+            &[("InitiatorName", "iqn.i"), ("SessionType", "Discovery")],
+        );
+        let mut req = Bhs::new(Opcode::TextRequest);
+        req.set_immediate(true);
+        req.set_flags(0x40); // C bit, not final
+        req.set_itt(9);
+        req.set_u32_at(20, RESERVED_TAG);
+        let mut out = Output::new();
+        c.receive(&pdu_bytes(&req, b"SendTar"), &mut out);
+        let ack = pdus(&out);
+        c.recycle(&mut out);
+        assert_eq!(ack.len(), 1);
+        assert!(ack[0].1.is_empty());
+        req.set_flags(0x80);
+        c.receive(&pdu_bytes(&req, b"gets=All\0"), &mut out);
+        let resp = pdus(&out);
+        let pairs = text::parse_list(&resp[0].1).unwrap();
+        assert_eq!(pairs[0].0, "TargetName");
+    }
+
+    #[test]
+    fn discovery_sessions_reject_scsi_commands() {
+        let p = portal(1);
+        let mut c = logged_in(
+            &p,
+            &[("InitiatorName", "iqn.i"), ("SessionType", "Discovery")],
+        );
+        let mut cmd = Bhs::new(Opcode::ScsiCommand);
+        cmd.set_flags(0x80);
+        cmd.set_itt(1);
+        cmd.set_u32_at(24, 10);
+        let mut out = Output::new();
+        c.receive(&pdu_bytes(&cmd, &[]), &mut out);
+        let resp = pdus(&out);
+        assert_eq!(resp[0].0.opcode(), Some(Opcode::Reject));
+        assert_eq!(resp[0].0 .0[2], RejectReason::ProtocolError as u8);
+        assert_eq!(resp[0].1, cmd.0.to_vec());
+    }
+}
