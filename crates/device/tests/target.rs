@@ -702,3 +702,57 @@ fn orwrite_ors_into_the_medium() {
         Err(Sense::invalid_field_in_cdb(1, Some(7)))
     );
 }
+
+#[test]
+fn rsoc_and_rstmf_through_the_device() {
+    let t = target();
+    let n = ready(&t, 1);
+    // Linux's CDL probe: one command, READ(16), allocation length 4 + 16 = 20 (spec/cdl.md §1.2).
+    let probe = [0xA3, 0x0C, 0x01, 0x88, 0, 0, 0, 0, 0, 20, 0, 0];
+    assert_eq!(t.transfer(0, &probe), Ok(Transfer::In(20)));
+    let (c, d) = run(&t, &n, 0, &probe, &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(d.len(), 20);
+    assert_eq!(d[1] & 0x07, 0x03, "SUPPORT: supported per standard");
+    assert_eq!(&d[2..4], &[0, 16]);
+    assert_eq!(d[4], 0x88);
+    // Truncation never fails the command.
+    let (c, d) = run(
+        &t,
+        &n,
+        0,
+        &[0xA3, 0x0C, 0x80, 0, 0, 0, 0, 0, 0, 7, 0, 0],
+        &[],
+    );
+    assert_eq!((c, d.len()), (Completion::GOOD, 7));
+    let (c, d) = run(
+        &t,
+        &n,
+        0,
+        &[0xA3, 0x0D, 0x80, 0, 0, 0, 0, 0, 0, 16, 0, 0],
+        &[],
+    );
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(
+        (d.len(), d[0] & 0x08, d[3]),
+        (16, 0x08, 0x0C),
+        "LURS, REPD additional length"
+    );
+}
+
+#[test]
+fn request_sense_formats() {
+    let t = target();
+    let n = ready(&t, 1);
+    let (c, d) = run(&t, &n, 0, &[0x03, 0x01, 0, 0, 252, 0], &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(
+        (d[0], d[1], d[2], d[3]),
+        (0x72, 0x00, 0x00, 0x00),
+        "descriptor NO SENSE"
+    );
+    let (_, d) = run(&t, &n, 0, &[0x03, 0, 0, 0, 252, 0], &[]);
+    assert_eq!((d[0], d[2], d.len()), (0x70, 0x00, 18));
+    let (_, d) = run(&t, &n, 0, &[0x03, 0, 0, 0, 8, 0], &[]);
+    assert_eq!(d.len(), 8, "allocation length");
+}
