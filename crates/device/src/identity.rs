@@ -81,7 +81,9 @@ mod tests {
             designators(&identity_key("a", 0, Some("S1"))),
             designators(&identity_key("b", 7, Some("S1")))
         );
-        // Pinned value: changing the hash would change every deployed LU's identity.
-        assert_eq!(fnv1a(b"", 0), 0xCBF2_9CE4_8422_2325);
+        // Pinned: changing the derivation would change the identity of every deployed LU.
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        assert_eq!(hex(&naa), "60253540db04c440a88f5d4fd6e7e187");
+        assert_eq!(hex(&eui), "025354c0db04c440");
     }
 }
