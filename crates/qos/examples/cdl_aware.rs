@@ -1,9 +1,10 @@
 //! Tuning bench for the CDL-aware policy: a closed loop (/work/briefs/closed-loop.md) of 128 KiB
-//! random reads on a rough HDD stand-in (Atlas-shaped seek, 7200 rpm, spec/drive-model.md §1),
-//! 20 % of them with a 50 ms guideline (experiment B2), against the same loop with no CDL.
-//! Run: cargo run --release -p qos --example cdl_aware [ios]
+//! random reads on the default 22 TB HDD model, 20 % of them with a 50 ms guideline
+//! (experiment B2), against the same loop with no CDL, both over the same base ordering policy.
+//! Run: cargo run --release -p qos --example cdl_aware [ios [bonus [base policy]]]
 
-use drive::{Drive, MediaOp, MediaOutcome, Ns, Service};
+use drive::{Hdd, MediaOp, Ns};
+use qos::order::OrderConfig;
 use qos::{
     CdlDescriptor, CdlPages, Command, Completion, DeadlineAware, DeadlineAwareConfig,
     PerfVsDurationGuideline, Policy, Queue, QueueConfig, Scheduler,
@@ -12,53 +13,6 @@ use qos::{
 const MS: Ns = 1_000_000;
 const CAPACITY: u64 = 42_970_644_480;
 const BLOCKS: u32 = 256;
-const REV: Ns = 8_333_333;
-const TRACK: u64 = 2_000;
-
-/// A rough HDD: seek by √distance scaled to a 7.4 ms average, rotation, 0.15 ms overhead and a
-/// 0.6 ms transfer. Good enough to see SPTF and deadline trade-offs; not calibrated.
-struct RoughHdd {
-    head: f64,
-}
-
-impl RoughHdd {
-    fn seek(&self, op: &MediaOp) -> Ns {
-        let d = (op.lba as f64 / CAPACITY as f64 - self.head).abs();
-        if d == 0.0 {
-            0
-        } else {
-            (0.6e6 + 13.0e6 * d.sqrt()) as Ns
-        }
-    }
-
-    fn rotation(&self, at: Ns, op: &MediaOp) -> Ns {
-        let target = (op.lba % TRACK) as f64 / TRACK as f64;
-        let here = (at % REV) as f64 / REV as f64;
-        (((target - here).rem_euclid(1.0)) * REV as f64) as Ns
-    }
-}
-
-impl Drive for RoughHdd {
-    fn parallelism(&self) -> usize {
-        1
-    }
-    fn positioning_time(&self, now: Ns, op: &MediaOp) -> Ns {
-        let t = now + 150_000 + self.seek(op);
-        t + self.rotation(t, op) - now
-    }
-    fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
-        let done_at = now + self.positioning_time(now, op) + 600_000;
-        self.head = op.lba as f64 / CAPACITY as f64;
-        Service {
-            done_at,
-            outcome: MediaOutcome::Ok,
-            recovery: 0,
-        }
-    }
-    fn flush(&mut self, now: Ns) -> Ns {
-        now
-    }
-}
 
 /// SplitMix64: enough randomness for a bench.
 struct Rng(u64);
@@ -89,7 +43,7 @@ fn run(qd: usize, ios: usize, scheduler: Scheduler, cdl: bool) -> Point {
         cdl: pages,
         ..QueueConfig::default()
     };
-    let Ok(mut q) = Queue::new(config, RoughHdd { head: 0.5 }, scheduler) else {
+    let Ok(mut q) = Queue::new(config, Hdd::default_22tb(), scheduler) else {
         panic!("config refused")
     };
     let mut rng = Rng(7);
@@ -165,27 +119,34 @@ fn run(qd: usize, ios: usize, scheduler: Scheduler, cdl: bool) -> Point {
 }
 
 fn main() {
-    let ios: usize = std::env::args()
-        .nth(1)
+    let mut args = std::env::args().skip(1);
+    let ios: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let bonus: f64 = args
+        .next()
         .and_then(|a| a.parse().ok())
-        .unwrap_or(20_000);
-    let bonus: f64 = std::env::args()
-        .nth(2)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(1.0);
-    let aging: f64 = std::env::args()
-        .nth(3)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(0.0);
+        .unwrap_or(DeadlineAwareConfig::default().bonus);
+    let base: OrderConfig = match args.next().map(|a| a.parse()) {
+        Some(Ok(order)) => order,
+        Some(Err(e)) => panic!("{e}"),
+        None => OrderConfig::default(),
+    };
+    let tuned = DeadlineAwareConfig {
+        bonus,
+        ..DeadlineAwareConfig::default()
+    };
+    println!("base policy {base}, bonus {bonus}");
     println!("qd  variant        IOPS   limited p99/mean   other p99/mean   missed");
     for qd in [4, 8, 16, 32] {
-        let base = DeadlineAwareConfig {
-            aging,
-            ..DeadlineAwareConfig::default()
-        };
-        let tuned = DeadlineAwareConfig { bonus, aging };
-        for (name, cfg, cdl) in [("no CDL", base, false), ("CDL-aware", tuned, true)] {
-            let r = run(qd, ios, Scheduler::CdlAware(DeadlineAware::new(cfg)), cdl);
+        let variants = [
+            ("no CDL", Scheduler::Policy(base.build()), false),
+            (
+                "CDL-aware",
+                Scheduler::CdlAware(DeadlineAware::with_base(tuned, base.build())),
+                true,
+            ),
+        ];
+        for (name, scheduler, cdl) in variants {
+            let r = run(qd, ios, scheduler, cdl);
             println!(
                 "{qd:<3} {name:<12} {:>6.1}   {:>7.1}/{:<7.1}   {:>7.1}/{:<7.1}  {}",
                 r.iops, r.p99[0], r.mean[0], r.p99[1], r.mean[1], r.missed

@@ -14,9 +14,9 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DeadlineAwareConfig {
     /// Weight of the deferral bonus (1 = the expected positioning saved, see [`DeadlineAware`]).
-    /// 1.5 puts B2's limited p99 (50 ms guideline, 20 % of I/Os) at 40/47/50 ms at QD 8/16/32
-    /// on the 22 TB HDD model over aged SPTF (rate 0.02), for 9/13/17 % fewer IOPS; lower
-    /// values trade a longer tail for fewer lost IOPS (1.0: 52/57/59 ms, 6/10/15 %).
+    /// 1.25 puts B2's limited p99 (50 ms guideline on 20 % of I/Os) at 39/42/47/52 ms at
+    /// QD 4/8/16/32 on the 22 TB HDD model over the default (RPO) ordering, for 6/10/14/16 %
+    /// fewer IOPS (examples/cdl_aware.rs); 1.0 gives 41/47/52/57 ms for 5/9/12/15 %.
     pub bonus: f64,
     /// Aging of every command, in ns of cost per ns waited (DiskSim additive aging,
     /// spec/drive-model.md §2.1); bounds the tail of unlimited commands.
@@ -26,7 +26,7 @@ pub struct DeadlineAwareConfig {
 impl Default for DeadlineAwareConfig {
     fn default() -> Self {
         Self {
-            bonus: 1.5,
+            bonus: 1.25,
             aging: 0.0,
         }
     }
