@@ -164,12 +164,13 @@ impl Connection {
         matches!(self.phase, Phase::FullFeature(_))
     }
 
-    /// Handle every complete PDU at the start of `buf`; returns the bytes consumed.
-    /// Responses are appended to `out`; `out.close` is set when the connection must close
-    /// after `out` is written.
+    /// Handle the complete PDUs at the start of `buf`; returns the bytes consumed. Stops
+    /// early when `out` [is full](Output::is_full): write it and call again. Responses are
+    /// appended to `out`; `out.close` is set when the connection must close after `out` is
+    /// written.
     pub fn receive(&mut self, buf: &[u8], out: &mut Output) -> usize {
         let mut consumed = 0;
-        while !self.is_closed() {
+        while !self.is_closed() && !out.is_full() {
             let rest = buf.get(consumed..).unwrap_or(&[]);
             match pdu::frame(rest, &self.recv_limits) {
                 Ok(None) => break,

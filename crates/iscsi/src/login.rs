@@ -307,8 +307,10 @@ impl Login {
             transit = true;
             nsg = next as u8;
         }
-        // Declare our receive limit once we are past security (RFC 7143 §13.12).
-        if !self.declared && (csg == Stage::LoginOperationalNegotiation || nsg != 0) {
+        // Declare our receive limit in the operational stage (RFC 7143 §13.12); open-iscsi
+        // refuses operational keys in a security-stage response (usr/login.c).
+        let entering_full_feature = nsg == Stage::FullFeaturePhase as u8;
+        if !self.declared && (csg == Stage::LoginOperationalNegotiation || entering_full_feature) {
             self.declared = true;
             text::push(
                 &mut out,
@@ -460,10 +462,14 @@ HeaderDigest=None,CRC32C\0InitialR2T=No\0MaxRecvDataSegmentLength=262144\0X-foo=
         assert!(r.transit);
         assert_eq!(r.nsg, 1);
         assert!(keys(&r.text).contains(&("AuthMethod".into(), "None".into())));
+        assert!(!keys(&r.text)
+            .iter()
+            .any(|(k, _)| k == "MaxRecvDataSegmentLength"));
         let LoginStep::Complete(r, _) = l.step(&req(1, 3, true), b"ImmediateData=Yes\0", &n) else {
             panic!()
         };
         assert!(keys(&r.text).contains(&("ImmediateData".into(), "Yes".into())));
+        assert!(keys(&r.text).contains(&("MaxRecvDataSegmentLength".into(), "262144".into())));
         // The portal group tag was given in the first response only.
         assert!(!keys(&r.text)
             .iter()

@@ -11,6 +11,9 @@ use crate::digest;
 /// Most iovecs passed to one `writev` (Linux IOV_MAX).
 pub const MAX_IOVECS: usize = 1024;
 
+/// Batch size after which the connection stops handling PDUs until the batch is written.
+pub const SOFT_LIMIT: usize = 8 << 20;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Chunk {
     Headers(Range<usize>),
@@ -47,6 +50,8 @@ pub struct Output {
     headers: Vec<u8>,
     chunks: Vec<Chunk>,
     buffers: Vec<Vec<u8>>,
+    /// Bytes of `buffers` referenced by chunks.
+    buffer_bytes: usize,
     header_digest: bool,
     data_digest: bool,
     /// Close the connection once this batch is written.
@@ -70,12 +75,13 @@ impl Output {
 
     /// Total bytes in the batch.
     pub fn len(&self) -> usize {
-        self.chunks
-            .iter()
-            .map(|c| match c {
-                Chunk::Headers(r) | Chunk::Buffer(_, r) => r.len(),
-            })
-            .sum()
+        self.headers.len() + self.buffer_bytes
+    }
+
+    /// True when the batch holds enough to be written before more PDUs are handled
+    /// (bounds the memory a burst of large reads can pin).
+    pub fn is_full(&self) -> bool {
+        self.len() >= SOFT_LIMIT
     }
 
     fn mark_headers(&mut self, start: usize) {
@@ -136,6 +142,7 @@ impl Output {
         self.push_bhs(bhs, len);
         self.mark_headers(start);
         if len > 0 {
+            self.buffer_bytes += range.len();
             self.chunks.push(Chunk::Buffer(index, range));
             let start = self.headers.len();
             self.headers.extend_from_slice(&[0u8; 3][..pad]);
@@ -183,6 +190,7 @@ impl Output {
     pub fn clear(&mut self, pool: &mut BufferPool) {
         self.headers.clear();
         self.chunks.clear();
+        self.buffer_bytes = 0;
         for b in self.buffers.drain(..) {
             pool.put(b);
         }

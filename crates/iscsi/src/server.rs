@@ -165,52 +165,57 @@ async fn serve_stream(
     let mut out = Output::new();
     let mut pinged = false;
     let mut next_ping_tag = 1u32;
+    // True when the last batch filled up before every received PDU was handled.
+    let mut backlog = false;
     let result = loop {
-        if end == buf.len() {
-            // Move the partial PDU to the front; the buffer holds two largest PDUs.
-            buf.copy_within(start..end, 0);
-            end -= start;
-            start = 0;
-            let need = 2 * conn.frame_limits().max_pdu_len();
-            if buf.len() < need {
-                buf.resize(need, 0);
-            }
-        }
-        // Keepalive (RFC 7143 §11.19): after an idle interval ping the initiator with a
-        // NOP-In; a second silent interval means the peer is gone.
-        let idle = async {
-            match nop_in_interval {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        let n = tokio::select! {
-            r = stream.read(&mut buf[end..]) => match r {
-                Ok(n) => n,
-                Err(e) => break Err(e),
-            },
-            _ = stop.changed() => break Ok(()),
-            _ = kill.notified() => break Ok(()),
-            _ = idle => {
-                if pinged || !conn.is_full_feature() {
-                    break Err(io::Error::new(io::ErrorKind::TimedOut, "initiator silent"));
+        if !backlog {
+            if end == buf.len() {
+                // Move the partial PDU to the front; the buffer holds two largest PDUs.
+                buf.copy_within(start..end, 0);
+                end -= start;
+                start = 0;
+                let need = 2 * conn.frame_limits().max_pdu_len();
+                if buf.len() < need {
+                    buf.resize(need, 0);
                 }
-                pinged = true;
-                conn.ping(next_ping_tag, &mut out);
-                next_ping_tag = next_ping_tag.wrapping_add(1) & 0x7FFF_FFFF;
-                if let Err(e) = write_output(stream, &out).await {
-                    break Err(e);
-                }
-                conn.recycle(&mut out);
-                continue;
             }
-        };
-        pinged = false;
-        if n == 0 {
-            break Ok(());
+            // Keepalive (RFC 7143 §11.19): after an idle interval ping the initiator with a
+            // NOP-In; a second silent interval means the peer is gone.
+            let idle = async {
+                match nop_in_interval {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let n = tokio::select! {
+                r = stream.read(&mut buf[end..]) => match r {
+                    Ok(n) => n,
+                    Err(e) => break Err(e),
+                },
+                _ = stop.changed() => break Ok(()),
+                _ = kill.notified() => break Ok(()),
+                _ = idle => {
+                    if pinged || !conn.is_full_feature() {
+                        break Err(io::Error::new(io::ErrorKind::TimedOut, "initiator silent"));
+                    }
+                    pinged = true;
+                    conn.ping(next_ping_tag, &mut out);
+                    next_ping_tag = next_ping_tag.wrapping_add(1) & 0x7FFF_FFFF;
+                    if let Err(e) = write_output(stream, &out).await {
+                        break Err(e);
+                    }
+                    conn.recycle(&mut out);
+                    continue;
+                }
+            };
+            pinged = false;
+            if n == 0 {
+                break Ok(());
+            }
+            end += n;
         }
-        end += n;
         start += conn.receive(&buf[start..end], &mut out);
+        backlog = out.is_full();
         if start == end {
             start = 0;
             end = 0;

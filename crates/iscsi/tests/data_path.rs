@@ -388,3 +388,29 @@ async fn pipelined_commands_complete_out_of_order_safely() {
     ini.logout().await.unwrap();
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_large_reads_in_flight() {
+    // 32 MiB of reads queued at once: more than one output batch (output::SOFT_LIMIT).
+    let server = Server::start(32 * 2048).await;
+    let mut ini = server.login_with(&[]).await;
+    let data = pattern(32 * MIB, 6);
+    server.disk.data.lock().unwrap().copy_from_slice(&data);
+    let mut cmds = Vec::new();
+    for i in 0..32u32 {
+        cmds.push((
+            ini.submit(0, &read10(i * 2048, 2048), Vec::new(), MIB as u32)
+                .await
+                .unwrap(),
+            i as usize,
+        ));
+    }
+    for _ in 0..32 {
+        let (itt, r) = ini.complete().await.unwrap();
+        let i = cmds.iter().find(|c| c.0 == itt).unwrap().1;
+        assert_eq!(r.status, 0);
+        assert!(r.data_in[..] == data[i * MIB..(i + 1) * MIB], "read {i}");
+    }
+    ini.logout().await.unwrap();
+    server.stop().await;
+}
