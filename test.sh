@@ -19,4 +19,4 @@ echo "== cargo test"
 cargo test --workspace
 echo "== libiscsi conformance (iscsi-test-cu, one suite per process)"
 cargo build -q -p stint
-python3 tests/conformance/libiscsi.py --stint target/debug/stint
+python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint"

@@ -24,6 +24,7 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 cargo build --release -q -p stint
+stint=${CARGO_TARGET_DIR:-target}/release/stint
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; echo "nothing listens on $1" >&2; return 1; }
@@ -31,7 +32,8 @@ wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/nul
 work=$(mktemp -d /dev/shm/stint-bench.XXXXXX)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # tgtd ignores SIGTERM (spec/iscsi.md).
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$work"
 }
@@ -39,13 +41,14 @@ trap cleanup EXIT
 
 # stint: one 1 GiB RAM LUN.
 sport=$(free_port)
-target/release/stint serve --listen "127.0.0.1:$sport" --lun ram:1GiB >"$work/stint.log" 2>&1 &
+"$stint" serve --listen "127.0.0.1:$sport" --lun ram:1GiB >"$work/stint.log" 2>&1 &
 pids+=($!)
 wait_port "$sport"
 stint_url=$(grep -m1 -o 'iscsi://[^ ]*' "$work/stint.log")
 
 # tgt: a 1 GiB file on tmpfs; tgt puts its controller at LUN 0, the disk at LUN 1 (spec/iscsi.md).
-tport=$(free_port) cport=$(free_port)
+# tgtd wants a small control port (-C); it names a UNIX socket, not a TCP port.
+tport=$(free_port) cport=$((RANDOM % 8000 + 1000))
 truncate -s 1G "$work/tgt.img"
 tgtd -f -C "$cport" --iscsi "portal=127.0.0.1:$tport" >"$work/tgt.log" 2>&1 &
 tgt_pid=$!

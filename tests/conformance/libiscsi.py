@@ -15,6 +15,8 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -139,7 +141,8 @@ def main():
             cmd = [args.stint, "serve", "--listen", f"127.0.0.1:{port}", "--target-name", TARGET]
             for _ in range(args.jobs):
                 cmd += ["--lun", "ram:64MiB"]
-            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(HERE, "..", "..", "target", "conformance-serve.log"), "w")))
+            log = open(os.path.join(tempfile.gettempdir(), "stint-conformance-serve.log"), "w")
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log))
             wait_listening(port, procs[0])
             urls = [f"iscsi://127.0.0.1:{port}/{TARGET}/{lun}" for lun in range(args.jobs)]
         else:
@@ -149,7 +152,6 @@ def main():
         started = time.monotonic()
         with ThreadPoolExecutor(max_workers=len(urls)) as pool:
             free = list(urls)
-            import threading
             lock = threading.Lock()
 
             def work(suite):
