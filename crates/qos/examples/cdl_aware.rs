@@ -130,10 +130,6 @@ fn main() {
         Some(Err(e)) => panic!("{e}"),
         None => OrderConfig::default(),
     };
-    let tuned = DeadlineAwareConfig {
-        bonus,
-        ..DeadlineAwareConfig::default()
-    };
     println!("base policy {base}, bonus {bonus}");
     println!("qd  variant        IOPS   limited p99/mean   other p99/mean   missed");
     for qd in [4, 8, 16, 32] {
@@ -141,7 +137,7 @@ fn main() {
             ("no CDL", Scheduler::Policy(base.build()), false),
             (
                 "CDL-aware",
-                Scheduler::CdlAware(DeadlineAware::with_base(tuned, base.build())),
+                Scheduler::CdlAware(DeadlineAware::with_base(bonus, base.build())),
                 true,
             ),
         ];

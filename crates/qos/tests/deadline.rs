@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use drive::Ns;
-use qos::order::{Candidate, OrderingPolicy};
+use qos::order::{Aging, Candidate, OrderConfig, OrderingPolicy};
 use qos::{
     CdlDescriptor, DeadlineAware, DeadlineAwareConfig, MediaOp, PerfVsDurationGuideline, Policy,
     Queue, QueueConfig, Scheduler,
@@ -71,10 +71,10 @@ fn a_zero_perf_vs_duration_guideline_leaves_pure_positioning() {
 }
 
 #[test]
-fn aging_lets_an_old_far_command_through() {
+fn the_base_policy_keeps_its_aging() {
     let drive = FixedDrive::new(10 * MS);
     let mut p = DeadlineAware::new(DeadlineAwareConfig {
-        aging: 0.01,
+        base: OrderConfig::Asptf(Aging::Additive { rate: 0.01 }),
         ..Default::default()
     });
     let mut old = cand(1, 900_000, None);
@@ -109,7 +109,7 @@ fn in_the_queue_a_limited_command_meets_its_guideline() {
     };
     let sptf = DeadlineAware::new(DeadlineAwareConfig {
         bonus: 0.0,
-        aging: 0.0,
+        base: OrderConfig::Sptf,
     });
     let late = run(Scheduler::CdlAware(sptf));
     assert_eq!((late.at, late.missed.guideline), (60 * MS, true));
@@ -124,23 +124,25 @@ fn config_parses_from_key_value_pairs() {
     let parse = |s: &str| s.parse::<DeadlineAwareConfig>();
     assert_eq!(parse(""), Ok(DeadlineAwareConfig::default()));
     assert_eq!(
-        parse("bonus=2, aging=0.02"),
+        parse("bonus=2, base=asptf:rate=0.02"),
         Ok(DeadlineAwareConfig {
             bonus: 2.0,
-            aging: 0.02
+            base: OrderConfig::Asptf(Aging::Additive { rate: 0.02 })
         })
     );
+    assert_eq!(parse("base=sptf").map(|c| c.base), Ok(OrderConfig::Sptf));
     assert!(parse("bonus=-1").is_err_and(|e| e.contains("bonus")));
+    assert!(parse("bonus=nan").is_err_and(|e| e.contains("bonus")));
     assert!(parse("bogus=1").is_err_and(|e| e.contains("bogus")));
-    assert!(parse("aging").is_err_and(|e| e.contains("key=value")));
-    assert!(parse("aging=nan").is_err_and(|e| e.contains("aging")));
+    assert!(parse("bonus").is_err_and(|e| e.contains("key=value")));
+    assert!(parse("base=warp").is_err_and(|e| e.contains("base")));
 }
 
 #[test]
 fn over_a_base_policy_only_limited_commands_override_its_pick() {
     let drive = FixedDrive::new(10 * MS);
     let over_fifo = || {
-        let mut p = DeadlineAware::with_base(DeadlineAwareConfig::default(), Box::new(Fifo));
+        let mut p = DeadlineAware::with_base(DeadlineAwareConfig::default().bonus, Box::new(Fifo));
         p.set_budget(PerfVsDurationGuideline::MAX);
         p
     };
