@@ -5,7 +5,10 @@ use sim::{Experiment, Point, Stop};
 use std::path::Path;
 
 fn main() -> Result<(), sim::SimError> {
-    let ios = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(500_000);
+    let ios = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(500_000);
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/b1.toml");
     let mut exp = Experiment::load(&file)?;
     exp.set_stop(Stop::Ios(ios));

@@ -196,6 +196,9 @@ impl Experiment {
                 ))
             }
         };
+        // Errors say which variant only when the file has variants.
+        let has_variants = !variants.is_empty();
+        let named = |e: SimError, name: &str| if has_variants { e.in_variant(name) } else { e };
         let docs: Vec<(String, Table)> = if variants.is_empty() {
             vec![("default".to_owned(), doc.clone())]
         } else {
@@ -215,9 +218,9 @@ impl Experiment {
                 .unwrap_or_default();
             let file: ExperimentFile = Value::Table(d)
                 .try_into()
-                .map_err(|e: toml::de::Error| SimError::Parse(e.to_string()).in_variant(&name))?;
+                .map_err(|e: toml::de::Error| named(SimError::Parse(e.to_string()), &name))?;
             let variant =
-                Self::variant(&name, &file, explicit, base).map_err(|e| e.in_variant(&name))?;
+                Self::variant(&name, &file, explicit, base).map_err(|e| named(e, &name))?;
             if built.iter().any(|v: &Variant| v.name == name) {
                 return Err(SimError::field(
                     "variant.name",
