@@ -168,6 +168,28 @@ impl Initiator {
         Ok(ini)
     }
 
+    /// Resolve `portal` ("host:port", e.g. [`crate::url::IscsiUrl::portal`]) and log in to
+    /// the first address that accepts the connection.
+    pub async fn connect_portal(portal: &str, opts: &LoginOptions) -> Result<Initiator, Error> {
+        let mut last = Error::Io(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{portal}: no address"),
+        ));
+        for addr in tokio::net::lookup_host(portal).await? {
+            match Initiator::connect(addr, opts).await {
+                Ok(i) => return Ok(i),
+                Err(e @ Error::Io(_)) => last = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+
+    /// Whether the target's CmdSN window admits another command now (RFC 7143 §4.2.2.1).
+    pub fn window_open(&self) -> bool {
+        crate::session::sn_le(self.cmdsn, self.max_cmdsn)
+    }
+
     /// Parameters negotiated at login.
     pub fn params(&self) -> &Parameters {
         &self.params

@@ -17,6 +17,7 @@ pub mod server;
 pub mod session;
 pub mod text;
 pub mod tmf;
+pub mod url;
 
 pub use connection::Connection;
 pub use node::{ScsiTarget, TargetNode};

@@ -364,3 +364,24 @@ async fn idle_initiators_are_pinged_and_silent_ones_dropped() {
     let _ = tx.send(());
     server.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn url_portal_login_and_cmdsn_window() {
+    let server = Server::start().await;
+    let url: iscsi::url::IscsiUrl = format!("iscsi://{}/{TARGET}/0", server.addr)
+        .parse()
+        .unwrap();
+    let mut ini = Initiator::connect_portal(
+        &url.portal,
+        &LoginOptions::new(INITIATOR, Some(&url.target)),
+    )
+    .await
+    .unwrap();
+    // The window holds the portal's queue depth (128 commands).
+    let (cmdsn, max_cmdsn) = ini.cmdsn();
+    assert_eq!(max_cmdsn.wrapping_sub(cmdsn), 127);
+    assert!(ini.window_open());
+    assert_eq!(ini.nop(b"u").await.unwrap(), b"u");
+    ini.logout().await.unwrap();
+    server.stop().await;
+}
