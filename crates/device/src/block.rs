@@ -3,7 +3,7 @@
 
 use crate::logical_unit::{check, LogicalUnit};
 use crate::Completion;
-use scsi::command::{ByteCheck, CacheRange, ReadWrite, Verify, WriteAndVerify};
+use scsi::command::{ByteCheck, CacheRange, ReadWrite, Verify, WriteAndVerify, WriteSame};
 use scsi::{Asc, CommandInfo, Sense, SenseKey};
 use std::sync::atomic::Ordering;
 
@@ -32,6 +32,11 @@ impl LogicalUnit {
         let bs = u64::from(self.block_size());
         // Both fit: lba < blocks() and blocks ≤ max transfer length in bytes (a u32).
         Ok((lba * bs, blocks as usize * bs as usize))
+    }
+
+    /// MAXIMUM COMPARE AND WRITE LENGTH (VPD B0h) in logical blocks.
+    fn max_compare_and_write_length(&self) -> u8 {
+        self.block_limits().maximum_compare_and_write_length
     }
 
     fn check_writable(&self) -> Result<(), Sense> {
@@ -158,6 +163,88 @@ impl LogicalUnit {
             Ok((offset, len)) => self.store_blocks(w.lba, offset, len, data_out, true),
             Err(sense) => check(sense),
         }
+    }
+
+    /// COMPARE AND WRITE (SBC-4 §5.3): under the read-modify-write lock, compare the verify
+    /// instance with the medium and, only if equal, write the write instance. A mismatch is
+    /// MISCOMPARE with INFORMATION = offset of the first differing byte; nothing is written.
+    /// NUMBER OF LOGICAL BLOCKS above MAXIMUM COMPARE AND WRITE LENGTH, or 0, or a data-out
+    /// shorter than both instances, is an invalid NUMBER field. (SBC-4 lets 0 be a no-op; a
+    /// 0 here is in practice a count that wrapped the one-byte field, e.g. libiscsi 1.19's
+    /// 256-block case, so refusing it reports the real error.)
+    pub(crate) fn compare_and_write(&self, rw: &ReadWrite, data_out: &[u8]) -> Completion {
+        if let Err(sense) = self.check_writable() {
+            return check(sense);
+        }
+        let blocks = rw.transfer_length;
+        if blocks == 0 || blocks > u32::from(self.max_compare_and_write_length()) {
+            return check(Sense::invalid_field_in_cdb(13, None));
+        }
+        match rw.lba.checked_add(blocks.into()) {
+            Some(end) if end <= self.blocks() => {}
+            _ => return check(Sense::lba_out_of_range()),
+        }
+        let len = blocks as usize * self.block_size() as usize;
+        let (Some(verify), Some(write)) = (data_out.get(..len), data_out.get(len..2 * len)) else {
+            return check(Sense::invalid_field_in_cdb(13, None));
+        };
+        let offset = rw.lba * u64::from(self.block_size());
+        let _serialised = self.read_modify_write.lock();
+        let mut medium = vec![0u8; len];
+        if let Err(e) = self.store.read_at(offset, &mut medium) {
+            return self.io_error(
+                &e,
+                SenseKey::MediumError,
+                Asc::UNRECOVERED_READ_ERROR,
+                Some(rw.lba),
+            );
+        }
+        if let Some(at) = medium.iter().zip(verify).position(|(a, b)| a != b) {
+            let mut sense = Sense::new(SenseKey::Miscompare, Asc::MISCOMPARE_DURING_VERIFY);
+            sense.information = Some(at as u64);
+            return check(sense);
+        }
+        self.store_blocks(rw.lba, offset, len, write, rw.fua)
+    }
+
+    /// WRITE SAME (10)/(16) (SBC-4 §5.46–5.47): the one data-out block written to every block
+    /// of the range, in writes of up to 128 KiB. WSNZ = 1, so 0 blocks is an invalid field, as
+    /// is more than MAXIMUM WRITE SAME LENGTH (the NUMBER OF LOGICAL BLOCKS field).
+    pub(crate) fn write_same(
+        &self,
+        info: &CommandInfo,
+        w: &WriteSame,
+        data_out: &[u8],
+    ) -> Completion {
+        if let Err(sense) = self.check_writable() {
+            return check(sense);
+        }
+        let number_field = if info.cdb_length() == 10 { 7 } else { 10 };
+        let blocks = u64::from(w.number_of_logical_blocks);
+        if blocks == 0 || blocks > self.max_write_same_length() {
+            return check(Sense::invalid_field_in_cdb(number_field, None));
+        }
+        match w.lba.checked_add(blocks) {
+            Some(end) if end <= self.blocks() => {}
+            _ => return check(Sense::lba_out_of_range()),
+        }
+        let bs = self.block_size() as usize;
+        // As with WRITE, a short data-out (no whole block) writes nothing.
+        let Some(block) = data_out.get(..bs) else {
+            return Completion::GOOD;
+        };
+        let per_write = ((128 << 10) / bs).max(1) as u64;
+        let pattern = block.repeat(per_write.min(blocks) as usize);
+        let mut lba = w.lba;
+        let end = w.lba + blocks;
+        while lba < end {
+            let n = per_write.min(end - lba) as usize;
+            if let Err(e) = self.store.write_at(lba * bs as u64, &pattern[..n * bs]) {
+                return self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, Some(lba));
+            }
+            lba += n as u64;
+        }
+        Completion::GOOD
     }
 
     /// VERIFY (10)/(12)/(16) (SBC-4 §5.35–5.37). BYTCHK 00b: the medium is always readable;

@@ -33,7 +33,7 @@ pub struct LogicalUnit {
     /// START STOP UNIT with START = 0 stopped the unit (SBC-4 §4.20).
     stopped: AtomicBool,
     pub(crate) unit_attentions: UnitAttentions,
-    /// Serialises read-modify-write commands (ORWRITE) so each is one uninterrupted sequence
+    /// Serialises read-modify-write commands (ORWRITE, COMPARE AND WRITE) so each is one uninterrupted sequence
     /// with respect to the others (SBC-4 §5.8).
     pub(crate) read_modify_write: Mutex<()>,
 }
@@ -77,10 +77,13 @@ impl LogicalUnit {
         };
         let max_blocks = config.max_transfer_bytes / config.block_size;
         let block_limits = BlockLimits {
+            maximum_compare_and_write_length: u8::try_from(max_blocks / 2).unwrap_or(u8::MAX),
             optimal_transfer_length_granularity: 1 << config.physical_block_exponent,
             maximum_transfer_length: max_blocks,
             optimal_transfer_length: max_blocks.min((1 << 20) / config.block_size),
             maximum_prefetch_length: max_blocks,
+            // Bounded so one command cannot hold a connection for long (32 MiB at 512 B).
+            maximum_write_same_length: 1 << 16,
         };
         let default_mode = ModeParameters {
             wce: config.write_cache,
@@ -123,6 +126,16 @@ impl LogicalUnit {
     /// MAXIMUM TRANSFER LENGTH (VPD B0h) in logical blocks.
     pub fn max_transfer_length(&self) -> u32 {
         self.block_limits.maximum_transfer_length
+    }
+
+    /// The Block Limits VPD page values.
+    pub fn block_limits(&self) -> &BlockLimits {
+        &self.block_limits
+    }
+
+    /// MAXIMUM WRITE SAME LENGTH (VPD B0h) in logical blocks.
+    pub fn max_write_same_length(&self) -> u64 {
+        self.block_limits.maximum_write_same_length
     }
 
     /// Whether sense data should be in descriptor format (Control mode page D_SENSE).
@@ -252,7 +265,9 @@ impl LogicalUnit {
             Command::Read(rw) => self.read(info, &rw, data_in),
             Command::Write(rw) => self.write(info, &rw, req.data_out),
             Command::OrWrite(rw) => self.or_write(info, &rw, req.data_out),
+            Command::CompareAndWrite(rw) => self.compare_and_write(&rw, req.data_out),
             Command::WriteAndVerify(w) => self.write_and_verify(info, &w, req.data_out),
+            Command::WriteSame(w) => self.write_same(info, &w, req.data_out),
             Command::Verify(v) => self.verify(info, &v, req.data_out),
             Command::SynchronizeCache(r) => self.synchronize_cache(&r),
             Command::PreFetch(r) => self.pre_fetch(&r),

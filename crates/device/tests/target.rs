@@ -756,3 +756,98 @@ fn request_sense_formats() {
     let (_, d) = run(&t, &n, 0, &[0x03, 0, 0, 0, 8, 0], &[]);
     assert_eq!(d.len(), 8, "allocation length");
 }
+
+#[test]
+fn write_same_fills_the_range() {
+    let t = target();
+    let n = ready(&t, 1);
+    let ws10 = |lba: u32, blocks: u16| {
+        let mut c = [0x41, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        c[2..6].copy_from_slice(&lba.to_be_bytes());
+        c[7..9].copy_from_slice(&blocks.to_be_bytes());
+        c
+    };
+    assert_eq!(t.transfer(0, &ws10(3, 300)), Ok(Transfer::Out(512)));
+    let block: Vec<u8> = (0..512).map(|i| i as u8).collect();
+    assert_eq!(run(&t, &n, 0, &ws10(3, 300), &block).0, Completion::GOOD);
+    let (_, back) = run(&t, &n, 0, &read10(2, 302), &[]);
+    assert!(
+        back[..512].iter().all(|&b| b == 0),
+        "block before untouched"
+    );
+    for chunk in back[512..512 * 301].chunks(512) {
+        assert_eq!(chunk, &block[..]);
+    }
+    assert!(
+        back[512 * 301..].iter().all(|&b| b == 0),
+        "block after untouched"
+    );
+    // WSNZ: zero blocks is refused; so is the range end past capacity.
+    assert_eq!(
+        run(&t, &n, 0, &ws10(0, 0), &block).0.sense,
+        Some(Sense::invalid_field_in_cdb(7, None))
+    );
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &ws10(BLOCKS as u32 - 1, 2), &block).0).1,
+        Asc::LBA_OUT_OF_RANGE
+    );
+    // UNMAP without thin provisioning.
+    let mut unmap = ws10(0, 1);
+    unmap[1] = 0x08;
+    assert_eq!(
+        t.transfer(0, &unmap),
+        Err(Sense::invalid_field_in_cdb(1, Some(3)))
+    );
+    // Block Limits advertises WSNZ and the maximum length.
+    let (_, bl) = run(&t, &n, 0, &[0x12, 1, 0xB0, 0, 255, 0], &[]);
+    assert_eq!(bl[4] & 1, 1);
+    assert_eq!(u64::from_be_bytes(bl[36..44].try_into().unwrap()), 1 << 16);
+}
+
+#[test]
+fn compare_and_write_is_all_or_nothing() {
+    let t = target();
+    let n = ready(&t, 1);
+    run(&t, &n, 0, &write16(40, 2, false), &[b'A'; 1024]);
+    let caw = |lba: u64, blocks: u8| {
+        let mut c = [0u8; 16];
+        c[0] = 0x89;
+        c[2..10].copy_from_slice(&lba.to_be_bytes());
+        c[13] = blocks;
+        c
+    };
+    assert_eq!(t.transfer(0, &caw(40, 2)), Ok(Transfer::Out(2048)));
+    let mut data = vec![b'A'; 1024];
+    data.extend_from_slice(&[b'B'; 1024]);
+    assert_eq!(run(&t, &n, 0, &caw(40, 2), &data).0, Completion::GOOD);
+    assert_eq!(run(&t, &n, 0, &read10(40, 2), &[]).1, vec![b'B'; 1024]);
+    // Verify instance no longer matches: MISCOMPARE at the first differing byte, nothing written.
+    data[..1024].fill(b'B');
+    data[1000] = b'C';
+    data[1024..].fill(b'D');
+    let s = run(&t, &n, 0, &caw(40, 2), &data).0.sense.unwrap();
+    assert_eq!(
+        (s.key, s.asc, s.information),
+        (
+            SenseKey::Miscompare,
+            Asc::MISCOMPARE_DURING_VERIFY,
+            Some(1000)
+        )
+    );
+    assert_eq!(run(&t, &n, 0, &read10(40, 2), &[]).1, vec![b'B'; 1024]);
+    // Zero blocks, too many blocks, short data-out: the NUMBER OF LOGICAL BLOCKS field.
+    assert_eq!(
+        run(&t, &n, 0, &caw(40, 0), &[]).0.sense,
+        Some(Sense::invalid_field_in_cdb(13, None))
+    );
+    assert_eq!(
+        run(&t, &n, 0, &caw(40, 2), &data[..1500]).0.sense,
+        Some(Sense::invalid_field_in_cdb(13, None))
+    );
+    let (_, bl) = run(&t, &n, 0, &[0x12, 1, 0xB0, 0, 255, 0], &[]);
+    assert_eq!(bl[5], 255, "MAXIMUM COMPARE AND WRITE LENGTH");
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &caw(BLOCKS - 1, 2), &[0; 2048]).0).1,
+        Asc::LBA_OUT_OF_RANGE
+    );
+}

@@ -44,6 +44,15 @@ pub struct WriteAndVerify {
     pub group_number: u8,
 }
 
+/// WRITE SAME (10)/(16) (SBC-4 §5.46–5.47): one block of data-out written to every block of
+/// the range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteSame {
+    pub lba: u64,
+    pub number_of_logical_blocks: u32,
+    pub group_number: u8,
+}
+
 /// SYNCHRONIZE CACHE (10)/(16) (SBC-4 §5.32–5.33) and PRE-FETCH (10)/(16) (SBC-4 §5.9–5.10):
 /// a range (0 blocks = to the end of the medium) and IMMED.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,7 +145,11 @@ pub enum Command {
     Write(ReadWrite),
     /// ORWRITE (16): OR the data-out into the medium (SBC-4 §5.8).
     OrWrite(ReadWrite),
+    /// COMPARE AND WRITE (SBC-4 §5.3): `transfer_length` is the NUMBER OF LOGICAL BLOCKS; the
+    /// data-out holds twice that (verify instance, then write instance).
+    CompareAndWrite(ReadWrite),
     WriteAndVerify(WriteAndVerify),
+    WriteSame(WriteSame),
     Verify(Verify),
     SynchronizeCache(CacheRange),
     PreFetch(CacheRange),
@@ -186,6 +199,8 @@ impl Command {
             Command::Read(rw) => InBlocks(rw.transfer_length),
             Command::Write(rw) | Command::OrWrite(rw) => OutBlocks(rw.transfer_length),
             Command::WriteAndVerify(w) => OutBlocks(w.transfer_length),
+            Command::WriteSame(_) => OutBlocks(1),
+            Command::CompareAndWrite(rw) => OutBlocks(rw.transfer_length * 2),
             Command::Verify(v) => match v.bytchk {
                 ByteCheck::None => None,
                 ByteCheck::Compare => OutBlocks(v.verification_length),
@@ -207,7 +222,9 @@ impl Command {
             Command::Read(_)
                 | Command::Write(_)
                 | Command::OrWrite(_)
+                | Command::CompareAndWrite(_)
                 | Command::WriteAndVerify(_)
+                | Command::WriteSame(_)
                 | Command::Verify(_)
                 | Command::SynchronizeCache(_)
                 | Command::PreFetch(_)

@@ -133,6 +133,38 @@ pub(crate) fn orwrite16(c: &[u8]) -> Decoded {
     Ok(Command::OrWrite(rw(be64(c, 2), be32(c, 10), c, 14)))
 }
 
+/// COMPARE AND WRITE (SBC-4 §5.3, table 42): NUMBER OF LOGICAL BLOCKS in byte 13.
+pub(crate) fn compare_and_write(c: &[u8]) -> Decoded {
+    Ok(Command::CompareAndWrite(ReadWrite {
+        lba: be64(c, 2),
+        transfer_length: u8_at(c, 13).into(),
+        dpo: bit(c, 1, 4),
+        fua: bit(c, 1, 3),
+        group_number: u8_at(c, 14) & 0x3F,
+        dld: 0,
+    }))
+}
+
+/// WRITE SAME (10) (SBC-4 §5.46, table 124). ANCHOR, UNMAP (thin provisioning, LBPWS10 = 0)
+/// and the obsolete PBDATA/LBDATA are outside the usage mask, so setting them is an invalid
+/// field.
+pub(crate) fn write_same10(c: &[u8]) -> Decoded {
+    Ok(Command::WriteSame(WriteSame {
+        lba: be32(c, 2).into(),
+        number_of_logical_blocks: be16(c, 7).into(),
+        group_number: u8_at(c, 6) & 0x3F,
+    }))
+}
+
+/// WRITE SAME (16) (SBC-4 §5.47, table 125); NDOB is not supported either.
+pub(crate) fn write_same16(c: &[u8]) -> Decoded {
+    Ok(Command::WriteSame(WriteSame {
+        lba: be64(c, 2),
+        number_of_logical_blocks: be32(c, 10),
+        group_number: u8_at(c, 14) & 0x3F,
+    }))
+}
+
 /// BYTCHK in byte 1 bits 2:1 (SBC-4 table 89): 10b is reserved.
 fn bytchk(c: &[u8]) -> Result<ByteCheck, Sense> {
     match (u8_at(c, 1) >> 1) & 3 {

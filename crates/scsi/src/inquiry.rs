@@ -158,20 +158,27 @@ pub fn extended_inquiry_data(out: &mut Vec<u8>, peripheral: u8) {
 /// Fields of the Block Limits page (SBC-4 §6.6.4, table 213), in logical blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockLimits {
+    /// MAXIMUM COMPARE AND WRITE LENGTH.
+    pub maximum_compare_and_write_length: u8,
     pub optimal_transfer_length_granularity: u16,
     pub maximum_transfer_length: u32,
     pub optimal_transfer_length: u32,
     pub maximum_prefetch_length: u32,
+    /// MAXIMUM WRITE SAME LENGTH; WSNZ is set, so 0 blocks ("to the end") is refused.
+    pub maximum_write_same_length: u64,
 }
 
 /// Block Limits (SBC-4 §6.6.4, table 213).
 pub fn block_limits(out: &mut Vec<u8>, peripheral: u8, l: &BlockLimits) {
     let s = begin_page(out, peripheral, vpd::BLOCK_LIMITS);
     let mut p = [0u8; 60];
+    p[0] = 0x01; // WSNZ
+    p[1] = l.maximum_compare_and_write_length;
     p[2..4].copy_from_slice(&l.optimal_transfer_length_granularity.to_be_bytes());
     p[4..8].copy_from_slice(&l.maximum_transfer_length.to_be_bytes());
     p[8..12].copy_from_slice(&l.optimal_transfer_length.to_be_bytes());
     p[12..16].copy_from_slice(&l.maximum_prefetch_length.to_be_bytes());
+    p[32..40].copy_from_slice(&l.maximum_write_same_length.to_be_bytes());
     out.extend_from_slice(&p);
     end_page(out, s);
 }

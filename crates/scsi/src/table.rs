@@ -202,6 +202,15 @@ pub static COMMANDS: &[CommandInfo] = &[
         [0x35, 0x02, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
+        "WRITE SAME(10)",
+        Out,
+        None,
+        true,
+        60,
+        d::write_same10,
+        [0x41, 0, F, F, F, F, 0x3F, F, F, NACA]
+    ),
+    entry!(
         "MODE SELECT(10)",
         Out,
         None,
@@ -218,6 +227,15 @@ pub static COMMANDS: &[CommandInfo] = &[
         1,
         d::mode_sense10,
         [0x5A, 0x18, F, F, 0, 0, 0, F, F, NACA]
+    ),
+    entry!(
+        "COMPARE AND WRITE",
+        Out,
+        None,
+        true,
+        30,
+        d::compare_and_write,
+        [0x89, 0x1A, F, F, F, F, F, F, F, F, 0, 0, 0, F, 0x3F, NACA]
     ),
     entry!(
         "READ(16)",
@@ -281,6 +299,15 @@ pub static COMMANDS: &[CommandInfo] = &[
         60,
         d::synchronize_cache16,
         [0x91, 0x02, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
+    ),
+    entry!(
+        "WRITE SAME(16)",
+        Out,
+        None,
+        true,
+        60,
+        d::write_same16,
+        [0x93, 0, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
         "READ CAPACITY(16)",
