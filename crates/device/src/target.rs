@@ -44,20 +44,29 @@ impl Target {
 
     /// Direction and length `cdb` asks for, or the sense to fail it with before any data moves.
     pub fn transfer(&self, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
-        let (_, cmd) = scsi::decode(cdb)?;
-        match self.luns.get(&lun) {
-            Some(lu) => Ok(lu.transfer(&cmd)),
-            None => match cmd {
-                Command::Inquiry(i) => Ok(Transfer::In(i.allocation_length.into())),
-                Command::RequestSense {
-                    allocation_length, ..
-                } => Ok(Transfer::In(allocation_length.into())),
-                Command::ReportLuns {
-                    allocation_length, ..
-                } => Ok(Transfer::In(allocation_length)),
+        let decoded = scsi::decode(cdb);
+        let Some(lu) = self.luns.get(&lun) else {
+            // Same answers as `absent_lun`: only INQUIRY, REQUEST SENSE and REPORT LUNS run.
+            return match decoded {
+                Ok((_, Command::Inquiry(i))) => Ok(Transfer::In(i.allocation_length.into())),
+                Ok((
+                    _,
+                    Command::RequestSense {
+                        allocation_length, ..
+                    },
+                )) => Ok(Transfer::In(allocation_length.into())),
+                Ok((
+                    _,
+                    Command::ReportLuns {
+                        allocation_length, ..
+                    },
+                )) => Ok(Transfer::In(allocation_length)),
+                Err(sense) if matches!(cdb.first(), Some(0x12 | 0x03 | 0xA0)) => Err(sense),
                 _ => Err(lun_not_supported()),
-            },
-        }
+            };
+        };
+        let (_, cmd) = decoded?;
+        Ok(lu.transfer(&cmd))
     }
 
     /// Execute one command. Read data is appended to `data_in` (which the caller cleared).
@@ -140,7 +149,7 @@ impl Target {
                 truncate(data_in, start, allocation_length.into());
                 Completion::GOOD
             }
-            Err(sense) if matches!(req.cdb.first(), Some(0x12 | 0x03)) => check(sense),
+            Err(sense) if matches!(req.cdb.first(), Some(0x12 | 0x03 | 0xA0)) => check(sense),
             _ => check(lun_not_supported()),
         }
     }
