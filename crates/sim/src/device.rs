@@ -4,6 +4,7 @@
 use crate::engine::{run_point, PointResult, PointSetup};
 use crate::error::SimError;
 use crate::experiment::Variant;
+use crate::faults::FaultSetSpec;
 use drive::{Drive, DriveConfig, Hdd, Instant, Ssd};
 use qos::order::{OrderConfig, ORDER_NAMES};
 use qos::{
@@ -12,6 +13,10 @@ use qos::{
 };
 use serde::Deserialize;
 use std::str::FromStr;
+use workload::{stream_seed, Rng};
+
+/// Random stream of the fault set (job streams are 0.., the replica u32::MAX).
+const FAULT_STREAM: u64 = u64::MAX;
 
 /// `[drive]`.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -26,6 +31,8 @@ pub struct DeviceSpec {
     pub write_cache: Option<bool>,
     /// Capacity of the instant model ("1TiB"; default 1 TiB).
     pub capacity: Option<String>,
+    /// A seeded set of weak/unrecoverable ranges (hdd).
+    pub faults: Option<FaultSetSpec>,
 }
 
 /// `[queue]`.
@@ -165,6 +172,7 @@ impl QueueSpec {
 #[derive(Clone, Debug)]
 pub struct DriveSetup {
     pub config: DriveConfig,
+    pub faults: Option<FaultSetSpec>,
     /// Bytes addressable by the workload.
     pub capacity: u64,
 }
@@ -210,11 +218,24 @@ impl DeviceSpec {
         if capacity < 1 << 20 {
             return Err(SimError::field("drive.capacity", "must be at least 1MiB"));
         }
+        if let Some(f) = &self.faults {
+            f.validate()?;
+            if !matches!(config, DriveConfig::Hdd(_)) {
+                return Err(SimError::field(
+                    "drive.faults",
+                    "applies to hdd models only",
+                ));
+            }
+        }
         // Built once here so a profile the model refuses fails at load, not in a sweep thread.
         config
             .build()
             .map_err(|e| SimError::field("drive.profile", e.to_string()))?;
-        Ok(DriveSetup { config, capacity })
+        Ok(DriveSetup {
+            config,
+            faults: self.faults.clone(),
+            capacity,
+        })
     }
 }
 
@@ -234,7 +255,15 @@ fn run_on<D: Drive>(
 pub fn run(variant: &Variant, setup: &PointSetup) -> Result<PointResult, SimError> {
     let err = |e: drive::ProfileError| SimError::field("drive.profile", e.to_string());
     match &variant.drive.config {
-        DriveConfig::Hdd(p) => run_on(Hdd::new(p).map_err(err)?, variant, setup),
+        DriveConfig::Hdd(p) => {
+            let mut hdd = Hdd::new(p).map_err(err)?;
+            if let Some(f) = &variant.drive.faults {
+                let mut rng = Rng::new(stream_seed(setup.seed, FAULT_STREAM));
+                hdd.set_faults(f.generate(p.geometry.capacity_sectors, &mut rng))
+                    .map_err(err)?;
+            }
+            run_on(hdd, variant, setup)
+        }
         DriveConfig::Ssd(p) => run_on(Ssd::new(p).map_err(err)?, variant, setup),
         DriveConfig::Instant => run_on(Instant, variant, setup),
     }

@@ -13,6 +13,7 @@ pub mod device;
 pub mod engine;
 mod error;
 pub mod experiment;
+pub mod faults;
 pub mod plot;
 pub mod replica;
 pub mod report;
