@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 type Series = (String, Vec<(f64, f64)>);
 
-/// Draws lines with markers; with `log_x` the x axis is logarithmic (values below 1 µs in ms
+/// Draws lines (with markers unless `log_x`); with `log_x` the x axis is logarithmic (values below 1 µs in ms
 /// are clamped), labelled in the original unit.
 fn chart(
     path: &Path,
@@ -74,9 +74,12 @@ fn chart(
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
-        chart
-            .draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
-            .map_err(|e| err(&e))?;
+        // Markers on the sweep figures (few points); a CDF is a dense line.
+        if !log_x {
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                .map_err(|e| err(&e))?;
+        }
     }
     chart
         .configure_series_labels()
@@ -86,6 +89,18 @@ fn chart(
         .draw()
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))
+}
+
+/// Keeps a CDF's shape with a few hundred points: a point per 0.2 % of commands, and every
+/// point of the last 0.1 % (the tail the figure is for).
+fn thin(cdf: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for (x, y) in cdf {
+        if !matches!(out.last(), Some((_, last)) if y - last < 0.002 && y <= 0.999) {
+            out.push((x, y));
+        }
+    }
+    out
 }
 
 /// Writes `<id>-iops.svg`, `<id>-p99.svg` and `<id>-cdf.svg` into `dir`; returns their paths.
@@ -126,7 +141,7 @@ pub fn write(dir: &Path, exp: &Experiment, report: &Report) -> Result<Vec<PathBu
             for (g, stats) in r.used_groups() {
                 cdf.push((
                     format!("{} {} (QD {})", variant.name, group_name(g), p.qd),
-                    stats.cdf(),
+                    thin(stats.cdf()),
                 ));
             }
         }
