@@ -442,10 +442,13 @@ impl<D: Drive> Queue<D> {
             self.waiting[class] -= 1;
             let Some(s) = self.slot_mut(r) else { continue };
             s.state = State::Queued;
+            // `arrived` is the admission into the device queue, not the submission: positional
+            // aging models the drive, which only sees a command once fetched, and time spent in
+            // a submission queue must not make the drive serve it FIFO.
             let candidate = Candidate {
                 id: s.id,
                 op: s.op,
-                arrived: s.submitted_at,
+                arrived: t,
                 deadline: s.deadline(),
                 class: s.class,
             };

@@ -237,3 +237,41 @@ fn random_traffic_keeps_the_invariants() {
         assert_eq!(total, submitted);
     }
 }
+
+/// Records what the ordering policy is shown.
+struct Recording(std::sync::Arc<std::sync::Mutex<Vec<(u64, u64)>>>);
+
+impl qos::order::OrderingPolicy for Recording {
+    fn pick(
+        &mut self,
+        _now: drive::Ns,
+        queue: &[qos::order::Candidate],
+        _drive: &dyn drive::Drive,
+    ) -> usize {
+        if let Ok(mut seen) = self.0.lock() {
+            seen.extend(queue.iter().map(|c| (c.id, c.arrived)));
+        }
+        0
+    }
+}
+
+#[test]
+fn ordering_sees_the_admission_time_as_arrival() {
+    // Depth 1: the second command waits 10 ms in its submission queue. Aging policies must
+    // count from its admission into the device queue, not from its submission.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let scheduler = qos::Scheduler::Policy(Box::new(Recording(seen.clone())));
+    let config = QueueConfig {
+        depth: 1,
+        ..QueueConfig::default()
+    };
+    let Ok(mut q) = qos::Queue::new(config, FixedDrive::new(10 * MS), scheduler) else {
+        panic!("config refused")
+    };
+    submit(&mut q, 0, read(1, 1, 0));
+    submit(&mut q, 0, read(2, 2, 0));
+    let done = run(&mut q, u64::MAX);
+    assert_eq!(by_id(&done, 2).submitted_at, 0);
+    let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    assert_eq!(seen, [(1, 0), (2, 10 * MS)]);
+}
