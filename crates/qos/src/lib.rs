@@ -9,6 +9,19 @@
 //! CDL limits (spec/cdl.md §4) run from submission (inactive, guideline) and from start
 //! (active); each expiry applies its policy at that instant.
 //!
+//! Choices where spec/cdl.md leaves room (§10), made here:
+//! - a command completing exactly at a limit meets it; one started exactly at its inactive
+//!   limit meets it;
+//! - 1h switches to descriptor n+1 of the pages snapshotted at submission, whose limits count
+//!   from the command's own clocks (already exceeded ones expire at once); at n = 7 it acts as
+//!   2h; 2h drops every limit of the command;
+//! - a fired 0h limit stays the command's (past) deadline, so the CDL-aware ordering serves it
+//!   as soon as possible;
+//! - Dh/Eh/Fh on a running command abandon its media operation: the unit is free at once;
+//! - misses count against the descriptor in force, commands and completions against the
+//!   descriptor submitted with;
+//! - T2A's perf_vs_duration_guideline budgets reads and writes alike (T2B has none).
+//!
 //! Driving it (virtual or real time alike): `submit` commands as they arrive, then call
 //! `advance(t)` for every `t = next_event()` that has come; completions come out in time order.
 //!
