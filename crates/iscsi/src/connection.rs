@@ -242,6 +242,23 @@ impl Connection {
         }
     }
 
+    /// Ask the initiator to log out within `seconds` (Asynchronous Message, AsyncEvent 1,
+    /// RFC 7143 §11.9.1): how a stopping target ends sessions cleanly. Returns false when
+    /// the connection is not in full feature phase (nothing to ask).
+    pub fn request_logout(&mut self, seconds: u16, out: &mut Output) -> bool {
+        let Phase::FullFeature(s) = &mut self.phase else {
+            return false;
+        };
+        let mut b = Bhs::new(Opcode::AsyncMessage);
+        b.set_flags(0x80);
+        b.set_itt(RESERVED_TAG);
+        s.numbers_with_status().write(&mut b);
+        b.0[36] = 1; // AsyncEvent: target requests Logout
+        b.set_u16_at(42, seconds); // Parameter3: time to Logout
+        out.pdu(&b, &[]);
+        true
+    }
+
     fn handle(&mut self, f: &Frame, pdu: &[u8], out: &mut Output) -> Flow {
         match &mut self.phase {
             Phase::Login { .. } => self.handle_login(f, pdu, out),

@@ -19,8 +19,12 @@ use crate::node::TargetNode;
 use crate::output::Output;
 use crate::portal::Portal;
 
-/// Serve `nodes` on `listener` until `shutdown` completes; then stop accepting, close every
-/// connection (I_T nexus loss for the devices) and return.
+/// Seconds a stopping server gives initiators to log out after asking them to.
+const LOGOUT_GRACE_SECONDS: u16 = 2;
+
+/// Serve `nodes` on `listener` until `shutdown` completes; then stop accepting, ask every
+/// logged-in initiator to log out (its connection closes after the Logout or a short grace
+/// period), close the rest (I_T nexus loss for the devices) and return.
 pub async fn serve(
     listener: TcpListener,
     nodes: Vec<TargetNode>,
@@ -164,6 +168,7 @@ async fn serve_stream(
     let (mut start, mut end) = (0usize, 0usize);
     let mut out = Output::new();
     let mut pinged = false;
+    let mut stopping: Option<tokio::time::Instant> = None;
     let mut next_ping_tag = 1u32;
     // True when the last batch filled up before every received PDU was handled.
     let mut backlog = false;
@@ -181,6 +186,11 @@ async fn serve_stream(
             }
             // Keepalive (RFC 7143 §11.19): after an idle interval ping the initiator with a
             // NOP-In; a second silent interval means the peer is gone.
+            let grace = async {
+                if let Some(deadline) = stopping {
+                    tokio::time::sleep_until(deadline).await;
+                }
+            };
             let idle = async {
                 match nop_in_interval {
                     Some(d) => tokio::time::sleep(d).await,
@@ -192,7 +202,22 @@ async fn serve_stream(
                     Ok(n) => n,
                     Err(e) => break Err(e),
                 },
-                _ = stop.changed() => break Ok(()),
+                _ = stop.changed(), if stopping.is_none() => {
+                    // Ask for a Logout and give the initiator a moment to send it.
+                    if !conn.request_logout(LOGOUT_GRACE_SECONDS, &mut out) {
+                        break Ok(());
+                    }
+                    stopping = Some(
+                        tokio::time::Instant::now()
+                            + std::time::Duration::from_secs(u64::from(LOGOUT_GRACE_SECONDS)),
+                    );
+                    if let Err(e) = write_output(stream, &out).await {
+                        break Err(e);
+                    }
+                    conn.recycle(&mut out);
+                    continue;
+                }
+                _ = grace, if stopping.is_some() => break Ok(()),
                 _ = kill.notified() => break Ok(()),
                 _ = idle => {
                     if pinged || !conn.is_full_feature() {

@@ -128,6 +128,7 @@ async fn data_in_respects_segment_and_burst_limits() {
         assert_eq!(d.datasn, i as u32);
     }
     assert_eq!(pdus.last().map(|p| p.0.buffer_offset), Some(9728));
+    drop(ini);
     server.stop().await;
 }
 
@@ -231,6 +232,7 @@ async fn bad_datasn_fails_the_command_not_the_session() {
     assert!(server.disk.data.lock().unwrap()[..1024]
         .iter()
         .all(|b| *b == 0));
+    drop(ini);
     server.stop().await;
 }
 
@@ -286,6 +288,7 @@ async fn abort_task_of_a_write_waiting_for_data() {
     assert!(server.disk.data.lock().unwrap()[..1024]
         .iter()
         .all(|b| *b == 0));
+    drop(ini);
     server.stop().await;
 }
 

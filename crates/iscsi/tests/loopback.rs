@@ -215,6 +215,7 @@ async fn task_management_functions() {
         Response::FunctionComplete
     );
     assert!(ini.nop(b"x").await.is_err());
+    drop(ini);
     server.stop().await;
 }
 
@@ -249,15 +250,32 @@ async fn oversized_data_segment_drops_the_connection() {
         Err(Error::Io(_)) => {}
         other => panic!("connection not dropped: {other:?}"),
     }
+    drop(ini);
     server.stop().await;
 }
 
 #[tokio::test]
-async fn shutdown_closes_open_sessions() {
-    let server = Server::start().await;
-    let mut ini = server.login().await;
-    server.stop().await;
-    assert!(ini.nop(b"gone").await.is_err());
+async fn shutdown_asks_initiators_to_log_out() {
+    let mut server = Server::start().await;
+    let mut polite = server.login().await;
+    let mut opts = LoginOptions::new(INITIATOR, Some(TARGET));
+    opts.isid[5] ^= 0xFF;
+    let mut deaf = Initiator::connect(server.addr, &opts).await.unwrap();
+    let _ = server.stop.take().unwrap().send(());
+    // Asynchronous Message, AsyncEvent 1 "target requests Logout" (RFC 7143 §11.9.1).
+    let msg = polite.recv().await.unwrap();
+    assert_eq!(msg.bhs.opcode(), Some(Opcode::AsyncMessage));
+    assert_eq!(msg.bhs.0[36], 1);
+    assert_eq!(polite.logout().await.unwrap(), 0);
+    // One that ignores the request is closed after the grace period.
+    let started = std::time::Instant::now();
+    assert_eq!(
+        deaf.recv().await.unwrap().bhs.opcode(),
+        Some(Opcode::AsyncMessage)
+    );
+    server.task.await.unwrap().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(deaf.nop(b"gone").await.is_err());
 }
 
 #[tokio::test]
@@ -275,6 +293,9 @@ async fn same_initiator_port_reinstates_the_session() {
     let mut third = Initiator::connect(server.addr, &opts).await.unwrap();
     assert_eq!(third.nop(b"3").await.unwrap(), b"3");
     assert_eq!(second.nop(b"2").await.unwrap(), b"2");
+    drop(first);
+    drop(second);
+    drop(third);
     server.stop().await;
 }
 
@@ -301,6 +322,9 @@ async fn cold_reset_ends_every_session_of_the_target() {
     assert!(a.nop(b"a").await.is_err());
     // Sessions of other target nodes are untouched.
     assert_eq!(other.nop(b"o").await.unwrap(), b"o");
+    drop(a);
+    drop(b);
+    drop(other);
     server.stop().await;
 }
 
