@@ -24,6 +24,9 @@ pub struct LuConfig {
     pub write_cache: bool,
     /// Software write protect: every write answers DATA PROTECT / WRITE PROTECTED.
     pub read_only: bool,
+    /// Removable medium (RMB in standard INQUIRY): START STOP UNIT with LOEJ ejects and loads
+    /// it, PREVENT ALLOW MEDIUM REMOVAL locks it in.
+    pub removable: bool,
     /// VERSION in standard INQUIRY data (SPC-5 table 148): 0Dh claims SPC-6, needed by Linux
     /// CDL probing (spec/cdl.md §1.1); libiscsi 1.19's Inquiry.Standard accepts only 4–6.
     pub inquiry_version: u8,
@@ -52,6 +55,7 @@ impl LuConfig {
             serial: None,
             write_cache: true,
             read_only: false,
+            removable: false,
             inquiry_version: 0x0D,
             medium_rotation_rate: 1,
             max_transfer_bytes: 8 << 20,

@@ -11,6 +11,7 @@ use scsi::command::{Command, DataLength, Inquiry, ModeSelect, StartStopUnit};
 use scsi::inquiry::{self, vpd, BlockLimits, DeviceIdentifiers, StandardInquiry};
 use scsi::mode::{self, ModeParameters, ModeSenseContext};
 use scsi::{rsoc, Asc, Sense, SenseKey, Status};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use store::Store;
 
@@ -32,6 +33,11 @@ pub struct LogicalUnit {
     pub(crate) swp: AtomicBool,
     /// START STOP UNIT with START = 0 stopped the unit (SBC-4 §4.20).
     stopped: AtomicBool,
+    /// Removable medium loaded (always true for a fixed LU).
+    medium_present: AtomicBool,
+    /// Nexuses that have prevented medium removal (SBC-4 §5.11: prevention is per I_T nexus
+    /// and removal is prevented while any nexus prevents it).
+    prevent_removal: Mutex<BTreeSet<u64>>,
     pub(crate) unit_attentions: UnitAttentions,
     /// Serialises read-modify-write commands (ORWRITE, COMPARE AND WRITE) so each is one uninterrupted sequence
     /// with respect to the others (SBC-4 §5.8).
@@ -69,7 +75,7 @@ impl LogicalUnit {
         let identifiers = identity::device_identifiers(vendor, &serial, &key);
         let inquiry = StandardInquiry {
             peripheral: inquiry::DIRECT_ACCESS_BLOCK_DEVICE,
-            removable: false,
+            removable: config.removable,
             version: config.inquiry_version,
             vendor,
             product: inquiry::ascii_field(&config.product),
@@ -105,6 +111,8 @@ impl LogicalUnit {
             wce: AtomicBool::new(default_mode.wce),
             swp: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
+            medium_present: AtomicBool::new(true),
+            prevent_removal: Mutex::new(BTreeSet::new()),
             unit_attentions: UnitAttentions::default(),
             read_modify_write: Mutex::new(()),
         })
@@ -171,7 +179,14 @@ impl LogicalUnit {
         self.apply_mode(&mut mode, self.default_mode);
         self.stopped.store(false, Ordering::Relaxed);
         drop(mode);
+        self.prevent_removal.lock().clear();
         self.unit_attentions.raise(asc, None);
+    }
+
+    /// I_T nexus loss (SAM-5 §6.3.4): its unit attentions and its medium removal prevention go.
+    pub(crate) fn nexus_lost(&self, nexus: u64) {
+        self.unit_attentions.forget(nexus);
+        self.prevent_removal.lock().remove(&nexus);
     }
 
     fn apply_mode(&self, mode: &mut ModeParameters, new: ModeParameters) {
@@ -206,6 +221,14 @@ impl LogicalUnit {
             Ok(d) => d,
             Err(sense) => return check(sense),
         };
+        let needs_medium = cmd.accesses_medium()
+            || matches!(
+                cmd,
+                Command::TestUnitReady | Command::ReadCapacity10 | Command::ReadCapacity16 { .. }
+            );
+        if needs_medium && !self.medium_present.load(Ordering::Relaxed) {
+            return check(Sense::new(SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT));
+        }
         if cmd.accesses_medium() && self.stopped.load(Ordering::Relaxed) {
             return check(Sense::new(
                 SenseKey::NotReady,
@@ -230,6 +253,9 @@ impl LogicalUnit {
             } => {
                 let sense = match self.unit_attentions.take(req.nexus.id) {
                     Some(asc) => Sense::new(SenseKey::UnitAttention, asc),
+                    None if !self.medium_present.load(Ordering::Relaxed) => {
+                        Sense::new(SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT)
+                    }
                     None if self.stopped.load(Ordering::Relaxed) => Sense::new(
                         SenseKey::NotReady,
                         Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
@@ -290,6 +316,15 @@ impl LogicalUnit {
             }
             Command::ModeSelect(m) => self.mode_select(req, &m),
             Command::StartStopUnit(s) => self.start_stop_unit(&s),
+            Command::PreventAllowMediumRemoval { prevent } => {
+                let mut nexuses = self.prevent_removal.lock();
+                if prevent {
+                    nexuses.insert(req.nexus.id);
+                } else {
+                    nexuses.remove(&req.nexus.id);
+                }
+                Completion::GOOD
+            }
             Command::ReportSupportedOperationCodes(r) => {
                 match rsoc::report_supported_operation_codes(&r, data_in) {
                     Ok(()) => {
@@ -372,7 +407,8 @@ impl LogicalUnit {
     }
 
     /// START STOP UNIT (SBC-4 §5.31). A POWER CONDITION other than START_VALID only changes
-    /// power state, which this device does not model; LOEJ needs removable medium.
+    /// power state, which this device does not model; LOEJ needs removable medium whose
+    /// removal no nexus prevents.
     fn start_stop_unit(&self, s: &StartStopUnit) -> Completion {
         if s.power_condition != 0 {
             return Completion::GOOD;
@@ -380,12 +416,27 @@ impl LogicalUnit {
         if s.loej && !self.inquiry.removable {
             return check(Sense::invalid_field_in_cdb(4, Some(1)));
         }
+        // Removable medium: START without LOEJ would only spin the medium, which is not
+        // modelled (tgt does the same; libiscsi's NoLoej test expects the unit to stay ready).
+        if self.inquiry.removable && !s.loej {
+            return Completion::GOOD;
+        }
+        if s.loej && !self.prevent_removal.lock().is_empty() {
+            return check(Sense::new(
+                SenseKey::IllegalRequest,
+                Asc::MEDIUM_REMOVAL_PREVENTED,
+            ));
+        }
         if !s.start && !s.no_flush {
             if let Err(e) = self.store.flush() {
                 return self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, None);
             }
         }
         self.stopped.store(!s.start, Ordering::Relaxed);
+        if s.loej {
+            // START = 1 with LOEJ loads the medium, START = 0 ejects it (SBC-4 table 97).
+            self.medium_present.store(s.start, Ordering::Relaxed);
+        }
         Completion::GOOD
     }
 

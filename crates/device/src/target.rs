@@ -192,7 +192,7 @@ impl Target {
     /// The nexus logged out or its connection dropped (SAM-5 §6.3.4: I_T nexus loss).
     pub fn nexus_lost(&self, nexus: &Nexus) {
         for lu in self.luns.values() {
-            lu.unit_attentions.forget(nexus.id);
+            lu.nexus_lost(nexus.id);
         }
     }
 }

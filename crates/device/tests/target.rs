@@ -851,3 +851,81 @@ fn compare_and_write_is_all_or_nothing() {
         Asc::LBA_OUT_OF_RANGE
     );
 }
+
+#[test]
+fn removable_medium_eject_load_and_prevention() {
+    let mut cfg = LuConfig::new("iqn.test:t", 0, 1 << 20);
+    cfg.removable = true;
+    let t = Target::new(vec![(0, ram_lu(cfg))]);
+    let a = ready(&t, 1);
+    let b = ready(&t, 2);
+    let (_, inq) = run(&t, &a, 0, &[0x12, 0, 0, 0, 36, 0], &[]);
+    assert_eq!(inq[1] & 0x80, 0x80, "RMB");
+    let eject = [0x1B, 0, 0, 0, 0x02, 0];
+    let load = [0x1B, 0, 0, 0, 0x03, 0];
+    let prevent = |on: bool| [0x1E, 0, 0, 0, u8::from(on), 0];
+    let prevented = (SenseKey::IllegalRequest, Asc::MEDIUM_REMOVAL_PREVENTED);
+    let no_medium = (SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT);
+    // Prevention by one nexus blocks the other too.
+    assert_eq!(run(&t, &a, 0, &prevent(true), &[]).0, Completion::GOOD);
+    assert_eq!(sense_of(&run(&t, &a, 0, &eject, &[]).0), prevented);
+    assert_eq!(sense_of(&run(&t, &b, 0, &eject, &[]).0), prevented);
+    assert_eq!(run(&t, &a, 0, &[0; 6], &[]).0, Completion::GOOD);
+    assert_eq!(run(&t, &a, 0, &prevent(false), &[]).0, Completion::GOOD);
+    assert_eq!(run(&t, &a, 0, &eject, &[]).0, Completion::GOOD);
+    assert_eq!(sense_of(&run(&t, &a, 0, &[0; 6], &[]).0), no_medium);
+    assert_eq!(sense_of(&run(&t, &a, 0, &read10(0, 1), &[]).0), no_medium);
+    assert_eq!(
+        sense_of(&run(&t, &a, 0, &[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0], &[]).0),
+        no_medium
+    );
+    let (_, rs) = run(&t, &a, 0, &[0x03, 0, 0, 0, 18, 0], &[]);
+    assert_eq!((rs[2], rs[12]), (0x02, 0x3A));
+    assert_eq!(run(&t, &a, 0, &load, &[]).0, Completion::GOOD);
+    assert_eq!(run(&t, &a, 0, &read10(0, 1), &[]).0, Completion::GOOD);
+    // Nexus loss and LU reset end a nexus' prevention.
+    run(&t, &b, 0, &prevent(true), &[]);
+    t.nexus_lost(&b);
+    assert_eq!(run(&t, &a, 0, &eject, &[]).0, Completion::GOOD);
+    assert_eq!(run(&t, &a, 0, &load, &[]).0, Completion::GOOD);
+    run(&t, &a, 0, &prevent(true), &[]);
+    t.task_management(&a, 0, TaskManagement::LogicalUnitReset);
+    run(&t, &a, 0, &[0; 6], &[]);
+    assert_eq!(run(&t, &a, 0, &eject, &[]).0, Completion::GOOD);
+    // Obsolete PREVENT values.
+    assert_eq!(
+        t.transfer(0, &[0x1E, 0, 0, 0, 2, 0]),
+        Err(Sense::invalid_field_in_cdb(4, Some(1)))
+    );
+}
+
+#[test]
+fn removable_unit_ignores_start_without_loej_and_power_conditions() {
+    let mut cfg = LuConfig::new("iqn.test:t", 0, 1 << 20);
+    cfg.removable = true;
+    let t = Target::new(vec![(0, ram_lu(cfg))]);
+    let n = ready(&t, 1);
+    assert_eq!(
+        run(&t, &n, 0, &[0x1B, 0, 0, 0, 0x00, 0], &[]).0,
+        Completion::GOOD
+    );
+    assert_eq!(run(&t, &n, 0, &[0; 6], &[]).0, Completion::GOOD);
+    for pc in 1..16u8 {
+        assert_eq!(
+            run(&t, &n, 0, &[0x1B, 1, 0, 0, pc << 4 | 0x02, 0], &[]).0,
+            Completion::GOOD
+        );
+        assert_eq!(
+            run(&t, &n, 0, &[0; 6], &[]).0,
+            Completion::GOOD,
+            "PC {pc} must not eject"
+        );
+    }
+    // SYNC_NV (obsolete) is accepted; with no medium the answer is MEDIUM NOT PRESENT.
+    assert_eq!(
+        run(&t, &n, 0, &[0x1B, 0, 0, 0, 0x02, 0], &[]).0,
+        Completion::GOOD
+    );
+    let (c, _) = run(&t, &n, 0, &[0x35, 0x06, 0, 0, 0, 0, 0, 0, 1, 0], &[]);
+    assert_eq!(sense_of(&c), (SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT));
+}

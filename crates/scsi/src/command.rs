@@ -156,6 +156,10 @@ pub enum Command {
     ModeSense(ModeSense),
     ModeSelect(ModeSelect),
     StartStopUnit(StartStopUnit),
+    /// PREVENT ALLOW MEDIUM REMOVAL (SBC-4 §5.11): PREVENT 01b prevents, 00b allows.
+    PreventAllowMediumRemoval {
+        prevent: bool,
+    },
     ReportSupportedOperationCodes(ReportSupportedOperationCodes),
     /// REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS (SPC-5 §6.36).
     ReportSupportedTaskManagementFunctions {
@@ -186,7 +190,8 @@ impl Command {
             Command::TestUnitReady
             | Command::SynchronizeCache(_)
             | Command::PreFetch(_)
-            | Command::StartStopUnit(_) => None,
+            | Command::StartStopUnit(_)
+            | Command::PreventAllowMediumRemoval { .. } => None,
             Command::RequestSense {
                 allocation_length, ..
             } => InBytes(allocation_length.into()),

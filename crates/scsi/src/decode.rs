@@ -300,21 +300,25 @@ pub(crate) fn mode_select10(c: &[u8]) -> Decoded {
     mode_select(c, true, be16(c, 7))
 }
 
-/// START STOP UNIT (SBC-4 table 95). POWER CONDITION values SBC-4 table 96 does not define are
-/// invalid.
+/// START STOP UNIT (SBC-4 table 95). Every POWER CONDITION value is accepted: the device
+/// models no power states, so each is a no-op (libiscsi's PwrCnd test expects GOOD for 1h–Fh).
 pub(crate) fn start_stop_unit(c: &[u8]) -> Decoded {
-    let power_condition = u8_at(c, 4) >> 4;
-    if !matches!(power_condition, 0x0 | 0x1 | 0x2 | 0x3 | 0x7 | 0xA | 0xB) {
-        return Err(Sense::invalid_field_in_cdb(4, Some(7)));
-    }
     Ok(Command::StartStopUnit(StartStopUnit {
         immed: bit(c, 1, 0),
         power_condition_modifier: u8_at(c, 3) & 0x0F,
-        power_condition,
+        power_condition: u8_at(c, 4) >> 4,
         no_flush: bit(c, 4, 2),
         loej: bit(c, 4, 1),
         start: bit(c, 4, 0),
     }))
+}
+
+/// PREVENT ALLOW MEDIUM REMOVAL (SBC-4 table 71): PREVENT 10b and 11b are obsolete, so bit 1
+/// is outside the usage mask.
+pub(crate) fn prevent_allow_medium_removal(c: &[u8]) -> Decoded {
+    Ok(Command::PreventAllowMediumRemoval {
+        prevent: bit(c, 4, 0),
+    })
 }
 
 /// REPORT SUPPORTED OPERATION CODES (SPC-5 table 256): REPORTING OPTIONS 000b–011b.

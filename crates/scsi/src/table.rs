@@ -139,6 +139,15 @@ pub static COMMANDS: &[CommandInfo] = &[
         [0x1B, 0x01, 0, 0x0F, 0xF7, NACA]
     ),
     entry!(
+        "PREVENT ALLOW MEDIUM REMOVAL",
+        None,
+        None,
+        false,
+        1,
+        d::prevent_allow_medium_removal,
+        [0x1E, 0, 0, 0, 0x01, NACA]
+    ),
+    entry!(
         "READ CAPACITY(10)",
         In,
         None,
@@ -199,7 +208,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         false,
         60,
         d::synchronize_cache10,
-        [0x35, 0x02, F, F, F, F, 0x3F, F, F, NACA]
+        [0x35, 0x06, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
         "WRITE SAME(10)",
@@ -298,7 +307,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         false,
         60,
         d::synchronize_cache16,
-        [0x91, 0x02, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
+        [0x91, 0x06, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
         "WRITE SAME(16)",

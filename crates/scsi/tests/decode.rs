@@ -205,8 +205,14 @@ fn field_values() {
         }
         c => panic!("{c:?}"),
     }
-    // START STOP UNIT undefined power condition 4h.
-    assert_eq!(err(&[0x1B, 0, 0, 0, 0x40, 0]), field(4, Some(7)));
+    // START STOP UNIT: any POWER CONDITION decodes (no power states are modelled).
+    match ok(&[0x1B, 0x01, 0, 0, 0x43, 0]) {
+        Command::StartStopUnit(s) => assert_eq!(
+            (s.power_condition, s.immed, s.loej, s.start),
+            (4, true, true, true)
+        ),
+        c => panic!("{c:?}"),
+    }
     // READ CAPACITY(10) LBA without PMI.
     assert_eq!(err(&[0x25, 0, 0, 0, 0, 1, 0, 0, 0, 0]), field(2, None));
     assert_eq!(
@@ -267,7 +273,6 @@ fn is_value_check(opcode: u8, s: &Sense) -> bool {
     let f = s.field.expect("field pointer");
     match opcode {
         0x2E | 0xAE | 0x8E => (f.byte, f.bit) == (1, Some(2)), // BYTCHK 11b
-        0x1B => (f.byte, f.bit) == (4, Some(7)),               // POWER CONDITION Fh
         0xA3 => (f.byte, f.bit) == (2, Some(2)),               // REPORTING OPTIONS 111b
         _ => false,
     }
@@ -409,9 +414,6 @@ fn table_direction_matches_decoded_data_length() {
         cdb[last] = 0;
         if info.protect_field || matches!(info.opcode(), 0x2E | 0xAE | 0x8E | 0x2F | 0xAF | 0x8F) {
             cdb[1] &= !0x04; // BYTCHK 01b (compare) where present
-        }
-        if info.opcode() == 0x1B {
-            cdb[4] &= 0x0F; // POWER CONDITION 0
         }
         if info.opcode() == 0xA3 {
             cdb[2] &= 0x80; // REPORTING OPTIONS 000b
