@@ -176,6 +176,17 @@ enum EventKind {
 
 type Event = (Ns, EventKind, SlotRef);
 
+/// What is left of a command once its slot is freed.
+struct Released {
+    id: u64,
+    class: usize,
+    dld: u8,
+    write: bool,
+    submitted_at: Ns,
+    started_at: Option<Ns>,
+    missed: Misses,
+}
+
 /// The device queue of one logical unit, owning its drive model.
 pub struct Queue<D: Drive> {
     drive: D,
@@ -249,7 +260,8 @@ impl<D: Drive> Queue<D> {
 
     /// A command arrives at `now` (its inactive time and guideline start now). It is
     /// dispatched by the next [`Queue::advance`]; [`Queue::next_event`] returns `now` until
-    /// then. Times before the last `advance` are taken as that time.
+    /// then. Call `advance(now)` first whenever `now` has passed `next_event()`, as with every
+    /// input; times before the last `advance` are taken as that time.
     pub fn submit(&mut self, now: Ns, cmd: Command) -> Result<(), SubmitError> {
         if cmd.class >= CLASSES {
             return Err(SubmitError::Class(cmd.class));
@@ -612,15 +624,33 @@ impl<D: Drive> Queue<D> {
         ended_by: Option<(LimitKind, Policy)>,
         done: &mut Vec<Completion>,
     ) {
-        let Some(s) = self
-            .slots
-            .get_mut(r.slot as usize)
-            .filter(|s| s.gen == r.gen)
-        else {
+        let Some(left) = self.release(r) else {
             return;
         };
+        self.stats
+            .completed(left.class, left.dld, left.write, outcome, left.missed);
+        done.push(Completion {
+            id: left.id,
+            class: left.class,
+            dld: left.dld,
+            outcome,
+            at: t,
+            submitted_at: left.submitted_at,
+            started_at: left.started_at,
+            missed: left.missed,
+            ended_by,
+        });
+    }
+
+    /// Takes the command out of its submission queue, the device queue or the drive, and frees
+    /// its slot.
+    fn release(&mut self, r: SlotRef) -> Option<Released> {
+        let s = self
+            .slots
+            .get_mut(r.slot as usize)
+            .filter(|s| s.gen == r.gen && s.state != State::Free)?;
         match s.state {
-            State::Free => return,
+            State::Free => {}
             State::Submitted => {
                 self.waiting[s.class] = self.waiting[s.class].saturating_sub(1);
             }
@@ -632,25 +662,57 @@ impl<D: Drive> Queue<D> {
             }
             State::Active => self.active = self.active.saturating_sub(1),
         }
-        let started_at = (s.state == State::Active).then_some(s.started_at);
-        let completion = Completion {
+        let left = Released {
             id: s.id,
             class: s.class,
             dld: s.dld,
-            outcome,
-            at: t,
+            write: s.op.write,
             submitted_at: s.submitted_at,
-            started_at,
+            started_at: (s.state == State::Active).then_some(s.started_at),
             missed: s.missed,
-            ended_by,
         };
-        self.stats
-            .completed(s.class, s.dld, s.op.write, outcome, s.missed);
         s.state = State::Free;
         s.gen = s.gen.wrapping_add(1);
         s.pages = None;
         self.free.push(r.slot);
-        done.push(completion);
+        Some(left)
+    }
+
+    /// ABORT TASK (SAM-5 §7.2): removes command `id` without a completion; a running media
+    /// operation is abandoned. Returns whether it was in the queue. Commands behind it move up
+    /// at the next [`Queue::advance`].
+    pub fn abort(&mut self, now: Ns, id: u64) -> bool {
+        let found = self
+            .slots
+            .iter()
+            .zip(0u32..)
+            .find(|(s, _)| s.state != State::Free && s.id == id)
+            .map(|(s, slot)| SlotRef { slot, gen: s.gen });
+        let Some(left) = found.and_then(|r| self.release(r)) else {
+            return false;
+        };
+        self.stats.aborted_task(left.class, left.dld, left.write);
+        let now = now.max(self.now);
+        self.dispatch_at = Some(self.dispatch_at.map_or(now, |t| t.min(now)));
+        self.drop_stale_events();
+        true
+    }
+
+    /// CLEAR TASK SET / LOGICAL UNIT RESET (SAM-5 §7.4, §7.7): aborts every command; returns
+    /// how many there were.
+    pub fn abort_all(&mut self) -> usize {
+        let live: Vec<SlotRef> = (0u32..)
+            .zip(&self.slots)
+            .filter(|(_, s)| s.state != State::Free)
+            .map(|(slot, s)| SlotRef { slot, gen: s.gen })
+            .collect();
+        for r in &live {
+            if let Some(left) = self.release(*r) {
+                self.stats.aborted_task(left.class, left.dld, left.write);
+            }
+        }
+        self.drop_stale_events();
+        live.len()
     }
 
     /// Pops events that no longer apply so that `next_event` is exact.

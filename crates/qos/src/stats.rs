@@ -47,6 +47,8 @@ pub struct Counters {
     pub commands_missed: u64,
     /// Commands that exceeded their inactive or active limit (LOG SENSE 19h/21h third counter).
     pub commands_missed_inactive_or_active: u64,
+    /// Commands removed by task management (ABORT TASK, CLEAR TASK SET, reset): no completion.
+    pub aborted_tasks: u64,
     misses: [LimitMisses; 3],
 }
 
@@ -122,6 +124,13 @@ impl Stats {
             c.miss(kind, policy);
         }
         self.descriptor_mut(dld, write).miss(kind, policy);
+    }
+
+    pub(crate) fn aborted_task(&mut self, class: usize, dld: u8, write: bool) {
+        if let Some(c) = self.classes.get_mut(class) {
+            c.aborted_tasks += 1;
+        }
+        self.descriptor_mut(dld, write).aborted_tasks += 1;
     }
 
     pub(crate) fn completed(

@@ -275,3 +275,52 @@ fn ordering_sees_the_admission_time_as_arrival() {
     let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
     assert_eq!(seen, [(1, 0), (2, 10 * MS)]);
 }
+
+#[test]
+fn abort_task_removes_a_command_wherever_it_is() {
+    let mut drive = FixedDrive::new(10 * MS);
+    drive.slow.push((1, 100 * MS));
+    let config = QueueConfig {
+        depth: 2,
+        ..QueueConfig::default()
+    };
+    let mut q = fifo_queue(config, drive);
+    for id in 1..=4 {
+        submit(&mut q, 0, read(id, id, 0));
+    }
+    let mut done = Vec::new();
+    q.advance(0, &mut done);
+    // 1 runs (100 ms), 2 is in the device queue, 3 and 4 wait in the submission queue.
+    assert!(q.abort(MS, 3));
+    assert!(!q.abort(MS, 3));
+    assert!(!q.abort(MS, 99));
+    q.advance(5 * MS, &mut done);
+    assert!(q.abort(5 * MS, 1));
+    let done = run(&mut q, u64::MAX);
+    let ids: Vec<(u64, u64)> = done.iter().map(|c| (c.id, c.at / MS)).collect();
+    // 2 starts when 1 is abandoned at 5 ms; 4 follows.
+    assert_eq!(ids, [(2, 15), (4, 25)]);
+    assert_eq!(q.stats().classes[2].aborted_tasks, 2);
+    assert_eq!(q.stats().classes[2].completions.total(), 2);
+}
+
+#[test]
+fn abort_all_empties_the_queue() {
+    let config = QueueConfig {
+        depth: 2,
+        ..QueueConfig::default()
+    };
+    let mut q = fifo_queue(config, FixedDrive::new(10 * MS));
+    for id in 1..=5 {
+        submit(&mut q, 0, read(id, id, 0));
+    }
+    q.advance(0, &mut Vec::new());
+    assert_eq!(q.abort_all(), 5);
+    assert!(q.is_empty());
+    assert_eq!(q.next_event(), None);
+    assert_eq!(q.stats().unlimited.aborted_tasks, 5);
+    // The queue works on afterwards.
+    submit(&mut q, 20 * MS, read(6, 6, 0));
+    let done = run(&mut q, u64::MAX);
+    assert_eq!((done.len(), done[0].at), (1, 30 * MS));
+}
