@@ -133,8 +133,8 @@ fn a_queue_can_move_to_another_thread() {
     assert_eq!(q.drive().units, 2);
 }
 
-/// Random commands, limits, policies and page changes: every command leaves exactly once, in
-/// time order, and the device queue never holds more than its depth.
+/// Random commands, limits, policies, page changes and aborts: every command leaves exactly
+/// once (completed, in time order, or aborted), and the device queue never exceeds its depth.
 #[test]
 fn random_traffic_keeps_the_invariants() {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -176,6 +176,7 @@ fn random_traffic_keeps_the_invariants() {
         }
         pages
     };
+    let mut all_aborted = 0;
     for round in 0..20 {
         let depth = 1 + (next() % 8) as usize;
         let arbitration = match round % 3 {
@@ -203,6 +204,7 @@ fn random_traffic_keeps_the_invariants() {
         let mut q = fifo_queue(config, drive);
         let mut now = 0;
         let mut submitted = 0u64;
+        let mut aborted = 0u64;
         let mut done = Vec::new();
         for _ in 0..400 {
             now += next() % (2 * MS);
@@ -212,6 +214,9 @@ fn random_traffic_keeps_the_invariants() {
             assert!(done[before..].iter().all(|c| c.at <= now));
             if next() % 50 == 0 {
                 assert!(q.set_cdl(random_pages(&mut next)).is_ok());
+            }
+            if submitted > 0 && next() % 20 == 0 && q.abort(now, next() % submitted) {
+                aborted += 1;
             }
             let mut c = read(submitted, next() % 10, (next() % 8) as u8);
             c.class = (next() % 4) as usize;
@@ -227,15 +232,20 @@ fn random_traffic_keeps_the_invariants() {
         );
         let mut ids: Vec<u64> = done.iter().map(|c| c.id).collect();
         ids.sort_unstable();
-        assert_eq!(ids, (0..submitted).collect::<Vec<_>>());
+        ids.dedup();
+        assert_eq!(ids.len() as u64 + aborted, submitted);
+        assert_eq!(done.len(), ids.len());
         for c in &done {
             assert!(c.at >= c.submitted_at);
             assert_eq!(c.outcome.is_duration_limit(), c.ended_by.is_some());
         }
         let s = q.stats();
         let total: u64 = s.classes.iter().map(|c| c.completions.total()).sum();
-        assert_eq!(total, submitted);
+        let aborts: u64 = s.classes.iter().map(|c| c.aborted_tasks).sum();
+        assert_eq!((total, aborts), (submitted - aborted, aborted));
+        all_aborted += aborted;
     }
+    assert!(all_aborted > 20, "{all_aborted}");
 }
 
 /// Records what the ordering policy is shown.
