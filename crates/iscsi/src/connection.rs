@@ -90,6 +90,8 @@ struct PendingWrite {
     next_r2t_offset: u32,
     r2tsn: u32,
     r2ts: Vec<OutstandingR2t>,
+    /// Task set generation when the command arrived (see [`Portal::task_set_generation`]).
+    generation: u64,
 }
 
 struct OutstandingR2t {
@@ -409,6 +411,11 @@ impl Session {
         }
     }
 
+    fn task_set_generation(&self, lun: u64) -> u64 {
+        self.node
+            .map_or(0, |n| self.portal.task_set_generation(n, lun))
+    }
+
     fn allocate_ttt(&mut self) -> u32 {
         let t = self.next_ttt;
         self.next_ttt = self.next_ttt.wrapping_add(1);
@@ -532,6 +539,7 @@ impl Session {
                 next_r2t_offset: data.len() as u32,
                 r2tsn: 0,
                 r2ts: Vec::new(),
+                generation: self.task_set_generation(lun),
             };
             if !unsolicited_open {
                 self.issue_r2ts(&mut pw, out);
@@ -656,6 +664,12 @@ impl Session {
         let Some(target) = self.target.clone() else {
             return;
         };
+        if self.task_set_generation(pw.lun) != pw.generation {
+            // Another session cleared the task set while the data arrived: the task was
+            // aborted and ends without a response (SAM-5 §5.6, TAS=0).
+            self.pool.put(std::mem::take(&mut pw.buf));
+            return;
+        }
         let mut buf = std::mem::take(&mut pw.buf);
         buf.truncate(pw.want as usize);
         let transfer = Transfer::Out(pw.transfer_len);
@@ -881,6 +895,19 @@ impl Session {
                         TaskManagement::AbortTask
                     }
                 };
+                // Writes of other sessions still waiting for data belong to the cleared
+                // task sets too.
+                if let Some(node) = self.node {
+                    match function {
+                        tmf::Function::ClearTaskSet | tmf::Function::LogicalUnitReset => {
+                            self.portal.clear_task_sets(node, Some(lun))
+                        }
+                        tmf::Function::TargetWarmReset | tmf::Function::TargetColdReset => {
+                            self.portal.clear_task_sets(node, None)
+                        }
+                        _ => {}
+                    }
+                }
                 match target.task_management(&self.nexus, lun, device_fn) {
                     TmfResponse::FunctionComplete => tmf::Response::FunctionComplete,
                     TmfResponse::FunctionRejected => tmf::Response::FunctionRejected,

@@ -1,6 +1,15 @@
 //! iSCSI (RFC 7143) for stint: the PDU codec, login negotiation and session state as pure
 //! state machines (sans-I/O), a tokio target ([`server`]) and a small initiator
 //! ([`initiator`]) built on the same codec.
+//!
+//! Layout, bottom up:
+//! - [`bhs`], [`pdu`], [`digest`], [`text`], [`lun`], [`tmf`]: the wire format;
+//! - [`negotiation`], [`login`]: operational parameters and the login phase;
+//! - [`session`]: the CmdSN window; [`connection`]: the target side of one connection
+//!   (bytes in, an [`output::Output`] batch out), running commands inline on the caller's
+//!   thread through [`ScsiTarget`];
+//! - [`server`]: the tokio shell (accept, read, `writev`); [`initiator`]: the client side;
+//!   [`url`]: `iscsi://host:port/target/lun`.
 
 pub mod bhs;
 pub mod connection;

@@ -1,7 +1,9 @@
 //! A network portal and its portal group (RFC 7143 §4.4.1): the target nodes reachable
 //! through it, the negotiation limits, and the session-wide identifiers it hands out.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::negotiation::TargetLimits;
@@ -21,6 +23,9 @@ pub struct Portal {
     pub nop_in_interval: Option<Duration>,
     next_tsih: AtomicU16,
     next_nexus: AtomicU64,
+    /// Task set generations: bumped when a task management function clears the task sets
+    /// of a LU (key `(node, Some(lun))`) or of a whole node (`(node, None)`).
+    task_sets: Mutex<BTreeMap<(usize, Option<u64>), u64>>,
 }
 
 impl Portal {
@@ -33,6 +38,7 @@ impl Portal {
             nop_in_interval: Some(Duration::from_secs(30)),
             next_tsih: AtomicU16::new(1),
             next_nexus: AtomicU64::new(1),
+            task_sets: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -49,5 +55,24 @@ impl Portal {
     /// A nexus identifier never used before in this process.
     pub fn allocate_nexus_id(&self) -> u64 {
         self.next_nexus.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Generation of the task set of `lun` on `node`. A write that waited for Data-Out
+    /// while another session cleared the task set (LOGICAL UNIT RESET, CLEAR TASK SET,
+    /// TARGET RESET: SAM-5 §7.6, §7.7, §7.9) sees a different value and is not executed.
+    pub fn task_set_generation(&self, node: usize, lun: u64) -> u64 {
+        let Ok(sets) = self.task_sets.lock() else {
+            return 0;
+        };
+        let get = |k| sets.get(&k).copied().unwrap_or(0);
+        get((node, Some(lun))) + get((node, None))
+    }
+
+    /// Record that the task sets of `lun` (or, with `None`, of every LU) on `node` were
+    /// cleared.
+    pub fn clear_task_sets(&self, node: usize, lun: Option<u64>) {
+        if let Ok(mut sets) = self.task_sets.lock() {
+            *sets.entry((node, lun)).or_insert(0) += 1;
+        }
     }
 }

@@ -417,3 +417,60 @@ async fn many_large_reads_in_flight() {
     ini.logout().await.unwrap();
     server.stop().await;
 }
+
+#[tokio::test]
+async fn lun_reset_from_another_session_aborts_a_waiting_write() {
+    let server = Server::start(64).await;
+    let mut a = server
+        .login_with(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
+        .await;
+    let mut opts = iscsi::initiator::LoginOptions::new(INITIATOR, Some(TARGET));
+    opts.isid[5] ^= 0xFF;
+    let mut b = iscsi::initiator::Initiator::connect(server.addr, &opts)
+        .await
+        .unwrap();
+    let itt = 0x42;
+    let cmd = ScsiCommand {
+        immediate: false,
+        final_bit: true,
+        read: false,
+        write: true,
+        attr: 1,
+        lun: 0,
+        itt,
+        expected_data_transfer_length: 1024,
+        cmdsn: a.take_cmdsn(),
+        exp_statsn: 0,
+        cdb: Cdb::new(&write10(0, 2)).unwrap(),
+    };
+    a.send(&cmd.to_bhs(), &[]).await.unwrap();
+    let r2t = a.recv().await.unwrap();
+    assert_eq!(r2t.bhs.opcode(), Some(Opcode::ReadyToTransfer));
+    assert_eq!(
+        b.task_management(Function::LogicalUnitReset, 0, RESERVED_TAG)
+            .await
+            .unwrap(),
+        Response::FunctionComplete
+    );
+    let d = Data {
+        final_bit: true,
+        lun: 0,
+        itt,
+        ttt: r2t.bhs.u32_at(20),
+        datasn: 0,
+        buffer_offset: 0,
+    };
+    a.send(&d.to_data_out(0), &[0x55; 1024]).await.unwrap();
+    // The aborted write gets no response and writes nothing.
+    assert!(a
+        .recv_timeout(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(a.nop(b"a").await.unwrap(), b"a");
+    assert!(server.disk.data.lock().unwrap()[..1024]
+        .iter()
+        .all(|x| *x == 0));
+    drop((a, b));
+    server.stop().await;
+}
