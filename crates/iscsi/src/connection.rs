@@ -1081,6 +1081,11 @@ fn store_at(buf: &mut Vec<u8>, offset: u32, want: u32, data: &[u8]) {
     }
     let take = data.len().min(want - offset);
     let end = offset + take;
+    // In-order data (DataPDUInOrder=Yes) appends without zero-filling first.
+    if offset == buf.len() {
+        buf.extend_from_slice(data.get(..take).unwrap_or(&[]));
+        return;
+    }
     if buf.len() < end {
         buf.resize(end, 0);
     }
