@@ -38,6 +38,10 @@ pub struct LogicalUnit {
     /// Nexuses that have prevented medium removal (SBC-4 §5.11: prevention is per I_T nexus
     /// and removal is prevented while any nexus prevents it).
     prevent_removal: Mutex<BTreeSet<u64>>,
+    /// The nexus holding a RESERVE (6) reservation; `reserved` mirrors `is_some()` so the
+    /// common unreserved case costs one atomic load.
+    reservation_holder: Mutex<Option<u64>>,
+    reserved: AtomicBool,
     pub(crate) unit_attentions: UnitAttentions,
     /// Serialises read-modify-write commands (ORWRITE, COMPARE AND WRITE) so each is one uninterrupted sequence
     /// with respect to the others (SBC-4 §5.8).
@@ -113,6 +117,8 @@ impl LogicalUnit {
             stopped: AtomicBool::new(false),
             medium_present: AtomicBool::new(true),
             prevent_removal: Mutex::new(BTreeSet::new()),
+            reservation_holder: Mutex::new(None),
+            reserved: AtomicBool::new(false),
             unit_attentions: UnitAttentions::default(),
             read_modify_write: Mutex::new(()),
         })
@@ -180,13 +186,40 @@ impl LogicalUnit {
         self.stopped.store(false, Ordering::Relaxed);
         drop(mode);
         self.prevent_removal.lock().clear();
+        self.set_reservation(None);
         self.unit_attentions.raise(asc, None);
+    }
+
+    fn set_reservation(&self, holder: Option<u64>) {
+        let mut h = self.reservation_holder.lock();
+        *h = holder;
+        self.reserved.store(holder.is_some(), Ordering::Release);
+    }
+
+    /// Whether a RESERVE (6) reservation held by another nexus refuses this command. INQUIRY,
+    /// REPORT LUNS, REQUEST SENSE, RELEASE (6) and the REPORT SUPPORTED commands always run
+    /// (SPC-2 §5.5.1).
+    fn reservation_conflict(&self, nexus: u64, cdb: &[u8]) -> bool {
+        if !self.reserved.load(Ordering::Acquire) {
+            return false;
+        }
+        let allowed = match cdb {
+            [0x12 | 0xA0 | 0x03 | 0x17, ..] => true,
+            [0xA3, sa, ..] => matches!(sa & 0x1F, 0x0C | 0x0D),
+            _ => false,
+        };
+        !allowed && self.reservation_holder.lock().is_some_and(|h| h != nexus)
     }
 
     /// I_T nexus loss (SAM-5 §6.3.4): its unit attentions and its medium removal prevention go.
     pub(crate) fn nexus_lost(&self, nexus: u64) {
         self.unit_attentions.forget(nexus);
         self.prevent_removal.lock().remove(&nexus);
+        let mut holder = self.reservation_holder.lock();
+        if *holder == Some(nexus) {
+            *holder = None;
+            self.reserved.store(false, Ordering::Release);
+        }
     }
 
     fn apply_mode(&self, mode: &mut ModeParameters, new: ModeParameters) {
@@ -200,6 +233,12 @@ impl LogicalUnit {
 
     /// Execute one command addressed to this LU.
     pub(crate) fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+        if self.reservation_conflict(req.nexus.id, req.cdb) {
+            return Completion {
+                status: Status::ReservationConflict,
+                sense: None,
+            };
+        }
         let opcode = req.cdb.first().copied().unwrap_or(0);
         // INQUIRY, REPORT LUNS and REQUEST SENSE neither report nor clear a unit attention
         // (SAM-5 §5.14; REQUEST SENSE returns it as its data).
@@ -316,6 +355,29 @@ impl LogicalUnit {
             }
             Command::ModeSelect(m) => self.mode_select(req, &m),
             Command::StartStopUnit(s) => self.start_stop_unit(&s),
+            Command::Reserve6 => {
+                let mut holder = self.reservation_holder.lock();
+                match *holder {
+                    Some(h) if h != req.nexus.id => Completion {
+                        status: Status::ReservationConflict,
+                        sense: None,
+                    },
+                    _ => {
+                        *holder = Some(req.nexus.id);
+                        self.reserved.store(true, Ordering::Release);
+                        Completion::GOOD
+                    }
+                }
+            }
+            Command::Release6 => {
+                // Releasing someone else's reservation (or none) is a no-op (SPC-2 §7.16).
+                let mut holder = self.reservation_holder.lock();
+                if *holder == Some(req.nexus.id) {
+                    *holder = None;
+                    self.reserved.store(false, Ordering::Release);
+                }
+                Completion::GOOD
+            }
             Command::PreventAllowMediumRemoval { prevent } => {
                 let mut nexuses = self.prevent_removal.lock();
                 if prevent {

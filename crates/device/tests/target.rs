@@ -929,3 +929,44 @@ fn removable_unit_ignores_start_without_loej_and_power_conditions() {
     let (c, _) = run(&t, &n, 0, &[0x35, 0x06, 0, 0, 0, 0, 0, 0, 1, 0], &[]);
     assert_eq!(sense_of(&c), (SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT));
 }
+
+#[test]
+fn reserve6_excludes_other_nexuses_until_released() {
+    let t = target();
+    let a = ready(&t, 1);
+    let b = ready(&t, 2);
+    let reserve = [0x16, 0, 0, 0, 0, 0];
+    let release = [0x17, 0, 0, 0, 0, 0];
+    let conflict = Completion {
+        status: Status::ReservationConflict,
+        sense: None,
+    };
+    assert_eq!(run(&t, &a, 0, &reserve, &[]).0, Completion::GOOD);
+    assert_eq!(
+        run(&t, &a, 0, &reserve, &[]).0,
+        Completion::GOOD,
+        "holder may re-reserve"
+    );
+    assert_eq!(run(&t, &b, 0, &reserve, &[]).0, conflict);
+    assert_eq!(
+        run(&t, &b, 0, &release, &[]).0,
+        Completion::GOOD,
+        "non-holder release is a no-op"
+    );
+    assert_eq!(run(&t, &b, 0, &read10(0, 1), &[]).0, conflict);
+    assert_eq!(run(&t, &b, 0, &[0x1A, 0, 0x3F, 0, 255, 0], &[]).0, conflict);
+    assert_eq!(
+        run(&t, &b, 0, &[0x12, 0, 0, 0, 36, 0], &[]).0,
+        Completion::GOOD,
+        "INQUIRY never conflicts"
+    );
+    assert_eq!(run(&t, &a, 0, &read10(0, 1), &[]).0, Completion::GOOD);
+    assert_eq!(run(&t, &a, 0, &release, &[]).0, Completion::GOOD);
+    assert_eq!(run(&t, &b, 0, &reserve, &[]).0, Completion::GOOD);
+    // The holder's nexus loss and LU reset both drop the reservation.
+    t.nexus_lost(&b);
+    assert_eq!(run(&t, &a, 0, &reserve, &[]).0, Completion::GOOD);
+    t.task_management(&b, 0, TaskManagement::LogicalUnitReset);
+    let c = ready(&t, 3);
+    assert_eq!(run(&t, &c, 0, &reserve, &[]).0, Completion::GOOD);
+}

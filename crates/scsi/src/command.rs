@@ -156,6 +156,9 @@ pub enum Command {
     ModeSense(ModeSense),
     ModeSelect(ModeSelect),
     StartStopUnit(StartStopUnit),
+    /// RESERVE (6) / RELEASE (6) (SPC-2 §7.21, §7.16): whole-LU reservations for one nexus.
+    Reserve6,
+    Release6,
     /// PREVENT ALLOW MEDIUM REMOVAL (SBC-4 §5.11): PREVENT 01b prevents, 00b allows.
     PreventAllowMediumRemoval {
         prevent: bool,
@@ -191,7 +194,9 @@ impl Command {
             | Command::SynchronizeCache(_)
             | Command::PreFetch(_)
             | Command::StartStopUnit(_)
-            | Command::PreventAllowMediumRemoval { .. } => None,
+            | Command::PreventAllowMediumRemoval { .. }
+            | Command::Reserve6
+            | Command::Release6 => None,
             Command::RequestSense {
                 allocation_length, ..
             } => InBytes(allocation_length.into()),

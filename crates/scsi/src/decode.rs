@@ -34,6 +34,16 @@ pub(crate) fn inquiry(c: &[u8]) -> Decoded {
     }))
 }
 
+/// RESERVE (6) (SPC-2 §7.21): the third-party and extent fields are obsolete, so reserved.
+pub(crate) fn reserve6(_: &[u8]) -> Decoded {
+    Ok(Command::Reserve6)
+}
+
+/// RELEASE (6) (SPC-2 §7.16).
+pub(crate) fn release6(_: &[u8]) -> Decoded {
+    Ok(Command::Release6)
+}
+
 /// REPORT LUNS (SPC-5 table 262).
 pub(crate) fn report_luns(c: &[u8]) -> Decoded {
     Ok(Command::ReportLuns {

@@ -121,6 +121,24 @@ pub static COMMANDS: &[CommandInfo] = &[
         [0x15, 0x10, 0, 0, F, NACA]
     ),
     entry!(
+        "RESERVE(6)",
+        None,
+        None,
+        false,
+        1,
+        d::reserve6,
+        [0x16, 0, 0, 0, 0, NACA]
+    ),
+    entry!(
+        "RELEASE(6)",
+        None,
+        None,
+        false,
+        1,
+        d::release6,
+        [0x17, 0, 0, 0, 0, NACA]
+    ),
+    entry!(
         "MODE SENSE(6)",
         In,
         None,
