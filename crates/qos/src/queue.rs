@@ -4,9 +4,9 @@
 
 use crate::admission::{Admission, SlotRef, SubmissionQueue};
 use crate::arbitration::Arbiter;
-use crate::cdl::{CdlDescriptor, CdlError, CdlPages, LimitKind, Policy};
+use crate::cdl::{CdlError, CdlPages, LimitKind, Policy};
 use crate::class::CLASSES;
-use crate::completion::{Completion, Misses, Outcome};
+use crate::completion::{Completion, Outcome};
 use crate::config::{ConfigError, QueueConfig};
 use crate::deadline::DeadlineAware;
 use crate::order::{Candidate, OrderingPolicy};
@@ -16,6 +16,11 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
 use std::sync::Arc;
+
+mod expiry;
+mod slot;
+
+use slot::{Limit, Released, Slot, State};
 
 /// A medium command handed to the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,104 +73,6 @@ impl fmt::Debug for Scheduler {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Free,
-    /// In a class's submission queue.
-    Submitted,
-    /// In the device queue, not started.
-    Queued,
-    /// Being processed by the drive.
-    Active,
-}
-
-/// One armed limit: absolute expiry time and policy. A fired 0h limit stays as the command's
-/// (past) deadline so ordering serves it as soon as possible.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Limit {
-    at: Ns,
-    policy: Policy,
-    fired: bool,
-}
-
-#[derive(Clone, Debug)]
-struct Slot {
-    id: u64,
-    class: usize,
-    dld: u8,
-    op: MediaOp,
-    state: State,
-    gen: u32,
-    submitted_at: Ns,
-    started_at: Ns,
-    done_at: Ns,
-    media: MediaOutcome,
-    /// Descriptor in force (1..=7; 0 none); differs from `dld` after a 1h chain.
-    desc: u8,
-    /// The pages as they were at submission (only for limited commands; 1h needs n+1).
-    pages: Option<Arc<CdlPages>>,
-    inactive: Option<Limit>,
-    /// Max active time and policy, armed at start.
-    active_for: Option<(Ns, Policy)>,
-    active: Option<Limit>,
-    guideline: Option<Limit>,
-    missed: Misses,
-    /// Deadline-aware admission key while submitted (`None`: in the FIFO part).
-    admit_key: Option<Ns>,
-}
-
-impl Slot {
-    fn empty() -> Self {
-        Self {
-            id: 0,
-            class: 0,
-            dld: 0,
-            op: MediaOp {
-                lba: 0,
-                blocks: 0,
-                write: false,
-                fua: false,
-            },
-            state: State::Free,
-            gen: 0,
-            submitted_at: 0,
-            started_at: 0,
-            done_at: 0,
-            media: MediaOutcome::Ok,
-            desc: 0,
-            pages: None,
-            inactive: None,
-            active_for: None,
-            active: None,
-            guideline: None,
-            missed: Misses::default(),
-            admit_key: None,
-        }
-    }
-
-    /// Earliest limit (armed or fired 0h) that still constrains the command.
-    fn deadline(&self) -> Option<Ns> {
-        let inactive = if self.state == State::Active {
-            None
-        } else {
-            self.inactive
-        };
-        [inactive, self.active, self.guideline]
-            .into_iter()
-            .flatten()
-            .map(|l| l.at)
-            .min()
-    }
-
-    fn limit_mut(&mut self, kind: LimitKind) -> &mut Option<Limit> {
-        match kind {
-            LimitKind::Inactive => &mut self.inactive,
-            LimitKind::Active => &mut self.active,
-            LimitKind::Guideline => &mut self.guideline,
-        }
-    }
-}
-
 /// What a timed event is about. Completions sort before expiries at the same instant, so a
 /// command that finishes exactly at its limit meets it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -175,17 +82,6 @@ enum EventKind {
 }
 
 type Event = (Ns, EventKind, SlotRef);
-
-/// What is left of a command once its slot is freed.
-struct Released {
-    id: u64,
-    class: usize,
-    dld: u8,
-    write: bool,
-    submitted_at: Ns,
-    started_at: Option<Ns>,
-    missed: Misses,
-}
 
 /// The device queue of one logical unit, owning its drive model.
 pub struct Queue<D: Drive> {
@@ -394,44 +290,6 @@ impl<D: Drive> Queue<D> {
             .filter(|s| s.gen == r.gen && s.state != State::Free)
     }
 
-    /// Arms the limits of `descriptor` for the command in `r`, measured from its own clocks
-    /// (inactive and guideline from arrival, active from start); none fires before `now`.
-    fn arm(&mut self, r: SlotRef, descriptor: Option<&CdlDescriptor>, now: Ns) {
-        let Some(s) = self.slot_mut(r) else { return };
-        let limit = |kind, from: Ns| {
-            descriptor
-                .and_then(|d| d.limit(kind))
-                .map(|(ns, policy)| Limit {
-                    at: from.saturating_add(ns).max(now),
-                    policy,
-                    fired: false,
-                })
-        };
-        s.inactive = if s.state == State::Active {
-            None
-        } else {
-            limit(LimitKind::Inactive, s.submitted_at)
-        };
-        s.guideline = limit(LimitKind::Guideline, s.submitted_at);
-        s.active_for = descriptor.and_then(|d| d.limit(LimitKind::Active));
-        s.active = if s.state == State::Active {
-            limit(LimitKind::Active, s.started_at)
-        } else {
-            None
-        };
-        let events = [
-            (LimitKind::Inactive, s.inactive),
-            (LimitKind::Active, s.active),
-            (LimitKind::Guideline, s.guideline),
-        ];
-        for (kind, l) in events {
-            if let Some(l) = l {
-                self.events
-                    .push(Reverse((l.at, EventKind::Expire(kind), r)));
-            }
-        }
-    }
-
     /// Admits commands into the device queue while it has room, then starts commands while the
     /// drive has a free unit.
     fn dispatch(&mut self, t: Ns) {
@@ -522,96 +380,6 @@ impl<D: Drive> Queue<D> {
             d.observe_service(service);
         }
         self.finish(r, t, outcome, None, done);
-    }
-
-    fn expire(&mut self, r: SlotRef, kind: LimitKind, at: Ns, t: Ns, done: &mut Vec<Completion>) {
-        let Some(s) = self.slot_mut(r) else { return };
-        let armed = match kind {
-            LimitKind::Inactive => s.state != State::Active,
-            LimitKind::Active => s.state == State::Active,
-            LimitKind::Guideline => true,
-        };
-        let Some(limit) = s
-            .limit_mut(kind)
-            .filter(|l| armed && l.at == at && !l.fired)
-        else {
-            return;
-        };
-        s.missed.set(kind);
-        let (class, desc, write, started) = (s.class, s.desc, s.op.write, s.state == State::Active);
-        self.stats.missed(class, desc, write, kind, limit.policy);
-        let ended_by = Some((kind, limit.policy));
-        match limit.policy {
-            Policy::CompleteEarliest => {
-                if let Some(l) = self.slot_mut(r).and_then(|s| s.limit_mut(kind).as_mut()) {
-                    l.fired = true;
-                }
-                self.rekey(r);
-            }
-            Policy::ContinueNextLimit => self.chain(r, t),
-            Policy::ContinueNoLimit => {
-                if let Some(s) = self.slot_mut(r) {
-                    s.inactive = None;
-                    s.active = None;
-                    s.active_for = None;
-                    s.guideline = None;
-                }
-                self.rekey(r);
-            }
-            Policy::CompleteUnavailable => {
-                self.finish(r, t, Outcome::CompletedUnavailable, ended_by, done)
-            }
-            Policy::AbortRecovery => {
-                self.finish(r, t, Outcome::AbortedErrorRecovery, ended_by, done)
-            }
-            Policy::Abort => {
-                let outcome = if started {
-                    Outcome::AbortedDuringProcessing
-                } else {
-                    Outcome::AbortedBeforeProcessing
-                };
-                self.finish(r, t, outcome, ended_by, done)
-            }
-        }
-    }
-
-    /// Policy 1h: continue under descriptor n+1's limits. There is no descriptor 8, so at
-    /// n = 7 the command continues with no limit, as under 2h (spec/cdl.md §4 leaves it open).
-    fn chain(&mut self, r: SlotRef, t: Ns) {
-        let Some(s) = self.slot_mut(r) else { return };
-        let next = s.desc.saturating_add(1);
-        let descriptor = s
-            .pages
-            .as_ref()
-            .and_then(|p| p.descriptor(next, s.op.write))
-            .copied();
-        s.desc = if descriptor.is_some() { next } else { s.desc };
-        self.arm(r, descriptor.as_ref(), t);
-        self.rekey(r);
-    }
-
-    /// Keeps a command's deadline visible to admission and ordering after its limits changed.
-    fn rekey(&mut self, r: SlotRef) {
-        let Some(s) = self.slot_mut(r) else { return };
-        let (deadline, state, class, old_key) = (s.deadline(), s.state, s.class, s.admit_key);
-        match state {
-            State::Submitted
-                if self.admission == Admission::DeadlineAware && old_key != deadline =>
-            {
-                if let Some(s) = self.slot_mut(r) {
-                    s.admit_key = deadline;
-                }
-                self.submission[class].push(r, deadline);
-            }
-            State::Queued => {
-                if let Some(i) = self.candidate_slots.iter().position(|x| *x == r.slot) {
-                    if let Some(c) = self.candidates.get_mut(i) {
-                        c.deadline = deadline;
-                    }
-                }
-            }
-            _ => {}
-        }
     }
 
     /// Removes the command from wherever it is, reports it and frees its slot. An active
