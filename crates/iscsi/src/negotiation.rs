@@ -183,8 +183,9 @@ pub fn answer(
         // Minimum (§13.14), never above MaxBurstLength.
         "FirstBurstLength" => match n(offer, LENGTH_RANGE) {
             Some(v) => {
-                params.first_burst_length =
-                    v.min(limits.first_burst_length).min(params.max_burst_length);
+                params.first_burst_length = v
+                    .min(limits.first_burst_length)
+                    .min(params.max_burst_length);
                 params.first_burst_length.to_string()
             }
             None => REJECT.into(),
@@ -370,7 +371,10 @@ mod tests {
         );
         assert_eq!(ans("FirstBurstLength", "65536").0.as_deref(), Some("65536"));
         // Not above MaxBurstLength (its default, 262144, when not negotiated).
-        assert_eq!(ans("FirstBurstLength", "1048576").0.as_deref(), Some("262144"));
+        assert_eq!(
+            ans("FirstBurstLength", "1048576").0.as_deref(),
+            Some("262144")
+        );
         assert_eq!(ans("InitialR2T", "No").0.as_deref(), Some("No"));
         assert_eq!(ans("InitialR2T", "Yes").0.as_deref(), Some("Yes"));
         assert_eq!(ans("ImmediateData", "No").0.as_deref(), Some("No"));
