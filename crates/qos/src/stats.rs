@@ -37,7 +37,10 @@ impl OutcomeCounts {
     }
 }
 
-/// The counters kept per class and per descriptor.
+/// The counters kept per class and per descriptor. For a descriptor they are the LOG SENSE
+/// 19h/21h parameter (spec/cdl.md §5; 0021h+n−1 for T2A, 0041h+n−1 for T2B): offset 4
+/// `misses(Inactive).total()`, 8 `misses(Active).total()`, 12
+/// `commands_missed_inactive_or_active`, 16 `commands`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     /// Commands submitted.
