@@ -256,15 +256,6 @@ pub static COMMANDS: &[CommandInfo] = &[
         [0x5A, 0x18, F, F, 0, 0, 0, F, F, NACA]
     ),
     entry!(
-        "COMPARE AND WRITE",
-        Out,
-        None,
-        true,
-        30,
-        d::compare_and_write,
-        [0x89, 0x1A, F, F, F, F, F, F, F, F, 0, 0, 0, F, 0x3F, NACA]
-    ),
-    entry!(
         "READ(16)",
         In,
         None,
@@ -272,6 +263,15 @@ pub static COMMANDS: &[CommandInfo] = &[
         30,
         d::read16,
         [0x88, 0x1F, F, F, F, F, F, F, F, F, F, F, F, F, F, NACA]
+    ),
+    entry!(
+        "COMPARE AND WRITE",
+        Out,
+        None,
+        true,
+        30,
+        d::compare_and_write,
+        [0x89, 0x1A, F, F, F, F, F, F, F, F, 0, 0, 0, F, 0x3F, NACA]
     ),
     entry!(
         "WRITE(16)",

@@ -430,3 +430,17 @@ fn table_direction_matches_decoded_data_length() {
         assert_eq!(direction, info.direction, "{}", info.name);
     }
 }
+
+#[test]
+fn table_is_sorted_and_unique() {
+    // RSOC all-commands output follows the table, ordered by opcode then service action.
+    for pair in COMMANDS.windows(2) {
+        let key = |i: &scsi::CommandInfo| (i.opcode(), i.service_action.unwrap_or(0));
+        assert!(
+            key(&pair[0]) < key(&pair[1]),
+            "{} before {}",
+            pair[0].name,
+            pair[1].name
+        );
+    }
+}
