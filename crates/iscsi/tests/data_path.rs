@@ -74,6 +74,22 @@ async fn small_bursts_and_segments() {
 }
 
 #[tokio::test]
+async fn several_outstanding_r2ts() {
+    round_trip(
+        &[
+            ("MaxOutstandingR2T", "4"),
+            ("MaxBurstLength", "8192"),
+            ("FirstBurstLength", "4096"),
+            ("ImmediateData", "No"),
+            ("InitialR2T", "Yes"),
+        ],
+        200 * 1024,
+        7,
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn with_digests() {
     round_trip(
         &[("HeaderDigest", "CRC32C"), ("DataDigest", "CRC32C")],
