@@ -531,6 +531,21 @@ mod tests {
     }
 
     #[test]
+    fn total_ahs_length_is_framed_without_trusting_it() {
+        let mut b = Bhs::new(Opcode::ScsiCommand);
+        b.set_total_ahs_len_words(255);
+        b.set_data_segment_len(4);
+        let mut bytes = b.0.to_vec();
+        bytes.resize(48 + 1020, 0);
+        // AHS present but the data segment is not: wait.
+        assert_eq!(frame(&bytes, &PLAIN), Ok(None));
+        bytes.extend_from_slice(b"data");
+        let f = frame(&bytes, &PLAIN).unwrap().unwrap();
+        assert_eq!((f.ahs, f.data.clone(), f.len), (48..1068, 1068..1072, 1072));
+        assert!(PLAIN.max_pdu_len() >= f.len);
+    }
+
+    #[test]
     fn extended_cdb_ahs() {
         let mut b = Bhs::new(Opcode::ScsiCommand);
         b.0[32] = 0x7F;
