@@ -9,6 +9,8 @@ mod units;
 
 pub use descriptor::CdlDescriptor;
 pub use error::CdlError;
-pub use page::{CdlPage, CdlPageKind, CdlPages, PerfVsDurationGuideline, T2_PAGE_LEN};
+pub use page::{
+    changeable_mask, CdlPage, CdlPageKind, CdlPages, PerfVsDurationGuideline, T2_PAGE_LEN,
+};
 pub use policy::{LimitKind, Policy};
 pub use units::T2CdlUnits;

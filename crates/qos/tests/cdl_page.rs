@@ -291,3 +291,29 @@ fn random_bytes_never_panic() {
     // Seven descriptors of random bytes rarely all hold valid codes: most pages are refused.
     assert!(accepted < 1_000, "{accepted}");
 }
+
+#[test]
+fn changeable_mask_covers_exactly_the_settable_fields() {
+    let mask = qos::cdl::changeable_mask(CdlPageKind::T2A);
+    assert_eq!(&mask[..8], &[0x4A, 0x07, 0x00, 0xE4, 0, 0, 0, 0xF0]);
+    for d in 0..7 {
+        let at = 8 + 32 * d;
+        let desc = &mask[at..at + 32];
+        assert_eq!(
+            &desc[..16],
+            &[0x0F, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0xFF, 0xFF, 0, 0, 0x0F, 0]
+        );
+        assert!(desc[16..].iter().all(|b| *b == 0));
+    }
+    // A page with every changeable bit set still decodes once the codes are valid ones.
+    let mut page = mask;
+    for d in 0..7 {
+        let at = 8 + 32 * d;
+        page[at] = 0x0E;
+        page[at + 6] = 0xFE;
+        page[at + 14] = 0x0F;
+    }
+    page[7] = 0xC0;
+    assert!(CdlPage::decode(CdlPageKind::T2A, &page).is_ok());
+    assert_eq!(qos::cdl::changeable_mask(CdlPageKind::T2B)[7], 0);
+}

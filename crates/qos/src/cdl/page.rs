@@ -134,6 +134,24 @@ impl CdlPage {
     }
 }
 
+/// The changeable-values mask MODE SENSE returns for PC=01b (spec/cdl.md §2.3): the header as
+/// in [`CdlPage::encode`], and ones in every field MODE SELECT may change (T2A byte 7 bits 7:4;
+/// per descriptor the units, the three limits and their policies; BYPASS SEQUESTRATION is
+/// not supported and stays 0).
+pub fn changeable_mask(kind: CdlPageKind) -> [u8; T2_PAGE_LEN] {
+    let mut page = CdlPage::default().encode(kind);
+    if kind == CdlPageKind::T2A {
+        page[7] = 0xF0;
+    }
+    for d in page[DESCRIPTORS_AT..].chunks_exact_mut(T2_DESCRIPTOR_LEN) {
+        d[0] = 0x0F;
+        d[2..7].fill(0xFF);
+        d[10..12].fill(0xFF);
+        d[14] = 0x0F;
+    }
+    page
+}
+
 /// Both pages of a logical unit: T2A for reads, T2B for writes (spec/cdl.md §1.4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CdlPages {
