@@ -200,3 +200,49 @@ fn bad_files_name_the_field() {
     let e = error("id = \"x\"\nqd = [1]\n");
     assert!(e.contains("drive"), "{e}");
 }
+
+fn shipped(id: &str) -> Experiment {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../experiments/{id}.toml"));
+    Experiment::load(&file).unwrap()
+}
+
+fn p99(report: &sim::Report, variant: &str, qd: u32, group: &str) -> f64 {
+    let p = report
+        .points
+        .iter()
+        .find(|p| p.variant == variant && p.qd == qd)
+        .unwrap();
+    p.classes[group].lat_ms.p99
+}
+
+#[test]
+fn cdl_keeps_limited_reads_near_their_guideline() {
+    // Issue 3 "How it must be shown" item 3, B2: the 50 ms reads stay near 50 ms at QD 8 and 32
+    // with CDL, and are far above it without.
+    let mut exp = shipped("b2");
+    exp.qd = vec![8, 32];
+    let exp = small(exp, 4000);
+    let r = sim::sweep::run(&exp, 1, 0, &|| {}).unwrap();
+    for qd in [8, 32] {
+        let limited = p99(&r, "cdl-aware", qd, "medium-dld1");
+        assert!(limited < 75.0, "QD {qd}: limited p99 {limited} ms");
+    }
+    assert!(p99(&r, "no-cdl", 32, "medium-dld1") > 150.0);
+}
+
+#[test]
+fn limited_reads_beyond_device_depth_need_the_real_time_class() {
+    // B5: with 128 commands for 32 device slots, best-effort limited reads wait in the host
+    // queue and blow their 50 ms guideline; real-time ones are fetched first and keep it.
+    let mut exp = shipped("b5");
+    exp.qd = vec![128];
+    // The default ramp (10 × 128 + 200) lets the start-up burst of 128 commands drain.
+    exp.set_stop(Stop::Ios(3000));
+    let r = sim::sweep::run(&exp, 1, 0, &|| {}).unwrap();
+    let be = p99(&r, "best-effort", 128, "medium-dld1");
+    let rt = p99(&r, "real-time", 128, "high-dld1");
+    assert!(
+        be > 200.0 && rt < 75.0,
+        "best-effort {be} ms, real-time {rt} ms"
+    );
+}
