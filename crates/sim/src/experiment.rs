@@ -31,6 +31,8 @@ use workload::{Job, JobSpec};
 const HOST_TURNAROUND_US: f64 = 50.0;
 /// Largest queue depth a sweep may ask for.
 pub const MAX_QD: u32 = workload::MAX_IODEPTH;
+/// Most commands all jobs of a point may keep outstanding (each is a host slot in memory).
+const MAX_OUTSTANDING: u64 = 1 << 20;
 /// Most measured I/Os a point may ask for (about an hour of CPU at the engine's speed).
 const MAX_IOS: u64 = 10_000_000_000;
 
@@ -320,6 +322,22 @@ impl Experiment {
             ));
         }
         let sla = file.sla.as_ref().map(Sla::new).transpose()?;
+        let deepest = file.qd.iter().copied().max().unwrap_or(1);
+        for v in &variants {
+            let outstanding: u64 = v
+                .jobs
+                .iter()
+                .map(|(j, explicit)| {
+                    u64::from(j.numjobs) * u64::from(if *explicit { j.iodepth } else { deepest })
+                })
+                .sum();
+            if outstanding > MAX_OUTSTANDING {
+                return Err(SimError::field(
+                    "qd",
+                    format!("variant {:?} keeps {outstanding} commands outstanding (numjobs × iodepth), more than {MAX_OUTSTANDING}", v.name),
+                ));
+            }
+        }
         Ok(Self {
             title: file.title.clone().unwrap_or_else(|| file.id.clone()),
             id: file.id,

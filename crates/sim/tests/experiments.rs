@@ -191,6 +191,11 @@ fn bad_files_name_the_field() {
     assert!(e.starts_with("qd:"), "{e}");
     let e = error(&BASE.replace("qd = [1, 4]", "qd = [1, 100000]"));
     assert!(e.starts_with("qd:"), "{e}");
+    let e = error(&format!(
+        "{}numjobs = 4096\n",
+        BASE.replace("qd = [1, 4]", "qd = [65536]")
+    ));
+    assert!(e.starts_with("qd:") && e.contains("outstanding"), "{e}");
     let e = error(&format!("{BASE}class = \"gold\"\n"));
     assert!(e.contains("job \"r\".class") && e.contains("gold"), "{e}");
     let e = error(&format!("{BASE}iodepht = 3\n"));
