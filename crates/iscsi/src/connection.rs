@@ -61,7 +61,9 @@ struct Session {
     params: Parameters,
     statsn: u32,
     window: CmdWindow,
-    pending: Vec<PendingWrite>,
+    /// Tasks not yet executed, in arrival order: writes collecting Data-Out, and commands
+    /// held back by task attributes (SAM-5 §8.6).
+    pending: Vec<PendingTask>,
     next_ttt: u32,
     text: TextExchange,
     pool: BufferPool,
@@ -69,16 +71,18 @@ struct Session {
     nexus_lost: bool,
 }
 
-/// A write waiting for unsolicited Data-Out or solicited (R2T) data (RFC 7143 §11.7, §11.8).
-struct PendingWrite {
+/// A command not executed yet: a write waiting for unsolicited Data-Out or solicited (R2T)
+/// data (RFC 7143 §11.7, §11.8), or a command waiting behind an ORDERED task (SAM-5 §8.6).
+struct PendingTask {
     itt: u32,
     lun_raw: u64,
     lun: u64,
     cdb: Cdb,
     attr: TaskAttribute,
     edtl: u32,
-    /// Bytes the CDB transfers.
-    transfer_len: u32,
+    transfer: Transfer,
+    /// All data is here; the task runs when its task attribute allows.
+    ready: bool,
     /// Bytes to collect: min(transfer_len, edtl).
     want: u32,
     buf: Vec<u8>,
@@ -511,9 +515,11 @@ impl Session {
         } else {
             0
         };
+        let blocked = self.blocked(self.pending.len(), attr);
         if let Transfer::Out(n) = transfer {
             let want = n.min(edtl);
-            if data.len() as u64 >= u64::from(want) {
+            let complete = data.len() as u64 >= u64::from(want);
+            if complete && !blocked {
                 let data_out = data.get(..want as usize).unwrap_or(data);
                 return self.execute(
                     &*target, cmd.itt, cmd.lun, lun, &cmd.cdb, attr, data_out, edtl, transfer, 0,
@@ -521,16 +527,17 @@ impl Session {
                 );
             }
             let mut buf = self.pool.get();
-            buf.extend_from_slice(data);
-            let unsolicited_open = !self.params.initial_r2t && !cmd.final_bit;
-            let mut pw = PendingWrite {
+            buf.extend_from_slice(data.get(..want as usize).unwrap_or(data));
+            let unsolicited_open = !complete && !self.params.initial_r2t && !cmd.final_bit;
+            let mut pw = PendingTask {
                 itt: cmd.itt,
                 lun_raw: cmd.lun,
                 lun,
                 cdb: cmd.cdb,
                 attr,
                 edtl,
-                transfer_len: n,
+                transfer,
+                ready: complete,
                 want,
                 buf,
                 unsolicited_open,
@@ -541,10 +548,34 @@ impl Session {
                 r2ts: Vec::new(),
                 generation: self.task_set_generation(lun),
             };
-            if !unsolicited_open {
+            if !unsolicited_open && !complete {
                 self.issue_r2ts(&mut pw, out);
             }
             self.pending.push(pw);
+            return;
+        }
+        if blocked {
+            let buf = self.pool.get();
+            let generation = self.task_set_generation(lun);
+            self.pending.push(PendingTask {
+                itt: cmd.itt,
+                lun_raw: cmd.lun,
+                lun,
+                cdb: cmd.cdb,
+                attr,
+                edtl,
+                transfer,
+                ready: true,
+                want: 0,
+                buf,
+                unsolicited_open: false,
+                unsolicited_datasn: 0,
+                unsolicited_end: 0,
+                next_r2t_offset: 0,
+                r2tsn: 0,
+                r2ts: Vec::new(),
+                generation,
+            });
             return;
         }
         self.execute(
@@ -563,7 +594,7 @@ impl Session {
     }
 
     /// Solicit the next bursts of a pending write (RFC 7143 §11.8), up to MaxOutstandingR2T.
-    fn issue_r2ts(&mut self, pw: &mut PendingWrite, out: &mut Output) {
+    fn issue_r2ts(&mut self, pw: &mut PendingTask, out: &mut Output) {
         while (pw.r2ts.len() as u32) < self.params.max_outstanding_r2t
             && pw.next_r2t_offset < pw.want
         {
@@ -598,10 +629,10 @@ impl Session {
         let d = Data::parse(bhs);
         // Data for a task that already ended (failed early, aborted, or EDTL beyond the
         // CDB) is dropped quietly.
-        let Some(i) = self.pending.iter().position(|p| p.itt == d.itt) else {
+        let Some(i) = self.pending.iter().position(|p| p.itt == d.itt && !p.ready) else {
             return;
         };
-        let mut pw = self.pending.swap_remove(i);
+        let mut pw = self.pending.remove(i);
         let len = data.len() as u32;
         let ok = if d.ttt == RESERVED_TAG {
             let ok = pw.unsolicited_open
@@ -650,39 +681,63 @@ impl Session {
                 pw.r2tsn,
                 out,
             );
-            return;
+            return self.run_ready(out);
         }
         store_at(&mut pw.buf, d.buffer_offset, pw.want, data);
         pw.r2ts.retain(|r| r.received < r.len);
         if !pw.unsolicited_open {
             self.issue_r2ts(&mut pw, out);
         }
-        if pw.unsolicited_open || !pw.r2ts.is_empty() || pw.next_r2t_offset < pw.want {
-            self.pending.push(pw);
-            return;
+        pw.ready = !pw.unsolicited_open && pw.r2ts.is_empty() && pw.next_r2t_offset >= pw.want;
+        let ready = pw.ready;
+        self.pending.insert(i, pw);
+        if ready {
+            self.run_ready(out);
         }
+    }
+
+    /// Whether a task with `attr` after the first `position` pending tasks must wait
+    /// (SAM-5 §8.6: ORDERED waits for every older task; other tasks wait for older ORDERED
+    /// ones; HEAD OF QUEUE never waits).
+    fn blocked(&self, position: usize, attr: TaskAttribute) -> bool {
+        let older = self.pending.get(..position).unwrap_or(&self.pending);
+        match attr {
+            TaskAttribute::HeadOfQueue => false,
+            TaskAttribute::Ordered => !older.is_empty(),
+            TaskAttribute::Simple | TaskAttribute::Aca => {
+                older.iter().any(|t| t.attr == TaskAttribute::Ordered)
+            }
+        }
+    }
+
+    /// Execute every pending task that has its data and that its task attribute lets run.
+    fn run_ready(&mut self, out: &mut Output) {
         let Some(target) = self.target.clone() else {
             return;
         };
-        if self.task_set_generation(pw.lun) != pw.generation {
-            // Another session cleared the task set while the data arrived: the task was
-            // aborted and ends without a response (SAM-5 §5.6, TAS=0).
-            self.pool.put(std::mem::take(&mut pw.buf));
-            return;
+        while let Some(i) = (0..self.pending.len())
+            .find(|&i| self.pending[i].ready && !self.blocked(i, self.pending[i].attr))
+        {
+            let mut t = self.pending.remove(i);
+            let mut buf = std::mem::take(&mut t.buf);
+            if self.task_set_generation(t.lun) != t.generation {
+                // Another session cleared the task set meanwhile: the task was aborted and
+                // ends without a response (SAM-5 §5.6, TAS=0).
+                self.pool.put(buf);
+                continue;
+            }
+            buf.truncate(t.want as usize);
+            self.execute(
+                &*target, t.itt, t.lun_raw, t.lun, &t.cdb, t.attr, &buf, t.edtl, t.transfer,
+                t.r2tsn, out,
+            );
+            self.pool.put(buf);
         }
-        let mut buf = std::mem::take(&mut pw.buf);
-        buf.truncate(pw.want as usize);
-        let transfer = Transfer::Out(pw.transfer_len);
-        self.execute(
-            &*target, pw.itt, pw.lun_raw, pw.lun, &pw.cdb, pw.attr, &buf, pw.edtl, transfer,
-            pw.r2tsn, out,
-        );
-        self.pool.put(buf);
     }
 
     fn fail_pending(&mut self, itt: u32, asc: Asc, out: &mut Output) {
-        if let Some(i) = self.pending.iter().position(|p| p.itt == itt) {
-            let pw = self.pending.swap_remove(i);
+        if let Some(i) = self.pending.iter().position(|p| p.itt == itt && !p.ready) {
+            let pw = self.pending.remove(i);
             let c = Completion::check_condition(Sense::new(SenseKey::AbortedCommand, asc));
             self.pool.put(pw.buf);
             let data_in = self.pool.get();
@@ -696,6 +751,7 @@ impl Session {
                 pw.r2tsn,
                 out,
             );
+            self.run_ready(out);
         }
     }
 
@@ -846,16 +902,17 @@ impl Session {
         let mut close = false;
         let response = match req.function {
             Some(tmf::Function::AbortTask) => {
-                // Commands run inline; only writes waiting for Data-Out can still be aborted.
-                // A task that already completed "does not exist" (libiscsi
-                // test_async_abort_simple accepts exactly that answer).
+                // Commands run inline; only pending tasks (writes waiting for Data-Out,
+                // commands behind an ORDERED task) can still be aborted. A task that already
+                // completed "does not exist" (libiscsi test_async_abort_simple accepts
+                // exactly that answer).
                 match self
                     .pending
                     .iter()
                     .position(|p| p.itt == req.referenced_task_tag)
                 {
                     Some(i) => {
-                        let pw = self.pending.swap_remove(i);
+                        let pw = self.pending.remove(i);
                         self.pool.put(pw.buf);
                         tmf::Response::FunctionComplete
                     }
@@ -873,7 +930,7 @@ impl Session {
                     function,
                     tmf::Function::TargetWarmReset | tmf::Function::TargetColdReset
                 );
-                // Writes still collecting data are part of the task set being cleared.
+                // Pending tasks are part of the task set being cleared.
                 let pool = &mut self.pool;
                 self.pending.retain_mut(|p| {
                     let keep =
@@ -917,6 +974,8 @@ impl Session {
             None => tmf::Response::FunctionNotSupported,
         };
         self.tmf_reply(bhs, response, out);
+        // Removing tasks may let tasks behind them run.
+        self.run_ready(out);
         // TARGET COLD RESET ends the connection after the response (RFC 7143 §11.5.1).
         if close {
             Flow::ColdReset

@@ -490,3 +490,84 @@ async fn lun_reset_from_another_session_aborts_a_waiting_write() {
     drop((a, b));
     server.stop().await;
 }
+
+fn command(
+    ini: &mut iscsi::initiator::Initiator,
+    itt: u32,
+    attr: u8,
+    cdb: &[u8],
+    read: u32,
+    write: u32,
+) -> Bhs {
+    ScsiCommand {
+        immediate: false,
+        final_bit: true,
+        read: read > 0,
+        write: write > 0,
+        attr,
+        lun: 0,
+        itt,
+        expected_data_transfer_length: read.max(write),
+        cmdsn: ini.take_cmdsn(),
+        exp_statsn: 0,
+        cdb: Cdb::new(cdb).unwrap(),
+    }
+    .to_bhs()
+}
+
+#[tokio::test]
+async fn ordered_task_waits_for_older_tasks_head_of_queue_does_not() {
+    let server = Server::start(64).await;
+    let mut ini = server
+        .login_with(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
+        .await;
+    // SIMPLE write waiting for its data.
+    let w = command(&mut ini, 1, 1, &write10(0, 2), 0, 1024);
+    ini.send(&w, &[]).await.unwrap();
+    let r2t = ini.recv().await.unwrap();
+    assert_eq!(r2t.bhs.opcode(), Some(Opcode::ReadyToTransfer));
+    // ORDERED read of the same blocks: held back until the write is done.
+    let r = command(&mut ini, 2, 2, &read10(0, 2), 1024, 0);
+    ini.send(&r, &[]).await.unwrap();
+    // A SIMPLE command behind the ORDERED one waits too; HEAD OF QUEUE runs at once.
+    let simple = command(&mut ini, 3, 1, &[0; 6], 0, 0);
+    ini.send(&simple, &[]).await.unwrap();
+    let hoq = command(&mut ini, 4, 3, &[0; 6], 0, 0);
+    ini.send(&hoq, &[]).await.unwrap();
+    let first = ini.recv().await.unwrap();
+    assert_eq!(
+        (first.bhs.opcode(), first.bhs.itt()),
+        (Some(Opcode::ScsiResponse), 4)
+    );
+    assert!(ini
+        .recv_timeout(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
+    let data = pattern(1024, 0x3C);
+    let d = Data {
+        final_bit: true,
+        lun: 0,
+        itt: 1,
+        ttt: r2t.bhs.u32_at(20),
+        datasn: 0,
+        buffer_offset: 0,
+    };
+    ini.send(&d.to_data_out(0), &data).await.unwrap();
+    // Write, then the ORDERED read (seeing the write), then the SIMPLE command.
+    let p = ini.recv().await.unwrap();
+    assert_eq!(
+        (p.bhs.opcode(), p.bhs.itt(), p.bhs.0[3]),
+        (Some(Opcode::ScsiResponse), 1, 0)
+    );
+    let p = ini.recv().await.unwrap();
+    assert_eq!((p.bhs.opcode(), p.bhs.itt()), (Some(Opcode::DataIn), 2));
+    assert_eq!(p.data, data);
+    let p = ini.recv().await.unwrap();
+    assert_eq!(
+        (p.bhs.opcode(), p.bhs.itt()),
+        (Some(Opcode::ScsiResponse), 3)
+    );
+    drop(ini);
+    server.stop().await;
+}
