@@ -97,7 +97,11 @@ pub struct JobSpec {
     pub cmdprio_percentage: Option<f64>,
     pub cmdprio_class: Option<String>,
     pub cmdprio_hint: Option<u8>,
-    /// Several priority rules; the shorthand `cmdprio_*` keys add one more.
+    /// fio `cmdprio_bssplit`: "bs/percentage:…" (each with `cmdprio_class`/`cmdprio_hint`) or
+    /// "bs/percentage/class/level[/hint]:…" with a Linux ioprio class number (1 RT, 2 BE,
+    /// 3 IDLE). The level (0..=7) is checked but has no effect: stint's classes have no levels.
+    pub cmdprio_bssplit: Option<String>,
+    /// Several priority rules; the shorthand `cmdprio_*` keys add more.
     #[serde(default)]
     pub cmdprio: Vec<CmdPrio>,
 }
@@ -223,6 +227,70 @@ fn class_named(job: &str, field: &str, name: &str) -> Result<Class, WorkloadErro
 }
 
 impl JobSpec {
+    /// The rules of `cmdprio_bssplit` (fio HOWTO, both formats).
+    fn cmdprio_bssplit_rules(&self, text: &str) -> Result<Vec<(String, CmdPrio)>, WorkloadError> {
+        let field = "cmdprio_bssplit";
+        let err = |m: String| WorkloadError::new(&self.name, field, m);
+        let mut rules = Vec::new();
+        for entry in text.split(':').map(str::trim).filter(|e| !e.is_empty()) {
+            let parts: Vec<&str> = entry.split('/').map(str::trim).collect();
+            let number = |i: usize, what: &str| -> Result<u32, WorkloadError> {
+                parts
+                    .get(i)
+                    .and_then(|p| p.parse().ok())
+                    .ok_or_else(|| err(format!("{what} in {entry:?} is not a number")))
+            };
+            let (class, hint) = match parts.len() {
+                2 => (self.cmdprio_class.clone(), self.cmdprio_hint.unwrap_or(0)),
+                4 | 5 => {
+                    let class = match number(2, "class")? {
+                        1 => "rt",
+                        2 => "be",
+                        3 => "idle",
+                        c => {
+                            return Err(err(format!(
+                                "class {c} in {entry:?} is not 1 (RT), 2 (BE) or 3 (IDLE)"
+                            )))
+                        }
+                    };
+                    if number(3, "level")? > 7 {
+                        return Err(err(format!("level in {entry:?} is outside 0..=7")));
+                    }
+                    let hint = if parts.len() == 5 {
+                        number(4, "hint")?
+                    } else {
+                        0
+                    };
+                    (
+                        Some(class.to_owned()),
+                        u8::try_from(hint).unwrap_or(u8::MAX),
+                    )
+                }
+                _ => {
+                    return Err(err(format!(
+                        "{entry:?} is neither bs/percentage nor bs/percentage/class/level[/hint]"
+                    )))
+                }
+            };
+            let percentage: f64 = parts
+                .get(1)
+                .and_then(|p| p.parse().ok())
+                .ok_or_else(|| err(format!("percentage in {entry:?} is not a number")))?;
+            let bs = parts.first().map(|b| (*b).to_owned());
+            rules.push((
+                format!("{field}[{}].", rules.len()),
+                CmdPrio {
+                    percentage,
+                    class,
+                    hint,
+                    bs,
+                    direction: None,
+                },
+            ));
+        }
+        Ok(rules)
+    }
+
     /// Checks every field against a device of `capacity` bytes and resolves names.
     pub fn compile(&self, capacity: u64) -> Result<Job, WorkloadError> {
         let job = self.name.as_str();
@@ -315,6 +383,9 @@ impl JobSpec {
             .enumerate()
             .map(|(i, p)| (format!("cmdprio[{i}]."), p.clone()))
             .collect();
+        if let Some(split) = &self.cmdprio_bssplit {
+            rules.extend(self.cmdprio_bssplit_rules(split)?);
+        }
         if let Some(percentage) = self.cmdprio_percentage {
             rules.push((
                 "cmdprio_".into(),
@@ -326,14 +397,15 @@ impl JobSpec {
                     direction: None,
                 },
             ));
-        } else if self.cmdprio_class.is_some() || self.cmdprio_hint.is_some() {
+        } else if self.cmdprio_bssplit.is_none()
+            && (self.cmdprio_class.is_some() || self.cmdprio_hint.is_some())
+        {
             return Err(err(
                 "cmdprio_percentage",
                 "missing: cmdprio_class and cmdprio_hint need a percentage".into(),
             ));
         }
         let mut prios = Vec::with_capacity(rules.len());
-        let mut total = 0.0;
         for (at, rule) in &rules {
             if !(0.0..=100.0).contains(&rule.percentage) {
                 return Err(err(
@@ -341,7 +413,6 @@ impl JobSpec {
                     format!("{} is outside 0..=100", rule.percentage),
                 ));
             }
-            total += rule.percentage;
             if rule.hint > 7 {
                 return Err(err(
                     &format!("{at}hint"),
@@ -378,11 +449,30 @@ impl JobSpec {
                 write,
             });
         }
-        if total > 100.0 + 1e-9 {
-            return Err(err(
-                "cmdprio",
-                format!("percentages add up to {total}, more than 100"),
-            ));
+        // Rules that can match the same command share one draw: their shares must fit in 100 %.
+        let rule_sizes: Vec<Option<u64>> = prios
+            .iter()
+            .map(|p| p.bs)
+            .chain(std::iter::once(None))
+            .collect();
+        for bs in rule_sizes {
+            for write in [false, true] {
+                let total: f64 = prios
+                    .iter()
+                    .filter(|p| !matches!(p.write, Some(w) if w != write))
+                    .filter(|p| p.bs.is_none() || p.bs == bs)
+                    .map(|p| p.share * 100.0)
+                    .sum();
+                if total > 100.0 + 1e-9 {
+                    return Err(err(
+                        "cmdprio",
+                        format!(
+                            "percentages of rules matching the same command add up to {total}, \
+                             more than 100"
+                        ),
+                    ));
+                }
+            }
         }
         Ok(Job {
             name: self.name.clone(),
@@ -461,6 +551,28 @@ mod tests {
         assert_eq!(job.prios[0].bs, Some(128 << 10));
         assert_eq!(job.prios[1].class, Class::High);
         assert!((job.prios[1].share - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn cmdprio_bssplit_both_fio_formats() {
+        // Per block size: 4 KiB commands 50 % RT with hint 2, 64 KiB commands 80 % with the
+        // cmdprio_class / cmdprio_hint defaults. 50 + 80 > 100 is fine: no command matches both.
+        let job = spec(
+            "bssplit = \"4k/50:64k/50\"\ncmdprio_class = \"idle\"\ncmdprio_hint = 3\n\
+             cmdprio_bssplit = \"4k/50/1/0/2:64k/80\"",
+        )
+        .compile(TB)
+        .unwrap();
+        assert_eq!(job.prios.len(), 2);
+        assert_eq!(
+            (job.prios[0].bs, job.prios[0].class, job.prios[0].dld),
+            (Some(4096), Class::High, 2)
+        );
+        assert_eq!(
+            (job.prios[1].bs, job.prios[1].class, job.prios[1].dld),
+            (Some(65536), Class::Low, 3)
+        );
+        assert!((job.prios[1].share - 0.8).abs() < 1e-12);
     }
 
     #[test]
