@@ -22,6 +22,13 @@ use crate::session::{Admission, CmdWindow};
 use crate::text;
 use crate::{lun, tmf};
 
+mod task;
+mod task_management;
+mod text_exchange;
+
+use task::PendingTask;
+use text_exchange::TextExchange;
+
 /// ABORTED COMMAND sense for Data-Out sequence errors (RFC 7143 §11.4.7.2 lists the
 /// iSCSI-specific sense codes): DATA OFFSET ERROR (4Bh/05h) and PROTOCOL SERVICE CRC
 /// ERROR (47h/05h).
@@ -69,49 +76,6 @@ struct Session {
     pool: BufferPool,
     scratch: Vec<u8>,
     nexus_lost: bool,
-}
-
-/// A command not executed yet: a write waiting for unsolicited Data-Out or solicited (R2T)
-/// data (RFC 7143 §11.7, §11.8), or a command waiting behind an ORDERED task (SAM-5 §8.6).
-struct PendingTask {
-    itt: u32,
-    lun_raw: u64,
-    lun: u64,
-    cdb: Cdb,
-    attr: TaskAttribute,
-    edtl: u32,
-    transfer: Transfer,
-    /// All data is here; the task runs when its task attribute allows.
-    ready: bool,
-    /// Bytes to collect: min(transfer_len, edtl).
-    want: u32,
-    buf: Vec<u8>,
-    /// Unsolicited Data-Out (TTT = 0xffffffff) still expected (InitialR2T=No, F=0).
-    unsolicited_open: bool,
-    unsolicited_datasn: u32,
-    /// End of the data received so far in the unsolicited burst.
-    unsolicited_end: u32,
-    next_r2t_offset: u32,
-    r2tsn: u32,
-    r2ts: Vec<OutstandingR2t>,
-    /// Task set generation when the command arrived (see [`Portal::task_set_generation`]).
-    generation: u64,
-}
-
-struct OutstandingR2t {
-    ttt: u32,
-    offset: u32,
-    len: u32,
-    received: u32,
-    next_datasn: u32,
-}
-
-/// Text Request/Response exchange state (RFC 7143 §11.10–11.11): request reassembly and the
-/// rest of a long answer waiting for the initiator's next (empty) request.
-#[derive(Default)]
-struct TextExchange {
-    request: text::Assembler,
-    answer: Option<(u32, text::Splitter)>,
 }
 
 /// Result of handling one PDU.
@@ -593,168 +557,6 @@ impl Session {
         );
     }
 
-    /// Solicit the next bursts of a pending write (RFC 7143 §11.8), up to MaxOutstandingR2T.
-    fn issue_r2ts(&mut self, pw: &mut PendingTask, out: &mut Output) {
-        while (pw.r2ts.len() as u32) < self.params.max_outstanding_r2t
-            && pw.next_r2t_offset < pw.want
-        {
-            let len = (pw.want - pw.next_r2t_offset).min(self.params.max_burst_length);
-            let ttt = self.allocate_ttt();
-            let n = self.numbers_without_status();
-            out.pdu(
-                &pdu::r2t(
-                    pw.itt,
-                    pw.lun_raw,
-                    ttt,
-                    n,
-                    pw.r2tsn,
-                    pw.next_r2t_offset,
-                    len,
-                ),
-                &[],
-            );
-            pw.r2ts.push(OutstandingR2t {
-                ttt,
-                offset: pw.next_r2t_offset,
-                len,
-                received: 0,
-                next_datasn: 0,
-            });
-            pw.r2tsn += 1;
-            pw.next_r2t_offset += len;
-        }
-    }
-
-    fn data_out(&mut self, bhs: &Bhs, data: &[u8], out: &mut Output) {
-        let d = Data::parse(bhs);
-        // Data for a task that already ended (failed early, aborted, or EDTL beyond the
-        // CDB) is dropped quietly.
-        let Some(i) = self.pending.iter().position(|p| p.itt == d.itt && !p.ready) else {
-            return;
-        };
-        let mut pw = self.pending.remove(i);
-        let len = data.len() as u32;
-        let ok = if d.ttt == RESERVED_TAG {
-            let ok = pw.unsolicited_open
-                && d.datasn == pw.unsolicited_datasn
-                && d.buffer_offset == pw.unsolicited_end
-                && u64::from(pw.unsolicited_end) + u64::from(len)
-                    <= u64::from(self.params.first_burst_length.min(pw.edtl));
-            if ok {
-                pw.unsolicited_datasn += 1;
-                pw.unsolicited_end += len;
-                if d.final_bit {
-                    pw.unsolicited_open = false;
-                    pw.next_r2t_offset = pw.next_r2t_offset.max(pw.unsolicited_end);
-                }
-            }
-            ok
-        } else if let Some(r) = pw.r2ts.iter_mut().find(|r| r.ttt == d.ttt) {
-            let ok = d.datasn == r.next_datasn
-                && d.buffer_offset == r.offset + r.received
-                && r.received + len <= r.len
-                && (!d.final_bit || r.received + len == r.len);
-            if ok {
-                r.next_datasn += 1;
-                r.received += len;
-            }
-            ok
-        } else {
-            false
-        };
-        if !ok {
-            // RFC 7143 §11.7.4 (DataSN) / §11.7.5 (Buffer Offset): at ErrorRecoveryLevel 0
-            // the command fails; the session stays up.
-            let c = Completion::check_condition(Sense::new(
-                SenseKey::AbortedCommand,
-                DATA_OFFSET_ERROR,
-            ));
-            self.pool.put(std::mem::take(&mut pw.buf));
-            let data_in = self.pool.get();
-            self.respond(
-                pw.itt,
-                pw.lun_raw,
-                &c,
-                data_in,
-                0,
-                Residual::None,
-                pw.r2tsn,
-                out,
-            );
-            return self.run_ready(out);
-        }
-        store_at(&mut pw.buf, d.buffer_offset, pw.want, data);
-        pw.r2ts.retain(|r| r.received < r.len);
-        if !pw.unsolicited_open {
-            self.issue_r2ts(&mut pw, out);
-        }
-        pw.ready = !pw.unsolicited_open && pw.r2ts.is_empty() && pw.next_r2t_offset >= pw.want;
-        let ready = pw.ready;
-        self.pending.insert(i, pw);
-        if ready {
-            self.run_ready(out);
-        }
-    }
-
-    /// Whether a task with `attr` after the first `position` pending tasks must wait
-    /// (SAM-5 §8.6: ORDERED waits for every older task; other tasks wait for older ORDERED
-    /// ones; HEAD OF QUEUE never waits).
-    fn blocked(&self, position: usize, attr: TaskAttribute) -> bool {
-        let older = self.pending.get(..position).unwrap_or(&self.pending);
-        match attr {
-            TaskAttribute::HeadOfQueue => false,
-            TaskAttribute::Ordered => !older.is_empty(),
-            TaskAttribute::Simple | TaskAttribute::Aca => {
-                older.iter().any(|t| t.attr == TaskAttribute::Ordered)
-            }
-        }
-    }
-
-    /// Execute every pending task that has its data and that its task attribute lets run.
-    fn run_ready(&mut self, out: &mut Output) {
-        let Some(target) = self.target.clone() else {
-            return;
-        };
-        while let Some(i) = (0..self.pending.len())
-            .find(|&i| self.pending[i].ready && !self.blocked(i, self.pending[i].attr))
-        {
-            let mut t = self.pending.remove(i);
-            let mut buf = std::mem::take(&mut t.buf);
-            if self.task_set_generation(t.lun) != t.generation {
-                // Another session cleared the task set meanwhile: the task was aborted and
-                // ends without a response (SAM-5 §5.6, TAS=0).
-                self.pool.put(buf);
-                continue;
-            }
-            buf.truncate(t.want as usize);
-            self.execute(
-                &*target, t.itt, t.lun_raw, t.lun, &t.cdb, t.attr, &buf, t.edtl, t.transfer,
-                t.r2tsn, out,
-            );
-            self.pool.put(buf);
-        }
-    }
-
-    fn fail_pending(&mut self, itt: u32, asc: Asc, out: &mut Output) {
-        if let Some(i) = self.pending.iter().position(|p| p.itt == itt && !p.ready) {
-            let pw = self.pending.remove(i);
-            let c = Completion::check_condition(Sense::new(SenseKey::AbortedCommand, asc));
-            self.pool.put(pw.buf);
-            let data_in = self.pool.get();
-            self.respond(
-                pw.itt,
-                pw.lun_raw,
-                &c,
-                data_in,
-                0,
-                Residual::None,
-                pw.r2tsn,
-                out,
-            );
-            self.run_ready(out);
-        }
-    }
-
     #[allow(clippy::too_many_arguments)]
     fn execute(
         &mut self,
@@ -893,201 +695,6 @@ impl Session {
         out.pdu(&b, data.get(..max.min(data.len())).unwrap_or(&[]));
     }
 
-    fn task_management(&mut self, bhs: &Bhs, out: &mut Output) -> Flow {
-        let req = tmf::TmfRequest::parse(bhs);
-        if self.window.admit(req.cmdsn, bhs.immediate()) == Admission::Drop {
-            return Flow::Continue;
-        }
-        let lun = lun::decode(req.lun);
-        let mut close = false;
-        let response = match req.function {
-            Some(tmf::Function::AbortTask) => {
-                // Commands run inline; only pending tasks (writes waiting for Data-Out,
-                // commands behind an ORDERED task) can still be aborted. A task that already
-                // completed "does not exist" (libiscsi test_async_abort_simple accepts
-                // exactly that answer).
-                match self
-                    .pending
-                    .iter()
-                    .position(|p| p.itt == req.referenced_task_tag)
-                {
-                    Some(i) => {
-                        let pw = self.pending.remove(i);
-                        self.pool.put(pw.buf);
-                        tmf::Response::FunctionComplete
-                    }
-                    None => tmf::Response::TaskDoesNotExist,
-                }
-            }
-            Some(tmf::Function::TaskReassign) => {
-                tmf::Response::TaskAllegianceReassignmentNotSupported
-            }
-            Some(function) => {
-                let Some(target) = self.target.clone() else {
-                    return self.tmf_reply(bhs, tmf::Response::FunctionRejected, out);
-                };
-                let all_luns = matches!(
-                    function,
-                    tmf::Function::TargetWarmReset | tmf::Function::TargetColdReset
-                );
-                // Pending tasks are part of the task set being cleared.
-                let pool = &mut self.pool;
-                self.pending.retain_mut(|p| {
-                    let keep =
-                        !(all_luns || p.lun == lun) || matches!(function, tmf::Function::ClearAca);
-                    if !keep {
-                        pool.put(std::mem::take(&mut p.buf));
-                    }
-                    keep
-                });
-                close = function == tmf::Function::TargetColdReset;
-                let device_fn = match function {
-                    tmf::Function::AbortTaskSet => TaskManagement::AbortTaskSet,
-                    tmf::Function::ClearAca => TaskManagement::ClearAca,
-                    tmf::Function::ClearTaskSet => TaskManagement::ClearTaskSet,
-                    tmf::Function::LogicalUnitReset => TaskManagement::LogicalUnitReset,
-                    tmf::Function::TargetWarmReset => TaskManagement::TargetWarmReset,
-                    tmf::Function::TargetColdReset => TaskManagement::TargetColdReset,
-                    tmf::Function::AbortTask | tmf::Function::TaskReassign => {
-                        TaskManagement::AbortTask
-                    }
-                };
-                // Writes of other sessions still waiting for data belong to the cleared
-                // task sets too.
-                if let Some(node) = self.node {
-                    match function {
-                        tmf::Function::ClearTaskSet | tmf::Function::LogicalUnitReset => {
-                            self.portal.clear_task_sets(node, Some(lun))
-                        }
-                        tmf::Function::TargetWarmReset | tmf::Function::TargetColdReset => {
-                            self.portal.clear_task_sets(node, None)
-                        }
-                        _ => {}
-                    }
-                }
-                match target.task_management(&self.nexus, lun, device_fn) {
-                    TmfResponse::FunctionComplete => tmf::Response::FunctionComplete,
-                    TmfResponse::FunctionRejected => tmf::Response::FunctionRejected,
-                    TmfResponse::IncorrectLun => tmf::Response::LunDoesNotExist,
-                }
-            }
-            None => tmf::Response::FunctionNotSupported,
-        };
-        self.tmf_reply(bhs, response, out);
-        // Removing tasks may let tasks behind them run.
-        self.run_ready(out);
-        // TARGET COLD RESET ends the connection after the response (RFC 7143 §11.5.1).
-        if close {
-            Flow::ColdReset
-        } else {
-            Flow::Continue
-        }
-    }
-
-    fn tmf_reply(&mut self, bhs: &Bhs, response: tmf::Response, out: &mut Output) -> Flow {
-        let n = self.numbers_with_status();
-        out.pdu(&tmf::response(bhs.itt(), response, n), &[]);
-        Flow::Continue
-    }
-
-    fn text_request(&mut self, bhs: &Bhs, data: &[u8], out: &mut Output) {
-        if self.window.admit(bhs.u32_at(24), bhs.immediate()) == Admission::Drop {
-            return;
-        }
-        let ttt = bhs.u32_at(20);
-        let continues = bhs.flags() & 0x40 != 0;
-        // Continuing our long answer: the initiator sends an empty request with our TTT.
-        if ttt != RESERVED_TAG {
-            if let Some((tag, _)) = &self.text.answer {
-                if *tag == ttt {
-                    return self.send_text_piece(bhs, out);
-                }
-            }
-            return self.reject(RejectReason::InvalidPduField, bhs, out);
-        }
-        self.text.answer = None;
-        let whole = match self.text.request.push(data, continues) {
-            Ok(Some(t)) => t,
-            Ok(None) => {
-                // Acknowledge a continued request with an empty response (§11.11.2).
-                let mut b = text_response_header(bhs, false, false, RESERVED_TAG);
-                let n = self.numbers_with_status();
-                n.write(&mut b);
-                out.pdu(&b, &[]);
-                return;
-            }
-            Err(_) => return self.reject(RejectReason::InvalidPduField, bhs, out),
-        };
-        let Ok(pairs) = text::parse(&whole) else {
-            return self.reject(RejectReason::InvalidPduField, bhs, out);
-        };
-        let mut answer = Vec::new();
-        for (key, value) in &pairs {
-            match key.as_str() {
-                "SendTargets" => self.send_targets(value, &mut answer),
-                // Declarative; may change in full feature phase (RFC 7143 §13.12).
-                "MaxRecvDataSegmentLength" => {
-                    let mut p = self.params.clone();
-                    if crate::negotiation::answer(
-                        key,
-                        value,
-                        self.session_type,
-                        &self.portal.limits,
-                        &mut p,
-                    )
-                    .is_none()
-                    {
-                        self.params.initiator_max_recv_data_segment_length =
-                            p.initiator_max_recv_data_segment_length;
-                    }
-                }
-                k if k.starts_with("X-") || k.starts_with("X#") => {
-                    text::push(&mut answer, key, "NotUnderstood")
-                }
-                // Everything else is negotiated at login only (RFC 7143 §13: "LO").
-                _ => text::push(&mut answer, key, "Reject"),
-            }
-        }
-        let tag = self.allocate_ttt();
-        self.text.answer = Some((tag, text::Splitter::new(answer)));
-        self.send_text_piece(bhs, out);
-    }
-
-    fn send_text_piece(&mut self, bhs: &Bhs, out: &mut Output) {
-        let max = self.params.initiator_max_recv_data_segment_length as usize;
-        let Some((tag, splitter)) = &mut self.text.answer else {
-            return;
-        };
-        let tag = *tag;
-        let (piece, more) = splitter.next_piece(max);
-        let piece = piece.to_vec();
-        if !more {
-            self.text.answer = None;
-        }
-        let mut b = text_response_header(bhs, !more, more, if more { tag } else { RESERVED_TAG });
-        let n = self.numbers_with_status();
-        n.write(&mut b);
-        out.pdu(&b, &piece);
-    }
-
-    /// SendTargets (RFC 7143 §12.3 and appendix C): TargetName and TargetAddress of the
-    /// nodes this initiator may use.
-    fn send_targets(&self, value: &str, answer: &mut Vec<u8>) {
-        let address = format!("{},{}", self.local_address, self.portal.portal_group_tag);
-        for (i, node) in self.portal.nodes.iter().enumerate() {
-            let wanted = match (self.session_type, value) {
-                // In a Normal session only the session's own target is reported.
-                (SessionType::Normal, "All" | "") => self.node == Some(i),
-                (SessionType::Discovery, "All") => true,
-                (_, name) => node.name == name,
-            };
-            if wanted && node.allows(&self.initiator_name) {
-                text::push(answer, "TargetName", &node.name);
-                text::push(answer, "TargetAddress", &address);
-            }
-        }
-    }
-
     fn logout(&mut self, bhs: &Bhs, out: &mut Output) -> Flow {
         if self.window.admit(bhs.u32_at(24), bhs.immediate()) == Admission::Drop {
             return Flow::Continue;
@@ -1113,15 +720,6 @@ impl Session {
     }
 }
 
-fn text_response_header(req: &Bhs, final_bit: bool, continues: bool, ttt: u32) -> Bhs {
-    let mut b = Bhs::new(Opcode::TextResponse);
-    b.set_flags(if final_bit { 0x80 } else { 0 } | if continues { 0x40 } else { 0 });
-    b.set_lun_raw(req.lun_raw());
-    b.set_itt(req.itt());
-    b.set_u32_at(20, ttt);
-    b
-}
-
 /// Task attribute from the ATTR field (RFC 7143 §11.3.1.2); untagged is treated as simple.
 fn task_attribute(attr: u8) -> TaskAttribute {
     match attr {
@@ -1129,27 +727,6 @@ fn task_attribute(attr: u8) -> TaskAttribute {
         3 => TaskAttribute::HeadOfQueue,
         4 => TaskAttribute::Aca,
         _ => TaskAttribute::Simple,
-    }
-}
-
-/// Keep the part of `data` (at `offset` of the initiator's buffer) that lies below `want`.
-fn store_at(buf: &mut Vec<u8>, offset: u32, want: u32, data: &[u8]) {
-    let (offset, want) = (offset as usize, want as usize);
-    if offset >= want {
-        return;
-    }
-    let take = data.len().min(want - offset);
-    let end = offset + take;
-    // In-order data (DataPDUInOrder=Yes) appends without zero-filling first.
-    if offset == buf.len() {
-        buf.extend_from_slice(data.get(..take).unwrap_or(&[]));
-        return;
-    }
-    if buf.len() < end {
-        buf.resize(end, 0);
-    }
-    if let (Some(dst), Some(src)) = (buf.get_mut(offset..end), data.get(..take)) {
-        dst.copy_from_slice(src);
     }
 }
 

@@ -1,0 +1,102 @@
+//! Task Management Function Requests on the target side (RFC 7143 §11.5, §11.6).
+
+use super::*;
+
+impl Session {
+    pub(super) fn task_management(&mut self, bhs: &Bhs, out: &mut Output) -> Flow {
+        let req = tmf::TmfRequest::parse(bhs);
+        if self.window.admit(req.cmdsn, bhs.immediate()) == Admission::Drop {
+            return Flow::Continue;
+        }
+        let lun = lun::decode(req.lun);
+        let mut close = false;
+        let response = match req.function {
+            Some(tmf::Function::AbortTask) => {
+                // Commands run inline; only pending tasks (writes waiting for Data-Out,
+                // commands behind an ORDERED task) can still be aborted. A task that already
+                // completed "does not exist" (libiscsi test_async_abort_simple accepts
+                // exactly that answer).
+                match self
+                    .pending
+                    .iter()
+                    .position(|p| p.itt == req.referenced_task_tag)
+                {
+                    Some(i) => {
+                        let pw = self.pending.remove(i);
+                        self.pool.put(pw.buf);
+                        tmf::Response::FunctionComplete
+                    }
+                    None => tmf::Response::TaskDoesNotExist,
+                }
+            }
+            Some(tmf::Function::TaskReassign) => {
+                tmf::Response::TaskAllegianceReassignmentNotSupported
+            }
+            Some(function) => {
+                let Some(target) = self.target.clone() else {
+                    return self.tmf_reply(bhs, tmf::Response::FunctionRejected, out);
+                };
+                let all_luns = matches!(
+                    function,
+                    tmf::Function::TargetWarmReset | tmf::Function::TargetColdReset
+                );
+                // Pending tasks are part of the task set being cleared.
+                let pool = &mut self.pool;
+                self.pending.retain_mut(|p| {
+                    let keep =
+                        !(all_luns || p.lun == lun) || matches!(function, tmf::Function::ClearAca);
+                    if !keep {
+                        pool.put(std::mem::take(&mut p.buf));
+                    }
+                    keep
+                });
+                close = function == tmf::Function::TargetColdReset;
+                let device_fn = match function {
+                    tmf::Function::AbortTaskSet => TaskManagement::AbortTaskSet,
+                    tmf::Function::ClearAca => TaskManagement::ClearAca,
+                    tmf::Function::ClearTaskSet => TaskManagement::ClearTaskSet,
+                    tmf::Function::LogicalUnitReset => TaskManagement::LogicalUnitReset,
+                    tmf::Function::TargetWarmReset => TaskManagement::TargetWarmReset,
+                    tmf::Function::TargetColdReset => TaskManagement::TargetColdReset,
+                    tmf::Function::AbortTask | tmf::Function::TaskReassign => {
+                        TaskManagement::AbortTask
+                    }
+                };
+                // Writes of other sessions still waiting for data belong to the cleared
+                // task sets too.
+                if let Some(node) = self.node {
+                    match function {
+                        tmf::Function::ClearTaskSet | tmf::Function::LogicalUnitReset => {
+                            self.portal.clear_task_sets(node, Some(lun))
+                        }
+                        tmf::Function::TargetWarmReset | tmf::Function::TargetColdReset => {
+                            self.portal.clear_task_sets(node, None)
+                        }
+                        _ => {}
+                    }
+                }
+                match target.task_management(&self.nexus, lun, device_fn) {
+                    TmfResponse::FunctionComplete => tmf::Response::FunctionComplete,
+                    TmfResponse::FunctionRejected => tmf::Response::FunctionRejected,
+                    TmfResponse::IncorrectLun => tmf::Response::LunDoesNotExist,
+                }
+            }
+            None => tmf::Response::FunctionNotSupported,
+        };
+        self.tmf_reply(bhs, response, out);
+        // Removing tasks may let tasks behind them run.
+        self.run_ready(out);
+        // TARGET COLD RESET ends the connection after the response (RFC 7143 §11.5.1).
+        if close {
+            Flow::ColdReset
+        } else {
+            Flow::Continue
+        }
+    }
+
+    fn tmf_reply(&mut self, bhs: &Bhs, response: tmf::Response, out: &mut Output) -> Flow {
+        let n = self.numbers_with_status();
+        out.pdu(&tmf::response(bhs.itt(), response, n), &[]);
+        Flow::Continue
+    }
+}
