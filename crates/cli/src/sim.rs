@@ -24,6 +24,12 @@ pub struct SimArgs {
     /// Simulated seconds measured per point (overrides the file's `ios`/`runtime`).
     #[arg(long)]
     pub runtime: Option<f64>,
+    /// Queue depths to run instead of the file's sweep, e.g. --qd 32 or --qd 1,8,32.
+    #[arg(long, value_delimiter = ',')]
+    pub qd: Vec<u32>,
+    /// Run only these variants (repeat or comma-separate).
+    #[arg(long, value_delimiter = ',')]
+    pub variant: Vec<String>,
     /// Threads for the sweep (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -40,6 +46,12 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         }
         (None, Some(s)) => exp.set_stop(sim::Stop::Runtime((s * 1e9) as u64)),
         (None, None) => {}
+    }
+    if !args.qd.is_empty() {
+        exp.set_qd(args.qd.clone())?;
+    }
+    if !args.variant.is_empty() {
+        exp.select_variants(&args.variant)?;
     }
     let seed = args.seed.unwrap_or(exp.seed);
     let points = exp.points().len() as u64;

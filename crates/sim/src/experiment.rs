@@ -358,6 +358,40 @@ impl Experiment {
             .collect()
     }
 
+    /// Replaces the queue-depth sweep (command-line `--qd`).
+    pub fn set_qd(&mut self, qd: Vec<u32>) -> Result<(), SimError> {
+        if qd.is_empty() {
+            return Err(SimError::field("--qd", "needs at least one queue depth"));
+        }
+        if let Some(bad) = qd.iter().find(|q| !(1..=MAX_QD).contains(*q)) {
+            return Err(SimError::field(
+                "--qd",
+                format!("{bad} is outside 1..={MAX_QD}"),
+            ));
+        }
+        self.qd = qd;
+        Ok(())
+    }
+
+    /// Keeps only the named variants, in the file's order (command-line `--variant`).
+    pub fn select_variants(&mut self, names: &[String]) -> Result<(), SimError> {
+        if let Some(unknown) = names
+            .iter()
+            .find(|n| !self.variants.iter().any(|v| &v.name == *n))
+        {
+            let known: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
+            return Err(SimError::field(
+                "--variant",
+                format!(
+                    "no variant {unknown:?} (this file has: {})",
+                    known.join(", ")
+                ),
+            ));
+        }
+        self.variants.retain(|v| names.contains(&v.name));
+        Ok(())
+    }
+
     /// Replaces the stop condition (command-line `--ios` / `--runtime`).
     pub fn set_stop(&mut self, stop: Stop) {
         self.stop = stop;

@@ -251,3 +251,29 @@ fn limited_reads_beyond_device_depth_need_the_real_time_class() {
         "best-effort {be} ms, real-time {rt} ms"
     );
 }
+
+#[test]
+fn command_line_selections() {
+    let mut exp = shipped("b2");
+    assert!(exp
+        .set_qd(vec![0])
+        .unwrap_err()
+        .to_string()
+        .starts_with("--qd"));
+    assert!(exp.set_qd(vec![]).is_err());
+    exp.set_qd(vec![32, 4]).unwrap();
+    let e = exp
+        .select_variants(&["fast".to_owned()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("--variant") && e.contains("cdl-aware"), "{e}");
+    exp.select_variants(&["cdl-aware".to_owned()]).unwrap();
+    let points = exp.points();
+    assert_eq!(points.len(), 2);
+    let r = sim::sweep::run(&small(exp, 100), 1, 0, &|| {}).unwrap();
+    let seen: Vec<(String, u32)> = r.points.iter().map(|p| (p.variant.clone(), p.qd)).collect();
+    assert_eq!(
+        seen,
+        [("cdl-aware".to_owned(), 32), ("cdl-aware".to_owned(), 4)]
+    );
+}
