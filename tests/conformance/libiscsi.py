@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = os.path.join(HERE, "libiscsi-expected.txt")
-TARGET = "iqn.2026-11.dev.stint:conformance"
+TARGET = "iqn.2026-11.dev.stint:conformance-"
 SUITE_TIMEOUT_S = 120
 
 
@@ -133,37 +133,66 @@ def main():
     if not args.stint and not args.url:
         ap.error("give --stint or --url")
 
-    procs, urls = [], []
+    procs, urls, special = [], [], []
     try:
         if args.stint:
-            # One LUN per parallel worker so suites that write never see each other's data.
+            # One LUN per parallel worker so suites that write never see each other's data, plus
+            # LUNs of the flavours some suites need (spec/iscsi.md "LU flavours"): those suites
+            # skip on a plain fixed disk.
             port = free_port()
-            cmd = [args.stint, "serve", "--listen", f"127.0.0.1:{port}", "--target-name", TARGET]
-            for _ in range(args.jobs):
-                cmd += ["--lun", "ram:64MiB"]
+            flavours = [
+                ("inquiry_version = 6", ["SCSI.Inquiry"], "@inquiry_version=6"),
+                ("read_only = true", ["SCSI.ReadOnly"], ""),
+                ("removable = true", ["SCSI.PreventAllow", "SCSI.StartStopUnit", "SCSI.NoMedia"], ""),
+            ]
+            # Each LUN gets a target node of its own: a TARGET RESET from one suite must not
+            # raise unit attentions in a suite running beside it.
+            config = [f'listen = "127.0.0.1:{port}"']
+            luns = [""] * args.jobs + [extra for extra, _, _ in flavours]
+            for i, extra in enumerate(luns):
+                config += ["[[target]]", f'name = "{TARGET}{i}"',
+                           "[[target.lun]]", 'store = "ram"', 'size = "64MiB"', extra]
+            config_path = os.path.join(tempfile.gettempdir(), f"stint-conformance-{port}.toml")
+            with open(config_path, "w") as f:
+                f.write("\n".join(config) + "\n")
             log = open(os.path.join(tempfile.gettempdir(), "stint-conformance-serve.log"), "w")
-            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log))
+            procs.append(subprocess.Popen([args.stint, "serve", "--config", config_path],
+                                          stdout=subprocess.DEVNULL, stderr=log))
             wait_listening(port, procs[0])
-            urls = [f"iscsi://127.0.0.1:{port}/{TARGET}/{lun}" for lun in range(args.jobs)]
+            url = lambda i: f"iscsi://127.0.0.1:{port}/{TARGET}{i}/0"
+            urls = [url(i) for i in range(args.jobs)]
+            special = [(url(args.jobs + i), suites, suffix) for i, (_, suites, suffix) in enumerate(flavours)]
         else:
             urls = [args.url]
         suites = list_suites()
+        # Suites that only a special LUN exercises run there instead of on a plain LUN; a suffix
+        # marks an extra run whose results are reported under their own names.
+        moved = {s for _, ss, suffix in special if not suffix for s in ss}
+        items = [("plain", suite) for suite in suites if suite not in moved]
+        items += [("special", spec) for spec in special]
         results = {}
         started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=len(urls)) as pool:
-            free = list(urls)
-            lock = threading.Lock()
+        free = list(urls)
+        lock = threading.Lock()
 
-            def work(suite):
+        def work(item):
+            kind, what = item
+            if kind == "special":
+                url, ss, suffix = what
+                out = {}
+                for suite in ss:
+                    out.update({name.replace(suite, suite + suffix, 1): r for name, r in run_suite(suite, url).items()})
+                return out
+            with lock:
+                url = free.pop()
+            try:
+                return run_suite(what, url)
+            finally:
                 with lock:
-                    url = free.pop()
-                try:
-                    return run_suite(suite, url)
-                finally:
-                    with lock:
-                        free.append(url)
+                    free.append(url)
 
-            for r in pool.map(work, suites):
+        with ThreadPoolExecutor(max_workers=len(urls)) as pool:
+            for r in pool.map(work, items):
                 results.update(r)
         elapsed = time.monotonic() - started
     finally:

@@ -58,6 +58,13 @@ pub struct LunConfig {
     pub write_cache: bool,
     #[serde(default)]
     pub read_only: bool,
+    /// Removable medium (RMB): START STOP UNIT with LOEJ ejects and loads it.
+    #[serde(default)]
+    pub removable: bool,
+    /// INQUIRY VERSION: 0Dh (SPC-6) by default, which Linux requires before it probes CDL
+    /// (spec/cdl.md §1.1); 06h for initiators that reject later versions (libiscsi 1.19).
+    #[serde(default = "default_inquiry_version")]
+    pub inquiry_version: u8,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -72,6 +79,9 @@ fn default_listen() -> SocketAddr {
 }
 fn default_block_size() -> u32 {
     512
+}
+fn default_inquiry_version() -> u8 {
+    0x0D
 }
 fn yes() -> bool {
     true
@@ -112,6 +122,8 @@ impl LunConfig {
             serial: None,
             write_cache: true,
             read_only: false,
+            removable: false,
+            inquiry_version: default_inquiry_version(),
         }
     }
 
@@ -190,6 +202,9 @@ impl Config {
                 }
                 if lun.physical_block_exponent > 3 {
                     bail!("{at}: physical_block_exponent must be 0..=3 (physical block at most 8 logical blocks)");
+                }
+                if !matches!(lun.inquiry_version, 0x04..=0x07 | 0x0D) {
+                    bail!("{at}: inquiry_version must be 4, 5, 6, 7 (SPC-2..SPC-5) or 13 (SPC-6)");
                 }
                 if let Some(p) = &lun.product {
                     if p.len() > 16 || !p.is_ascii() {

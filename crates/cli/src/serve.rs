@@ -70,6 +70,8 @@ fn build_lun(target: &str, id: u64, lun: &LunConfig) -> anyhow::Result<device::L
     config.serial = lun.serial.clone();
     config.write_cache = lun.write_cache;
     config.read_only = lun.read_only;
+    config.removable = lun.removable;
+    config.inquiry_version = lun.inquiry_version;
     if let Some(product) = &lun.product {
         config.product = product.clone();
     }

@@ -219,6 +219,10 @@ impl LogicalUnit {
         if let Err(sense) = self.check_writable() {
             return check(sense);
         }
+        // Thin provisioning (LBPWS, LBPWS10 in VPD B2h) is not offered yet.
+        if w.unmap {
+            return check(Sense::invalid_field_in_cdb(1, Some(3)));
+        }
         let number_field = if info.cdb_length() == 10 { 7 } else { 10 };
         let blocks = u64::from(w.number_of_logical_blocks);
         if blocks == 0 || blocks > self.max_write_same_length() {

@@ -54,7 +54,7 @@ pub(crate) fn check(sense: Sense) -> Completion {
 }
 
 /// Keep at most `allocation_length` bytes of what was appended after `start` (SPC-5 §4.2.5.6).
-fn truncate(data_in: &mut Vec<u8>, start: usize, allocation_length: u32) {
+pub(crate) fn truncate(data_in: &mut Vec<u8>, start: usize, allocation_length: u32) {
     let keep = start.saturating_add(usize::try_from(allocation_length).unwrap_or(usize::MAX));
     data_in.truncate(keep);
 }
@@ -395,6 +395,20 @@ impl LogicalUnit {
                     }
                     Err(sense) => check(sense),
                 }
+            }
+            Command::ReadDefectData(r) => {
+                // A RAM or file store has no defects: both lists are valid and empty, in the
+                // requested format (SBC-4 tables 45 and 48: PLISTV, GLISTV, DEFECT LIST FORMAT).
+                let flags =
+                    u8::from(r.req_plist) << 4 | u8::from(r.req_glist) << 3 | r.defect_list_format;
+                let header: &[u8] = if r.long {
+                    &[0, flags, 0, 0, 0, 0, 0, 0]
+                } else {
+                    &[0, flags, 0, 0]
+                };
+                data_in.extend_from_slice(header);
+                truncate(data_in, start, r.allocation_length);
+                Completion::GOOD
             }
             Command::ReportSupportedTaskManagementFunctions {
                 repd,

@@ -1,7 +1,7 @@
 //! The SCSI target device: the set of logical units behind one iSCSI target node, plus the
 //! target-wide commands (REPORT LUNS) and addressing of absent LUNs (SPC-5 §4.4.3 / SAM-5 §4.6).
 
-use crate::logical_unit::{check, LogicalUnit};
+use crate::logical_unit::{check, truncate, LogicalUnit};
 use crate::{Completion, Nexus, Request, TaskManagement, TmfResponse, Transfer};
 use scsi::command::Command;
 use scsi::inquiry::{self, StandardInquiry};
@@ -20,11 +20,6 @@ fn lun_not_supported() -> Sense {
 }
 
 /// Keep at most `allocation_length` bytes appended after `start`.
-fn truncate(data_in: &mut Vec<u8>, start: usize, allocation_length: u32) {
-    data_in
-        .truncate(start.saturating_add(usize::try_from(allocation_length).unwrap_or(usize::MAX)));
-}
-
 impl Target {
     /// A target serving `luns`; a later duplicate LUN replaces an earlier one.
     pub fn new(luns: Vec<(u64, Arc<LogicalUnit>)>) -> Self {

@@ -791,12 +791,13 @@ fn write_same_fills_the_range() {
         sense_of(&run(&t, &n, 0, &ws10(BLOCKS as u32 - 1, 2), &block).0).1,
         Asc::LBA_OUT_OF_RANGE
     );
-    // UNMAP without thin provisioning.
+    // UNMAP without thin provisioning (after the write-protect check, as libiscsi's ReadOnly
+    // test expects).
     let mut unmap = ws10(0, 1);
     unmap[1] = 0x08;
     assert_eq!(
-        t.transfer(0, &unmap),
-        Err(Sense::invalid_field_in_cdb(1, Some(3)))
+        run(&t, &n, 0, &unmap, &block).0.sense,
+        Some(Sense::invalid_field_in_cdb(1, Some(3)))
     );
     // Block Limits advertises WSNZ and the maximum length.
     let (_, bl) = run(&t, &n, 0, &[0x12, 1, 0xB0, 0, 255, 0], &[]);
@@ -969,4 +970,19 @@ fn reserve6_excludes_other_nexuses_until_released() {
     t.task_management(&b, 0, TaskManagement::LogicalUnitReset);
     let c = ready(&t, 3);
     assert_eq!(run(&t, &c, 0, &reserve, &[]).0, Completion::GOOD);
+}
+
+#[test]
+fn read_defect_data_reports_empty_lists() {
+    let t = target();
+    let n = ready(&t, 1);
+    // (10): REQ_PLIST + REQ_GLIST, format 101b (physical sector); 4-byte header, length 0.
+    let (c, data) = run(&t, &n, 0, &[0x37, 0, 0x1D, 0, 0, 0, 0, 0, 32, 0], &[]);
+    assert_eq!((c.status, data), (Status::Good, vec![0, 0x1D, 0, 0]));
+    // (12): only the GLIST; 8-byte header, truncated to the allocation length.
+    let (c, data) = run(&t, &n, 0, &[0xB7, 0x0B, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0], &[]);
+    assert_eq!((c.status, data), (Status::Good, vec![0, 0x0B, 0, 0, 0, 0]));
+    // Reserved bits are refused with the field pointer (byte 2 bit 5).
+    let (c, _) = run(&t, &n, 0, &[0x37, 0, 0x20, 0, 0, 0, 0, 0, 32, 0], &[]);
+    assert_eq!(c.sense, Some(Sense::invalid_field_in_cdb(2, Some(5))));
 }

@@ -48,6 +48,8 @@ pub struct WriteAndVerify {
 /// the range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteSame {
+    /// UNMAP (byte 1 bit 3): deallocate instead of writing; needs LBPWS/LBPWS10.
+    pub unmap: bool,
     pub lba: u64,
     pub number_of_logical_blocks: u32,
     pub group_number: u8,
@@ -120,6 +122,17 @@ pub struct ReportSupportedOperationCodes {
     pub allocation_length: u32,
 }
 
+/// READ DEFECT DATA (10)/(12) (SBC-4 tables 44 and 47): which lists, in which format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadDefectData {
+    /// true for the 12-byte CDB, whose parameter data header is 8 bytes (SBC-4 table 48).
+    pub long: bool,
+    pub req_plist: bool,
+    pub req_glist: bool,
+    pub defect_list_format: u8,
+    pub allocation_length: u32,
+}
+
 /// One decoded command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
@@ -164,6 +177,8 @@ pub enum Command {
         prevent: bool,
     },
     ReportSupportedOperationCodes(ReportSupportedOperationCodes),
+    /// READ DEFECT DATA (10)/(12) (SBC-4 §5.12, §5.13).
+    ReadDefectData(ReadDefectData),
     /// REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS (SPC-5 §6.36).
     ReportSupportedTaskManagementFunctions {
         repd: bool,
@@ -219,6 +234,7 @@ impl Command {
             Command::ModeSense(m) => InBytes(m.allocation_length.into()),
             Command::ModeSelect(m) => OutBytes(m.parameter_list_length.into()),
             Command::ReportSupportedOperationCodes(r) => InBytes(r.allocation_length),
+            Command::ReadDefectData(r) => InBytes(r.allocation_length),
             Command::ReportSupportedTaskManagementFunctions {
                 allocation_length, ..
             } => InBytes(allocation_length),

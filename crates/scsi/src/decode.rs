@@ -155,11 +155,36 @@ pub(crate) fn compare_and_write(c: &[u8]) -> Decoded {
     }))
 }
 
-/// WRITE SAME (10) (SBC-4 §5.46, table 124). ANCHOR, UNMAP (thin provisioning, LBPWS10 = 0)
-/// and the obsolete PBDATA/LBDATA are outside the usage mask, so setting them is an invalid
-/// field.
+/// READ DEFECT DATA (10) (SBC-4 §5.12, table 44): REQ_PLIST, REQ_GLIST and the DEFECT LIST
+/// FORMAT in byte 2.
+pub(crate) fn read_defect_data10(c: &[u8]) -> Decoded {
+    Ok(Command::ReadDefectData(ReadDefectData {
+        long: false,
+        req_plist: bit(c, 2, 4),
+        req_glist: bit(c, 2, 3),
+        defect_list_format: u8_at(c, 2) & 7,
+        allocation_length: be16(c, 7).into(),
+    }))
+}
+
+/// READ DEFECT DATA (12) (SBC-4 §5.13, table 47): the same fields in byte 1; ADDRESS
+/// DESCRIPTOR INDEX (bytes 2–5) is ignored, every list being empty.
+pub(crate) fn read_defect_data12(c: &[u8]) -> Decoded {
+    Ok(Command::ReadDefectData(ReadDefectData {
+        long: true,
+        req_plist: bit(c, 1, 4),
+        req_glist: bit(c, 1, 3),
+        defect_list_format: u8_at(c, 1) & 7,
+        allocation_length: be32(c, 6),
+    }))
+}
+
+/// WRITE SAME (10) (SBC-4 §5.46, table 124). ANCHOR and the obsolete PBDATA/LBDATA are
+/// outside the usage mask, so setting them is an invalid field. UNMAP is decoded so that a
+/// write-protected LU can answer WRITE PROTECTED first; the LU refuses it while LBPWS10 = 0.
 pub(crate) fn write_same10(c: &[u8]) -> Decoded {
     Ok(Command::WriteSame(WriteSame {
+        unmap: bit(c, 1, 3),
         lba: be32(c, 2).into(),
         number_of_logical_blocks: be16(c, 7).into(),
         group_number: u8_at(c, 6) & 0x3F,
@@ -169,6 +194,7 @@ pub(crate) fn write_same10(c: &[u8]) -> Decoded {
 /// WRITE SAME (16) (SBC-4 §5.47, table 125); NDOB is not supported either.
 pub(crate) fn write_same16(c: &[u8]) -> Decoded {
     Ok(Command::WriteSame(WriteSame {
+        unmap: bit(c, 1, 3),
         lba: be64(c, 2),
         number_of_logical_blocks: be32(c, 10),
         group_number: u8_at(c, 14) & 0x3F,

@@ -229,13 +229,22 @@ pub static COMMANDS: &[CommandInfo] = &[
         [0x35, 0x06, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
+        "READ DEFECT DATA(10)",
+        In,
+        None,
+        false,
+        1,
+        d::read_defect_data10,
+        [0x37, 0, 0x1F, 0, 0, 0, 0, F, F, NACA]
+    ),
+    entry!(
         "WRITE SAME(10)",
         Out,
         None,
         true,
         60,
         d::write_same10,
-        [0x41, 0, F, F, F, F, 0x3F, F, F, NACA]
+        [0x41, 0x08, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
         "MODE SELECT(10)",
@@ -334,7 +343,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         true,
         60,
         d::write_same16,
-        [0x93, 0, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
+        [0x93, 0x08, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
         "READ CAPACITY(16)",
@@ -407,6 +416,15 @@ pub static COMMANDS: &[CommandInfo] = &[
         30,
         d::verify12,
         [0xAF, 0x16, F, F, F, F, F, F, F, F, 0x3F, NACA]
+    ),
+    entry!(
+        "READ DEFECT DATA(12)",
+        In,
+        None,
+        false,
+        1,
+        d::read_defect_data12,
+        [0xB7, 0x1F, F, F, F, F, F, F, F, F, 0, NACA]
     ),
 ];
 
