@@ -408,6 +408,73 @@ mod tests {
         assert!(counts.iter().all(|c| (400..600).contains(c)), "{counts:?}");
     }
 
+    /// One actuator, every command exactly 10 ms.
+    struct TenMs;
+    impl Drive for TenMs {
+        fn parallelism(&self) -> usize {
+            1
+        }
+        fn positioning_time(&self, _: Ns, _: &MediaOp) -> Ns {
+            0
+        }
+        fn start(&mut self, now: Ns, _: &MediaOp) -> drive::Service {
+            drive::Service {
+                done_at: now + 10_000_000,
+                outcome: drive::MediaOutcome::Ok,
+                recovery: 0,
+            }
+        }
+        fn flush(&mut self, now: Ns) -> Ns {
+            now
+        }
+    }
+
+    #[test]
+    fn a_fast_failed_read_counts_its_replica_latency() {
+        // QD 3 at t = 0 on a 10 ms drive, DLD 1 = 15 ms inactive limit, Fh: A runs 0–10 ms,
+        // B 10–20 ms, C is aborted at 15 ms and re-served 1 ms later (latency 16 ms).
+        let pages = crate::cdl_spec::CdlSpec {
+            read: vec![crate::cdl_spec::DescriptorSpec {
+                dld: 1,
+                inactive_ms: Some(15.0),
+                inactive_policy: Some("Fh".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+        .pages()
+        .unwrap();
+        let config = QueueConfig {
+            cdl: pages,
+            ..QueueConfig::default()
+        };
+        let queue = Queue::new(config, TenMs, Scheduler::Policy(Box::new(Fifo))).unwrap();
+        let mut s = setup(
+            vec![job(
+                "iodepth = 3\ncmdprio_percentage = 100\ncmdprio_hint = 1",
+            )],
+            Stop::Ios(3),
+        );
+        s.replica = Some(
+            Replica::new(crate::replica::ReplicaSpec {
+                base_ms: 1.0,
+                mean_ms: 0.0,
+            })
+            .unwrap(),
+        );
+        let r = run_point(queue, &s).unwrap();
+        let sum = r.total.summary(r.interval);
+        assert_eq!((sum.ios, sum.aborted, sum.limit_missed), (3, 1, 1));
+        assert_eq!(sum.lat_ms.max, 20.0);
+        assert!(
+            (sum.lat_ms.mean - (10.0 + 16.0 + 20.0) / 3.0).abs() < 1e-3,
+            "{:?}",
+            sum.lat_ms
+        );
+        // The re-served read is a read like the others (for read SLAs).
+        assert_eq!(r.reads.count(), 3);
+    }
+
     #[test]
     fn number_ios_ends_a_job_and_the_point() {
         let r = run_point(
