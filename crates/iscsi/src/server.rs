@@ -168,6 +168,13 @@ async fn serve_stream(
     let (mut start, mut end) = (0usize, 0usize);
     let mut out = Output::new();
     let mut pinged = false;
+    // Keepalive (RFC 7143 §11.19): after an idle interval ping the initiator with a NOP-In;
+    // a second silent interval means the peer is gone. `active` records traffic since the
+    // timer last fired, so idleness is detected within one to two intervals.
+    let interval = nop_in_interval.unwrap_or(std::time::Duration::from_secs(3600));
+    let idle = tokio::time::sleep(interval);
+    tokio::pin!(idle);
+    let mut active = false;
     let mut stopping: Option<tokio::time::Instant> = None;
     let mut next_ping_tag = 1u32;
     // True when the last batch filled up before every received PDU was handled.
@@ -184,17 +191,9 @@ async fn serve_stream(
                     buf.resize(need, 0);
                 }
             }
-            // Keepalive (RFC 7143 §11.19): after an idle interval ping the initiator with a
-            // NOP-In; a second silent interval means the peer is gone.
             let grace = async {
                 if let Some(deadline) = stopping {
                     tokio::time::sleep_until(deadline).await;
-                }
-            };
-            let idle = async {
-                match nop_in_interval {
-                    Some(d) => tokio::time::sleep(d).await,
-                    None => std::future::pending().await,
                 }
             };
             let n = tokio::select! {
@@ -219,7 +218,14 @@ async fn serve_stream(
                 }
                 _ = grace, if stopping.is_some() => break Ok(()),
                 _ = kill.notified() => break Ok(()),
-                _ = idle => {
+                _ = &mut idle, if nop_in_interval.is_some() => {
+                    // One timer for the connection: re-armed when it fires, so a busy
+                    // connection does not touch the timer wheel on every read.
+                    idle.as_mut().reset(tokio::time::Instant::now() + interval);
+                    if active {
+                        active = false;
+                        continue;
+                    }
                     if pinged || !conn.is_full_feature() {
                         break Err(io::Error::new(io::ErrorKind::TimedOut, "initiator silent"));
                     }
@@ -234,6 +240,7 @@ async fn serve_stream(
                 }
             };
             pinged = false;
+            active = true;
             if n == 0 {
                 break Ok(());
             }
