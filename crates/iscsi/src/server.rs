@@ -1,4 +1,6 @@
-//! The tokio shell around [`Connection`]: accept connections, move bytes, nothing else.
+//! The tokio shell around [`Connection`]: accept connections, move bytes, and the few
+//! things that span connections (session reinstatement, TARGET COLD RESET, shutdown) or
+//! need a clock (NOP-In keepalive).
 //!
 //! Each connection is one task (connections spread over the runtime's workers). A task reads
 //! into a large buffer, lets the connection handle every complete PDU in it, then writes all
