@@ -111,3 +111,61 @@ fn connection_survives_random_pdus() {
     // The PDUs really reached the full feature phase handlers.
     assert!(handled_in_full_feature > 1000, "{handled_in_full_feature}");
 }
+
+/// A "target" that completes the login, then answers everything with random PDUs: the
+/// initiator must return errors, never panic or allocate from untrusted lengths.
+#[tokio::test]
+async fn initiator_survives_a_garbage_target() {
+    use iscsi::initiator::{Initiator, LoginOptions};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let target = tokio::spawn(async move {
+        for seed in 1..40u64 {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let mut rng = XorShift(seed.wrapping_mul(0xA076_1D64_78BD_642F));
+            let mut req = [0u8; 4096];
+            let _ = s.read(&mut req).await;
+            let mut b = Bhs::new(Opcode::LoginResponse);
+            b.set_flags(0x80 | (1 << 2) | 3);
+            b.set_u16_at(14, 1);
+            b.set_itt(Bhs::from_slice(&req).map_or(0, |r| r.itt()));
+            b.set_u32_at(32, 100); // MaxCmdSN
+            let mut out = Vec::new();
+            pdu::write_pdu(&mut out, &b, b"", false, false);
+            // Then noise: random headers with plausible opcodes, and raw bytes.
+            for _ in 0..8 {
+                let mut h = Bhs(rng.bytes(48).try_into().unwrap());
+                h.0[0] = [0x20, 0x21, 0x25, 0x31, 0x3F, 0x32, 0x24][(rng.next() % 7) as usize];
+                h.set_total_ahs_len_words(0);
+                let len = (rng.next() % 64) as usize;
+                pdu::write_pdu(&mut out, &h, &rng.bytes(len), false, false);
+            }
+            out.extend(rng.bytes(200));
+            let _ = s.write_all(&out).await;
+            let _ = s.shutdown().await;
+        }
+    });
+    let mut logged_in = 0;
+    for _ in 1..40u64 {
+        let mut opts = LoginOptions::new("iqn.fuzz", Some("iqn.garbage"));
+        opts.timeout = std::time::Duration::from_millis(300);
+        let Ok(mut ini) = Initiator::connect(addr, &opts).await else {
+            continue;
+        };
+        logged_in += 1;
+        let _ = ini
+            .scsi_command(0, &[0x28, 0, 0, 0, 0, 0, 0, 0, 8, 0], &[], 4096)
+            .await;
+        let _ = ini.nop(b"x").await;
+        let _ = ini
+            .scsi_command(0, &[0x2A, 0, 0, 0, 0, 0, 0, 0, 8, 0], &[7; 4096], 0)
+            .await;
+    }
+    target.await.unwrap();
+    // The garbage really reached the full feature phase decoders.
+    assert!(logged_in > 30, "{logged_in}");
+}
