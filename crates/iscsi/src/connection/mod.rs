@@ -913,6 +913,63 @@ mod tests {
         assert_eq!(pairs[0].0, "TargetName");
     }
 
+    /// Answers every command with 1 MiB of read data.
+    struct Firehose;
+
+    impl ScsiTarget for Firehose {
+        fn transfer(&self, _: u64, _: &[u8]) -> Result<Transfer, Sense> {
+            Ok(Transfer::In(1 << 20))
+        }
+        fn execute(&self, _: &Request, data_in: &mut Vec<u8>) -> Completion {
+            data_in.resize(1 << 20, 0xEE);
+            Completion::GOOD
+        }
+        fn task_management(&self, _: &Nexus, _: u64, _: TaskManagement) -> TmfResponse {
+            TmfResponse::FunctionComplete
+        }
+        fn nexus_lost(&self, _: &Nexus) {}
+    }
+
+    #[test]
+    fn a_full_batch_stops_handling_until_written() {
+        let portal = Arc::new(Portal::new(vec![TargetNode {
+            name: "iqn.2026-01.org.stint:firehose".into(),
+            alias: None,
+            target: Arc::new(Firehose),
+            allowed_initiators: Vec::new(),
+        }]));
+        let mut c = logged_in(
+            &portal,
+            &[
+                ("InitiatorName", "iqn.i"),
+                ("TargetName", "iqn.2026-01.org.stint:firehose"),
+            ],
+        );
+        let mut bytes = Vec::new();
+        for i in 0..16u32 {
+            let mut cmd = Bhs::new(Opcode::ScsiCommand);
+            cmd.set_flags(0x80 | 0x40 | 1);
+            cmd.set_itt(i);
+            cmd.set_u32_at(20, 1 << 20);
+            cmd.set_u32_at(24, 10 + i);
+            cmd.0[32] = 0x28;
+            bytes.extend(pdu_bytes(&cmd, &[]));
+        }
+        let mut out = Output::new();
+        let mut handled = 0;
+        let mut batches = 0;
+        while handled < bytes.len() {
+            let used = c.receive(&bytes[handled..], &mut out);
+            assert!(used > 0);
+            handled += used;
+            batches += 1;
+            // Each batch stops soon after reaching the limit (one more 1 MiB read at most).
+            assert!(out.len() < crate::output::SOFT_LIMIT + (1 << 20) + 4096);
+            c.recycle(&mut out);
+        }
+        assert!(batches >= 2, "{batches}");
+    }
+
     #[test]
     fn discovery_sessions_reject_scsi_commands() {
         let p = portal(1);
