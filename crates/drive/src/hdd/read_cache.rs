@@ -40,6 +40,9 @@ pub enum ReadHit {
 #[derive(Clone, Debug)]
 pub struct ReadCache {
     segments: Vec<Segment>,
+    /// Live segments as (start, largest end of any segment starting at or before it), sorted
+    /// by start: a lookup is one binary search (positioning asks for every queued command).
+    index: Vec<(u64, u64)>,
     stream: Option<Stream>,
     clock: u64,
     read_ahead: u64,
@@ -57,6 +60,7 @@ impl ReadCache {
     pub fn new(segments: u32, read_ahead_sectors: u32) -> Self {
         Self {
             segments: vec![Segment::default(); segments as usize],
+            index: Vec::with_capacity(segments as usize),
             stream: None,
             clock: 0,
             read_ahead: read_ahead_sectors.into(),
@@ -66,8 +70,9 @@ impl ReadCache {
     /// Whether `[lba, end)` read at `now` hits.
     pub fn lookup(&self, lba: u64, end: u64, now: Ns) -> ReadHit {
         if let Some(s) = &self.stream {
+            // Cheap range test first: random reads almost never fall near the stream.
             let start = self.segments.get(s.segment).map_or(u64::MAX, |g| g.start);
-            if now >= s.at && start <= lba {
+            if lba <= s.limit && start <= lba && now >= s.at {
                 let reached = s.reached(now);
                 if end <= reached {
                     return ReadHit::Cached;
@@ -80,10 +85,12 @@ impl ReadCache {
                 }
             }
         }
-        let cached = self
-            .segments
-            .iter()
-            .any(|g| g.stamp != 0 && g.start <= lba && end <= g.end);
+        let k = self.index.partition_point(|&(start, _)| start <= lba);
+        let cached = k > 0
+            && self
+                .index
+                .get(k - 1)
+                .is_some_and(|&(_, max_end)| end <= max_end);
         if cached {
             ReadHit::Cached
         } else {
@@ -98,6 +105,24 @@ impl ReadCache {
             if let Some(g) = self.segments.get_mut(s.segment) {
                 g.end = g.end.max(reached);
             }
+            self.reindex();
+        }
+    }
+
+    /// Rebuilds the sorted index after segments changed (a handful of entries).
+    fn reindex(&mut self) {
+        self.index.clear();
+        self.index.extend(
+            self.segments
+                .iter()
+                .filter(|g| g.stamp != 0)
+                .map(|g| (g.start, g.end)),
+        );
+        self.index.sort_unstable();
+        let mut max_end = 0;
+        for e in &mut self.index {
+            max_end = max_end.max(e.1);
+            e.1 = max_end;
         }
     }
 
@@ -126,6 +151,7 @@ impl ReadCache {
                 limit: end.saturating_add(self.read_ahead),
             });
         }
+        self.reindex();
     }
 
     /// A sequential read extended the stream to `end` at `at`.
@@ -142,6 +168,7 @@ impl ReadCache {
                 g.stamp = self.clock;
             }
         }
+        self.reindex();
     }
 
     /// Marks a segment that served a hit as recently used.
@@ -167,6 +194,7 @@ impl ReadCache {
                 }
             }
         }
+        self.reindex();
         if let Some(s) = self.stream {
             // The read-ahead would run into the written range: stop it before.
             if s.limit > lba && s.read_end <= lba {
