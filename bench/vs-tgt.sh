@@ -4,17 +4,23 @@
 # The two targets alternate point by point and round by round, so machine noise hits both alike;
 # each point prints the median over the rounds and the stint/tgt ratio.
 #
-#   bench/vs-tgt.sh [--rounds N] [--seconds S]
+#   bench/vs-tgt.sh [--rounds N] [--seconds S] [--points "BLOCKS:QD ..."]
+#
+# BLOCKS counts 512-byte blocks per I/O (iscsi-perf -b): 8 = 4 KiB, 256 = 128 KiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rounds=3 seconds=5
+rounds=3 seconds=5 points="8:1 8:32 256:1 256:32"
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds N] [--seconds S]" >&2; exit 2 ;;
+    --points) points=$2; shift 2 ;;
+    *) echo "usage: $0 [--rounds N] [--seconds S] [--points \"BLOCKS:QD ...\"]" >&2; exit 2 ;;
   esac
+done
+for p in $points; do
+  [[ $p =~ ^[0-9]+:[0-9]+$ ]] || { echo "bad point '$p': expected BLOCKS:QD, e.g. 8:32" >&2; exit 2; }
 done
 
 need=()
@@ -66,11 +72,10 @@ perf() { # url blocks qd
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-points=("8 1" "8 32" "256 1" "256 32")
 declare -A res
 for r in $(seq "$rounds"); do
-  for p in "${points[@]}"; do
-    set -- $p
+  for p in $points; do
+    set -- ${p/:/ }
     # Alternate which target goes first from round to round.
     if [ $((r % 2)) -eq 1 ]; then order="stint tgt"; else order="tgt stint"; fi
     for t in $order; do
@@ -83,8 +88,8 @@ for r in $(seq "$rounds"); do
 done
 
 printf '\n%-14s %12s %10s %12s %10s %8s\n' "point" "stint IOPS" "MiB/s" "tgt IOPS" "MiB/s" "ratio"
-for p in "${points[@]}"; do
-  set -- $p
+for p in $points; do
+  set -- ${p/:/ }
   s=$(tr ' ' '\n' <<<"${res[stint,$1,$2]}" | grep . | median)
   t=$(tr ' ' '\n' <<<"${res[tgt,$1,$2]}" | grep . | median)
   awk -v b="$1" -v q="$2" -v s="$s" -v t="$t" 'BEGIN {
