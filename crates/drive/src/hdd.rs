@@ -47,7 +47,13 @@ pub struct Hdd {
     /// `(t, t mod T_rev)` of the last positioning estimate: an ordering policy asks for many
     /// candidates at the same `t`, and this saves a 64-bit division per candidate.
     phase_memo: Cell<(Ns, Ns)>,
+    /// Direct-mapped memo of `lba + 1 → (cylinder, angle)`: the same queued LBAs are placed
+    /// again at every pick, and placing costs a square root (0 marks an empty slot).
+    place_memo: Vec<Cell<(u64, u32, u32)>>,
 }
+
+/// Slots of the placement memo (a power of two, well above an NCQ queue).
+const PLACE_MEMO: usize = 256;
 
 fn ms(v: f64) -> Ns {
     (v * NS_PER_MS).round() as Ns
@@ -101,6 +107,7 @@ impl Hdd {
             write_cache: WriteCache::new(cache_sectors),
             write_cache_enabled: c.write_cache,
             phase_memo: Cell::new((0, 0)),
+            place_memo: vec![Cell::new((0, 0, 0)); PLACE_MEMO],
             faults: Faults::new(
                 p.faults.clone(),
                 retry_ns,
@@ -204,6 +211,25 @@ impl Hdd {
         seek + wait
     }
 
+    /// Cylinder and angle of `lba`, memoised.
+    #[inline]
+    fn place(&self, lba: u64) -> (u32, Ns) {
+        let slot = (lba.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % PLACE_MEMO;
+        let key = lba.wrapping_add(1);
+        if let Some(cell) = self.place_memo.get(slot) {
+            let (k, cylinder, angle) = cell.get();
+            if k == key {
+                return (cylinder, angle.into());
+            }
+            let (cylinder, angle, _) = self.geometry.place(lba);
+            // Angles are below one revolution (< 2^32 ns for any rpm ≥ 1000).
+            cell.set((key, cylinder, angle as u32));
+            return (cylinder, angle);
+        }
+        let (cylinder, angle, _) = self.geometry.place(lba);
+        (cylinder, angle)
+    }
+
     fn interface_time(&self, blocks: u64) -> Ns {
         (blocks as f64 * f64::from(self.geometry.sector_bytes) * self.interface_ns_per_byte) as Ns
     }
@@ -242,7 +268,7 @@ impl Hdd {
             .oldest(DESTAGE_WINDOW)
             .enumerate()
             .min_by_key(|(_, d)| {
-                let (cylinder, angle, _) = self.geometry.place(d.lba);
+                let (cylinder, angle) = self.place(d.lba);
                 self.access(t, cylinder, angle, true)
             })
             .map(|(i, _)| i);
@@ -302,7 +328,7 @@ impl Drive for Hdd {
             }
         }
         let t = now.max(self.free_at) + self.overhead;
-        let (cylinder, angle, _) = self.geometry.place(op.lba);
+        let (cylinder, angle) = self.place(op.lba);
         (t - now) + self.access(t, cylinder, angle, op.write)
     }
 

@@ -40,8 +40,8 @@ pub enum ReadHit {
 #[derive(Clone, Debug)]
 pub struct ReadCache {
     segments: Vec<Segment>,
-    /// Live segments as (start, largest end of any segment starting at or before it), sorted
-    /// by start: a lookup is one binary search (positioning asks for every queued command).
+    /// Live segments as (start, end), packed so that a lookup (asked for every queued command
+    /// at every pick) scans contiguous pairs.
     index: Vec<(u64, u64)>,
     stream: Option<Stream>,
     clock: u64,
@@ -109,7 +109,7 @@ impl ReadCache {
         }
     }
 
-    /// Rebuilds the sorted index after segments changed (a handful of entries).
+    /// Rebuilds the index after segments changed (a handful of entries).
     fn reindex(&mut self) {
         self.index.clear();
         self.index.extend(
@@ -118,12 +118,6 @@ impl ReadCache {
                 .filter(|g| g.stamp != 0)
                 .map(|g| (g.start, g.end)),
         );
-        self.index.sort_unstable();
-        let mut max_end = 0;
-        for e in &mut self.index {
-            max_end = max_end.max(e.1);
-            e.1 = max_end;
-        }
     }
 
     /// A media read of `[lba, end)` finished at `at`: it fills a segment and starts read-ahead.
