@@ -347,14 +347,12 @@ impl Drive for Hdd {
         if op.write {
             self.read_cache.invalidate(op.lba, end);
             if self.caches_write(op) {
+                // Full: the write is accepted once destage has made room (spec §1.5).
+                let mut ready = now;
                 while !self.write_cache.has_room(blocks) && !self.write_cache.is_empty() {
                     self.destage_one();
+                    ready = ready.max(self.free_at);
                 }
-                let ready = if self.write_cache.has_room(blocks) {
-                    now
-                } else {
-                    now.max(self.free_at)
-                };
                 self.write_cache.push(Dirty {
                     lba: op.lba,
                     blocks,

@@ -63,7 +63,7 @@ pub mod hdd;
 pub mod instant;
 pub mod ssd;
 
-pub use config::DriveConfig;
+pub use config::{DriveConfig, DRIVE_NAMES};
 pub use error::ProfileError;
 pub use hdd::{FaultKind, FaultRange, Hdd, HddProfile};
 pub use instant::Instant;

@@ -314,3 +314,48 @@ fn profile_errors_name_the_field() {
     assert!(e.to_string().contains("fault[0].sectors"), "{e}");
     assert!(HddProfile::from_toml("not toml [").is_err());
 }
+
+#[test]
+fn a_write_makes_cached_read_data_stale() {
+    let mut hdd = Hdd::default_22tb();
+    let first = hdd.start(0, &read(1 << 30, 256));
+    let now = first.done_at + 50_000;
+    // Still buffered: a hit.
+    let hit = hdd.start(now, &read(1 << 30, 256));
+    assert!(
+        hit.done_at - now < 1_000_000,
+        "re-read took {} ns",
+        hit.done_at - now
+    );
+    let w = hdd.start(hit.done_at, &write(1 << 30, 8));
+    let again = hdd.start(w.done_at, &read(1 << 30, 256));
+    assert!(
+        again.done_at - w.done_at > 1_000_000,
+        "stale segment served after a write"
+    );
+}
+
+/// Twelve back-to-back 4 KiB random writes with WCE on; returns the time to acknowledge all.
+fn twelve_cached_writes(cache_mb: f64) -> Ns {
+    let mut profile = HddProfile::default_22tb();
+    profile.cache.write_cache = true;
+    profile.cache.write_cache_mb = cache_mb;
+    let mut hdd = Hdd::new(&profile).expect("profile");
+    let mut rng = SplitMix(5);
+    let mut now = 0;
+    for _ in 0..12 {
+        now = hdd.start(now, &write(rng.below(1 << 35), 8)).done_at;
+    }
+    assert!(hdd.dirty_sectors() as f64 * 512.0 <= cache_mb * 1e6);
+    now
+}
+
+#[test]
+fn a_full_write_cache_makes_writes_wait_for_destage() {
+    // Room for 64 writes: every acknowledgement is a buffer transfer (< 0.4 ms each).
+    let roomy = twelve_cached_writes(64.0 * 4096.0 / 1e6);
+    assert!(roomy < 12 * 400_000, "roomy cache took {roomy} ns");
+    // Room for 4: at least 8 destages (random writes, > 2 ms each) must finish first.
+    let full = twelve_cached_writes(4.0 * 4096.0 / 1e6);
+    assert!(full > 8 * 2_000_000, "full cache took only {full} ns");
+}
