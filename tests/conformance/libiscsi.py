@@ -144,6 +144,8 @@ def main():
                 ("inquiry_version = 6", ["SCSI.Inquiry"], "@inquiry_version=6"),
                 ("read_only = true", ["SCSI.ReadOnly"], ""),
                 ("removable = true", ["SCSI.PreventAllow", "SCSI.StartStopUnit", "SCSI.NoMedia"], ""),
+                # The whole suite once more on 4 KiB logical blocks.
+                ("block_size = 4096", ["*"], "@block_size=4096"),
             ]
             # Each LUN gets a target node of its own: a TARGET RESET from one suite must not
             # raise unit attentions in a suite running beside it.
@@ -168,8 +170,8 @@ def main():
         # Suites that only a special LUN exercises run there instead of on a plain LUN; a suffix
         # marks an extra run whose results are reported under their own names.
         moved = {s for _, ss, suffix in special if not suffix for s in ss}
-        items = [("plain", suite) for suite in suites if suite not in moved]
-        items += [("special", spec) for spec in special]
+        items = [("special", (url, suites if ss == ["*"] else ss, suffix)) for url, ss, suffix in special]
+        items += [("plain", suite) for suite in suites if suite not in moved]
         results = {}
         started = time.monotonic()
         free = list(urls)
