@@ -134,6 +134,13 @@ impl Drive for Ssd {
         self.unit_free.get(u).map_or(0, |&f| f.saturating_sub(now)) + self.overhead
     }
 
+    /// Queueing on the first unit plus one page operation and the transfer (stripes on other
+    /// units proceed in parallel).
+    fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {
+        let media = if op.write { self.program } else { self.read };
+        self.positioning_time(now, op) + media + self.transfer(op.blocks.into())
+    }
+
     fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
         let blocks = u64::from(op.blocks);
         let xfer = self.transfer(blocks);

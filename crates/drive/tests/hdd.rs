@@ -147,7 +147,13 @@ fn positioning_time_predicts_start() {
     for _ in 0..200 {
         let op = read(rng.below(1 << 35), 8);
         let predicted = hdd.positioning_time(now, &op);
+        let service = hdd.service_time(now, &op);
         let s = hdd.start(now, &op);
+        assert_eq!(
+            s.done_at - now,
+            service,
+            "service estimate is exact without faults"
+        );
         let transfer = s.done_at - now - predicted;
         assert!(
             transfer < 100_000,

@@ -18,6 +18,10 @@ fn profile() -> SsdProfile {
 #[test]
 fn a_read_costs_overhead_plus_tr_plus_transfer() {
     let mut ssd = Ssd::new(&profile()).expect("ssd");
+    assert_eq!(
+        ssd.service_time(1_000, &op(0, 8, false)),
+        5_000 + 70_000 + 585
+    );
     let s = ssd.start(1_000, &op(0, 8, false));
     // 5 µs overhead + 70 µs tR + 4096 B at 7000 MB/s (585 ns).
     assert_eq!(s.done_at - 1_000, 5_000 + 70_000 + 585);

@@ -212,6 +212,13 @@ fn speed_b1_qd32() {
     let wall = std::time::Instant::now();
     let p = run(32, ios, CALIBRATION_SEED, policy.as_mut());
     let secs = wall.elapsed().as_secs_f64();
+    let build = std::time::Instant::now();
+    let drive = Hdd::default_22tb();
+    println!(
+        "building the default HDD model took {:.1} ms",
+        build.elapsed().as_secs_f64() * 1e3
+    );
+    drop(drive);
     println!(
         "B1 QD32: {ios} commands in {secs:.3} s = {:.2} M commands/s ({:.1} IOPS simulated)",
         ios as f64 / secs / 1e6,
