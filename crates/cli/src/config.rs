@@ -279,6 +279,8 @@ mod tests {
             size = 1048576
             write_cache = false
             read_only = true
+            removable = true
+            inquiry_version = 6
             "#,
         )
         .unwrap();
@@ -286,6 +288,9 @@ mod tests {
         assert_eq!(c.targets[0].luns[0].size, Some(64 << 20));
         assert_eq!(c.targets[0].luns[1].id, Some(7));
         assert!(!c.targets[0].luns[1].write_cache);
+        assert!(c.targets[0].luns[1].removable);
+        assert_eq!(c.targets[0].luns[1].inquiry_version, 6);
+        assert_eq!(c.targets[0].luns[0].inquiry_version, 0x0D);
     }
 
     #[test]
@@ -299,6 +304,8 @@ mod tests {
             ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"tape\"", "unknown variant"),
             ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"ram\"\nsize = \"big\"", "invalid size"),
             ("", "no [[target]]"),
+            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\ninquiry_version = 9", "inquiry_version"),
+            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\n[[target.lun]]\nid = 0\nstore = \"ram\"\nsize = 512", "duplicate LUN 0"),
         ];
         for (text, want) in cases {
             let err = format!("{:#}", parse(text).unwrap_err());
