@@ -47,9 +47,22 @@ pub struct Hdd {
     /// `(t, t mod T_rev)` of the last positioning estimate: an ordering policy asks for many
     /// candidates at the same `t`, and this saves a 64-bit division per candidate.
     phase_memo: Cell<(Ns, Ns)>,
-    /// Direct-mapped memo of `lba + 1 → (cylinder, angle)`: the same queued LBAs are placed
-    /// again at every pick, and placing costs a square root (0 marks an empty slot).
-    place_memo: Vec<Cell<(u64, u32, u32)>>,
+    /// Direct-mapped memo by LBA: the same queued commands are looked at again at every pick,
+    /// and placing costs a square root and a read-cache check.
+    place_memo: Vec<Cell<Placed>>,
+}
+
+/// A memo entry of [`Hdd::placed`].
+#[derive(Clone, Copy, Debug, Default)]
+struct Placed {
+    /// `lba + 1` (0 marks an empty slot).
+    key: u64,
+    cylinder: u32,
+    /// Below one revolution (< 2^32 ns for any rpm ≥ 1000).
+    angle: u32,
+    /// A read of `blocks` from this LBA missed the read cache at `miss_version` (0: unknown).
+    blocks: u32,
+    miss_version: u64,
 }
 
 /// Slots of the placement memo (a power of two, well above an NCQ queue).
@@ -107,7 +120,7 @@ impl Hdd {
             write_cache: WriteCache::new(cache_sectors),
             write_cache_enabled: c.write_cache,
             phase_memo: Cell::new((0, 0)),
-            place_memo: vec![Cell::new((0, 0, 0)); PLACE_MEMO],
+            place_memo: vec![Cell::new(Placed::default()); PLACE_MEMO],
             faults: Faults::new(
                 p.faults.clone(),
                 retry_ns,
@@ -211,23 +224,37 @@ impl Hdd {
         seek + wait
     }
 
-    /// Cylinder and angle of `lba`, memoised.
+    fn memo_slot(&self, lba: u64) -> Option<&Cell<Placed>> {
+        self.place_memo
+            .get((lba.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % PLACE_MEMO)
+    }
+
+    /// Cylinder and angle of `lba` (with the memo entry), memoised.
     #[inline]
-    fn place(&self, lba: u64) -> (u32, Ns) {
-        let slot = (lba.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % PLACE_MEMO;
+    fn placed(&self, lba: u64) -> Placed {
         let key = lba.wrapping_add(1);
-        if let Some(cell) = self.place_memo.get(slot) {
-            let (k, cylinder, angle) = cell.get();
-            if k == key {
-                return (cylinder, angle.into());
-            }
-            let (cylinder, angle, _) = self.geometry.place(lba);
-            // Angles are below one revolution (< 2^32 ns for any rpm ≥ 1000).
-            cell.set((key, cylinder, angle as u32));
-            return (cylinder, angle);
+        let slot = self.memo_slot(lba);
+        if let Some(p) = slot.map(Cell::get).filter(|p| p.key == key) {
+            return p;
         }
         let (cylinder, angle, _) = self.geometry.place(lba);
-        (cylinder, angle)
+        let p = Placed {
+            key,
+            cylinder,
+            angle: angle as u32,
+            blocks: 0,
+            miss_version: 0,
+        };
+        if let Some(cell) = slot {
+            cell.set(p);
+        }
+        p
+    }
+
+    /// Cylinder and angle of `lba`.
+    fn place(&self, lba: u64) -> (u32, Ns) {
+        let p = self.placed(lba);
+        (p.cylinder, p.angle.into())
     }
 
     fn interface_time(&self, blocks: u64) -> Ns {
@@ -318,18 +345,39 @@ impl Drive for Hdd {
             if self.caches_write(op) && self.write_cache.has_room(op.blocks.into()) {
                 return self.write_hit_overhead;
             }
-        } else {
-            match self.read_hit(now, op.lba, end) {
+        }
+        let p = self.placed(op.lba);
+        if !op.write {
+            let known = if p.blocks == op.blocks {
+                p.miss_version
+            } else {
+                0
+            };
+            let (hit, miss_version) = self.read_cache.lookup_since(op.lba, end, now, known);
+            let hit = match hit {
+                ReadHit::Miss if self.write_cache.covers(op.lba, end) => ReadHit::Cached,
+                hit => hit,
+            };
+            match hit {
                 ReadHit::Cached => return self.read_hit_overhead,
                 ReadHit::Streaming { media_done } => {
                     return self.read_hit_overhead.max(media_done.saturating_sub(now));
                 }
-                ReadHit::Miss => {}
+                ReadHit::Miss => {
+                    if miss_version != known {
+                        if let Some(cell) = self.memo_slot(op.lba) {
+                            cell.set(Placed {
+                                blocks: op.blocks,
+                                miss_version,
+                                ..p
+                            });
+                        }
+                    }
+                }
             }
         }
         let t = now.max(self.free_at) + self.overhead;
-        let (cylinder, angle) = self.place(op.lba);
-        (t - now) + self.access(t, cylinder, angle, op.write)
+        (t - now) + self.access(t, p.cylinder, p.angle.into(), op.write)
     }
 
     fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {

@@ -365,3 +365,40 @@ fn a_full_write_cache_makes_writes_wait_for_destage() {
     let full = twelve_cached_writes(4.0 * 4096.0 / 1e6);
     assert!(full > 8 * 2_000_000, "full cache took only {full} ns");
 }
+
+#[test]
+fn remembered_read_cache_misses_agree_with_full_lookups() {
+    use drive::hdd::read_cache::{ReadCache, ReadHit};
+    let mut cache = ReadCache::new(4, 64);
+    let mut rng = SplitMix(9);
+    // Queries over a small LBA space so hits happen; each remembers its last miss version.
+    let queries: Vec<(u64, u64)> = (0..24)
+        .map(|_| {
+            let lba = rng.below(4096);
+            (lba, lba + 1 + rng.below(64))
+        })
+        .collect();
+    let mut known = vec![0u64; queries.len()];
+    let (mut now, mut hits) = (0, 0);
+    for step in 0..3000 {
+        now += 1 + rng.below(20_000);
+        let lba = rng.below(4096);
+        match rng.below(5) {
+            0 => cache.insert(lba, lba + 1 + rng.below(128), now, 1000.0),
+            1 => cache.stop_stream(now),
+            2 => cache.extend_stream(lba, now),
+            3 => cache.invalidate(lba, lba + 1 + rng.below(32)),
+            _ => {}
+        }
+        for (i, &(q, end)) in queries.iter().enumerate() {
+            let full = cache.lookup(q, end, now);
+            let (fast, version) = cache.lookup_since(q, end, now, known[i]);
+            assert_eq!(fast, full, "step {step}, query {i}");
+            if full == ReadHit::Cached {
+                hits += 1;
+            }
+            known[i] = version;
+        }
+    }
+    assert!(hits > 100, "the test should exercise hits too ({hits})");
+}

@@ -37,12 +37,18 @@ pub enum ReadHit {
     },
 }
 
+/// Growth events remembered for [`ReadCache::lookup_since`].
+const GROWTH_LOG: usize = 8;
+
 #[derive(Clone, Debug)]
 pub struct ReadCache {
     segments: Vec<Segment>,
-    /// Live segments as (start, end), packed so that a lookup (asked for every queued command
-    /// at every pick) scans contiguous pairs.
-    index: Vec<(u64, u64)>,
+    /// Counts growth events (a segment gained data); starts at 1 so 0 can mean "unknown".
+    version: u64,
+    /// The last `GROWTH_LOG` growth events as (start, end), slot `version % GROWTH_LOG`: a
+    /// read known to miss at an earlier version only needs checking against these (ordering
+    /// policies ask about every queued command at every pick).
+    growth: [(u64, u64); GROWTH_LOG],
     stream: Option<Stream>,
     clock: u64,
     read_ahead: u64,
@@ -60,7 +66,8 @@ impl ReadCache {
     pub fn new(segments: u32, read_ahead_sectors: u32) -> Self {
         Self {
             segments: vec![Segment::default(); segments as usize],
-            index: Vec::with_capacity(segments as usize),
+            version: 1,
+            growth: [(0, 0); GROWTH_LOG],
             stream: None,
             clock: 0,
             read_ahead: read_ahead_sectors.into(),
@@ -69,32 +76,78 @@ impl ReadCache {
 
     /// Whether `[lba, end)` read at `now` hits.
     pub fn lookup(&self, lba: u64, end: u64, now: Ns) -> ReadHit {
-        if let Some(s) = &self.stream {
-            // Cheap range test first: random reads almost never fall near the stream.
-            let start = self.segments.get(s.segment).map_or(u64::MAX, |g| g.start);
-            if lba <= s.limit && start <= lba && now >= s.at {
-                let reached = s.reached(now);
-                if end <= reached {
-                    return ReadHit::Cached;
-                }
-                if lba <= reached {
-                    let more = end.saturating_sub(s.read_end) as f64 * s.ns_per_sector;
-                    return ReadHit::Streaming {
-                        media_done: s.at + more as Ns,
-                    };
-                }
-            }
+        if let Some(hit) = self.stream_hit(lba, end, now) {
+            return hit;
         }
-        let k = self.index.partition_point(|&(start, _)| start <= lba);
-        let cached = k > 0
-            && self
-                .index
-                .get(k - 1)
-                .is_some_and(|&(_, max_end)| end <= max_end);
-        if cached {
+        if self.segments_hit(lba, end) {
             ReadHit::Cached
         } else {
             ReadHit::Miss
+        }
+    }
+
+    /// As [`Self::lookup`] for a read already known to miss at `miss_version` (0: unknown).
+    /// Also returns the version at which it misses now (0 on a hit), to remember.
+    pub fn lookup_since(&self, lba: u64, end: u64, now: Ns, miss_version: u64) -> (ReadHit, u64) {
+        if let Some(hit) = self.stream_hit(lba, end, now) {
+            return (hit, 0);
+        }
+        let news = self.version.wrapping_sub(miss_version);
+        if miss_version != 0 && news <= GROWTH_LOG as u64 {
+            // Only segments that grew since can newly hold it; a match is re-checked in full
+            // because the grown segment may have been dropped since.
+            let maybe = (1..=news).any(|k| {
+                let v = miss_version + k;
+                self.growth
+                    .get((v % GROWTH_LOG as u64) as usize)
+                    .is_some_and(|&(start, seg_end)| start <= lba && end <= seg_end)
+            });
+            if !maybe {
+                return (ReadHit::Miss, self.version);
+            }
+        }
+        if self.segments_hit(lba, end) {
+            (ReadHit::Cached, 0)
+        } else {
+            (ReadHit::Miss, self.version)
+        }
+    }
+
+    /// The read-ahead stream holds, or is about to reach, `[lba, end)`.
+    fn stream_hit(&self, lba: u64, end: u64, now: Ns) -> Option<ReadHit> {
+        let s = self.stream.as_ref()?;
+        // Cheap range test first: random reads almost never fall near the stream.
+        let start = self.segments.get(s.segment).map_or(u64::MAX, |g| g.start);
+        if lba > s.limit || start > lba || now < s.at {
+            return None;
+        }
+        let reached = s.reached(now);
+        if end <= reached {
+            return Some(ReadHit::Cached);
+        }
+        if lba <= reached {
+            let more = end.saturating_sub(s.read_end) as f64 * s.ns_per_sector;
+            return Some(ReadHit::Streaming {
+                media_done: s.at + more as Ns,
+            });
+        }
+        None
+    }
+
+    fn segments_hit(&self, lba: u64, end: u64) -> bool {
+        self.segments
+            .iter()
+            .any(|g| g.stamp != 0 && g.start <= lba && end <= g.end)
+    }
+
+    /// Segment data now covers `[start, end)`.
+    fn grew(&mut self, start: u64, end: u64) {
+        self.version += 1;
+        if let Some(slot) = self
+            .growth
+            .get_mut((self.version % GROWTH_LOG as u64) as usize)
+        {
+            *slot = (start, end);
         }
     }
 
@@ -104,20 +157,10 @@ impl ReadCache {
             let reached = if t >= s.at { s.reached(t) } else { s.read_end };
             if let Some(g) = self.segments.get_mut(s.segment) {
                 g.end = g.end.max(reached);
+                let (start, end) = (g.start, g.end);
+                self.grew(start, end);
             }
-            self.reindex();
         }
-    }
-
-    /// Rebuilds the index after segments changed (a handful of entries).
-    fn reindex(&mut self) {
-        self.index.clear();
-        self.index.extend(
-            self.segments
-                .iter()
-                .filter(|g| g.stamp != 0)
-                .map(|g| (g.start, g.end)),
-        );
     }
 
     /// A media read of `[lba, end)` finished at `at`: it fills a segment and starts read-ahead.
@@ -144,8 +187,8 @@ impl ReadCache {
                 ns_per_sector,
                 limit: end.saturating_add(self.read_ahead),
             });
+            self.grew(lba, end);
         }
-        self.reindex();
     }
 
     /// A sequential read extended the stream to `end` at `at`.
@@ -160,9 +203,10 @@ impl ReadCache {
             if let Some(g) = self.segments.get_mut(s.segment) {
                 g.end = g.end.max(end);
                 g.stamp = self.clock;
+                let (start, seg_end) = (g.start, g.end);
+                self.grew(start, seg_end);
             }
         }
-        self.reindex();
     }
 
     /// Marks a segment that served a hit as recently used.
@@ -188,7 +232,6 @@ impl ReadCache {
                 }
             }
         }
-        self.reindex();
         if let Some(s) = self.stream {
             // The read-ahead would run into the written range: stop it before.
             if s.limit > lba && s.read_end <= lba {
