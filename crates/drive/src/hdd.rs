@@ -341,10 +341,8 @@ impl Drive for Hdd {
 
     fn positioning_time(&self, now: Ns, op: &MediaOp) -> Ns {
         let end = op.lba.saturating_add(op.blocks.into());
-        if op.write {
-            if self.caches_write(op) && self.write_cache.has_room(op.blocks.into()) {
-                return self.write_hit_overhead;
-            }
+        if op.write && self.caches_write(op) && self.write_cache.has_room(op.blocks.into()) {
+            return self.write_hit_overhead;
         }
         let p = self.placed(op.lba);
         if !op.write {
