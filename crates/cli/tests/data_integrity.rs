@@ -4,7 +4,7 @@
 mod common;
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
-use std::net::SocketAddr;
+use iscsi::url::IscsiUrl;
 
 const BLOCK: usize = 512;
 
@@ -51,15 +51,13 @@ fn extents(capacity_blocks: u64) -> Vec<(u64, u32)> {
 }
 
 async fn session(url: &str, initiator: &str, isid_low: u8) -> (Initiator, u64) {
-    // iscsi://host:port/target/lun
-    let rest = url.trim_start_matches("iscsi://");
-    let mut parts = rest.split('/');
-    let addr: SocketAddr = parts.next().unwrap().parse().unwrap();
-    let target = parts.next().unwrap();
-    let lun: u64 = parts.next().unwrap().parse().unwrap();
-    let mut opts = LoginOptions::new(initiator, Some(target));
+    let url: IscsiUrl = url.parse().expect("stint prints valid URLs");
+    let lun = url.lun;
+    let mut opts = LoginOptions::new(initiator, Some(&url.target));
     opts.isid[5] = isid_low;
-    let mut s = Initiator::connect(addr, &opts).await.expect("login");
+    let mut s = Initiator::connect_portal(&url.portal, &opts)
+        .await
+        .expect("login");
     // A new I_T nexus first sees POWER ON, RESET OR BUS DEVICE RESET OCCURRED (SAM-5 §5.14);
     // TEST UNIT READY consumes it, as initiators do at attach.
     let tur = [0u8; 6];

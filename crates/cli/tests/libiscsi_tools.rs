@@ -64,7 +64,7 @@ fn iscsi_perf_runs_random_reads() {
         .lines()
         .filter_map(|l| l.trim().strip_prefix("iops average "))
         .filter_map(|l| l.split_whitespace().next()?.parse().ok())
-        .last()
+        .next_back()
         .unwrap_or_else(|| panic!("no iops average in: {out}"));
     assert!(iops > 100.0, "{out}");
 }
