@@ -134,17 +134,27 @@ impl LogicalUnit {
         let bs = self.block_size() as usize;
         let n = len.min(data_out.len() / bs * bs);
         let _serialised = self.read_modify_write.lock();
-        let mut medium = vec![0u8; n];
-        if let Err(e) = self.store.read_at(offset, &mut medium) {
-            return self.io_error(
+        let mut medium = match self.read_medium(rw.lba, offset, n) {
+            Ok(m) => m,
+            Err(failed) => return failed,
+        };
+        medium.iter_mut().zip(data_out).for_each(|(m, d)| *m |= d);
+        self.store_blocks(rw.lba, offset, n, &medium, rw.fua)
+    }
+
+    /// The medium's current bytes for a read-modify-write (ORWRITE, COMPARE AND WRITE); the
+    /// caller holds the read-modify-write lock.
+    fn read_medium(&self, lba: u64, offset: u64, len: usize) -> Result<Vec<u8>, Completion> {
+        let mut medium = vec![0u8; len];
+        self.store.read_at(offset, &mut medium).map_err(|e| {
+            self.io_error(
                 &e,
                 SenseKey::MediumError,
                 Asc::UNRECOVERED_READ_ERROR,
-                Some(rw.lba),
-            );
-        }
-        medium.iter_mut().zip(data_out).for_each(|(m, d)| *m |= d);
-        self.store_blocks(rw.lba, offset, n, &medium, rw.fua)
+                Some(lba),
+            )
+        })?;
+        Ok(medium)
     }
 
     /// WRITE AND VERIFY (10)/(12)/(16) (SBC-4 §5.43–5.45): the data must be on the medium to be
@@ -190,15 +200,10 @@ impl LogicalUnit {
         };
         let offset = rw.lba * u64::from(self.block_size());
         let _serialised = self.read_modify_write.lock();
-        let mut medium = vec![0u8; len];
-        if let Err(e) = self.store.read_at(offset, &mut medium) {
-            return self.io_error(
-                &e,
-                SenseKey::MediumError,
-                Asc::UNRECOVERED_READ_ERROR,
-                Some(rw.lba),
-            );
-        }
+        let medium = match self.read_medium(rw.lba, offset, len) {
+            Ok(m) => m,
+            Err(failed) => return failed,
+        };
         if let Some(at) = medium.iter().zip(verify).position(|(a, b)| a != b) {
             let mut sense = Sense::new(SenseKey::Miscompare, Asc::MISCOMPARE_DURING_VERIFY);
             sense.information = Some(at as u64);
