@@ -43,6 +43,14 @@ pub trait Drive {
     /// ordering policies (SPTF).
     fn positioning_time(&self, now: Ns, op: &MediaOp) -> Ns;
 
+    /// [`Self::positioning_time`] of each of `ops` at `now`, replacing the contents of `out`.
+    /// An ordering policy asks about its whole queue at every pick: a model can work out what
+    /// the candidates share (head position, platter phase) once.
+    fn positioning_times(&self, now: Ns, ops: &[MediaOp], out: &mut Vec<Ns>) {
+        out.clear();
+        out.extend(ops.iter().map(|op| self.positioning_time(now, op)));
+    }
+
     /// Estimated time from `now` until `op` would complete if started now (positioning plus
     /// media transfer, no error recovery), without changing state. Defaults to the positioning
     /// time (models without a transfer estimate).

@@ -164,6 +164,42 @@ fn positioning_time_predicts_start() {
 }
 
 #[test]
+fn positioning_times_match_one_at_a_time() {
+    // A queue of random reads, re-reads of recent ones (cache hits), sequential follow-ons
+    // (streaming) and writes, asked about as a batch and singly at every dispatch.
+    let mut hdd = Hdd::default_22tb();
+    let mut rng = SplitMix(11);
+    let mut queue: Vec<MediaOp> = Vec::new();
+    let mut done: Vec<MediaOp> = Vec::new();
+    let mut now = 0;
+    let mut times = Vec::new();
+    for _ in 0..2_000 {
+        while queue.len() < 32 {
+            let op = match (rng.below(8), done.last()) {
+                (0, Some(d)) => read(d.lba + u64::from(d.blocks), 256),
+                (1, Some(d)) => read(d.lba, d.blocks / 2),
+                (2, _) => write(rng.below(1 << 35), 256),
+                _ => read(rng.below(1 << 35), 256),
+            };
+            queue.push(op);
+        }
+        hdd.positioning_times(now, &queue, &mut times);
+        let singly: Vec<Ns> = queue
+            .iter()
+            .map(|op| hdd.positioning_time(now, op))
+            .collect();
+        assert_eq!(times, singly, "at {now} ns");
+        let Some(i) = (0..queue.len()).min_by_key(|&i| times[i]) else {
+            unreachable!("the queue is full")
+        };
+        let op = queue.remove(i);
+        let s = hdd.start(now, &op);
+        done.push(op);
+        now = now.max(s.done_at.min(now + 5_000_000));
+    }
+}
+
+#[test]
 fn sequential_reads_stream_from_read_ahead() {
     let mut hdd = Hdd::default_22tb();
     let mut now = 0;

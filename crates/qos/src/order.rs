@@ -44,6 +44,24 @@ pub fn sptf_cost(now: Ns, c: &Candidate, drive: &dyn Drive) -> Ns {
     drive.positioning_time(now, &c.op)
 }
 
+/// Scratch space for asking the drive about a whole queue at once
+/// ([`Drive::positioning_times`]), kept by a policy between picks.
+#[derive(Clone, Debug, Default)]
+pub struct Positions {
+    ops: Vec<MediaOp>,
+    times: Vec<Ns>,
+}
+
+impl Positions {
+    /// The SPTF cost ([`sptf_cost`]) of each candidate of `queue` at `now`, in queue order.
+    pub fn measure(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> &[Ns] {
+        self.ops.clear();
+        self.ops.extend(queue.iter().map(|c| c.op));
+        drive.positioning_times(now, &self.ops, &mut self.times);
+        &self.times
+    }
+}
+
 /// Index of the smallest key (first on ties); 0 for an empty queue.
 pub(crate) fn argmin<K: Ord>(queue: &[Candidate], mut key: impl FnMut(&Candidate) -> K) -> usize {
     let mut best: Option<(K, usize)> = None;
@@ -60,11 +78,11 @@ pub(crate) fn argmin<K: Ord>(queue: &[Candidate], mut key: impl FnMut(&Candidate
     best.map_or(0, |(_, i)| i)
 }
 
-/// Index of the smallest float cost; ties go to the oldest (then lowest id).
-pub(crate) fn argmin_f64(queue: &[Candidate], mut cost: impl FnMut(&Candidate) -> f64) -> usize {
+/// Index of the smallest float cost among `(cost, candidate)` in queue order; ties go to the
+/// oldest (then lowest id).
+pub(crate) fn argmin_f64<'a>(costs: impl Iterator<Item = (f64, &'a Candidate)>) -> usize {
     let mut best: Option<(f64, Ns, u64, usize)> = None;
-    for (i, c) in queue.iter().enumerate() {
-        let k = cost(c);
+    for (i, (k, c)) in costs.enumerate() {
         let better = match &best {
             None => true,
             Some((b, arrived, id, _)) => k

@@ -100,7 +100,7 @@ impl ReadCache {
                 let v = miss_version + k;
                 self.growth
                     .get((v % GROWTH_LOG as u64) as usize)
-                    .is_some_and(|&(start, seg_end)| start <= lba && end <= seg_end)
+                    .is_some_and(|&(start, seg_end)| (start <= lba) & (end <= seg_end))
             });
             if !maybe {
                 return (ReadHit::Miss, self.version);
@@ -135,9 +135,11 @@ impl ReadCache {
     }
 
     fn segments_hit(&self, lba: u64, end: u64) -> bool {
-        self.segments
-            .iter()
-            .any(|g| g.stamp != 0 && g.start <= lba && end <= g.end)
+        // Non-short-circuit `&` and `|`: for random reads each test is a coin toss, and a
+        // mispredicted branch costs more than the whole scan.
+        self.segments.iter().fold(false, |hit, g| {
+            hit | ((g.stamp != 0) & (g.start <= lba) & (end <= g.end))
+        })
     }
 
     /// Segment data now covers `[start, end)`.

@@ -39,6 +39,6 @@ impl AgedSptf {
 
 impl OrderingPolicy for AgedSptf {
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
-        super::argmin_f64(queue, |c| self.cost(now, c, drive))
+        super::argmin_f64(queue.iter().map(|c| (self.cost(now, c, drive), c)))
     }
 }

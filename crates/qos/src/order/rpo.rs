@@ -8,7 +8,7 @@
 //! queue keeps p99 ≈ 1.6–1.7 × mean at every depth, as WD's measurements show (spec §2.2), for a
 //! few percent of IOPS (calibration table in crates/qos/tests/calibration.rs).
 
-use super::{sptf_cost, Candidate, OrderingPolicy};
+use super::{sptf_cost, Candidate, OrderingPolicy, Positions};
 use drive::{Drive, Ns};
 
 /// Default `factor` (calibrated against spec §2.2 B1).
@@ -26,6 +26,7 @@ pub struct Rpo {
     last: Option<(Ns, bool)>,
     /// Running mean time between back-to-back dispatches, once one was seen.
     interval: Option<f64>,
+    positions: Positions,
 }
 
 impl Rpo {
@@ -34,6 +35,7 @@ impl Rpo {
             factor,
             last: None,
             interval: None,
+            positions: Positions::default(),
         }
     }
 
@@ -78,16 +80,18 @@ impl Default for Rpo {
 impl OrderingPolicy for Rpo {
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
         self.observe(now, queue.len());
-        match self.window(queue.len()) {
+        let window = self.window(queue.len());
+        let times = self.positions.measure(now, queue, drive);
+        match window {
             Some(w) if w > 0.0 => {
                 // pos · (1 − age / W), with one division per pick instead of per candidate.
                 let inv = 1.0 / w;
-                super::argmin_f64(queue, |c| {
-                    let pos = sptf_cost(now, c, drive) as f64;
-                    pos * (1.0 - now.saturating_sub(c.arrived) as f64 * inv)
-                })
+                super::argmin_f64(queue.iter().zip(times).map(|(c, &pos)| {
+                    let age = now.saturating_sub(c.arrived) as f64;
+                    (pos as f64 * (1.0 - age * inv), c)
+                }))
             }
-            _ => super::argmin_f64(queue, |c| sptf_cost(now, c, drive) as f64),
+            _ => super::argmin_f64(queue.iter().zip(times).map(|(c, &pos)| (pos as f64, c))),
         }
     }
 }
