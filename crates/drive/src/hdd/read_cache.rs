@@ -17,6 +17,8 @@ struct Segment {
 #[derive(Clone, Copy, Debug)]
 struct Stream {
     segment: usize,
+    /// The segment's first LBA (fixed while the stream lives).
+    start: u64,
     /// LBA up to which the media read itself went, and when it got there.
     read_end: u64,
     at: Ns,
@@ -37,8 +39,9 @@ pub enum ReadHit {
     },
 }
 
-/// Growth events remembered for [`ReadCache::lookup_since`].
+/// Growth events remembered for [`ReadCache::lookup_since`] (a power of two: slot by mask).
 const GROWTH_LOG: usize = 8;
+const _: () = assert!(GROWTH_LOG.is_power_of_two());
 
 #[derive(Clone, Debug)]
 pub struct ReadCache {
@@ -88,20 +91,21 @@ impl ReadCache {
 
     /// As [`Self::lookup`] for a read already known to miss at `miss_version` (0: unknown).
     /// Also returns the version at which it misses now (0 on a hit), to remember.
+    #[inline]
     pub fn lookup_since(&self, lba: u64, end: u64, now: Ns, miss_version: u64) -> (ReadHit, u64) {
         if let Some(hit) = self.stream_hit(lba, end, now) {
             return (hit, 0);
         }
-        let news = self.version.wrapping_sub(miss_version);
-        if miss_version != 0 && news <= GROWTH_LOG as u64 {
+        if miss_version != 0 && self.version.wrapping_sub(miss_version) <= GROWTH_LOG as u64 {
             // Only segments that grew since can newly hold it; a match is re-checked in full
             // because the grown segment may have been dropped since.
-            let maybe = (1..=news).any(|k| {
-                let v = miss_version + k;
-                self.growth
-                    .get((v % GROWTH_LOG as u64) as usize)
-                    .is_some_and(|&(start, seg_end)| (start <= lba) & (end <= seg_end))
-            });
+            let mut maybe = false;
+            let mut v = miss_version;
+            while v != self.version {
+                v += 1;
+                let (start, seg_end) = self.growth[v as usize & (GROWTH_LOG - 1)];
+                maybe |= (start <= lba) & (end <= seg_end);
+            }
             if !maybe {
                 return (ReadHit::Miss, self.version);
             }
@@ -117,8 +121,7 @@ impl ReadCache {
     fn stream_hit(&self, lba: u64, end: u64, now: Ns) -> Option<ReadHit> {
         let s = self.stream.as_ref()?;
         // Cheap range test first: random reads almost never fall near the stream.
-        let start = self.segments.get(s.segment).map_or(u64::MAX, |g| g.start);
-        if lba > s.limit || start > lba || now < s.at {
+        if (lba > s.limit) | (s.start > lba) | (now < s.at) {
             return None;
         }
         let reached = s.reached(now);
@@ -145,12 +148,7 @@ impl ReadCache {
     /// Segment data now covers `[start, end)`.
     fn grew(&mut self, start: u64, end: u64) {
         self.version += 1;
-        if let Some(slot) = self
-            .growth
-            .get_mut((self.version % GROWTH_LOG as u64) as usize)
-        {
-            *slot = (start, end);
-        }
+        self.growth[self.version as usize & (GROWTH_LOG - 1)] = (start, end);
     }
 
     /// The actuator leaves the stream at `t` (another media access starts): freeze what was read.
@@ -184,6 +182,7 @@ impl ReadCache {
             }
             self.stream = Some(Stream {
                 segment: i,
+                start: lba,
                 read_end: end,
                 at,
                 ns_per_sector,
