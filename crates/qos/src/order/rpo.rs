@@ -8,7 +8,7 @@
 //! queue keeps p99 ≈ 1.6–1.7 × mean at every depth, as WD's measurements show (spec §2.2), for a
 //! few percent of IOPS (calibration table in crates/qos/tests/calibration.rs).
 
-use super::{sptf_cost, Candidate, OrderingPolicy, Positions};
+use super::{ns_to_f64, sptf_cost, Candidate, OrderingPolicy, Positions};
 use drive::{Drive, Ns};
 
 /// Default `factor` (calibrated against spec §2.2 B1).
@@ -87,11 +87,11 @@ impl OrderingPolicy for Rpo {
                 // pos · (1 − age / W), with one division per pick instead of per candidate.
                 let inv = 1.0 / w;
                 super::argmin_f64(queue.iter().zip(times).map(|(c, &pos)| {
-                    let age = now.saturating_sub(c.arrived) as f64;
-                    (pos as f64 * (1.0 - age * inv), c)
+                    let age = ns_to_f64(now.saturating_sub(c.arrived));
+                    (ns_to_f64(pos) * (1.0 - age * inv), c)
                 }))
             }
-            _ => super::argmin_f64(queue.iter().zip(times).map(|(c, &pos)| (pos as f64, c))),
+            _ => super::argmin_f64(queue.iter().zip(times).map(|(c, &pos)| (ns_to_f64(pos), c))),
         }
     }
 }

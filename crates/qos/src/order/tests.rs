@@ -201,3 +201,46 @@ fn built_policies_pick_like_their_types() {
     assert_eq!(OrderConfig::Fifo.build().pick(100, &q, &drive), 0);
     assert_eq!(OrderConfig::Sptf.build().pick(100, &q, &drive), 1);
 }
+
+#[test]
+fn total_order_key_orders_as_total_cmp() {
+    let xs = [
+        f64::NEG_INFINITY,
+        -1e300,
+        -1.5,
+        -f64::MIN_POSITIVE,
+        -0.0,
+        0.0,
+        f64::MIN_POSITIVE,
+        1.0,
+        1.0 + f64::EPSILON,
+        1e300,
+        f64::INFINITY,
+        f64::NAN,
+        -f64::NAN,
+    ];
+    for a in xs {
+        for b in xs {
+            assert_eq!(
+                total_order_key(a).cmp(&total_order_key(b)),
+                a.total_cmp(&b),
+                "{a} vs {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ns_to_f64_is_the_plain_conversion() {
+    for x in [
+        0,
+        1,
+        12_345_678_901,
+        (1 << 53) + 1,
+        i64::MAX as u64,
+        1 << 63,
+        u64::MAX,
+    ] {
+        assert_eq!(ns_to_f64(x).to_bits(), (x as f64).to_bits(), "{x}");
+    }
+}
