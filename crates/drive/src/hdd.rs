@@ -46,6 +46,9 @@ pub struct Hdd {
     faults: Faults,
     /// ⌊2^64 / T_rev⌋ (or one less): `t mod T_rev` by a multiplication, see [`Hdd::rev_phase`].
     rev_magic: u64,
+    /// Every seek is below 3 T_rev, so a phase plus a seek is reduced by two conditional
+    /// subtractions (true of any real drive; the profile does not promise it).
+    seeks_below_3_revs: bool,
     /// Direct-mapped memo by LBA: the same queued commands are looked at again at every pick,
     /// and placing costs a square root and a read-cache check.
     place_memo: Vec<Cell<Placed>>,
@@ -112,6 +115,8 @@ impl Hdd {
                 "seek.average_write_ms",
             ),
         )?;
+        let seeks_below_3_revs =
+            seek_read.longest().max(seek_write.longest()) < geometry.rev_ns.saturating_mul(3);
         let c = &p.cache;
         let r = &p.recovery;
         let retry_ns = geometry.rev_ns + ms(r.retry_overhead_ms);
@@ -130,6 +135,7 @@ impl Hdd {
             write_cache: WriteCache::new(cache_sectors),
             write_cache_enabled: c.write_cache,
             rev_magic: u64::MAX / geometry.rev_ns.max(1),
+            seeks_below_3_revs,
             place_memo: vec![Cell::new(Placed::default()); PLACE_MEMO],
             faults: Faults::new(
                 p.faults.clone(),
@@ -236,7 +242,18 @@ impl Hdd {
         let seek = self.seek_time(cylinder.abs_diff(self.cylinder), write);
         // Phase of the platter when the seek ends, then the wait until `angle` (< T_rev) comes
         // round: (angle − phase) mod T_rev.
-        let phase = self.rev_phase(t_phase + seek);
+        let phase = if self.seeks_below_3_revs {
+            // t_phase + seek < 4 T_rev: reduce by 2 T_rev, then by T_rev, when above.
+            let x = t_phase + seek;
+            let x = if x >= 2 * rev { x - 2 * rev } else { x };
+            if x >= rev {
+                x - rev
+            } else {
+                x
+            }
+        } else {
+            self.rev_phase(t_phase + seek)
+        };
         let wait = angle + rev - phase;
         seek + if wait >= rev { wait - rev } else { wait }
     }
@@ -520,6 +537,32 @@ mod tests {
                 }
             }
             assert_eq!(hdd.rev_phase(u64::MAX), u64::MAX % rev);
+        }
+    }
+
+    #[test]
+    fn access_time_is_seek_plus_rotational_wait() {
+        let fast = Hdd::default_22tb();
+        assert!(
+            fast.seeks_below_3_revs,
+            "the default drive seeks within 3 revolutions"
+        );
+        let general = Hdd {
+            seeks_below_3_revs: false,
+            ..fast.clone()
+        };
+        let rev = fast.rev_ns();
+        let cylinders = fast.geometry().cylinders;
+        for (i, t) in (0..rev).step_by(997_331).enumerate() {
+            for cylinder in (0..cylinders).step_by(4099) {
+                let angle = (t + 7_919 * i as u64 + u64::from(cylinder)) % rev;
+                for write in [false, true] {
+                    let seek = fast.seek_time(cylinder.abs_diff(fast.cylinder), write);
+                    let want = seek + (angle + rev - (t + seek) % rev) % rev;
+                    assert_eq!(fast.access_from_phase(t, cylinder, angle, write), want);
+                    assert_eq!(general.access_from_phase(t, cylinder, angle, write), want);
+                }
+            }
         }
     }
 }

@@ -150,4 +150,10 @@ impl SeekCurve {
     pub fn full_stroke(&self) -> Ns {
         self.full_stroke_ns
     }
+
+    /// The longest seek [`Self::time`] can return (the curve need not be monotonic).
+    pub fn longest(&self) -> Ns {
+        let tables = self.short.iter().chain(&self.coarse).copied().max();
+        tables.map_or(0, Ns::from).max(self.full_stroke_ns)
+    }
 }
