@@ -51,11 +51,11 @@ pub struct Hdd {
     seeks_below_3_revs: bool,
     /// Direct-mapped memo by LBA: the same queued commands are looked at again at every pick,
     /// and placing costs a square root and a read-cache check.
-    place_memo: Vec<Cell<Placed>>,
+    place_memo: Box<[Cell<Placed>; PLACE_MEMO]>,
 }
 
 /// A memo entry of [`Hdd::placed`].
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Placed {
     /// `lba + 1` (0 marks an empty slot).
     key: u64,
@@ -65,6 +65,16 @@ struct Placed {
     /// A read of `blocks` from this LBA missed the read cache at `miss_version` (0: unknown).
     blocks: u32,
     miss_version: u64,
+}
+
+impl Placed {
+    const EMPTY: Self = Self {
+        key: 0,
+        cylinder: 0,
+        angle: 0,
+        blocks: 0,
+        miss_version: 0,
+    };
 }
 
 /// Start of positioning estimates at one `now`: the actuator is free and the command overhead
@@ -136,7 +146,7 @@ impl Hdd {
             write_cache_enabled: c.write_cache,
             rev_magic: u64::MAX / geometry.rev_ns.max(1),
             seeks_below_3_revs,
-            place_memo: vec![Cell::new(Placed::default()); PLACE_MEMO],
+            place_memo: Box::new([const { Cell::new(Placed::EMPTY) }; PLACE_MEMO]),
             faults: Faults::new(
                 p.faults.clone(),
                 retry_ns,
@@ -294,13 +304,11 @@ impl Hdd {
                 }
                 ReadHit::Miss => {
                     if miss_version != known {
-                        if let Some(cell) = self.memo_slot(op.lba) {
-                            cell.set(Placed {
-                                blocks: op.blocks,
-                                miss_version,
-                                ..p
-                            });
-                        }
+                        self.memo_slot(op.lba).set(Placed {
+                            blocks: op.blocks,
+                            miss_version,
+                            ..p
+                        });
                     }
                 }
             }
@@ -308,9 +316,10 @@ impl Hdd {
         origin.lead + self.access_from_phase(origin.phase, p.cylinder, p.angle.into(), op.write)
     }
 
-    fn memo_slot(&self, lba: u64) -> Option<&Cell<Placed>> {
-        self.place_memo
-            .get((lba.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PLACE_MEMO_BITS)) as usize)
+    fn memo_slot(&self, lba: u64) -> &Cell<Placed> {
+        // The top PLACE_MEMO_BITS bits of a multiplicative hash: always in range.
+        &self.place_memo
+            [(lba.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PLACE_MEMO_BITS)) as usize]
     }
 
     /// Cylinder and angle of `lba` (with the memo entry), memoised.
@@ -318,7 +327,8 @@ impl Hdd {
     fn placed(&self, lba: u64) -> Placed {
         let key = lba.wrapping_add(1);
         let slot = self.memo_slot(lba);
-        if let Some(p) = slot.map(Cell::get).filter(|p| p.key == key) {
+        let p = slot.get();
+        if p.key == key {
             return p;
         }
         let (cylinder, angle, _) = self.geometry.place(lba);
@@ -329,9 +339,7 @@ impl Hdd {
             blocks: 0,
             miss_version: 0,
         };
-        if let Some(cell) = slot {
-            cell.set(p);
-        }
+        slot.set(p);
         p
     }
 

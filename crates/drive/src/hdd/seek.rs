@@ -29,7 +29,8 @@ pub struct SeekAnchors<'a> {
 #[derive(Clone, Debug)]
 pub struct SeekCurve {
     short: Vec<u32>,
-    coarse: Vec<u32>,
+    /// Per coarse step: the time at its start and the rise to the next step (0 for the last).
+    coarse: Vec<(u32, u32)>,
     /// The coarse table's step is 2^step_shift cylinders (a shift, not a division, per lookup).
     step_shift: u32,
     full_stroke_ns: Ns,
@@ -115,8 +116,14 @@ impl SeekCurve {
             .map(|d| to_ns(seek_ms(d, c, motion, a)))
             .collect();
         let step = c.div_ceil(COARSE_STEPS).max(1).next_power_of_two();
-        let coarse = (0..=c.div_ceil(step))
+        let points: Vec<u32> = (0..=c.div_ceil(step))
             .map(|i| to_ns(seek_ms((i * step).min(c - 1), c, motion, a)))
+            .collect();
+        let rises = points.iter().skip(1).map(|&hi| Some(hi)).chain([None]);
+        let coarse = points
+            .iter()
+            .zip(rises)
+            .map(|(&lo, hi)| (lo, hi.map_or(0, |hi| hi.saturating_sub(lo))))
             .collect();
         let full_stroke_ns = to_ns(seek_ms(c - 1, c, motion, a)).into();
         Ok(Self {
@@ -137,13 +144,9 @@ impl SeekCurve {
         let d = d as u64;
         let i = (d >> self.step_shift) as usize;
         let frac = d & ((1 << self.step_shift) - 1);
-        match (self.coarse.get(i), self.coarse.get(i + 1)) {
-            (Some(&lo), Some(&hi)) => {
-                let (lo, hi) = (u64::from(lo), u64::from(hi));
-                lo + ((hi.saturating_sub(lo) * frac) >> self.step_shift)
-            }
-            (Some(&lo), None) => lo.into(),
-            _ => self.full_stroke_ns,
+        match self.coarse.get(i) {
+            Some(&(lo, rise)) => u64::from(lo) + ((u64::from(rise) * frac) >> self.step_shift),
+            None => self.full_stroke_ns,
         }
     }
 
@@ -153,7 +156,8 @@ impl SeekCurve {
 
     /// The longest seek [`Self::time`] can return (the curve need not be monotonic).
     pub fn longest(&self) -> Ns {
-        let tables = self.short.iter().chain(&self.coarse).copied().max();
+        let coarse = self.coarse.iter().map(|&(lo, _)| lo);
+        let tables = self.short.iter().copied().chain(coarse).max();
         tables.map_or(0, Ns::from).max(self.full_stroke_ns)
     }
 }
