@@ -67,13 +67,24 @@ fn shape_at(d: u64, cylinders: u64, a: &SeekAnchors<'_>) -> f64 {
 /// Seek time in ms at distance `d`: the modern settle (single-track time) plus the source
 /// drive's motion component (shape above its own settle floor) scaled by `motion` ms.
 fn seek_ms(d: u64, cylinders: u64, motion: f64, a: &SeekAnchors<'_>) -> f64 {
+    seek_ms_at(d, cylinders, &[motion], a)[0]
+}
+
+/// [`seek_ms`] at distance `d` for each of `N` motion scales, the shape evaluated once.
+fn seek_ms_at<const N: usize>(
+    d: u64,
+    cylinders: u64,
+    motions: &[f64; N],
+    a: &SeekAnchors<'_>,
+) -> [f64; N] {
     if d == 0 {
-        return 0.0;
+        return [0.0; N];
     }
     if d <= u64::from(a.track_to_track_max_cylinders) {
-        return a.track_to_track_ms;
+        return [a.track_to_track_ms; N];
     }
-    a.track_to_track_ms + motion * (shape_at(d, cylinders, a) - a.shape_settle).max(0.0)
+    let shape = (shape_at(d, cylinders, a) - a.shape_settle).max(0.0);
+    motions.map(|motion| a.track_to_track_ms + motion * shape)
 }
 
 impl SeekCurve {
@@ -96,9 +107,9 @@ impl SeekCurve {
             // Σ (c − d') over d' in [d, d + len).
             let w = len as f64 * (c - d) as f64 - (len * (len - 1) / 2) as f64;
             let mid = d + len / 2;
-            let t0 = seek_ms(mid, c, 0.0, a);
+            let [t0, t1] = seek_ms_at(mid, c, &[0.0, 1.0], a);
             sum0 += w * t0;
-            sum1 += w * (seek_ms(mid, c, 1.0, a) - t0);
+            sum1 += w * (t1 - t0);
             weight += w;
             d += len;
         }
