@@ -40,12 +40,11 @@ pub struct PointSetup {
 #[derive(Clone, Debug, Default)]
 pub struct PointResult {
     pub total: LatencyStats,
-    /// Per (class, DLD) group, indexed by [`group`].
-    pub groups: Vec<LatencyStats>,
+    /// Per (class, DLD) group, indexed by [`group`]; created when the group's first command
+    /// is submitted (a histogram is large, and most points use two or three groups).
+    pub groups: Vec<Option<LatencyStats>>,
     /// Reads only (for read SLAs, spec/drive-model.md §4 A1–A4).
     pub reads: LatencyStats,
-    /// Groups that had commands submitted.
-    pub used: Vec<bool>,
     /// Length of the measured interval.
     pub interval: Ns,
     /// Completions simulated, ramp included.
@@ -76,7 +75,7 @@ impl PointResult {
         self.groups
             .iter()
             .enumerate()
-            .filter(|(g, _)| self.used.get(*g).copied().unwrap_or(false))
+            .filter_map(|(g, stats)| Some((g, stats.as_ref()?)))
     }
 }
 
@@ -139,7 +138,7 @@ impl Meter {
         let g = group(slot.io.class, slot.io.dld);
         let mut groups = [
             Some(&mut self.result.total),
-            self.result.groups.get_mut(g),
+            self.result.groups.get_mut(g).and_then(Option::as_mut),
             None,
         ];
         if !slot.io.write {
@@ -199,8 +198,7 @@ pub fn run_point<D: Drive>(
     }
     let mut meter = Meter {
         result: PointResult {
-            groups: vec![LatencyStats::new(); GROUPS],
-            used: vec![false; GROUPS],
+            groups: vec![None; GROUPS],
             ..PointResult::default()
         },
         seen: 0,
@@ -228,8 +226,8 @@ pub fn run_point<D: Drive>(
                 match event {
                     HostEvent::Submit(s) => {
                         if let Some(g) = submit(&mut queue, &mut host, setup, now, s)? {
-                            if let Some(u) = meter.result.used.get_mut(g) {
-                                *u = true;
+                            if let Some(stats @ None) = meter.result.groups.get_mut(g) {
+                                *stats = Some(LatencyStats::new());
                             }
                         }
                     }
