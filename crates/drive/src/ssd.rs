@@ -79,7 +79,7 @@ impl SsdProfile {
 #[derive(Clone, Debug)]
 pub struct Ssd {
     unit_free: Vec<Ns>,
-    bus_free: Ns,
+    bus: Bus,
     stripe: u64,
     read: Ns,
     program: Ns,
@@ -89,13 +89,49 @@ pub struct Ssd {
     slots: usize,
 }
 
+/// The host interface as a booking calendar: a transfer takes the earliest gap at or after
+/// the moment its data is ready, so a read waiting on a busy unit does not hold up later reads
+/// whose units are idle (transfers are booked in completion order, not issue order).
+#[derive(Clone, Debug, Default)]
+struct Bus {
+    /// Booked transfers as (start, end), sorted and disjoint.
+    busy: Vec<(Ns, Ns)>,
+}
+
+impl Bus {
+    /// Book `len` ns at the earliest time at or after `ready`; returns the end of the transfer.
+    fn book(&mut self, ready: Ns, len: Ns) -> Ns {
+        let mut at = ready;
+        let mut index = self.busy.len();
+        for (i, &(start, end)) in self.busy.iter().enumerate() {
+            if at + len <= start {
+                index = i;
+                break;
+            }
+            at = at.max(end);
+        }
+        self.busy.insert(index, (at, at + len));
+        at + len
+    }
+
+    /// Drop bookings that ended before `now`: the calendar holds only in-flight transfers.
+    fn forget_before(&mut self, now: Ns) {
+        let done = self.busy.partition_point(|&(_, end)| end < now);
+        self.busy.drain(..done);
+    }
+
+    fn last_end(&self) -> Ns {
+        self.busy.last().map_or(0, |&(_, end)| end)
+    }
+}
+
 impl Ssd {
     pub fn new(p: &SsdProfile) -> Result<Self, ProfileError> {
         p.validate()?;
         let us = |v: f64| (v * NS_PER_US).round() as Ns;
         Ok(Self {
             unit_free: vec![0; p.units as usize],
-            bus_free: 0,
+            bus: Bus::default(),
             stripe: p.stripe_sectors.into(),
             read: us(p.read_us),
             program: us(p.program_us),
@@ -151,14 +187,14 @@ impl Drive for Ssd {
             let share = stripes / units + u64::from(i < stripes % units);
             (((start_unit + i) % units) as usize, share)
         });
+        self.bus.forget_before(now);
         let done = if op.write {
             // Data crosses the interface first, then each unit programs its stripes.
-            let xfer_start = begin.max(self.bus_free);
-            self.bus_free = xfer_start + xfer;
-            let mut done = self.bus_free;
+            let xfer_end = self.bus.book(begin, xfer);
+            let mut done = xfer_end;
             for (u, share) in pieces {
                 if let Some(free) = self.unit_free.get_mut(u) {
-                    *free = (*free).max(xfer_start + xfer) + share * self.program;
+                    *free = (*free).max(xfer_end) + share * self.program;
                     done = done.max(*free);
                 }
             }
@@ -171,9 +207,7 @@ impl Drive for Ssd {
                     media_done = media_done.max(*free);
                 }
             }
-            let xfer_start = media_done.max(self.bus_free);
-            self.bus_free = xfer_start + xfer;
-            self.bus_free
+            self.bus.book(media_done, xfer)
         };
         Service {
             done_at: done,
@@ -186,6 +220,6 @@ impl Drive for Ssd {
         self.unit_free
             .iter()
             .copied()
-            .fold(self.bus_free.max(now), Ns::max)
+            .fold(self.bus.last_end().max(now), Ns::max)
     }
 }

@@ -102,3 +102,23 @@ fn instant_takes_no_time_and_configs_build() {
         1
     );
 }
+
+#[test]
+fn a_read_queued_on_a_busy_unit_does_not_hold_the_bus() {
+    let mut ssd = Ssd::new(&profile()).expect("ssd");
+    // LBAs 0 and 512 share unit 0: the second read waits a whole tR for it. A read issued after
+    // it to idle unit 1 must transfer as soon as its own data is ready, not after the second.
+    let first = ssd.start(0, &op(0, 8, false));
+    let queued = ssd.start(0, &op(512, 8, false));
+    let other = ssd.start(0, &op(8, 8, false));
+    assert!(queued.done_at >= first.done_at + 70_000);
+    assert!(
+        other.done_at < queued.done_at,
+        "{other:?} waited for {queued:?}"
+    );
+    // It shares the interface with the first read only: one transfer (585 ns) later at most.
+    assert!(
+        other.done_at <= first.done_at + 585,
+        "{other:?} vs {first:?}"
+    );
+}
