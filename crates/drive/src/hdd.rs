@@ -431,6 +431,12 @@ impl Drive for Hdd {
         1
     }
 
+    /// The actuator gives up the abandoned access (e.g. its retry revolutions) at `now`; the
+    /// head stays where the access left it.
+    fn abort(&mut self, now: Ns, _op: &MediaOp) {
+        self.free_at = self.free_at.min(now);
+    }
+
     fn positioning_time(&self, now: Ns, op: &MediaOp) -> Ns {
         self.position(now, &self.origin(now), op)
     }

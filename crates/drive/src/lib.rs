@@ -63,6 +63,11 @@ pub trait Drive {
 
     /// SYNCHRONIZE CACHE at `now`: returns when the cache is clean.
     fn flush(&mut self, now: Ns) -> Ns;
+
+    /// The running `op` is abandoned at `now` (a CDL policy Dh/Eh/Fh ended it during
+    /// processing, or ABORT TASK): the drive stops working on it. By default nothing changes
+    /// (a flash page operation runs to its end).
+    fn abort(&mut self, _now: Ns, _op: &MediaOp) {}
 }
 
 pub mod config;

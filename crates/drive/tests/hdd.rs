@@ -438,3 +438,25 @@ fn remembered_read_cache_misses_agree_with_full_lookups() {
     }
     assert!(hits > 100, "the test should exercise hits too ({hits})");
 }
+
+#[test]
+fn an_abandoned_access_frees_the_actuator_at_once() {
+    let mut hdd = Hdd::default_22tb();
+    hdd.set_faults(vec![FaultRange {
+        start_lba: 1_000_000,
+        sectors: 8,
+        retries: 100,
+        unrecoverable: false,
+    }])
+    .expect("faults");
+    let weak = hdd.start(0, &read(1_000_000, 8));
+    assert!(weak.recovery >= 100 * hdd.rev_ns(), "{weak:?}");
+    // Without abort the next access waits for all the retry revolutions ...
+    let mut waiting = hdd.clone();
+    let behind = waiting.start(50_000_000, &read(5_000_000, 8));
+    assert!(behind.done_at > weak.done_at);
+    // ... with it (CDL Dh/Eh/Fh at 50 ms) the actuator moves on from 50 ms.
+    hdd.abort(50_000_000, &read(1_000_000, 8));
+    let next = hdd.start(50_000_000, &read(5_000_000, 8));
+    assert!(next.done_at < 50_000_000 + 40_000_000, "{next:?}");
+}

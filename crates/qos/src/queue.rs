@@ -395,8 +395,11 @@ impl<D: Drive> Queue<D> {
         let Some(left) = self.release(r) else {
             return;
         };
+        if left.started_at.is_some() && !matches!(outcome, Outcome::Good | Outcome::MediumError) {
+            self.drive.abort(t, &left.op);
+        }
         self.stats
-            .completed(left.class, left.dld, left.write, outcome, left.missed);
+            .completed(left.class, left.dld, left.op.write, outcome, left.missed);
         done.push(Completion {
             id: left.id,
             class: left.class,
@@ -434,7 +437,7 @@ impl<D: Drive> Queue<D> {
             id: s.id,
             class: s.class,
             dld: s.dld,
-            write: s.op.write,
+            op: s.op,
             submitted_at: s.submitted_at,
             started_at: (s.state == State::Active).then_some(s.started_at),
             missed: s.missed,
@@ -459,8 +462,11 @@ impl<D: Drive> Queue<D> {
         let Some(left) = found.and_then(|r| self.release(r)) else {
             return false;
         };
-        self.stats.aborted_task(left.class, left.dld, left.write);
+        self.stats.aborted_task(left.class, left.dld, left.op.write);
         let now = now.max(self.now);
+        if left.started_at.is_some() {
+            self.drive.abort(now, &left.op);
+        }
         self.dispatch_at = Some(self.dispatch_at.map_or(now, |t| t.min(now)));
         self.drop_stale_events();
         true
@@ -476,7 +482,10 @@ impl<D: Drive> Queue<D> {
             .collect();
         for r in &live {
             if let Some(left) = self.release(*r) {
-                self.stats.aborted_task(left.class, left.dld, left.write);
+                self.stats.aborted_task(left.class, left.dld, left.op.write);
+                if left.started_at.is_some() {
+                    self.drive.abort(self.now, &left.op);
+                }
             }
         }
         self.drop_stale_events();

@@ -141,12 +141,40 @@ fn inactive_limit_runs_in_the_submission_queue_too() {
 
 /// B (DLD 1) alone on a drive where its LBA needs 100 ms (error recovery), then C (10 ms).
 fn slow_active(d: CdlDescriptor) -> Vec<Completion> {
+    slow_active_with_aborts(d).0
+}
+
+/// As [`slow_active`], plus the (time, LBA) of every media op the drive was told to abandon.
+fn slow_active_with_aborts(d: CdlDescriptor) -> (Vec<Completion>, Vec<(u64, u64)>) {
     let mut drive = FixedDrive::new(10 * MS);
     drive.slow.push((200, 100 * MS));
     let mut q = fifo_queue(config(&[d]), drive);
     submit(&mut q, 0, read(2, 200, 1));
     submit(&mut q, 0, read(3, 300, 0));
-    run(&mut q, u64::MAX)
+    let done = run(&mut q, u64::MAX);
+    (done, q.drive().aborted.clone())
+}
+
+#[test]
+fn the_drive_abandons_only_ops_ended_during_processing() {
+    for (policy, aborted) in [
+        (Policy::CompleteEarliest, vec![]),
+        (Policy::CompleteUnavailable, vec![(30 * MS, 200)]),
+        (Policy::AbortRecovery, vec![(30 * MS, 200)]),
+        (Policy::Abort, vec![(30 * MS, 200)]),
+    ] {
+        let (_, got) = slow_active_with_aborts(desc(None, Some((30, policy)), None));
+        assert_eq!(got, aborted, "{policy:?}");
+    }
+    // An inactive-limit abort never reached the drive.
+    let mut q = fifo_queue(
+        config(&[desc(Some((5, Policy::Abort)), None, None)]),
+        FixedDrive::new(10 * MS),
+    );
+    submit(&mut q, 0, read(1, 100, 0));
+    submit(&mut q, 0, read(2, 200, 1));
+    run(&mut q, u64::MAX);
+    assert!(q.drive().aborted.is_empty());
 }
 
 #[test]

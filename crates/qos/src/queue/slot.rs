@@ -110,7 +110,7 @@ pub(super) struct Released {
     pub(super) id: u64,
     pub(super) class: usize,
     pub(super) dld: u8,
-    pub(super) write: bool,
+    pub(super) op: MediaOp,
     pub(super) submitted_at: Ns,
     pub(super) started_at: Option<Ns>,
     pub(super) missed: Misses,

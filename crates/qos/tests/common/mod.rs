@@ -18,6 +18,8 @@ pub struct FixedDrive {
     pub head: u64,
     /// (start time, lba) of every started op.
     pub started: Vec<(Ns, u64)>,
+    /// (time, lba) of every abandoned op.
+    pub aborted: Vec<(Ns, u64)>,
 }
 
 impl FixedDrive {
@@ -29,6 +31,7 @@ impl FixedDrive {
             bad: Vec::new(),
             head: 0,
             started: Vec::new(),
+            aborted: Vec::new(),
         }
     }
 }
@@ -64,6 +67,10 @@ impl Drive for FixedDrive {
 
     fn flush(&mut self, now: Ns) -> Ns {
         now
+    }
+
+    fn abort(&mut self, now: Ns, op: &MediaOp) {
+        self.aborted.push((now, op.lba));
     }
 }
 
