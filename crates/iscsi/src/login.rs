@@ -6,6 +6,10 @@ use crate::negotiation::{self, Parameters, SessionType, TargetLimits};
 use crate::node::TargetNode;
 use crate::text;
 
+/// Keys that name the initiator, the session type and the target: accepted in the first Login
+/// Request only, where the initiator is authorized for the target.
+const LEADING_KEYS: [&str; 3] = ["InitiatorName", "SessionType", "TargetName"];
+
 /// Login stages (RFC 7143 §11.12.3, CSG/NSG).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stage {
@@ -33,7 +37,6 @@ impl LoginStatus {
     pub const SUCCESS: LoginStatus = LoginStatus(0x00, 0x00);
     pub const INITIATOR_ERROR: LoginStatus = LoginStatus(0x02, 0x00);
     pub const AUTHENTICATION_FAILURE: LoginStatus = LoginStatus(0x02, 0x01);
-    pub const AUTHORIZATION_FAILURE: LoginStatus = LoginStatus(0x02, 0x02);
     pub const NOT_FOUND: LoginStatus = LoginStatus(0x02, 0x03);
     pub const UNSUPPORTED_VERSION: LoginStatus = LoginStatus(0x02, 0x05);
     pub const MISSING_PARAMETER: LoginStatus = LoginStatus(0x02, 0x07);
@@ -222,6 +225,15 @@ impl Login {
         let mut out = Vec::new();
         let first = self.initiator_name.is_none();
         for (key, value) in &pairs {
+            // Who logs in to what is declared once, in the first Login Request (RFC 7143 §13.4,
+            // §13.5, §13.21) and authorized there; a later request must not change it.
+            if !first && LEADING_KEYS.contains(&key.as_str()) {
+                return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+            }
+            // Security keys belong to the security stage (RFC 7143 §6.3, §12).
+            if csg != Stage::SecurityNegotiation && key == "AuthMethod" {
+                return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+            }
             match key.as_str() {
                 "InitiatorName" => {
                     if value.is_empty() {
@@ -273,10 +285,10 @@ impl Login {
                 let Some(node) = self.node.and_then(|i| nodes.get(i)) else {
                     return LoginStep::Fail(LoginReply::failure(LoginStatus::MISSING_PARAMETER));
                 };
+                // Answered like an unknown name, so that an initiator cannot probe which
+                // protected targets exist.
                 if !node.allows(initiator) {
-                    return LoginStep::Fail(LoginReply::failure(
-                        LoginStatus::AUTHORIZATION_FAILURE,
-                    ));
+                    return LoginStep::Fail(LoginReply::failure(LoginStatus::NOT_FOUND));
                 }
                 // RFC 7143 §13.9: the portal group tag answers the first request naming a target.
                 let mut head = Vec::new();
@@ -428,11 +440,12 @@ HeaderDigest=None,CRC32C\0InitialR2T=No\0MaxRecvDataSegmentLength=262144\0X-foo=
             status(login(b"InitiatorName=iqn.ok\0TargetName=iqn.nope\0")),
             LoginStatus::NOT_FOUND
         );
+        // Outside the ACL looks the same as a name that does not exist.
         assert_eq!(
             status(login(
                 b"InitiatorName=iqn.bad\0TargetName=iqn.2026-01.test:disk\0"
             )),
-            LoginStatus::AUTHORIZATION_FAILURE
+            LoginStatus::NOT_FOUND
         );
         assert_eq!(
             status(login(b"InitiatorName\0")),
@@ -474,6 +487,61 @@ HeaderDigest=None,CRC32C\0InitialR2T=No\0MaxRecvDataSegmentLength=262144\0X-foo=
         assert!(!keys(&r.text)
             .iter()
             .any(|(k, _)| k == "TargetPortalGroupTag"));
+    }
+
+    fn fails_with(step: LoginStep, expected: LoginStatus) -> bool {
+        matches!(step, LoginStep::Fail(r) if r.status == expected)
+    }
+
+    /// An initiator outside the ACL logged in as Discovery must not turn the login into a
+    /// Normal session to the protected target in a later request.
+    #[test]
+    fn session_type_and_target_cannot_change_after_the_first_request() {
+        let n = nodes();
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let step = l.step(
+            &req(0, 1, true),
+            b"InitiatorName=iqn.bad\0SessionType=Discovery\0AuthMethod=None\0",
+            &n,
+        );
+        assert!(matches!(step, LoginStep::Continue(_)));
+        let step = l.step(
+            &req(1, 3, true),
+            b"SessionType=Normal\0TargetName=iqn.2026-01.test:disk\0",
+            &n,
+        );
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+        // Naming the target alone in a later request of a discovery login is refused too.
+        let mut l = Login::new(TargetLimits::default(), 1);
+        l.step(
+            &req(0, 1, true),
+            b"InitiatorName=iqn.bad\0SessionType=Discovery\0AuthMethod=None\0",
+            &n,
+        );
+        let step = l.step(&req(1, 3, true), b"TargetName=iqn.2026-01.test:disk\0", &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+    }
+
+    /// The initiator name is authorized in the first request and cannot be swapped afterwards.
+    #[test]
+    fn initiator_name_cannot_change_after_authorization() {
+        let n = nodes();
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let step = l.step(
+            &req(0, 1, true),
+            b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=None\0",
+            &n,
+        );
+        assert!(matches!(step, LoginStep::Continue(_)));
+        let step = l.step(&req(1, 3, true), b"InitiatorName=iqn.other\0", &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+    }
+
+    #[test]
+    fn auth_method_outside_the_security_stage_fails_the_login() {
+        let step =
+            login(b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=CHAP\0");
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
     }
 
     #[test]

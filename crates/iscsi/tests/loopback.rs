@@ -99,8 +99,9 @@ async fn login_refusals_have_precise_status() {
     };
     let r = Initiator::connect(server.addr, &LoginOptions::new(INITIATOR, Some("iqn.nope"))).await;
     assert_eq!(fail(r), LoginStatus::NOT_FOUND);
+    // A protected target answers an initiator outside its ACL as if it did not exist.
     let r = Initiator::connect(server.addr, &LoginOptions::new(INITIATOR, Some(OTHER))).await;
-    assert_eq!(fail(r), LoginStatus::AUTHORIZATION_FAILURE);
+    assert_eq!(fail(r), LoginStatus::NOT_FOUND);
     let r = Initiator::connect(
         server.addr,
         &LoginOptions::new("iqn.only-this-one", Some(OTHER)),
