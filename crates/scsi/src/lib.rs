@@ -2,6 +2,7 @@
 //! VPD and mode pages, and the command table. Pure: no I/O, no clocks.
 
 mod cdb;
+pub mod cdl;
 pub mod command;
 mod decode;
 pub mod inquiry;

@@ -1,7 +1,7 @@
 //! One T2 command duration limit descriptor (spec/cdl.md §2.1, SPC-6 table "T2 descriptor").
 
 use super::{CdlError, LimitKind, Policy, T2CdlUnits};
-use drive::Ns;
+use super::units::Ns;
 
 /// Encoded size of a T2 descriptor.
 pub const T2_DESCRIPTOR_LEN: usize = 32;
