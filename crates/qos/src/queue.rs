@@ -98,6 +98,8 @@ pub struct Queue<D: Drive> {
     /// The device queue (not started), in arrival order, and the slot of each candidate.
     candidates: Vec<Candidate>,
     candidate_slots: Vec<u32>,
+    /// HEAD OF QUEUE tasks not started yet, in arrival order.
+    head: Vec<u32>,
     active: usize,
     events: BinaryHeap<Reverse<Event>>,
     /// A dispatch is due at this time (set by `submit`).
@@ -130,6 +132,7 @@ impl<D: Drive> Queue<D> {
             waiting: [0; CLASSES],
             candidates: Vec::with_capacity(config.depth),
             candidate_slots: Vec::with_capacity(config.depth),
+            head: Vec::new(),
             active: 0,
             events: BinaryHeap::new(),
             dispatch_at: None,
@@ -159,6 +162,36 @@ impl<D: Drive> Queue<D> {
     /// then. Call `advance(now)` first whenever `now` has passed `next_event()`, as with every
     /// input; times before the last `advance` are taken as that time.
     pub fn submit(&mut self, now: Ns, cmd: Command) -> Result<(), SubmitError> {
+        let (r, now) = self.enter(now, cmd)?;
+        let key = match self.admission {
+            Admission::Fifo => None,
+            Admission::DeadlineAware => self.slot(r).and_then(Slot::deadline),
+        };
+        if let Some(s) = self.slot_mut(r) {
+            s.admit_key = key;
+        }
+        self.submission[cmd.class].push(r, key);
+        self.waiting[cmd.class] += 1;
+        self.dispatch_at = Some(self.dispatch_at.map_or(now, |t| t.min(now)));
+        Ok(())
+    }
+
+    /// A HEAD OF QUEUE task (SAM-5 §8.6): it bypasses the submission queues, arbitration and
+    /// the device queue's depth and ordering, and starts before every queued command as soon
+    /// as a unit is free (HEAD OF QUEUE tasks among themselves in arrival order). Its CDL
+    /// limits apply as for [`Queue::submit`].
+    pub fn submit_head_of_queue(&mut self, now: Ns, cmd: Command) -> Result<(), SubmitError> {
+        let (r, now) = self.enter(now, cmd)?;
+        if let Some(s) = self.slot_mut(r) {
+            s.state = State::Head;
+        }
+        self.head.push(r.slot);
+        self.dispatch_at = Some(self.dispatch_at.map_or(now, |t| t.min(now)));
+        Ok(())
+    }
+
+    /// Takes a slot for `cmd`, snapshots its descriptor and arms its limits.
+    fn enter(&mut self, now: Ns, cmd: Command) -> Result<(SlotRef, Ns), SubmitError> {
         if cmd.class >= CLASSES {
             return Err(SubmitError::Class(cmd.class));
         }
@@ -175,9 +208,8 @@ impl<D: Drive> Queue<D> {
         };
         let descriptor = self.pages.descriptor(cmd.dld, cmd.op.write).copied();
         let pages = (cmd.dld != 0).then(|| Arc::clone(&self.pages));
-        let Some(s) = self.slots.get_mut(slot as usize) else {
-            return Ok(());
-        };
+        // `slot` came from the free list or was just pushed: it indexes `slots`.
+        let s = &mut self.slots[slot as usize];
         let gen = s.gen;
         *s = Slot {
             id: cmd.id,
@@ -194,17 +226,7 @@ impl<D: Drive> Queue<D> {
         self.stats.submitted(cmd.class, cmd.dld, cmd.op.write);
         let r = SlotRef { slot, gen };
         self.arm(r, descriptor.as_ref(), now);
-        let key = match self.admission {
-            Admission::Fifo => None,
-            Admission::DeadlineAware => self.slot(r).and_then(Slot::deadline),
-        };
-        if let Some(s) = self.slot_mut(r) {
-            s.admit_key = key;
-        }
-        self.submission[cmd.class].push(r, key);
-        self.waiting[cmd.class] += 1;
-        self.dispatch_at = Some(self.dispatch_at.map_or(now, |t| t.min(now)));
-        Ok(())
+        Ok((r, now))
     }
 
     /// The earliest time at which something is due (a dispatch, a completion or a limit
@@ -261,16 +283,17 @@ impl<D: Drive> Queue<D> {
 
     /// Commands in the queue (submitted, queued or in service).
     pub fn len(&self) -> usize {
-        self.waiting.iter().sum::<usize>() + self.candidates.len() + self.active
+        self.waiting.iter().sum::<usize>() + self.device_len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Commands in the device queue (queued plus in service); at most the configured depth.
+    /// Commands in the device queue (queued plus in service); at most the configured depth
+    /// plus the HEAD OF QUEUE tasks that jumped it.
     pub fn device_len(&self) -> usize {
-        self.candidates.len() + self.active
+        self.candidates.len() + self.head.len() + self.active
     }
 
     /// Commands waiting in class `class`'s submission queue.
@@ -294,6 +317,11 @@ impl<D: Drive> Queue<D> {
     /// drive has a free unit.
     fn dispatch(&mut self, t: Ns) {
         self.dispatch_at = None;
+        let units = self.drive.parallelism().max(1);
+        while self.active < units && !self.head.is_empty() {
+            let slot = self.head.remove(0);
+            self.start(slot, t);
+        }
         while self.device_len() < self.depth {
             let Some(class) = self.arbiter.next(&self.waiting) else {
                 break;
@@ -326,7 +354,6 @@ impl<D: Drive> Queue<D> {
             self.candidate_slots.push(r.slot);
         }
         self.arbiter.end_turn();
-        let units = self.drive.parallelism().max(1);
         while self.active < units && !self.candidates.is_empty() {
             let pick = match &mut self.scheduler {
                 Scheduler::Policy(p) => p.pick(t, &self.candidates, &self.drive),
@@ -431,6 +458,7 @@ impl<D: Drive> Queue<D> {
                     self.candidate_slots.remove(i);
                 }
             }
+            State::Head => self.head.retain(|x| *x != r.slot),
             State::Active => self.active = self.active.saturating_sub(1),
         }
         let left = Released {

@@ -334,3 +334,42 @@ fn abort_all_empties_the_queue() {
     let done = run(&mut q, u64::MAX);
     assert_eq!((done.len(), done[0].at), (1, 30 * MS));
 }
+
+#[test]
+fn head_of_queue_tasks_start_before_queued_commands_and_jump_the_depth() {
+    let config = QueueConfig {
+        depth: 2,
+        ..QueueConfig::default()
+    };
+    let mut q = fifo_queue(config, FixedDrive::new(10 * MS));
+    for id in 0..4 {
+        submit(&mut q, 0, read(id, id, 0));
+    }
+    let mut done = Vec::new();
+    q.advance(0, &mut done);
+    // 0 runs, 1 waits in the device queue (depth 2), 2 and 3 in the submission queue.
+    q.submit_head_of_queue(MS, read(10, 10, 0)).unwrap();
+    q.submit_head_of_queue(2 * MS, read(11, 11, 0)).unwrap();
+    assert_eq!(
+        q.device_len(),
+        4,
+        "both HEAD OF QUEUE tasks are in the device queue"
+    );
+    let done = run(&mut q, u64::MAX);
+    let order: Vec<u64> = done.iter().map(|c| c.id).collect();
+    assert_eq!(order, [0, 10, 11, 1, 2, 3]);
+    assert_eq!(done[1].at, 20 * MS);
+}
+
+#[test]
+fn an_aborted_head_of_queue_task_leaves_the_queue() {
+    let mut q = fifo_queue(QueueConfig::default(), FixedDrive::new(10 * MS));
+    submit(&mut q, 0, read(1, 1, 0));
+    let mut done = Vec::new();
+    q.advance(0, &mut done);
+    q.submit_head_of_queue(0, read(2, 2, 0)).unwrap();
+    assert!(q.abort(MS, 2));
+    assert_eq!(q.len(), 1);
+    let done = run(&mut q, u64::MAX);
+    assert_eq!(done.iter().map(|c| c.id).collect::<Vec<_>>(), [1]);
+}

@@ -13,6 +13,8 @@ pub(super) enum State {
     Submitted,
     /// In the device queue, not started.
     Queued,
+    /// A HEAD OF QUEUE task waiting for a free unit: it starts before any queued command.
+    Head,
     /// Being processed by the drive.
     Active,
 }
