@@ -58,7 +58,7 @@ impl ServeArgs {
 
 fn build_lun(target: &str, id: u64, lun: &LunConfig) -> anyhow::Result<device::LogicalUnit> {
     let store: Box<dyn store::Store> = match lun.store {
-        StoreKind::Ram => Box::new(store::RamStore::new(lun.size.unwrap_or(DEFAULT_RAM_SIZE))),
+        StoreKind::Ram => Box::new(store::RamStore::new(lun.size.unwrap_or(DEFAULT_RAM_SIZE))?),
         StoreKind::File => {
             let path = lun.path.as_deref().context("file store without path")?;
             Box::new(store::FileStore::open(path, lun.size)?)

@@ -83,7 +83,7 @@ fn main() {
     let size = 1u64 << 30;
     let lu = LogicalUnit::new(
         LuConfig::new("iqn.bench:t", 0, size),
-        Box::new(RamStore::new(size)),
+        Box::new(RamStore::new(size).expect("a 1 GiB RAM store")),
     )
     .expect("valid configuration");
     let target = Arc::new(Target::new(vec![(0, Arc::new(lu))]));

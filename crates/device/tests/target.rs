@@ -11,7 +11,7 @@ use store::{FileStore, RamStore, Store};
 const BLOCKS: u64 = 2048;
 
 fn ram_lu(config: LuConfig) -> Arc<LogicalUnit> {
-    let store = RamStore::new(config.size_bytes);
+    let store = RamStore::new(config.size_bytes).unwrap();
     Arc::new(LogicalUnit::new(config, Box::new(store)).unwrap())
 }
 
@@ -467,9 +467,9 @@ fn file_lu_survives_restart() {
 fn config_errors_are_reported() {
     let mut cfg = LuConfig::new("iqn.test:t", 0, 1 << 20);
     cfg.block_size = 1024;
-    assert!(LogicalUnit::new(cfg, Box::new(RamStore::new(1 << 20))).is_err());
+    assert!(LogicalUnit::new(cfg, Box::new(RamStore::new(1 << 20).unwrap())).is_err());
     let cfg = LuConfig::new("iqn.test:t", 0, 1 << 20);
-    let e = LogicalUnit::new(cfg, Box::new(RamStore::new(1 << 19)))
+    let e = LogicalUnit::new(cfg, Box::new(RamStore::new(1 << 19).unwrap()))
         .err()
         .unwrap();
     assert!(e.to_string().contains("524288"), "{e}");

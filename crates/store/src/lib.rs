@@ -57,7 +57,12 @@ pub trait Store: Send + Sync {
 
 /// The error for an access past the end of a store.
 pub(crate) fn check_range(store_len: u64, offset: u64, len: usize) -> io::Result<()> {
-    match offset.checked_add(len as u64) {
+    check_span(store_len, offset, len as u64)
+}
+
+/// [`check_range`] for a length in `u64` (holes, mapping queries).
+pub(crate) fn check_span(store_len: u64, offset: u64, len: u64) -> io::Result<()> {
+    match offset.checked_add(len) {
         Some(end) if end <= store_len => Ok(()),
         _ => Err(io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -1,47 +1,162 @@
-//! A sparse in-memory store: memory is committed per chunk on first write, so a large LUN costs
-//! nothing until it is written.
+//! A sparse in-memory store whose memory grows only with the data written.
+//!
+//! The bytes live in 1 MiB chunks, allocated on first write. Chunks are found through a two-level
+//! table: a top-level array with one [`OnceLock`] per 16 GiB region (16 bytes each, the only
+//! allocation made up front: 20 KiB for 22 TB, 1 MiB for 1 PiB), each pointing, once the region
+//! is first written, to a second-level table of 16 384 chunk slots (256 KiB). A slot is a
+//! reader-writer lock around the chunk, so I/O to different chunks never contends, and a 4 KiB
+//! access costs one atomic load (the region's `OnceLock`) and one chunk lock.
 
-use crate::{check_range, Store};
+use crate::{check_range, check_span, Store};
 use parking_lot::RwLock;
 use std::io;
+use std::mem::size_of;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
+/// log2 of the chunk size.
+const CHUNK_SHIFT: u32 = 20;
 /// Bytes per chunk: big enough that a typical I/O touches one or two chunk locks, small enough
 /// that concurrent writers to different regions rarely meet.
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 1 << CHUNK_SHIFT;
+/// log2 of the chunks per second-level table.
+const TABLE_SHIFT: u32 = 14;
+/// Chunk slots per second-level table (16 GiB of capacity, 256 KiB of slots).
+const TABLE_CHUNKS: usize = 1 << TABLE_SHIFT;
+/// Bytes of capacity covered by one second-level table.
+const TABLE_SPAN: u64 = 1 << (CHUNK_SHIFT + TABLE_SHIFT);
 
-/// A RAM store of fixed length; unwritten chunks read as zeroes.
+type Chunk = Box<[u8; CHUNK]>;
+/// One chunk: `None` until first written and after a hole is punched over all of it.
+type Slot = RwLock<Option<Chunk>>;
+type Table = [Slot; TABLE_CHUNKS];
+/// A top-level entry: the region's second-level table, created on the region's first write.
+type Region = OnceLock<Box<Table>>;
+
+/// A RAM store of fixed length; unwritten chunks read as zeroes and cost no memory.
 pub struct RamStore {
     len: u64,
-    chunks: Vec<RwLock<Option<Box<[u8]>>>>,
+    regions: Box<[Region]>,
+    /// Chunks currently allocated.
+    chunks: AtomicU64,
+    /// Second-level tables created so far (they live as long as the store).
+    tables: AtomicU64,
 }
 
 impl RamStore {
-    /// A store of `len` bytes. Only the chunk table (one lock per MiB) is allocated now.
-    pub fn new(len: u64) -> Self {
-        let count = len.div_ceil(CHUNK as u64);
-        let chunks = (0..count).map(|_| RwLock::new(None)).collect();
-        RamStore { len, chunks }
+    /// The largest capacity: 16 PiB, whose top-level table is 16 MiB.
+    pub const MAX_LEN: u64 = 1 << 54;
+
+    /// A store of `len` bytes. Only the top-level table (16 bytes per 16 GiB) is allocated now.
+    /// A length above [`RamStore::MAX_LEN`] is an `InvalidInput` error, a top-level table that
+    /// cannot be allocated an `OutOfMemory` one.
+    pub fn new(len: u64) -> io::Result<Self> {
+        if len > Self::MAX_LEN {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a RAM store of {len} bytes is larger than the limit of {} bytes",
+                    Self::MAX_LEN
+                ),
+            ));
+        }
+        // Fits: at most MAX_LEN / TABLE_SPAN = 2^20 regions.
+        let count = len.div_ceil(TABLE_SPAN) as usize;
+        let mut regions = Vec::new();
+        regions.try_reserve_exact(count).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!("cannot allocate the table of a RAM store of {len} bytes: {e}"),
+            )
+        })?;
+        regions.resize_with(count, OnceLock::new);
+        Ok(RamStore {
+            len,
+            regions: regions.into_boxed_slice(),
+            chunks: AtomicU64::new(0),
+            tables: AtomicU64::new(0),
+        })
     }
 
-    /// Bytes of memory committed to written chunks.
+    /// Bytes of memory committed to written chunks (a multiple of the 1 MiB chunk size).
     pub fn allocated(&self) -> u64 {
-        self.chunks.iter().filter(|c| c.read().is_some()).count() as u64 * CHUNK as u64
+        self.chunks.load(Ordering::Relaxed) * CHUNK as u64
     }
 
-    /// Split `[offset, offset + len)` into (chunk index, offset in chunk, length) pieces.
-    fn pieces(offset: u64, len: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+    /// Bytes of the chunk table: the top-level array plus every second-level table created so
+    /// far. Second-level tables are kept until the store is dropped, even when holes are punched
+    /// over their whole region.
+    pub fn table_bytes(&self) -> u64 {
+        (self.regions.len() * size_of::<Region>()) as u64
+            + self.tables.load(Ordering::Relaxed) * size_of::<Table>() as u64
+    }
+
+    /// The slot of chunk number `chunk`, or `None` when its region has never been written.
+    /// `chunk` must lie within the store.
+    fn slot(&self, chunk: u64) -> Option<&Slot> {
+        let table = self.regions[(chunk >> TABLE_SHIFT) as usize].get()?;
+        Some(&table[chunk as usize & (TABLE_CHUNKS - 1)])
+    }
+
+    /// The slot of chunk number `chunk`, creating its second-level table if needed.
+    fn slot_or_create(&self, chunk: u64) -> &Slot {
+        let table = self.regions[(chunk >> TABLE_SHIFT) as usize].get_or_init(|| {
+            self.tables.fetch_add(1, Ordering::Relaxed);
+            let slots: Vec<Slot> = (0..TABLE_CHUNKS).map(|_| RwLock::new(None)).collect();
+            match slots.into_boxed_slice().try_into() {
+                Ok(table) => table,
+                Err(_) => unreachable!("a table has TABLE_CHUNKS slots"),
+            }
+        });
+        &table[chunk as usize & (TABLE_CHUNKS - 1)]
+    }
+
+    /// Split `[offset, offset + len)` into (chunk number, offset in chunk, length) pieces.
+    /// The range must lie within the store.
+    fn pieces(offset: u64, len: u64) -> impl Iterator<Item = (u64, usize, usize)> {
         let mut pos = offset;
-        let end = offset + len as u64;
+        let end = offset + len;
         std::iter::from_fn(move || {
             if pos >= end {
                 return None;
             }
-            let index = (pos / CHUNK as u64) as usize;
-            let within = (pos % CHUNK as u64) as usize;
-            let n = ((end - pos) as usize).min(CHUNK - within);
+            let chunk = pos >> CHUNK_SHIFT;
+            let within = (pos & (CHUNK as u64 - 1)) as usize;
+            let n = (end - pos).min((CHUNK - within) as u64) as usize;
             pos += n as u64;
-            Some((index, within, n))
+            Some((chunk, within, n))
         })
+    }
+
+    /// Call `f(slot, chunk number, offset in chunk, length)` for each chunk of
+    /// `[offset, offset + len)` whose region has a table, skipping regions without one at once;
+    /// stop when `f` returns true. Returns whether `f` did. The range must lie within the store.
+    fn for_each_present(
+        &self,
+        offset: u64,
+        len: u64,
+        mut f: impl FnMut(&Slot, u64, usize, usize) -> bool,
+    ) -> bool {
+        let end = offset + len;
+        let mut pos = offset;
+        while pos < end {
+            let region = pos / TABLE_SPAN;
+            let region_end = ((region + 1) * TABLE_SPAN).min(end);
+            if let Some(table) = self.regions[region as usize].get() {
+                for (chunk, within, n) in Self::pieces(pos, region_end - pos) {
+                    if f(
+                        &table[chunk as usize & (TABLE_CHUNKS - 1)],
+                        chunk,
+                        within,
+                        n,
+                    ) {
+                        return true;
+                    }
+                }
+            }
+            pos = region_end;
+        }
+        false
     }
 }
 
@@ -53,11 +168,11 @@ impl Store for RamStore {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         check_range(self.len, offset, buf.len())?;
         let mut done = 0;
-        for (index, within, n) in Self::pieces(offset, buf.len()) {
+        for (chunk, within, n) in Self::pieces(offset, buf.len() as u64) {
             let dst = &mut buf[done..done + n];
-            match self.chunks.get(index).map(|c| c.read()) {
-                Some(guard) => match guard.as_deref() {
-                    Some(chunk) => dst.copy_from_slice(&chunk[within..within + n]),
+            match self.slot(chunk) {
+                Some(slot) => match &*slot.read() {
+                    Some(data) => dst.copy_from_slice(&data[within..within + n]),
                     None => dst.fill(0),
                 },
                 None => dst.fill(0),
@@ -70,16 +185,17 @@ impl Store for RamStore {
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
         check_range(self.len, offset, buf.len())?;
         let mut done = 0;
-        for (index, within, n) in Self::pieces(offset, buf.len()) {
-            let Some(lock) = self.chunks.get(index) else {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "chunk index out of range",
-                ));
-            };
-            let mut guard = lock.write();
-            let chunk = guard.get_or_insert_with(|| vec![0u8; CHUNK].into_boxed_slice());
-            chunk[within..within + n].copy_from_slice(&buf[done..done + n]);
+        for (chunk, within, n) in Self::pieces(offset, buf.len() as u64) {
+            let mut guard = self.slot_or_create(chunk).write();
+            let data = guard.get_or_insert_with(|| {
+                self.chunks.fetch_add(1, Ordering::Relaxed);
+                // Zeroed allocation: the pages are committed as they are touched.
+                match vec![0u8; CHUNK].into_boxed_slice().try_into() {
+                    Ok(data) => data,
+                    Err(_) => unreachable!("a chunk has CHUNK bytes"),
+                }
+            });
+            data[within..within + n].copy_from_slice(&buf[done..done + n]);
             done += n;
         }
         Ok(())
@@ -89,82 +205,305 @@ impl Store for RamStore {
         Ok(())
     }
 
+    /// Frees the chunks the range covers entirely (the last one, partial when the length is not
+    /// a multiple of 1 MiB, included) and zeroes the rest of it.
     fn punch_hole(&self, offset: u64, len: u64) -> io::Result<()> {
-        let len = usize::try_from(len)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "hole too large"))?;
-        check_range(self.len, offset, len)?;
-        for (index, within, n) in Self::pieces(offset, len) {
-            if let Some(lock) = self.chunks.get(index) {
-                let mut guard = lock.write();
-                if within == 0 && n == CHUNK {
-                    *guard = None;
-                } else if let Some(chunk) = guard.as_deref_mut() {
-                    chunk[within..within + n].fill(0);
+        check_span(self.len, offset, len)?;
+        self.for_each_present(offset, len, |slot, chunk, within, n| {
+            let whole =
+                within == 0 && (n == CHUNK || (chunk << CHUNK_SHIFT) + n as u64 == self.len);
+            let mut guard = slot.write();
+            if whole {
+                if guard.take().is_some() {
+                    self.chunks.fetch_sub(1, Ordering::Relaxed);
                 }
+            } else if let Some(data) = guard.as_deref_mut() {
+                data[within..within + n].fill(0);
             }
-        }
+            false
+        });
         Ok(())
     }
 
+    /// Whether a chunk the range touches is allocated; `false` for a range beyond the end.
     fn is_mapped(&self, offset: u64, len: u64) -> bool {
-        let Ok(len) = usize::try_from(len) else {
-            return true;
-        };
-        if check_range(self.len, offset, len).is_err() {
+        if check_span(self.len, offset, len).is_err() {
             return false;
         }
-        Self::pieces(offset, len)
-            .any(|(index, _, _)| self.chunks.get(index).is_some_and(|c| c.read().is_some()))
+        self.for_each_present(offset, len, |slot, _, _, _| slot.read().is_some())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+
+    const TB22: u64 = 22_000_000_000_000;
+    const PIB: u64 = 1 << 50;
+
+    fn pattern(seed: u64, len: usize) -> Vec<u8> {
+        (0..len as u64)
+            .map(|i| (i.wrapping_mul(31).wrapping_add(seed.wrapping_mul(97)) % 251) as u8)
+            .collect()
+    }
+
+    fn read(s: &RamStore, offset: u64, len: usize) -> Vec<u8> {
+        let mut buf = vec![0xA5u8; len];
+        s.read_at(offset, &mut buf).unwrap();
+        buf
+    }
+
+    #[test]
+    fn layout_is_compact() {
+        // 16 bytes per top-level entry and per chunk slot.
+        assert_eq!(size_of::<Region>(), 16);
+        assert_eq!(size_of::<Slot>(), 16);
+        assert_eq!(size_of::<Table>(), 256 << 10);
+        assert_eq!(TABLE_SPAN, 16 << 30);
+    }
 
     #[test]
     fn large_store_commits_nothing_up_front() {
-        let s = RamStore::new(1 << 30);
+        let s = RamStore::new(1 << 30).unwrap();
         assert_eq!(s.allocated(), 0);
-        let mut buf = [0xAAu8; 512];
-        s.read_at((1 << 30) - 512, &mut buf).unwrap();
-        assert!(buf.iter().all(|&b| b == 0));
+        assert_eq!(s.table_bytes(), 16);
+        assert!(read(&s, (1 << 30) - 512, 512).iter().all(|&b| b == 0));
         assert_eq!(s.allocated(), 0);
+        assert_eq!(s.table_bytes(), 16);
+    }
+
+    #[test]
+    fn store_of_22_tb_costs_20_kib_until_written() {
+        let s = RamStore::new(TB22).unwrap();
+        let top = TB22.div_ceil(TABLE_SPAN) * size_of::<Region>() as u64;
+        assert_eq!(top, 1281 * 16);
+        assert_eq!(s.table_bytes(), top);
+        assert_eq!(s.allocated(), 0);
+        // Reads anywhere, the last byte included, allocate nothing.
+        for offset in [0, TB22 / 3, TB22 - 4096] {
+            assert!(read(&s, offset, 4096).iter().all(|&b| b == 0));
+        }
+        assert!(read(&s, TB22 - 1, 1) == [0]);
+        assert!(!s.is_mapped(0, TB22));
+        assert_eq!(s.allocated(), 0);
+        assert_eq!(s.table_bytes(), top);
+        // One 4 KiB write: one chunk and one second-level table.
+        let data = pattern(1, 4096);
+        s.write_at(TB22 - 4096, &data).unwrap();
+        assert_eq!(read(&s, TB22 - 4096, 4096), data);
+        assert_eq!(s.allocated(), CHUNK as u64);
+        assert_eq!(s.table_bytes(), top + size_of::<Table>() as u64);
+        assert!(s.is_mapped(0, TB22));
+        assert!(!s.is_mapped(0, TB22 - (1 << 20)));
+    }
+
+    #[test]
+    fn store_of_1_pib_is_fine() {
+        let s = RamStore::new(PIB).unwrap();
+        assert_eq!(s.table_bytes(), 1 << 20);
+        let data = pattern(2, 8192);
+        s.write_at(PIB - 8192, &data).unwrap();
+        s.write_at(0, &data).unwrap();
+        assert_eq!(read(&s, PIB - 8192, 8192), data);
+        assert_eq!(read(&s, 0, 8192), data);
+        assert!(read(&s, PIB / 2, 8192).iter().all(|&b| b == 0));
+        assert_eq!(s.allocated(), 2 * CHUNK as u64);
+        assert_eq!(s.table_bytes(), (1 << 20) + 2 * size_of::<Table>() as u64);
+        // Punching the whole 1 PiB skips the 65 534 regions without a table.
+        s.punch_hole(0, PIB).unwrap();
+        assert_eq!(s.allocated(), 0);
+        assert!(!s.is_mapped(0, PIB));
+        assert!(read(&s, PIB - 8192, 8192).iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn capacities_up_to_the_limit_and_no_further() {
+        let s = RamStore::new(RamStore::MAX_LEN).unwrap();
+        assert_eq!(s.table_bytes(), 16 << 20);
+        s.write_at(RamStore::MAX_LEN - 1, &[9]).unwrap();
+        assert_eq!(read(&s, RamStore::MAX_LEN - 1, 1), [9]);
+        drop(s);
+        for len in [RamStore::MAX_LEN + 1, 1 << 60, u64::MAX] {
+            let e = RamStore::new(len).err().unwrap();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+            assert!(e.to_string().contains(&len.to_string()), "{e}");
+        }
+        let s = RamStore::new(0).unwrap();
+        assert!(s.is_empty());
+        assert_eq!(s.table_bytes(), 0);
+        s.read_at(0, &mut []).unwrap();
+        s.write_at(0, &[]).unwrap();
+        assert!(s.read_at(0, &mut [0]).is_err());
+        assert!(s.write_at(0, &[0]).is_err());
     }
 
     #[test]
     fn round_trip_across_chunk_boundary() {
-        let s = RamStore::new(4 << 20);
-        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let s = RamStore::new(4 << 20).unwrap();
+        let data = pattern(3, 10_000);
         let offset = CHUNK as u64 - 5000;
         s.write_at(offset, &data).unwrap();
-        let mut back = vec![0u8; data.len()];
-        s.read_at(offset, &mut back).unwrap();
-        assert_eq!(back, data);
+        assert_eq!(read(&s, offset, data.len()), data);
         assert_eq!(s.allocated(), 2 * CHUNK as u64);
         assert!(s.is_mapped(offset, 1));
         assert!(!s.is_mapped(3 * CHUNK as u64, 512));
     }
 
     #[test]
+    fn round_trip_across_table_boundary() {
+        let s = RamStore::new(3 * TABLE_SPAN).unwrap();
+        let top = 3 * size_of::<Region>() as u64;
+        // 3 MiB + 2 straddling the first region boundary: 5 chunks in 2 tables.
+        let data = pattern(4, 3 * CHUNK + 2);
+        let offset = TABLE_SPAN - 2 * CHUNK as u64 - 1;
+        s.write_at(offset, &data).unwrap();
+        assert_eq!(read(&s, offset, data.len()), data);
+        assert_eq!(s.allocated(), 5 * CHUNK as u64);
+        assert_eq!(s.table_bytes(), top + 2 * size_of::<Table>() as u64);
+        // A read straddling the second boundary, half in an absent region.
+        let data = pattern(5, 4096);
+        s.write_at(2 * TABLE_SPAN - 4096, &data).unwrap();
+        let back = read(&s, 2 * TABLE_SPAN - 4096, 8192);
+        assert_eq!(back[..4096], data[..]);
+        assert!(back[4096..].iter().all(|&b| b == 0));
+        assert_eq!(s.table_bytes(), top + 2 * size_of::<Table>() as u64);
+        // Bytes just around the written range stay zero.
+        assert_eq!(read(&s, offset - 1, 1), [0]);
+        assert_eq!(read(&s, offset + 3 * CHUNK as u64 + 2, 1), [0]);
+        assert!(!s.is_mapped(0, TABLE_SPAN - 3 * CHUNK as u64));
+        assert!(s.is_mapped(TABLE_SPAN, 1));
+        assert!(!s.is_mapped(2 * TABLE_SPAN, TABLE_SPAN));
+    }
+
+    #[test]
     fn out_of_range_is_an_error() {
-        let s = RamStore::new(4096);
+        let s = RamStore::new(4096).unwrap();
         let mut buf = [0u8; 512];
         assert!(s.read_at(4096 - 511, &mut buf).is_err());
         assert!(s.write_at(u64::MAX - 10, &buf).is_err());
         assert!(s.write_at(3584, &buf).is_ok());
+        assert!(s.punch_hole(4096, 1).is_err());
+        assert!(s.punch_hole(1, u64::MAX).is_err());
+        assert!(!s.is_mapped(4096, 1));
+        assert!(!s.is_mapped(0, u64::MAX));
+
+        let s = RamStore::new(TB22).unwrap();
+        let e = s.read_at(TB22 - 511, &mut buf).err().unwrap();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(s.write_at(TB22, &buf).is_err());
+        assert!(s.write_at(u64::MAX - 10, &buf).is_err());
+        assert!(s.read_at(u64::MAX, &mut buf).is_err());
+        assert!(s.punch_hole(TB22 - 1, 2).is_err());
+        assert!(s.punch_hole(u64::MAX, u64::MAX).is_err());
+        assert_eq!(s.allocated(), 0);
+        assert_eq!(s.table_bytes(), 1281 * 16);
     }
 
     #[test]
     fn punch_hole_zeroes_and_frees() {
-        let s = RamStore::new(3 << 20);
+        let s = RamStore::new(3 << 20).unwrap();
         s.write_at(0, &vec![7u8; 3 << 20]).unwrap();
         s.punch_hole(100, (2 << 20) - 100).unwrap();
-        let mut buf = vec![1u8; 3 << 20];
-        s.read_at(0, &mut buf).unwrap();
+        let buf = read(&s, 0, 3 << 20);
         assert!(buf[..100].iter().all(|&b| b == 7));
         assert!(buf[100..2 << 20].iter().all(|&b| b == 0));
         assert!(buf[2 << 20..].iter().all(|&b| b == 7));
         assert_eq!(s.allocated(), 2 * CHUNK as u64);
+        assert!(!s.is_mapped(1 << 20, 1 << 20));
+        s.punch_hole(0, 3 << 20).unwrap();
+        assert_eq!(s.allocated(), 0);
+        assert!(!s.is_mapped(0, 3 << 20));
+
+        // A partial last chunk is freed by a hole from its start to the end of the store.
+        let len = (3 << 20) + 4096;
+        let s = RamStore::new(len).unwrap();
+        s.write_at(len - 4096, &[5u8; 4096]).unwrap();
+        s.punch_hole(len - 4096, 2048).unwrap();
+        assert_eq!(s.allocated(), CHUNK as u64);
+        assert_eq!(read(&s, len - 4096, 4096)[2047..2049], [0, 5]);
+        s.punch_hole(3 << 20, 4096).unwrap();
+        assert_eq!(s.allocated(), 0);
+        assert!(!s.is_mapped(0, len));
+    }
+
+    #[test]
+    fn punch_hole_across_table_boundary() {
+        let s = RamStore::new(TB22).unwrap();
+        let start = TABLE_SPAN - 2 * CHUNK as u64;
+        s.write_at(start, &vec![3u8; 4 * CHUNK]).unwrap();
+        // The last chunk is partial (22 TB is not a multiple of 1 MiB).
+        assert_ne!(TB22 % CHUNK as u64, 0);
+        s.write_at(TB22 - 4096, &[4u8; 4096]).unwrap();
+        assert_eq!(s.allocated(), 5 * CHUNK as u64);
+        // Frees the two middle chunks whole, zeroes part of the outer two.
+        s.punch_hole(start + 10, 4 * CHUNK as u64 - 20).unwrap();
+        assert_eq!(s.allocated(), 3 * CHUNK as u64);
+        let back = read(&s, start, 4 * CHUNK);
+        assert!(back[..10].iter().all(|&b| b == 3));
+        assert!(back[10..4 * CHUNK - 10].iter().all(|&b| b == 0));
+        assert!(back[4 * CHUNK - 10..].iter().all(|&b| b == 3));
+        assert!(!s.is_mapped(start + CHUNK as u64, 2 * CHUNK as u64));
+        // A hole over the whole 22 TB frees everything.
+        s.punch_hole(0, TB22).unwrap();
+        assert_eq!(s.allocated(), 0);
+        assert!(!s.is_mapped(0, TB22));
+        assert!(read(&s, TB22 - 4096, 4096).iter().all(|&b| b == 0));
+        // Tables stay; chunk memory is what was given back.
+        assert_eq!(s.table_bytes(), 1281 * 16 + 3 * size_of::<Table>() as u64);
+    }
+
+    #[test]
+    fn concurrent_writers_and_readers() {
+        const THREADS: u64 = 8;
+        const BLOCK: usize = 4096;
+        const BLOCKS: u64 = 1024; // per thread
+        let s = Arc::new(RamStore::new(TB22).unwrap());
+        // Interleaved 4 KiB blocks in a 32 MiB band straddling a region boundary, so threads
+        // share chunks, race to create the same chunks and the same second-level table.
+        const BASE: u64 = TABLE_SPAN - (16 << 20);
+        let offset = |t: u64, i: u64| BASE + (i * THREADS + t) * BLOCK as u64;
+        let writers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for i in 0..BLOCKS {
+                        s.write_at(offset(t, i), &pattern(t * BLOCKS + i, BLOCK))
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        // A reader during the writes sees each block either unwritten or whole.
+        let reader = {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                for round in 0..4 {
+                    for i in (round..BLOCKS).step_by(7) {
+                        let t = i % THREADS;
+                        let back = read(&s, offset(t, i), BLOCK);
+                        assert!(
+                            back.iter().all(|&b| b == 0) || back == pattern(t * BLOCKS + i, BLOCK)
+                        );
+                    }
+                }
+            })
+        };
+        for w in writers {
+            w.join().unwrap();
+        }
+        reader.join().unwrap();
+        for t in 0..THREADS {
+            for i in 0..BLOCKS {
+                assert_eq!(
+                    read(&s, offset(t, i), BLOCK),
+                    pattern(t * BLOCKS + i, BLOCK)
+                );
+            }
+        }
+        let band = THREADS * BLOCKS * BLOCK as u64;
+        assert_eq!(band, 32 << 20);
+        assert_eq!(s.allocated(), band);
+        assert_eq!(s.table_bytes(), 1281 * 16 + 2 * size_of::<Table>() as u64);
     }
 }
