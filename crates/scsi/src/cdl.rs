@@ -1,5 +1,5 @@
-//! Command Duration Limits as a device sees them: the T2A/T2B mode pages (spec/cdl.md §2.1),
-//! their descriptors, units and policies (spec/cdl.md §4).
+//! Command Duration Limits as a device sees them: the T2A/T2B mode pages (SPC-6 §7.5.11,
+//! §7.5.12), their descriptors, units and policies.
 
 mod descriptor;
 mod error;

@@ -18,7 +18,7 @@ pub struct StandardInquiry {
     /// PERIPHERAL QUALIFIER and PERIPHERAL DEVICE TYPE (byte 0).
     pub peripheral: u8,
     pub removable: bool,
-    /// VERSION (byte 2): the SPC version claimed (spec/cdl.md §1.1).
+    /// VERSION (byte 2): the SPC version claimed (Linux probes CDL only from SPC-5, 07h, on).
     pub version: u8,
     pub vendor: [u8; 8],
     pub product: [u8; 16],

@@ -1,12 +1,12 @@
-//! One T2 command duration limit descriptor (spec/cdl.md §2.1, SPC-6 table "T2 descriptor").
+//! One T2 command duration limit descriptor (SPC-6 T2A/T2B mode pages, table "T2 descriptor").
 
-use super::{CdlError, LimitKind, Policy, T2CdlUnits};
 use super::units::Ns;
+use super::{CdlError, LimitKind, Policy, T2CdlUnits};
 
 /// Encoded size of a T2 descriptor.
 pub const T2_DESCRIPTOR_LEN: usize = 32;
 
-/// A T2 descriptor (spec/cdl.md §2.1: 32 bytes; units byte 0, inactive 2–3, active 4–5,
+/// A T2 descriptor (SPC-6 "T2 descriptor" table: 32 bytes; units byte 0, inactive 2–3, active 4–5,
 /// policies byte 6, guideline 10–11, guideline policy byte 14).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CdlDescriptor {
@@ -50,7 +50,7 @@ impl CdlDescriptor {
         LimitKind::ALL.iter().any(|k| self.limit(*k).is_some())
     }
 
-    /// Checks each policy against the limit it belongs to (spec/cdl.md §4: inactive {0,D,F},
+    /// Checks each policy against the limit it belongs to (SPC-6 policy codes: inactive {0,D,F},
     /// active {0,D,E,F}, guideline {0,1,2,D,F}). `number` (1..=7) names it in the error.
     pub fn validate(&self, number: u8) -> Result<(), CdlError> {
         for (limit, policy) in [

@@ -1,10 +1,10 @@
 //! Why a CDL page or descriptor was refused, with the byte/bit it concerns so MODE SELECT can
-//! answer ILLEGAL REQUEST / INVALID FIELD IN PARAMETER LIST with a field pointer (spec/cdl.md §9.3).
+//! answer ILLEGAL REQUEST / INVALID FIELD IN PARAMETER LIST with a field pointer (SPC-5 §4.4.2.3).
 
 use super::LimitKind;
 use std::fmt;
 
-/// A refused T2A/T2B page (spec/cdl.md §2.1). Descriptors are numbered 1..=7.
+/// A refused T2A/T2B page (SPC-6 T2A/T2B mode pages). Descriptors are numbered 1..=7.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CdlError {
     /// The page is not 232 bytes long.

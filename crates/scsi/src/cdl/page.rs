@@ -1,4 +1,4 @@
-//! The T2A and T2B mode pages (spec/cdl.md §2.1: Control mode page 0Ah, subpages 07h/08h,
+//! The T2A and T2B mode pages (SPC-6 §7.5.11, §7.5.12: Control mode page 0Ah, subpages 07h/08h,
 //! 232 bytes, PAGE LENGTH 00E4h, seven 32-byte descriptors from byte 8).
 
 use super::descriptor::T2_DESCRIPTOR_LEN;
@@ -9,7 +9,8 @@ pub const T2_PAGE_LEN: usize = 232;
 const PAGE_LENGTH_FIELD: u16 = (T2_PAGE_LEN - 4) as u16;
 const DESCRIPTORS_AT: usize = 8;
 
-/// Which of the two pages (spec/cdl.md §1.4: READ(16)/(32) → T2A, WRITE(16)/(32) → T2B).
+/// Which of the two pages (the CDLP a command reports: READ(16)/(32) → T2A, WRITE(16)/(32) → T2B,
+/// as Linux libata and cdl-tools pair them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CdlPageKind {
     T2A,
@@ -26,7 +27,7 @@ impl CdlPageKind {
     }
 }
 
-/// PERF VS DURATION GUIDELINES (spec/cdl.md §8: T2A byte 7 bits 7:4, codes 0h..Ch = 0..20 %
+/// PERF VS DURATION GUIDELINES (SPC-6 T2A mode page byte 7 bits 7:4, codes 0h..Ch = 0..20 %
 /// maximum increase in average completion time the device may spend honouring guidelines).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PerfVsDurationGuideline(u8);
@@ -34,7 +35,7 @@ pub struct PerfVsDurationGuideline(u8);
 impl PerfVsDurationGuideline {
     /// Allowed increase per code, in tenths of a percent (cdl-tools `cdl_perf_str`).
     const TENTHS_OF_PERCENT: [u16; 13] = [0, 5, 10, 15, 20, 25, 30, 40, 50, 80, 100, 150, 200];
-    /// Ch: 20 %, what WD uses (spec/drive-model.md §2.4).
+    /// Ch: 20 %, the largest defined code (what WD drives use).
     pub const MAX: Self = Self(0xC);
 
     /// `None` for the reserved codes Dh..Fh.
@@ -70,7 +71,7 @@ impl CdlPage {
         self.descriptors.get(usize::from(dld).checked_sub(1)?)
     }
 
-    /// Checks every descriptor's policies (spec/cdl.md §4).
+    /// Checks every descriptor's policies (SPC-6 policy codes per limit).
     pub fn validate(&self) -> Result<(), CdlError> {
         (1u8..)
             .zip(&self.descriptors)
@@ -134,7 +135,7 @@ impl CdlPage {
     }
 }
 
-/// The changeable-values mask MODE SENSE returns for PC=01b (spec/cdl.md §2.3): the header as
+/// The changeable-values mask MODE SENSE returns for PC=01b (SPC-5 §6.14.3): the header as
 /// in [`CdlPage::encode`], and ones in every field MODE SELECT may change (T2A byte 7 bits 7:4;
 /// per descriptor the units, the three limits and their policies; BYPASS SEQUESTRATION is
 /// not supported and stays 0).
@@ -152,7 +153,7 @@ pub fn changeable_mask(kind: CdlPageKind) -> [u8; T2_PAGE_LEN] {
     page
 }
 
-/// Both pages of a logical unit: T2A for reads, T2B for writes (spec/cdl.md §1.4).
+/// Both pages of a logical unit: T2A for reads, T2B for writes (the CDLP of READ and WRITE).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CdlPages {
     pub t2a: CdlPage,

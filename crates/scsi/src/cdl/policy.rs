@@ -1,6 +1,6 @@
-//! CDL policies applied when a limit is exceeded (spec/cdl.md §4 policy code table).
+//! CDL policies applied when a limit is exceeded (SPC-6 T2 descriptor policy codes).
 
-/// Which limit of a descriptor (spec/cdl.md §8).
+/// Which limit of a descriptor (SPC-6 T2 descriptor).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LimitKind {
     /// MAX INACTIVE TIME: from arrival until processing starts.
@@ -24,7 +24,7 @@ impl LimitKind {
     }
 }
 
-/// A policy code (spec/cdl.md §4; names from cdladm).
+/// A policy code (SPC-6 T2 descriptor; names from cdladm).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Policy {
     /// 0h complete-earliest: keep processing, count the miss.
@@ -88,7 +88,7 @@ impl Policy {
         }
     }
 
-    /// Whether the policy may be used for `limit` (spec/cdl.md §3 checklist item 3:
+    /// Whether the policy may be used for `limit` (SPC-6, as cdladm checks it:
     /// inactive {0,D,F}, active {0,D,E,F}, guideline {0,1,2,D,F}).
     pub fn allowed_for(self, limit: LimitKind) -> bool {
         match limit {

@@ -1,9 +1,9 @@
-//! T2CDLUNITS (spec/cdl.md §2.1: 0h none, 6h 500 ns, 8h 1 µs, Ah 10 ms, Eh 500 ms).
+//! T2CDLUNITS (SPC-6 T2 descriptor: 0h none, 6h 500 ns, 8h 1 µs, Ah 10 ms, Eh 500 ms).
 
 /// Nanoseconds (the unit every limit converts to).
 pub type Ns = u64;
 
-/// The unit of the three limits of a T2 descriptor (spec/cdl.md §2.1, T2CDLUNITS).
+/// The unit of the three limits of a T2 descriptor (SPC-6, T2CDLUNITS).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum T2CdlUnits {
     /// 0h: no limit; all three times of the descriptor are ignored.
