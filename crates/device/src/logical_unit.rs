@@ -9,7 +9,7 @@ use crate::{Completion, Request, TaskAttribute, Transfer};
 use parking_lot::Mutex;
 use scsi::command::{Command, DataLength, Inquiry, ModeSelect, StartStopUnit};
 use scsi::inquiry::{self, vpd, BlockLimits, DeviceIdentifiers, StandardInquiry};
-use scsi::mode::{self, ModeParameters, ModeSenseContext};
+use scsi::mode::{self, ModeContext, ModeParameters};
 use scsi::{rsoc, Asc, Sense, SenseKey, Status};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -99,6 +99,7 @@ impl LogicalUnit {
             wce: config.write_cache,
             d_sense: false,
             swp: false,
+            cdl: None,
         };
         store.set_write_through(!config.write_cache);
         Ok(LogicalUnit {
@@ -338,9 +339,10 @@ impl LogicalUnit {
             Command::PreFetch(r) => self.pre_fetch(&r),
             Command::ModeSense(m) => {
                 let current = *self.mode.lock();
-                let ctx = ModeSenseContext {
+                let ctx = ModeContext {
                     current: &current,
                     default: &self.default_mode,
+                    saved: None,
                     write_protected: self.write_protected(),
                     number_of_blocks: self.blocks,
                     block_length: self.config.block_size,
@@ -354,6 +356,14 @@ impl LogicalUnit {
                 }
             }
             Command::ModeSelect(m) => self.mode_select(req, &m),
+            // The supported pages lists only until CDL statistics are wired in.
+            Command::LogSense(l) => match scsi::log::log_sense(&l, None, data_in) {
+                Ok(()) => {
+                    truncate(data_in, start, l.allocation_length.into());
+                    Completion::GOOD
+                }
+                Err(sense) => check(sense),
+            },
             Command::StartStopUnit(s) => self.start_stop_unit(&s),
             Command::Reserve6 => {
                 let mut holder = self.reservation_holder.lock();
@@ -388,7 +398,7 @@ impl LogicalUnit {
                 Completion::GOOD
             }
             Command::ReportSupportedOperationCodes(r) => {
-                match rsoc::report_supported_operation_codes(&r, data_in) {
+                match rsoc::report_supported_operation_codes(&r, false, data_in) {
                     Ok(()) => {
                         truncate(data_in, start, r.allocation_length);
                         Completion::GOOD
@@ -452,9 +462,6 @@ impl LogicalUnit {
     /// nexuses with MODE PARAMETERS CHANGED (SPC-5 §7.5.2).
     fn mode_select(&self, req: &Request, m: &ModeSelect) -> Completion {
         let len = usize::from(m.parameter_list_length);
-        if len == 0 {
-            return Completion::GOOD;
-        }
         let Some(data) = req.data_out.get(..len) else {
             return check(Sense::new(
                 SenseKey::IllegalRequest,
@@ -462,15 +469,16 @@ impl LogicalUnit {
             ));
         };
         let mut mode = self.mode.lock();
-        let new = match mode::mode_select(
-            m.ten,
-            data,
-            &mode,
-            &self.default_mode,
-            self.blocks,
-            self.config.block_size,
-        ) {
-            Ok(new) => new,
+        let ctx = ModeContext {
+            current: &mode,
+            default: &self.default_mode,
+            saved: None,
+            write_protected: self.write_protected(),
+            number_of_blocks: self.blocks,
+            block_length: self.config.block_size,
+        };
+        let new = match mode::mode_select(m, data, &ctx) {
+            Ok(selected) => selected.parameters,
             Err(sense) => return check(sense),
         };
         if new != *mode {

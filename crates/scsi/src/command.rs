@@ -1,7 +1,7 @@
 //! Typed commands decoded from CDBs (SPC-5 §6, SBC-4 §5). Fields keep the standards' names.
 
-/// READ/WRITE (6)/(10)/(12)/(16) (SBC-4 §5.12–5.15, §5.39–5.42). A READ(6)/WRITE(6) transfer
-/// length of 0 is already turned into 256.
+/// READ/WRITE (6)/(10)/(12)/(16)/(32) (SBC-4 §5.12–5.16, §5.39–5.43). A READ(6)/WRITE(6)
+/// transfer length of 0 is already turned into 256.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadWrite {
     pub lba: u64,
@@ -9,7 +9,8 @@ pub struct ReadWrite {
     pub dpo: bool,
     pub fua: bool,
     pub group_number: u8,
-    /// Duration limit descriptor index (DLD2:DLD0, SBC-5 READ(16)/WRITE(16)); 0 elsewhere.
+    /// Duration limit descriptor index (DLD2:DLD0, SBC-5 READ(16)/WRITE(16)/READ(32)/WRITE(32));
+    /// 0 elsewhere.
     pub dld: u8,
 }
 
@@ -78,6 +79,8 @@ pub enum PageControl {
     Current,
     Changeable,
     Default,
+    /// 11b: only a logical unit that saves mode pages answers it.
+    Saved,
 }
 
 /// MODE SENSE (6)/(10) (SPC-5 §6.14–6.15).
@@ -98,7 +101,30 @@ pub struct ModeSense {
 pub struct ModeSelect {
     pub ten: bool,
     pub pf: bool,
+    /// Save the pages (byte 1 bit 0); only a logical unit that saves mode pages accepts it.
+    pub sp: bool,
     pub parameter_list_length: u16,
+}
+
+/// PC field of LOG SENSE (SPC-5 LOG SENSE command, byte 2 bits 7:6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogPageControl {
+    ThresholdValues,
+    CumulativeValues,
+    DefaultThresholdValues,
+    DefaultCumulativeValues,
+}
+
+/// LOG SENSE (SPC-5 §6.9). SP = 1 is refused while decoding: no log
+/// parameters are saved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogSense {
+    pub pc: LogPageControl,
+    pub page_code: u8,
+    pub subpage_code: u8,
+    /// First parameter code to return; parameters with lower codes are left out.
+    pub parameter_pointer: u16,
+    pub allocation_length: u16,
 }
 
 /// START STOP UNIT (SBC-4 §5.31, table 95).
@@ -168,6 +194,7 @@ pub enum Command {
     PreFetch(CacheRange),
     ModeSense(ModeSense),
     ModeSelect(ModeSelect),
+    LogSense(LogSense),
     StartStopUnit(StartStopUnit),
     /// RESERVE (6) / RELEASE (6) (SPC-2 §7.21, §7.16): whole-LU reservations for one nexus.
     Reserve6,
@@ -233,6 +260,7 @@ impl Command {
             },
             Command::ModeSense(m) => InBytes(m.allocation_length.into()),
             Command::ModeSelect(m) => OutBytes(m.parameter_list_length.into()),
+            Command::LogSense(l) => InBytes(l.allocation_length.into()),
             Command::ReportSupportedOperationCodes(r) => InBytes(r.allocation_length),
             Command::ReadDefectData(r) => InBytes(r.allocation_length),
             Command::ReportSupportedTaskManagementFunctions {

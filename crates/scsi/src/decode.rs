@@ -4,7 +4,7 @@
 
 use crate::cdb::{be16, be24, be32, be64, bit, u8_at};
 use crate::command::*;
-use crate::sense::{Asc, Sense, SenseKey};
+use crate::sense::Sense;
 
 type Decoded = Result<Command, Sense>;
 
@@ -113,6 +113,21 @@ fn rw16(c: &[u8]) -> ReadWrite {
     r
 }
 
+/// READ(32)/WRITE(32) (SBC-4 READ(32) and WRITE(32) tables): GROUP NUMBER in byte 6, DPO and
+/// FUA in byte 10, DLD2:DLD0 in byte 11 bits 2:0 (SBC-5; where Linux sd puts them), LBA 12..20,
+/// TRANSFER LENGTH 28..32. The expected tags (bytes 20–27) only matter with protection
+/// information, which RDPROTECT/WRPROTECT = 0 rules out.
+fn rw32(c: &[u8]) -> ReadWrite {
+    ReadWrite {
+        lba: be64(c, 12),
+        transfer_length: be32(c, 28),
+        dpo: bit(c, 10, 4),
+        fua: bit(c, 10, 3),
+        group_number: u8_at(c, 6) & 0x3F,
+        dld: u8_at(c, 11) & 0x07,
+    }
+}
+
 pub(crate) fn read6(c: &[u8]) -> Decoded {
     Ok(Command::Read(rw6(c)))
 }
@@ -125,6 +140,9 @@ pub(crate) fn read12(c: &[u8]) -> Decoded {
 pub(crate) fn read16(c: &[u8]) -> Decoded {
     Ok(Command::Read(rw16(c)))
 }
+pub(crate) fn read32(c: &[u8]) -> Decoded {
+    Ok(Command::Read(rw32(c)))
+}
 pub(crate) fn write6(c: &[u8]) -> Decoded {
     Ok(Command::Write(rw6(c)))
 }
@@ -136,6 +154,9 @@ pub(crate) fn write12(c: &[u8]) -> Decoded {
 }
 pub(crate) fn write16(c: &[u8]) -> Decoded {
     Ok(Command::Write(rw16(c)))
+}
+pub(crate) fn write32(c: &[u8]) -> Decoded {
+    Ok(Command::Write(rw32(c)))
 }
 
 /// ORWRITE (16) (SBC-4 §5.8, table 75): the (16) layout without DLD bits.
@@ -286,18 +307,14 @@ pub(crate) fn pre_fetch16(c: &[u8]) -> Decoded {
     Ok(Command::PreFetch(cache_range(be64(c, 2), be32(c, 10), c)))
 }
 
-/// PC (byte 2 bits 7:6, SPC-5 table 165): saved values are not supported.
+/// PC (byte 2 bits 7:6, SPC-5 table 165). Whether saved values exist depends on the logical
+/// unit, so MODE SENSE answers PC = 11b, not the decoder.
 fn mode_sense(c: &[u8], ten: bool, allocation_length: u16) -> Decoded {
     let pc = match u8_at(c, 2) >> 6 {
         0 => PageControl::Current,
         1 => PageControl::Changeable,
         2 => PageControl::Default,
-        _ => {
-            return Err(Sense::new(
-                SenseKey::IllegalRequest,
-                Asc::SAVING_PARAMETERS_NOT_SUPPORTED,
-            ))
-        }
+        _ => PageControl::Saved,
     };
     Ok(Command::ModeSense(ModeSense {
         ten,
@@ -318,12 +335,13 @@ pub(crate) fn mode_sense10(c: &[u8]) -> Decoded {
     mode_sense(c, true, be16(c, 7))
 }
 
-/// SP (byte 1 bit 0) is left out of the usage mask: saving pages is not supported, so SP = 1
-/// fails the generic reserved-bit check with the right pointer (SPC-5 §6.12).
+/// SP (byte 1 bit 0) is decoded; MODE SELECT refuses it on a logical unit that cannot save
+/// (SPC-5 §6.12).
 fn mode_select(c: &[u8], ten: bool, parameter_list_length: u16) -> Decoded {
     Ok(Command::ModeSelect(ModeSelect {
         ten,
         pf: bit(c, 1, 4),
+        sp: bit(c, 1, 0),
         parameter_list_length,
     }))
 }
@@ -334,6 +352,25 @@ pub(crate) fn mode_select6(c: &[u8]) -> Decoded {
 /// MODE SELECT (10) (SPC-5 table 163).
 pub(crate) fn mode_select10(c: &[u8]) -> Decoded {
     mode_select(c, true, be16(c, 7))
+}
+
+/// LOG SENSE (SPC-5 LOG SENSE command table). SP (byte 1 bit 0) and the obsolete PPC (bit 1)
+/// are outside the usage mask: no log parameters are saved, so SP = 1 fails the generic
+/// reserved-bit check with the pointer at byte 1 bit 0.
+pub(crate) fn log_sense(c: &[u8]) -> Decoded {
+    let pc = match u8_at(c, 2) >> 6 {
+        0 => LogPageControl::ThresholdValues,
+        1 => LogPageControl::CumulativeValues,
+        2 => LogPageControl::DefaultThresholdValues,
+        _ => LogPageControl::DefaultCumulativeValues,
+    };
+    Ok(Command::LogSense(LogSense {
+        pc,
+        page_code: u8_at(c, 2) & 0x3F,
+        subpage_code: u8_at(c, 3),
+        parameter_pointer: be16(c, 5),
+        allocation_length: be16(c, 7),
+    }))
 }
 
 /// START STOP UNIT (SBC-4 table 95). Every POWER CONDITION value is accepted: the device

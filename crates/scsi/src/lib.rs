@@ -6,6 +6,7 @@ pub mod cdl;
 pub mod command;
 mod decode;
 pub mod inquiry;
+pub mod log;
 pub mod mode;
 pub mod report_luns;
 pub mod rsoc;

@@ -1,10 +1,13 @@
-//! The command table (DESIGN.md rule 1; modelled on FreeBSD CTL's ctl_cmd_table.c): every
-//! supported operation code / service action with its CDB usage mask, data direction, CDL page
-//! and decoder. Decoding, REPORT SUPPORTED OPERATION CODES and reserved-bit checks all read it.
+//! The command table, the single source of truth (modelled on FreeBSD CTL's ctl_cmd_table.c):
+//! every supported operation code / service action with its CDB usage mask, data direction,
+//! CDL page and decoder. Decoding, REPORT SUPPORTED OPERATION CODES and reserved-bit checks all
+//! read it.
 
+use crate::cdb::{be16, u8_at};
+use crate::cdl::CdlPageKind;
 use crate::command::Command;
 use crate::decode as d;
-use crate::sense::{Asc, Sense, SenseKey};
+use crate::sense::Sense;
 
 /// Direction of the data phase (SAM-5 §5.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,19 +17,25 @@ pub enum Direction {
     Out,
 }
 
+/// Operation code of the variable length CDBs (SPC-5 variable length CDB format): CONTROL in
+/// byte 1, ADDITIONAL CDB LENGTH in byte 7, SERVICE ACTION in bytes 8–9.
+pub const VARIABLE_LENGTH_CDB: u8 = 0x7F;
+
 /// One supported command.
 pub struct CommandInfo {
     pub name: &'static str,
-    /// CDB USAGE DATA (SPC-5 table 258): byte 0 is the opcode, byte 1 of a service-action
-    /// command carries the service action; every other set bit is a bit the device evaluates.
+    /// CDB USAGE DATA (SPC-5 table 258): byte 0 is the opcode and the service action sits
+    /// where the CDB carries it (byte 1, or bytes 8–9 of a variable length CDB, whose byte 7
+    /// holds the ADDITIONAL CDB LENGTH); every other set bit is a bit the device evaluates.
     /// Its length is the CDB length.
     pub usage: &'static [u8],
     pub service_action: Option<u16>,
     pub direction: Direction,
-    /// CDLP (spec/cdl.md §1.4): which CDL mode page applies; 0 until CDL pages exist.
-    pub cdlp: u8,
-    /// Byte 1 bits 7:5 are RDPROTECT/WRPROTECT/VRPROTECT, which must be 0 without protection
-    /// information (SBC-4 §4.22.2, PROTECT = 0 in standard INQUIRY data).
+    /// The CDL mode page whose descriptors the command's DLD field selects (SBC-5 READ(16),
+    /// WRITE(16), READ(32), WRITE(32)); reported as CDLP only by a logical unit with CDL.
+    pub cdl_page: Option<CdlPageKind>,
+    /// RDPROTECT/WRPROTECT/VRPROTECT (bits 7:5 of [`CommandInfo::protect_byte`]) must be 0
+    /// without protection information (SBC-4 §4.22.2, PROTECT = 0 in standard INQUIRY data).
     pub protect_field: bool,
     /// Nominal and recommended command timeouts in seconds (SPC-5 table 260).
     pub nominal_timeout: u32,
@@ -42,18 +51,93 @@ impl CommandInfo {
     pub fn cdb_length(&self) -> usize {
         self.usage.len()
     }
+
+    fn variable_length(&self) -> bool {
+        self.opcode() == VARIABLE_LENGTH_CDB
+    }
+
+    /// Index of the CONTROL byte: the last byte, or byte 1 of a variable length CDB.
+    pub fn control_byte(&self) -> usize {
+        if self.variable_length() {
+            1
+        } else {
+            self.cdb_length() - 1
+        }
+    }
+
+    /// Index of the byte whose bits 7:5 hold RDPROTECT/WRPROTECT/VRPROTECT: byte 1, or byte 10
+    /// of READ(32)/WRITE(32) (SBC-4 READ(32) and WRITE(32) tables).
+    pub fn protect_byte(&self) -> usize {
+        if self.variable_length() {
+            10
+        } else {
+            1
+        }
+    }
+
+    /// The bits of `byte` that hold values decoding checks on its own: the SERVICE ACTION and,
+    /// in a variable length CDB, the ADDITIONAL CDB LENGTH.
+    fn fixed_bits(&self, byte: usize) -> u8 {
+        match ServiceActionField::of(self.opcode()) {
+            Some(ServiceActionField::Byte1) if byte == 1 => 0x1F,
+            Some(ServiceActionField::Bytes8To9) if (7..=9).contains(&byte) => 0xFF,
+            _ => 0,
+        }
+    }
+}
+
+/// Where an operation code keeps its service action (SPC-5 §4.2.5.1 for fixed length CDBs;
+/// SPC-5 variable length CDB format).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServiceActionField {
+    /// Byte 1 bits 4:0: SERVICE ACTION IN/OUT (16), MAINTENANCE IN/OUT.
+    Byte1,
+    /// Bytes 8–9 of a variable length CDB (opcode 7Fh).
+    Bytes8To9,
+}
+
+impl ServiceActionField {
+    pub const fn of(opcode: u8) -> Option<Self> {
+        match opcode {
+            0x9E | 0x9F | 0xA3 | 0xA4 => Some(Self::Byte1),
+            VARIABLE_LENGTH_CDB => Some(Self::Bytes8To9),
+            _ => None,
+        }
+    }
+
+    /// The service action of `cdb`; `None` if the CDB is too short to hold it.
+    pub fn read(self, cdb: &[u8]) -> Option<u16> {
+        match self {
+            Self::Byte1 => cdb.get(1).map(|b| u16::from(b & 0x1F)),
+            Self::Bytes8To9 => (cdb.len() >= 10).then(|| be16(cdb, 8)),
+        }
+    }
+
+    /// INVALID FIELD IN CDB at the field (its most significant bit when narrower than a byte).
+    fn invalid(self) -> Sense {
+        match self {
+            Self::Byte1 => Sense::invalid_field_in_cdb(1, Some(4)),
+            Self::Bytes8To9 => Sense::invalid_field_in_cdb(8, None),
+        }
+    }
 }
 
 const NACA: u8 = 0x04;
 
 macro_rules! entry {
+    (cdl $page:ident, $name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ Some(CdlPageKind::$page), $name, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    };
     ($name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ None, $name, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    };
+    (@ $cdl:expr, $name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+]) => {
         CommandInfo {
             name: $name,
             usage: &[$($u),+],
             service_action: $sa,
             direction: Direction::$dir,
-            cdlp: 0,
+            cdl_page: $cdl,
             protect_field: $protect,
             nominal_timeout: $to,
             recommended_timeout: $to * 2,
@@ -65,7 +149,9 @@ macro_rules! entry {
 const F: u8 = 0xFF;
 
 /// Every supported command, sorted by opcode then service action (the RSOC all-commands order).
-pub static COMMANDS: &[CommandInfo] = &[
+pub static COMMANDS: &[CommandInfo] = TABLE;
+
+const TABLE: &[CommandInfo] = &[
     entry!(
         "TEST UNIT READY",
         None,
@@ -118,7 +204,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         false,
         1,
         d::mode_select6,
-        [0x15, 0x10, 0, 0, F, NACA]
+        [0x15, 0x11, 0, 0, F, NACA]
     ),
     entry!(
         "RESERVE(6)",
@@ -247,13 +333,22 @@ pub static COMMANDS: &[CommandInfo] = &[
         [0x41, 0x08, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
+        "LOG SENSE",
+        In,
+        None,
+        false,
+        1,
+        d::log_sense,
+        [0x4D, 0, F, F, 0, F, F, F, F, NACA]
+    ),
+    entry!(
         "MODE SELECT(10)",
         Out,
         None,
         false,
         1,
         d::mode_select10,
-        [0x55, 0x10, 0, 0, 0, 0, 0, F, F, NACA]
+        [0x55, 0x11, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
         "MODE SENSE(10)",
@@ -265,6 +360,33 @@ pub static COMMANDS: &[CommandInfo] = &[
         [0x5A, 0x18, F, F, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        cdl T2A,
+        "READ(32)",
+        In,
+        Some(0x0009),
+        true,
+        30,
+        d::read32,
+        [
+            0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x09, 0x1E, 0x07, F, F, F, F, F, F, F, F,
+            F, F, F, F, F, F, F, F, F, F, F, F
+        ]
+    ),
+    entry!(
+        cdl T2B,
+        "WRITE(32)",
+        Out,
+        Some(0x000B),
+        true,
+        30,
+        d::write32,
+        [
+            0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x0B, 0x1A, 0x07, F, F, F, F, F, F, F, F,
+            F, F, F, F, F, F, F, F, F, F, F, F
+        ]
+    ),
+    entry!(
+        cdl T2A,
         "READ(16)",
         In,
         None,
@@ -283,6 +405,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         [0x89, 0x1A, F, F, F, F, F, F, F, F, 0, 0, 0, F, 0x3F, NACA]
     ),
     entry!(
+        cdl T2B,
         "WRITE(16)",
         Out,
         None,
@@ -428,48 +551,87 @@ pub static COMMANDS: &[CommandInfo] = &[
     ),
 ];
 
-/// Operation codes whose byte 1 bits 4:0 select a service action (SPC-5 §4.2.5.1).
-pub fn has_service_actions(opcode: u8) -> bool {
-    matches!(opcode, 0x9E | 0x9F | 0xA3 | 0xA4 | 0x7F)
+/// Whether an operation code selects its command by a service action.
+pub const fn has_service_actions(opcode: u8) -> bool {
+    ServiceActionField::of(opcode).is_some()
 }
 
-/// The entry for an opcode (and service action, for opcodes that have them).
-pub fn lookup(opcode: u8, service_action: u16) -> Option<&'static CommandInfo> {
-    COMMANDS.iter().find(|c| {
-        c.opcode() == opcode
-            && (c.service_action.is_none() || c.service_action == Some(service_action))
-    })
+/// The entries of one operation code: `COMMANDS[start..start + len]`.
+#[derive(Clone, Copy)]
+struct Span {
+    start: u8,
+    len: u8,
+}
+
+/// COMMANDS indexed by operation code, built at compile time: decoding does one array access
+/// instead of a scan of the table. Building it also checks the table's shape, so a misplaced
+/// entry is a compile error.
+static BY_OPCODE: [Span; 256] = index(TABLE);
+
+const fn index(table: &[CommandInfo]) -> [Span; 256] {
+    assert!(
+        table.len() <= u8::MAX as usize,
+        "the index holds u8 positions"
+    );
+    let mut spans = [Span { start: 0, len: 0 }; 256];
+    let mut i = 0;
+    while i < table.len() {
+        let info = &table[i];
+        let opcode = info.usage[0];
+        assert!(
+            has_service_actions(opcode) == info.service_action.is_some(),
+            "an entry has a service action exactly when its opcode selects by one"
+        );
+        let span = &mut spans[opcode as usize];
+        if span.len == 0 {
+            span.start = i as u8;
+        } else {
+            assert!(
+                span.start as usize + span.len as usize == i,
+                "the entries of one opcode are adjacent"
+            );
+        }
+        span.len += 1;
+        i += 1;
+    }
+    spans
+}
+
+/// The entry for an opcode and, for opcodes that select by one, its service action (`None`
+/// for the others).
+pub fn lookup(opcode: u8, service_action: Option<u16>) -> Option<&'static CommandInfo> {
+    let span = BY_OPCODE[usize::from(opcode)];
+    let start = usize::from(span.start);
+    // At most a handful of service actions share an opcode.
+    COMMANDS
+        .get(start..start + usize::from(span.len))?
+        .iter()
+        .find(|c| c.service_action == service_action)
 }
 
 /// Decode a CDB through the table. `cdb` may be longer than the command (iSCSI carries 16
-/// bytes); extra bytes are ignored.
+/// bytes, or 32 with an extended CDB AHS); extra bytes are ignored.
 pub fn decode(cdb: &[u8]) -> Result<(&'static CommandInfo, Command), Sense> {
-    let invalid_opcode = || {
-        Sense::new(
-            SenseKey::IllegalRequest,
-            Asc::INVALID_COMMAND_OPERATION_CODE,
-        )
-    };
     let Some(&opcode) = cdb.first() else {
-        return Err(invalid_opcode());
+        return Err(Sense::invalid_command_operation_code());
     };
-    let info = if has_service_actions(opcode) {
-        let known = COMMANDS.iter().any(|c| c.opcode() == opcode);
-        let Some(&byte1) = cdb.get(1) else {
-            return Err(if known {
-                Sense::invalid_field_in_cdb(0, None)
-            } else {
-                invalid_opcode()
-            });
-        };
-        match lookup(opcode, (byte1 & 0x1F).into()) {
-            Some(info) => info,
-            None if known => return Err(Sense::invalid_field_in_cdb(1, Some(4))),
-            None => return Err(invalid_opcode()),
+    if BY_OPCODE[usize::from(opcode)].len == 0 {
+        return Err(Sense::invalid_command_operation_code());
+    }
+    let info = match ServiceActionField::of(opcode) {
+        Some(field) => {
+            // Too short to hold the service action: the transport lost bytes.
+            let sa = field
+                .read(cdb)
+                .ok_or_else(|| Sense::invalid_field_in_cdb(0, None))?;
+            lookup(opcode, Some(sa)).ok_or_else(|| field.invalid())?
         }
-    } else {
-        lookup(opcode, 0).ok_or_else(invalid_opcode)?
+        None => lookup(opcode, None).ok_or_else(Sense::invalid_command_operation_code)?,
     };
+    // ADDITIONAL CDB LENGTH: the bytes after byte 7 (18h for READ(32)/WRITE(32)).
+    if info.variable_length() && usize::from(u8_at(cdb, 7)) + 8 != info.cdb_length() {
+        return Err(Sense::invalid_field_in_cdb(7, None));
+    }
     let Some(cdb) = cdb.get(..info.cdb_length()) else {
         // The transport delivered fewer bytes than the opcode's CDB length.
         return Err(Sense::invalid_field_in_cdb(0, None));
@@ -481,24 +643,20 @@ pub fn decode(cdb: &[u8]) -> Result<(&'static CommandInfo, Command), Sense> {
 /// The generic checks every entry gets: protection field, bits outside the usage mask, NACA
 /// (NormACA = 0 in standard INQUIRY data, so NACA = 1 is invalid: SAM-5 §5.11).
 fn check_reserved(info: &CommandInfo, cdb: &[u8]) -> Result<(), Sense> {
-    if info.protect_field && cdb.get(1).is_some_and(|b| b & 0xE0 != 0) {
-        return Err(Sense::invalid_field_in_cdb(1, Some(7)));
+    let protect = info.protect_byte();
+    if info.protect_field && u8_at(cdb, protect) & 0xE0 != 0 {
+        return Err(Sense::invalid_field_in_cdb(protect as u16, Some(7)));
     }
-    let last = cdb.len() - 1;
+    let control = info.control_byte();
     for (i, (&byte, &mask)) in cdb.iter().zip(info.usage).enumerate().skip(1) {
-        let allowed = if i == 1 && info.service_action.is_some() {
-            mask | 0x1F
-        } else {
-            mask
-        };
-        let bad = byte & !allowed;
+        let bad = byte & !(mask | info.fixed_bits(i));
         if bad != 0 {
             return Err(Sense::invalid_field_in_cdb(
                 i as u16,
                 Some(7 - bad.leading_zeros() as u8),
             ));
         }
-        if i == last && byte & NACA != 0 {
+        if i == control && byte & NACA != 0 {
             return Err(Sense::invalid_field_in_cdb(i as u16, Some(2)));
         }
     }

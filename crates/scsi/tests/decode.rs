@@ -1,8 +1,11 @@
 //! CDB decoders on well-formed and malformed input: exact field pointers, lengths, and no
 //! panic on anything.
 
-use scsi::command::{ByteCheck, CacheRange, Command, PageControl, ReadWrite};
-use scsi::{decode, Asc, Sense, SenseKey, COMMANDS};
+use scsi::command::{
+    ByteCheck, CacheRange, Command, LogPageControl, LogSense, PageControl, ReadWrite,
+};
+use scsi::table::{lookup, ServiceActionField, VARIABLE_LENGTH_CDB};
+use scsi::{decode, Asc, CommandInfo, Sense, SenseKey, COMMANDS};
 
 fn err(cdb: &[u8]) -> Sense {
     match decode(cdb) {
@@ -182,19 +185,16 @@ fn field_values() {
         ),
         c => panic!("{c:?}"),
     }
-    // MODE SENSE saved values, MODE SELECT SP.
-    let s = err(&[0x1A, 0, 0xC0 | 0x08, 0, 255, 0]);
-    assert_eq!(
-        (s.key, s.asc),
-        (
-            SenseKey::IllegalRequest,
-            Asc::SAVING_PARAMETERS_NOT_SUPPORTED
-        )
-    );
-    assert_eq!(
-        err(&[0x55, 0x11, 0, 0, 0, 0, 0, 0, 24, 0]),
-        field(1, Some(0))
-    );
+    // MODE SENSE saved values and MODE SELECT SP decode; whether the logical unit can save
+    // decides in scsi::mode.
+    match ok(&[0x1A, 0, 0xC0 | 0x08, 0, 255, 0]) {
+        Command::ModeSense(m) => assert_eq!((m.pc, m.page_code), (PageControl::Saved, 0x08)),
+        c => panic!("{c:?}"),
+    }
+    match ok(&[0x55, 0x11, 0, 0, 0, 0, 0, 0, 24, 0]) {
+        Command::ModeSelect(m) => assert!(m.ten && m.pf && m.sp),
+        c => panic!("{c:?}"),
+    }
     match ok(&[0x5A, 0x18, 0x7F, 0xFF, 0, 0, 0, 1, 0, 0]) {
         Command::ModeSense(m) => {
             assert!(m.ten && m.dbd && m.llbaa);
@@ -238,13 +238,41 @@ fn field_values() {
 #[test]
 fn every_table_entry_accepts_its_own_zero_cdb_shape() {
     for info in COMMANDS {
-        let mut cdb = vec![0u8; info.cdb_length()];
-        cdb[0] = info.opcode();
-        if let Some(sa) = info.service_action {
-            cdb[1] = sa as u8;
-        }
-        let (found, _) = decode(&cdb).unwrap_or_else(|e| panic!("{}: {e:?}", info.name));
+        let (found, _) = decode(&minimal(info)).unwrap_or_else(|e| panic!("{}: {e:?}", info.name));
         assert_eq!(found.name, info.name);
+    }
+}
+
+#[test]
+fn lookup_finds_every_entry_and_nothing_else() {
+    for info in COMMANDS {
+        let found = lookup(info.opcode(), info.service_action).expect(info.name);
+        assert!(std::ptr::eq(found, info), "{}", info.name);
+    }
+    for opcode in 0..=255u8 {
+        let entries: Vec<&CommandInfo> = COMMANDS.iter().filter(|c| c.opcode() == opcode).collect();
+        match ServiceActionField::of(opcode) {
+            // An opcode that selects by service action has no entry without one, and only the
+            // listed service actions are found.
+            Some(_) => {
+                assert!(lookup(opcode, None).is_none(), "{opcode:02X}h");
+                for sa in 0..=0x1Fu16 {
+                    let expected = entries.iter().find(|c| c.service_action == Some(sa));
+                    assert_eq!(
+                        lookup(opcode, Some(sa)).map(|c| c.name),
+                        expected.map(|c| c.name),
+                        "{opcode:02X}h/{sa:04X}h"
+                    );
+                }
+            }
+            None => {
+                assert_eq!(
+                    lookup(opcode, None).map(|c| c.name),
+                    entries.first().map(|c| c.name)
+                );
+                assert!(lookup(opcode, Some(0)).is_none(), "{opcode:02X}h");
+            }
+        }
     }
 }
 
@@ -254,8 +282,7 @@ fn usage_mask_bits_are_accepted() {
     // nowhere) decodes without a reserved-bit error.
     for info in COMMANDS {
         let mut cdb = info.usage.to_vec();
-        let last = cdb.len() - 1;
-        cdb[last] &= !0x04;
+        cdb[info.control_byte()] &= !0x04;
         match decode(&cdb) {
             Ok((found, _)) => assert_eq!(found.name, info.name),
             // Field *values* may still be invalid (e.g. BYTCHK 11b); never a reserved bit.
@@ -291,16 +318,20 @@ fn random_cdbs_never_panic() {
     let mut state = 0x5EED_1234_ABCD_0001u64;
     let mut decoded = 0;
     for i in 0..200_000u32 {
-        let len = (next(&mut state) % 18) as usize;
+        // Up to 34 bytes: iSCSI's 16, and 32 with an extended CDB AHS.
+        let len = (next(&mut state) % 35) as usize;
         let mut cdb: Vec<u8> = (0..len).map(|_| next(&mut state) as u8).collect();
         // Half the time use a supported opcode so the decoders see real traffic, and clear
         // most bits so some inputs get past the reserved-bit checks.
         if i % 2 == 0 && !cdb.is_empty() {
             let info = &COMMANDS[(next(&mut state) as usize) % COMMANDS.len()];
             cdb[0] = info.opcode();
-            if cdb.len() > 1 {
-                if let Some(sa) = info.service_action {
-                    cdb[1] = (cdb[1] & 0xE0) | sa as u8;
+            if i % 8 != 0 {
+                // Mostly a valid service action and ADDITIONAL CDB LENGTH.
+                for (b, m) in cdb.iter_mut().zip(minimal(info)).skip(1).take(9) {
+                    if m != 0 {
+                        *b = m;
+                    }
                 }
             }
             if i % 4 == 0 {
@@ -321,14 +352,31 @@ fn random_cdbs_never_panic() {
     );
 }
 
-/// A CDB for `info` that decodes: opcode, service action, everything else zero.
-fn minimal(info: &scsi::CommandInfo) -> Vec<u8> {
+/// A CDB for `info` that decodes: opcode, service action (and a variable length CDB's
+/// ADDITIONAL CDB LENGTH), everything else zero.
+fn minimal(info: &CommandInfo) -> Vec<u8> {
     let mut cdb = vec![0u8; info.cdb_length()];
     cdb[0] = info.opcode();
     if let Some(sa) = info.service_action {
-        cdb[1] = sa as u8;
+        match ServiceActionField::of(info.opcode()) {
+            Some(ServiceActionField::Byte1) => cdb[1] = sa as u8,
+            Some(ServiceActionField::Bytes8To9) => {
+                cdb[7] = (info.cdb_length() - 8) as u8;
+                cdb[8..10].copy_from_slice(&sa.to_be_bytes());
+            }
+            None => panic!("{} has a service action", info.name),
+        }
     }
     cdb
+}
+
+/// Bits of byte `byte` holding fixed values that the lookup checks, not the usage mask.
+fn fixed(info: &CommandInfo, byte: usize) -> u8 {
+    match ServiceActionField::of(info.opcode()) {
+        Some(ServiceActionField::Byte1) if byte == 1 => 0x1F,
+        Some(ServiceActionField::Bytes8To9) if (7..=9).contains(&byte) => 0xFF,
+        _ => 0,
+    }
 }
 
 #[test]
@@ -337,19 +385,15 @@ fn every_reserved_bit_of_every_command_is_pointed_at() {
     for info in COMMANDS {
         for byte in 1..info.cdb_length() {
             for bit in 0..8u8 {
-                let allowed = info.usage[byte]
-                    | if byte == 1 && info.service_action.is_some() {
-                        0x1F
-                    } else {
-                        0
-                    };
+                let allowed = info.usage[byte] | fixed(info, byte);
                 if allowed & (1 << bit) != 0 {
                     continue;
                 }
                 let mut cdb = minimal(info);
                 cdb[byte] |= 1 << bit;
                 // RDPROTECT/WRPROTECT/VRPROTECT are reported at the field's first bit.
-                let expected_bit = if byte == 1 && info.protect_field && bit >= 5 {
+                let expected_bit = if byte == info.protect_byte() && info.protect_field && bit >= 5
+                {
                     7
                 } else {
                     bit
@@ -365,9 +409,14 @@ fn every_reserved_bit_of_every_command_is_pointed_at() {
         }
         // NACA in the CONTROL byte.
         let mut cdb = minimal(info);
-        let last = cdb.len() - 1;
-        cdb[last] = 0x04;
-        assert_eq!(err(&cdb), field(last as u16, Some(2)), "{} NACA", info.name);
+        let control = info.control_byte();
+        cdb[control] = 0x04;
+        assert_eq!(
+            err(&cdb),
+            field(control as u16, Some(2)),
+            "{} NACA",
+            info.name
+        );
     }
     assert!(checked > 300, "{checked}");
 }
@@ -410,16 +459,12 @@ fn table_direction_matches_decoded_data_length() {
     for info in COMMANDS {
         // Set every length-like field the usage mask allows so data-moving commands move data.
         let mut cdb = info.usage.to_vec();
-        let last = cdb.len() - 1;
-        cdb[last] = 0;
-        if info.protect_field || matches!(info.opcode(), 0x2E | 0xAE | 0x8E | 0x2F | 0xAF | 0x8F) {
-            cdb[1] &= !0x04; // BYTCHK 01b (compare) where present
+        cdb[info.control_byte()] = 0;
+        if matches!(info.opcode(), 0x2E | 0xAE | 0x8E) {
+            cdb[1] &= !0x04; // BYTCHK 01b: WRITE AND VERIFY refuses 11b
         }
         if info.opcode() == 0xA3 {
             cdb[2] &= 0x80; // REPORTING OPTIONS 000b
-        }
-        if matches!(info.opcode(), 0x1A | 0x5A) {
-            cdb[2] &= 0x7F; // PC 01b (saved values are refused)
         }
         let (_, cmd) = decode(&cdb).unwrap_or_else(|e| panic!("{}: {e:?}", info.name));
         let direction = match cmd.data_length() {
@@ -443,4 +488,140 @@ fn table_is_sorted_and_unique() {
             pair[1].name
         );
     }
+}
+
+/// READ(32)/WRITE(32) as Linux sd_setup_rw32_cmnd builds them: GROUP NUMBER in byte 6,
+/// ADDITIONAL CDB LENGTH 18h, service action in bytes 8–9, flags in byte 10, DLD in byte 11,
+/// the LBA's low 32 bits as EXPECTED INITIAL LOGICAL BLOCK REFERENCE TAG.
+fn rw32(sa: u16, flags: u8, dld: u8, lba: u64, blocks: u32) -> [u8; 32] {
+    let mut c = [0u8; 32];
+    c[0] = VARIABLE_LENGTH_CDB;
+    c[6] = 0x2A;
+    c[7] = 0x18;
+    c[8..10].copy_from_slice(&sa.to_be_bytes());
+    c[10] = flags;
+    c[11] = dld & 0x07;
+    c[12..20].copy_from_slice(&lba.to_be_bytes());
+    c[20..24].copy_from_slice(&(lba as u32).to_be_bytes());
+    c[28..32].copy_from_slice(&blocks.to_be_bytes());
+    c
+}
+
+#[test]
+fn read32_and_write32_fields() {
+    let expected = ReadWrite {
+        lba: 0x0123_4567_89AB_CDEF,
+        transfer_length: 0x0001_0002,
+        dpo: true,
+        fua: true,
+        group_number: 0x2A,
+        dld: 5,
+    };
+    let (info, cmd) = decode(&rw32(0x0009, 0x18, 5, expected.lba, 0x0001_0002)).unwrap();
+    assert_eq!((info.name, cmd), ("READ(32)", Command::Read(expected)));
+    let write = ReadWrite {
+        dpo: false,
+        dld: 7,
+        ..expected
+    };
+    let (info, cmd) = decode(&rw32(0x000B, 0x08, 7, write.lba, write.transfer_length)).unwrap();
+    assert_eq!((info.name, cmd), ("WRITE(32)", Command::Write(write)));
+    // The application tag fields are accepted and ignored without protection information.
+    let mut c = rw32(0x0009, 0, 1, 8, 1);
+    c[24..28].copy_from_slice(&[0xDE, 0xAD, 0xFF, 0xFF]);
+    match ok(&c) {
+        Command::Read(rw) => assert_eq!((rw.lba, rw.transfer_length, rw.dld), (8, 1, 1)),
+        c => panic!("{c:?}"),
+    }
+    // A longer buffer is cut at 32 bytes.
+    let mut long = c.to_vec();
+    long.extend_from_slice(&[0xFF; 8]);
+    assert_eq!(ok(&long), ok(&c));
+}
+
+#[test]
+fn variable_length_cdb_errors() {
+    // ADDITIONAL CDB LENGTH other than 18h.
+    for len in [0x00, 0x08, 0x10, 0x19, 0xFF] {
+        let mut c = rw32(0x0009, 0, 0, 0, 1);
+        c[7] = len;
+        assert_eq!(err(&c), field(7, None), "additional length {len:02X}h");
+    }
+    // Unsupported service actions: the 16-bit SERVICE ACTION field.
+    for sa in [0x0000, 0x0008, 0x000A, 0x000C, 0x0109, 0x0900, 0xFFFF] {
+        assert_eq!(err(&rw32(sa, 0, 0, 0, 1)), field(8, None), "SA {sa:04X}h");
+    }
+    // Too short to hold the service action, or shorter than 32 bytes (16 bytes without the
+    // extended CDB AHS).
+    let c = rw32(0x000B, 0, 0, 0, 1);
+    for len in [1, 2, 8, 9, 10, 16, 31] {
+        assert_eq!(err(&c[..len]), field(0, None), "{len} bytes");
+    }
+    // WRPROTECT in byte 10, the obsolete bit 0 of byte 10 and DLD's neighbours in byte 11.
+    assert_eq!(err(&rw32(0x000B, 0x20, 0, 0, 1)), field(10, Some(7)));
+    assert_eq!(err(&rw32(0x000B, 0x01, 0, 0, 1)), field(10, Some(0)));
+    // RARC (byte 10 bit 2) exists in READ(32) only.
+    assert!(matches!(ok(&rw32(0x0009, 0x04, 0, 0, 1)), Command::Read(_)));
+    assert_eq!(err(&rw32(0x000B, 0x04, 0, 0, 1)), field(10, Some(2)));
+    let mut c = rw32(0x0009, 0, 0, 0, 1);
+    c[11] = 0x08;
+    assert_eq!(err(&c), field(11, Some(3)));
+    // GROUP NUMBER is bits 5:0; bytes 2–5 are reserved.
+    let mut c = rw32(0x0009, 0, 0, 0, 1);
+    c[6] = 0x40;
+    assert_eq!(err(&c), field(6, Some(6)));
+    let mut c = rw32(0x0009, 0, 0, 0, 1);
+    c[4] = 0x10;
+    assert_eq!(err(&c), field(4, Some(4)));
+    // CONTROL is byte 1: NACA and vendor bits.
+    let mut c = rw32(0x0009, 0, 0, 0, 1);
+    c[1] = 0x04;
+    assert_eq!(err(&c), field(1, Some(2)));
+    c[1] = 0x40;
+    assert_eq!(err(&c), field(1, Some(6)));
+}
+
+#[test]
+fn log_sense_fields() {
+    let c = [0x4D, 0, 0x40 | 0x19, 0x21, 0, 0x00, 0x27, 0x08, 0x00, 0];
+    assert_eq!(
+        ok(&c),
+        Command::LogSense(LogSense {
+            pc: LogPageControl::CumulativeValues,
+            page_code: 0x19,
+            subpage_code: 0x21,
+            parameter_pointer: 0x0027,
+            allocation_length: 0x0800,
+        })
+    );
+    // cdladm's probe: PC 00b, page 19h, subpage 21h, 2048 bytes.
+    match ok(&[0x4D, 0, 0x19, 0x21, 0, 0, 0, 0x08, 0x00, 0]) {
+        Command::LogSense(l) => assert_eq!(
+            (l.pc, l.page_code, l.subpage_code, l.allocation_length),
+            (LogPageControl::ThresholdValues, 0x19, 0x21, 2048)
+        ),
+        c => panic!("{c:?}"),
+    }
+    for (pc, expected) in [
+        (2, LogPageControl::DefaultThresholdValues),
+        (3, LogPageControl::DefaultCumulativeValues),
+    ] {
+        match ok(&[0x4D, 0, pc << 6, 0, 0, 0, 0, 0, 0xFF, 0]) {
+            Command::LogSense(l) => assert_eq!(l.pc, expected),
+            c => panic!("{c:?}"),
+        }
+    }
+    // SP: no log parameters are saved. The obsolete PPC and reserved byte 4 are refused too.
+    assert_eq!(
+        err(&[0x4D, 0x01, 0, 0, 0, 0, 0, 0, 0xFF, 0]),
+        field(1, Some(0))
+    );
+    assert_eq!(
+        err(&[0x4D, 0x02, 0, 0, 0, 0, 0, 0, 0xFF, 0]),
+        field(1, Some(1))
+    );
+    assert_eq!(
+        err(&[0x4D, 0, 0, 0, 0x80, 0, 0, 0, 0xFF, 0]),
+        field(4, Some(7))
+    );
 }
