@@ -3,6 +3,9 @@
 
 use anyhow::{bail, Context};
 use serde::{Deserialize, Deserializer};
+use sim::cdl_spec::CdlSpec;
+use sim::device::{DeviceSpec, DriveSetup, QueueSpec};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -18,6 +21,9 @@ pub struct Config {
     pub listen: SocketAddr,
     #[serde(default, rename = "target")]
     pub targets: Vec<TargetConfig>,
+    /// Directory relative `profile` paths are taken from: the config file's.
+    #[serde(skip)]
+    pub base: PathBuf,
 }
 
 #[derive(Debug, Deserialize)]
@@ -31,6 +37,10 @@ pub struct TargetConfig {
     pub allowed_initiators: Vec<String>,
     #[serde(default, rename = "lun")]
     pub luns: Vec<LunConfig>,
+    /// Priority class of every command of an initiator on this target's LUNs with a device
+    /// queue, e.g. `{ "iqn.1994-05.com.example:db" = "high" }`.
+    #[serde(default)]
+    pub initiator_classes: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -65,6 +75,36 @@ pub struct LunConfig {
     /// (spec/cdl.md §1.1); 06h for initiators that reject later versions (libiscsi 1.19).
     #[serde(default = "default_inquiry_version")]
     pub inquiry_version: u8,
+    /// A drive model times the LUN's medium commands (`[target.lun.drive]`, the vocabulary of
+    /// an experiment file's `[drive]`). Its capacity is the LUN's default size.
+    pub drive: Option<DeviceSpec>,
+    /// The device queue (`[target.lun.queue]`, as an experiment's `[queue]`).
+    pub queue: Option<QueueSpec>,
+    /// Command Duration Limits descriptors (`[target.lun.cdl]`, as an experiment's `[cdl]`).
+    pub cdl: Option<CdlSpec>,
+    /// How a CDL policy Dh completion is sent: "check-condition" (Linux reports -ETIME) or
+    /// "good" (GOOD with sense, as SPC-6 writes it; a Linux iSCSI host sees plain success).
+    #[serde(default)]
+    pub dh_completion: DhForm,
+    /// Seed of the drive's fault set.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+/// `dh_completion`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum DhForm {
+    #[default]
+    CheckCondition,
+    Good,
+}
+
+/// The device queue a LUN's description asks for, ready to build.
+pub struct DeviceDescription {
+    pub drive: DriveSetup,
+    pub queue: QueueSpec,
+    pub cdl: qos::CdlPages,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -109,7 +149,49 @@ fn size_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     })
 }
 
+/// The configuration `--lun hdd` and `stint serve` without arguments use for a CDL hard
+/// disk: the same file the README documents.
+const HDD_CDL_EXAMPLE: &str = include_str!("../../../examples/hdd-cdl.toml");
+
 impl LunConfig {
+    /// Whether the LUN has a device queue (a drive model, a queue or CDL pages).
+    pub fn has_device_queue(&self) -> bool {
+        self.drive.is_some() || self.queue.is_some() || self.cdl.is_some()
+    }
+
+    /// The LUN's device queue, if it has one; relative profile paths are taken from `base`.
+    pub fn device(&self, base: &Path) -> anyhow::Result<Option<DeviceDescription>> {
+        if !self.has_device_queue() {
+            return Ok(None);
+        }
+        let spec = self.drive.clone().unwrap_or_else(|| DeviceSpec {
+            model: "instant".into(),
+            profile: None,
+            write_cache: None,
+            capacity: None,
+            faults: None,
+        });
+        let drive = spec.prepare(base)?;
+        let queue = self.queue.clone().unwrap_or_default();
+        let cdl = self.cdl.clone().unwrap_or_default().pages()?;
+        queue.config(cdl)?;
+        queue.dld_classes()?;
+        Ok(Some(DeviceDescription { drive, queue, cdl }))
+    }
+
+    /// A CDL hard disk on a sparse RAM store of the drive's capacity: the LUN of
+    /// examples/hdd-cdl.toml.
+    pub fn hdd_cdl() -> Self {
+        let example: Config =
+            toml::from_str(HDD_CDL_EXAMPLE).expect("examples/hdd-cdl.toml parses");
+        example
+            .targets
+            .into_iter()
+            .flat_map(|t| t.luns)
+            .next()
+            .expect("examples/hdd-cdl.toml has a LUN")
+    }
+
     pub fn ram(size: u64) -> Self {
         LunConfig {
             id: None,
@@ -124,11 +206,20 @@ impl LunConfig {
             read_only: false,
             removable: false,
             inquiry_version: default_inquiry_version(),
+            drive: None,
+            queue: None,
+            cdl: None,
+            dh_completion: DhForm::default(),
+            seed: 0,
         }
     }
 
-    /// `--lun ram:SIZE` or `--lun file:PATH[:SIZE]`.
+    /// `--lun ram:SIZE`, `--lun file:PATH[:SIZE]`, or `--lun hdd` (the CDL hard disk of
+    /// examples/hdd-cdl.toml on a sparse RAM store).
     pub fn parse_flag(spec: &str) -> anyhow::Result<Self> {
+        if spec == "hdd" {
+            return Ok(LunConfig::hdd_cdl());
+        }
         match spec.split_once(':') {
             Some(("ram", size)) => Ok(LunConfig::ram(parse_size(size)?)),
             Some(("file", rest)) => {
@@ -147,7 +238,7 @@ impl LunConfig {
                     ..LunConfig::ram(0)
                 })
             }
-            _ => bail!("invalid --lun {spec:?}: expected ram:SIZE or file:PATH[:SIZE]"),
+            _ => bail!("invalid --lun {spec:?}: expected ram:SIZE, file:PATH[:SIZE] or hdd"),
         }
     }
 }
@@ -156,8 +247,9 @@ impl Config {
     pub fn load(path: &Path) -> anyhow::Result<Self> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let config: Config =
+        let mut config: Config =
             toml::from_str(&text).with_context(|| format!("in {}", path.display()))?;
+        config.base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         config
             .validate()
             .with_context(|| format!("in {}", path.display()))?;
@@ -211,9 +303,34 @@ impl Config {
                         bail!("{at}: product must be at most 16 ASCII characters");
                     }
                 }
+                let device = lun.device(&self.base).with_context(|| at.clone())?;
+                if let Some(d) = &device {
+                    if lun.block_size != d.drive.block_size() {
+                        bail!(
+                            "{at}: block_size {} differs from the drive's {}-byte sectors",
+                            lun.block_size,
+                            d.drive.block_size()
+                        );
+                    }
+                    if lun.size.is_some_and(|s| s > d.drive.capacity) {
+                        bail!(
+                            "{at}: size is larger than the drive's capacity of {} bytes",
+                            d.drive.capacity
+                        );
+                    }
+                }
+                for (initiator, class) in &target.initiator_classes {
+                    if qos::Class::from_name(class).is_none() {
+                        bail!("{at}: initiator_classes.{initiator:?}: unknown class {class:?} (urgent, high, medium, low)");
+                    }
+                }
                 match (lun.store, &lun.path, lun.size) {
                     (StoreKind::Ram, Some(_), _) => bail!("{at}: a ram store has no path"),
-                    (StoreKind::Ram, None, None) => bail!("{at}: a ram store needs a size"),
+                    (StoreKind::Ram, None, None) if device.is_none() => {
+                        bail!(
+                            "{at}: a ram store needs a size (or a drive, whose capacity it takes)"
+                        )
+                    }
                     (StoreKind::File, None, _) => bail!("{at}: a file store needs a path"),
                     _ => {}
                 }

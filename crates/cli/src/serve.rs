@@ -2,11 +2,12 @@
 //! serve until Ctrl-C or SIGTERM, then flush every store.
 
 use crate::config::{
-    Config, LunConfig, StoreKind, TargetConfig, DEFAULT_LISTEN, DEFAULT_RAM_SIZE, DEFAULT_TARGET,
+    Config, DhForm, LunConfig, StoreKind, TargetConfig, DEFAULT_LISTEN, DEFAULT_RAM_SIZE,
+    DEFAULT_TARGET,
 };
 use anyhow::Context;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[derive(clap::Args)]
@@ -14,7 +15,8 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
-    /// A logical unit: ram:SIZE or file:PATH[:SIZE]; repeatable (LUN 0, 1, ...).
+    /// A logical unit: ram:SIZE, file:PATH[:SIZE], or hdd (a 22 TB CDL hard disk, as
+    /// examples/hdd-cdl.toml); repeatable (LUN 0, 1, ...). Default: ram:1GiB and hdd.
     #[arg(long = "lun", value_name = "SPEC", value_parser = LunConfig::parse_flag, conflicts_with = "config")]
     luns: Vec<LunConfig>,
     /// Name of the target node for --lun.
@@ -30,8 +32,9 @@ impl ServeArgs {
         let mut config = match self.config {
             Some(path) => Config::load(&path)?,
             None => {
+                // What stint is for: a fast RAM disk beside a CDL hard disk.
                 let luns = if self.luns.is_empty() {
-                    vec![LunConfig::ram(DEFAULT_RAM_SIZE)]
+                    vec![LunConfig::ram(DEFAULT_RAM_SIZE), LunConfig::hdd_cdl()]
                 } else {
                     self.luns
                 };
@@ -40,10 +43,12 @@ impl ServeArgs {
                     alias: None,
                     allowed_initiators: vec![],
                     luns,
+                    initiator_classes: Default::default(),
                 };
                 let config = Config {
                     listen: DEFAULT_LISTEN.parse()?,
                     targets: vec![target],
+                    base: PathBuf::from("."),
                 };
                 config.validate()?;
                 config
@@ -56,12 +61,20 @@ impl ServeArgs {
     }
 }
 
-fn build_lun(target: &str, id: u64, lun: &LunConfig) -> anyhow::Result<device::LogicalUnit> {
+fn build_lun(
+    target: &str,
+    id: u64,
+    lun: &LunConfig,
+    base: &Path,
+) -> anyhow::Result<device::LogicalUnit> {
+    let device = lun.device(base)?;
+    // A timed LUN reports its drive's capacity unless told less.
+    let size = lun.size.or(device.as_ref().map(|d| d.drive.capacity));
     let store: Box<dyn store::Store> = match lun.store {
-        StoreKind::Ram => Box::new(store::RamStore::new(lun.size.unwrap_or(DEFAULT_RAM_SIZE))?),
+        StoreKind::Ram => Box::new(store::RamStore::new(size.unwrap_or(DEFAULT_RAM_SIZE))?),
         StoreKind::File => {
             let path = lun.path.as_deref().context("file store without path")?;
-            Box::new(store::FileStore::open(path, lun.size)?)
+            Box::new(store::FileStore::open(path, size)?)
         }
     };
     let mut config = device::LuConfig::new(target, id, store.len());
@@ -75,8 +88,23 @@ fn build_lun(target: &str, id: u64, lun: &LunConfig) -> anyhow::Result<device::L
     if let Some(product) = &lun.product {
         config.product = product.clone();
     }
-    device::LogicalUnit::new(config, store)
-        .map_err(|e| anyhow::anyhow!("target {target} LUN {id}: {e}"))
+    let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("target {target} LUN {id}: {e}");
+    match device {
+        None => device::LogicalUnit::new(config, store).map_err(|e| err(&e)),
+        Some(d) => {
+            let parts = sim::device::DeviceParts {
+                drive: &d.drive,
+                queue: &d.queue,
+                cdl: d.cdl,
+                dh: match lun.dh_completion {
+                    DhForm::CheckCondition => device::DhCompletion::CheckCondition,
+                    DhForm::Good => device::DhCompletion::GoodWithSense,
+                },
+                seed: lun.seed,
+            };
+            parts.logical_unit(config, store).map_err(|e| err(&e))
+        }
+    }
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -88,7 +116,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let mut luns = Vec::new();
         for (i, lun) in t.luns.iter().enumerate() {
             let id = lun.id.unwrap_or(i as u64);
-            let unit = Arc::new(build_lun(&t.name, id, lun)?);
+            let unit = Arc::new(build_lun(&t.name, id, lun, &config.base)?);
             units.push(unit.clone());
             luns.push((id, unit));
             urls.push((t.name.clone(), id));
@@ -98,6 +126,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             alias: t.alias.clone(),
             target: Arc::new(device::Target::new(luns)),
             allowed_initiators: t.allowed_initiators.clone(),
+            initiator_classes: t
+                .initiator_classes
+                .iter()
+                .filter_map(|(name, class)| Some((name.clone(), qos::Class::from_name(class)?)))
+                .collect(),
         });
     }
 

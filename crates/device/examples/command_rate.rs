@@ -26,6 +26,7 @@ fn measure(target: &Arc<Target>, threads: u64, opcode: u8, blocks: u16) -> (f64,
                     let nexus = Nexus {
                         id: t,
                         initiator_port: format!("bench{t}"),
+                        class: None,
                     };
                     let data_out = vec![0xA5u8; usize::from(blocks) * 512];
                     let mut data_in = Vec::with_capacity(data_out.len());
@@ -34,6 +35,7 @@ fn measure(target: &Arc<Target>, threads: u64, opcode: u8, blocks: u16) -> (f64,
                     let req = Request {
                         nexus: &nexus,
                         lun: 0,
+                        tag: 0,
                         cdb: &tur,
                         attribute: TaskAttribute::Simple,
                         data_out: &[],
@@ -52,6 +54,7 @@ fn measure(target: &Arc<Target>, threads: u64, opcode: u8, blocks: u16) -> (f64,
                             let req = Request {
                                 nexus: &nexus,
                                 lun: 0,
+                                tag: 0,
                                 cdb: &c,
                                 attribute: TaskAttribute::Simple,
                                 data_out: out,

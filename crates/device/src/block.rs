@@ -3,7 +3,8 @@
 
 use crate::logical_unit::{check, LogicalUnit};
 use crate::Completion;
-use scsi::command::{ByteCheck, CacheRange, ReadWrite, Verify, WriteAndVerify, WriteSame};
+use drive::MediaOp;
+use scsi::command::{ByteCheck, CacheRange, Command, ReadWrite, Verify, WriteAndVerify, WriteSame};
 use scsi::{Asc, CommandInfo, Sense, SenseKey};
 use std::sync::atomic::Ordering;
 
@@ -14,6 +15,8 @@ fn length_field(info: &CommandInfo) -> u16 {
         6 => 4,
         10 => 7,
         12 => 6,
+        // READ(32)/WRITE(32) (SBC-4 tables 75, 196).
+        32 => 28,
         _ => 10,
     }
 }
@@ -32,6 +35,53 @@ impl LogicalUnit {
         let bs = u64::from(self.block_size());
         // Both fit: lba < blocks() and blocks ≤ max transfer length in bytes (a u32).
         Ok((lba * bs, blocks as usize * bs as usize))
+    }
+
+    /// The medium access `cmd` makes, for a drive model, with its DLD; `None` for commands
+    /// that move no blocks (or only the cache's: SYNCHRONIZE CACHE, PRE-FETCH). The range and
+    /// write-protect checks the command's handler makes come first, so a command that would
+    /// fail them fails before it is timed.
+    pub(crate) fn media_op(
+        &self,
+        info: &CommandInfo,
+        cmd: &Command,
+    ) -> Result<Option<(MediaOp, u8)>, Sense> {
+        let (lba, blocks, write, fua, dld) = match *cmd {
+            Command::Read(rw) => (rw.lba, rw.transfer_length, false, rw.fua, rw.dld),
+            Command::Write(rw) | Command::OrWrite(rw) => {
+                (rw.lba, rw.transfer_length, true, rw.fua, rw.dld)
+            }
+            Command::CompareAndWrite(rw) => (rw.lba, rw.transfer_length, true, rw.fua, 0),
+            Command::WriteAndVerify(w) => (w.lba, w.transfer_length, true, true, 0),
+            Command::WriteSame(w) => (w.lba, w.number_of_logical_blocks, true, false, 0),
+            Command::Verify(v) => (v.lba, v.verification_length, false, false, 0),
+            _ => return Ok(None),
+        };
+        if write {
+            self.check_writable()?;
+        }
+        match cmd {
+            // Their own length limits are checked when they run.
+            Command::CompareAndWrite(_) | Command::WriteSame(_) => {
+                match lba.checked_add(blocks.into()) {
+                    Some(end) if end <= self.blocks() => {}
+                    _ => return Err(Sense::lba_out_of_range()),
+                }
+            }
+            _ => {
+                self.range(info, lba, blocks)?;
+            }
+        }
+        if blocks == 0 {
+            return Ok(None);
+        }
+        let op = MediaOp {
+            lba,
+            blocks,
+            write,
+            fua,
+        };
+        Ok(Some((op, dld)))
     }
 
     /// MAXIMUM COMPARE AND WRITE LENGTH (VPD B0h) in logical blocks.

@@ -34,6 +34,9 @@ pub struct LuConfig {
     pub medium_rotation_rate: u16,
     /// MAXIMUM TRANSFER LENGTH in VPD B0h, in bytes (converted to blocks).
     pub max_transfer_bytes: u32,
+    /// Where a logical unit that can save mode parameters (one with a device queue) keeps
+    /// them across restarts; `None`: they live as long as the process.
+    pub saved_mode_path: Option<std::path::PathBuf>,
 }
 
 impl LuConfig {
@@ -59,6 +62,7 @@ impl LuConfig {
             inquiry_version: 0x0D,
             medium_rotation_rate: 1,
             max_transfer_bytes: 8 << 20,
+            saved_mode_path: None,
         }
     }
 

@@ -6,14 +6,20 @@
 
 mod block;
 mod config;
+mod device_queue;
 mod identity;
 mod logical_unit;
+mod saved_mode;
 mod target;
+mod task_set;
 mod unit_attention;
 
 pub use config::{ConfigError, LuConfig};
+pub use device_queue::DeviceQueue;
+pub use drive::Ns;
 pub use logical_unit::LogicalUnit;
 pub use target::Target;
+pub use task_set::DhCompletion;
 
 use scsi::{Sense, Status};
 
@@ -26,6 +32,10 @@ pub struct Nexus {
     /// The initiator port name, e.g. `iqn.1994-05.com.example:host,i,0x00023d000001`
     /// (RFC 7143 §4.2.7.1: initiator name + ",i,0x" + ISID).
     pub initiator_port: String,
+    /// The priority class of every command of this nexus on a logical unit with a device
+    /// queue, where configured for its initiator (like an NVMe submission queue's class);
+    /// `None`: the command's DLD decides.
+    pub class: Option<qos::Class>,
 }
 
 /// Task attribute (SAM-5 §8.6), from the iSCSI ATTR field.
@@ -43,6 +53,8 @@ pub enum TaskAttribute {
 pub struct Request<'a> {
     pub nexus: &'a Nexus,
     pub lun: u64,
+    /// The task tag (SAM-5 §4.8: with the nexus and LUN it names the task; iSCSI's ITT).
+    pub tag: u64,
     pub cdb: &'a [u8],
     pub attribute: TaskAttribute,
     /// Data-Out bytes the initiator sent (at most the expected data transfer length).
@@ -71,6 +83,40 @@ impl Completion {
     }
 }
 
+/// What [`LogicalUnit::submit`] did with a command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Submitted {
+    /// It completed at once (read data is in `data_in`).
+    Done(Completion),
+    /// It entered the task set: a [`Finished`] for it will come out of
+    /// [`LogicalUnit::advance`]; the transport keeps its data-out until then.
+    Queued,
+}
+
+/// A task that left the task set of a logical unit with a device queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finished {
+    /// [`Nexus::id`] of the nexus that sent it.
+    pub nexus: u64,
+    /// Its [`Request::tag`].
+    pub tag: u64,
+    pub verdict: Verdict,
+    /// It exceeded a duration limit on its way, whatever the policy did (the LOG SENSE
+    /// statistics count it; the status shows it only for policies Dh, Eh and Fh).
+    pub missed: bool,
+}
+
+/// How a task left the task set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// It may run now: [`LogicalUnit::complete`] moves its data and gives its status.
+    Run,
+    /// It ended without moving data (a CDL policy, or the drive's error recovery failed).
+    Fail(Completion),
+    /// Task management of another nexus aborted it: no status is sent (TAS = 0).
+    Aborted,
+}
+
 /// Data direction and length the CDB asks for, decoded from the command table; the transport
 /// uses it to solicit Data-Out (R2T) and to compute residuals (RFC 7143 §11.4.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,7 +131,8 @@ pub enum Transfer {
 /// Task management functions (SAM-5 §7; RFC 7143 §11.5.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskManagement {
-    AbortTask,
+    /// ABORT TASK of the task with this tag.
+    AbortTask(u64),
     AbortTaskSet,
     ClearAca,
     ClearTaskSet,
@@ -98,6 +145,8 @@ pub enum TaskManagement {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TmfResponse {
     FunctionComplete,
+    /// ABORT TASK found no such task in the task set.
+    NoSuchTask,
     FunctionRejected,
     IncorrectLun,
 }

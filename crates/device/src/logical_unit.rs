@@ -3,14 +3,16 @@
 //! other and READ/WRITE touch no lock of the LU.
 
 use crate::config::{ConfigError, LuConfig};
+use crate::device_queue::{DeviceQueue, Scheduled};
 use crate::identity;
+use crate::saved_mode;
 use crate::unit_attention::UnitAttentions;
-use crate::{Completion, Request, TaskAttribute, Transfer};
+use crate::{Completion, Ns, Request, TaskAttribute, Transfer};
 use parking_lot::Mutex;
 use scsi::command::{Command, DataLength, Inquiry, ModeSelect, StartStopUnit};
 use scsi::inquiry::{self, vpd, BlockLimits, DeviceIdentifiers, StandardInquiry};
 use scsi::mode::{self, ModeContext, ModeParameters};
-use scsi::{rsoc, Asc, Sense, SenseKey, Status};
+use scsi::{rsoc, Asc, CommandInfo, Sense, SenseKey, Status};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use store::Store;
@@ -26,6 +28,9 @@ pub struct LogicalUnit {
     block_limits: BlockLimits,
     default_mode: ModeParameters,
     mode: Mutex<ModeParameters>,
+    /// Saved values, on a logical unit that can save them (one with a device queue); kept
+    /// in `config.saved_mode_path` when there is one.
+    saved_mode: Option<Mutex<ModeParameters>>,
     /// Copies of mode values read on every command, kept in step with `mode`.
     d_sense: AtomicBool,
     pub(crate) wce: AtomicBool,
@@ -46,6 +51,9 @@ pub struct LogicalUnit {
     /// Serialises read-modify-write commands (ORWRITE, COMPARE AND WRITE) so each is one uninterrupted sequence
     /// with respect to the others (SBC-4 §5.8).
     pub(crate) read_modify_write: Mutex<()>,
+    /// The task set and device queue of a timed or QoS logical unit; without one, commands
+    /// run inline on the caller's thread.
+    pub(crate) scheduled: Option<Scheduled>,
 }
 
 /// Complete with CHECK CONDITION.
@@ -112,6 +120,7 @@ impl LogicalUnit {
             block_limits,
             default_mode,
             mode: Mutex::new(default_mode),
+            saved_mode: None,
             d_sense: AtomicBool::new(false),
             wce: AtomicBool::new(default_mode.wce),
             swp: AtomicBool::new(false),
@@ -122,7 +131,33 @@ impl LogicalUnit {
             reserved: AtomicBool::new(false),
             unit_attentions: UnitAttentions::default(),
             read_modify_write: Mutex::new(()),
+            scheduled: None,
         })
+    }
+
+    /// A logical unit whose medium commands go through a device queue: timed by its drive
+    /// model, ordered by its QoS settings, with Command Duration Limits.
+    pub fn with_device_queue(
+        config: LuConfig,
+        store: Box<dyn Store>,
+        queue: DeviceQueue,
+    ) -> Result<Self, ConfigError> {
+        let pages = queue.queue.cdl;
+        let mut lu = Self::new(config, store)?;
+        lu.scheduled = Some(Scheduled::new(queue).map_err(|e| ConfigError(format!("queue: {e}")))?);
+        lu.default_mode.cdl = Some(pages);
+        let saved = match &lu.config.saved_mode_path {
+            Some(path) => saved_mode::load(path)
+                .map_err(|e| ConfigError(format!("saved mode parameters: {e}")))?,
+            None => None,
+        };
+        // A file from another kind of LU (without CDL pages) does not apply.
+        let saved = saved.filter(|s| s.cdl.is_some()).unwrap_or(lu.default_mode);
+        lu.saved_mode = Some(Mutex::new(saved));
+        let mut current = lu.default_mode;
+        lu.apply_mode(&mut current, saved);
+        *lu.mode.get_mut() = current;
+        Ok(lu)
     }
 
     pub fn config(&self) -> &LuConfig {
@@ -179,11 +214,16 @@ impl LogicalUnit {
         }
     }
 
-    /// A LOGICAL UNIT RESET or target reset (SAM-5 §6.3.3): mode parameters back to defaults,
-    /// unit started, `asc` raised for every nexus.
-    pub(crate) fn reset(&self, asc: Asc) {
+    /// LOGICAL UNIT RESET or a target reset (SAM-5 §6.3): every task is aborted (those of
+    /// other nexuses than `reporter` are reported by the next `advance`), mode parameters go
+    /// back to their saved values (or defaults), the unit is started, and every nexus gets a
+    /// unit attention.
+    pub(crate) fn reset(&self, now: Ns, reporter: Option<u64>, asc: Asc) {
+        // Every nexus gets the reset's unit attention, so the lost tasks need none of their own.
+        let _others = self.abort_tasks(now, reporter, |_| true);
+        let power_on = self.power_on_mode();
         let mut mode = self.mode.lock();
-        self.apply_mode(&mut mode, self.default_mode);
+        self.apply_mode(&mut mode, power_on);
         self.stopped.store(false, Ordering::Relaxed);
         drop(mode);
         self.prevent_removal.lock().clear();
@@ -213,7 +253,8 @@ impl LogicalUnit {
     }
 
     /// I_T nexus loss (SAM-5 §6.3.4): its unit attentions and its medium removal prevention go.
-    pub(crate) fn nexus_lost(&self, nexus: u64) {
+    pub(crate) fn nexus_lost(&self, now: Ns, nexus: u64) {
+        let _none = self.abort_tasks(now, Some(nexus), |n| n == nexus);
         self.unit_attentions.forget(nexus);
         self.prevent_removal.lock().remove(&nexus);
         let mut holder = self.reservation_holder.lock();
@@ -223,7 +264,21 @@ impl LogicalUnit {
         }
     }
 
+    /// The values that become current at power on and reset: the saved ones if any.
+    fn power_on_mode(&self) -> ModeParameters {
+        self.saved_mode
+            .as_ref()
+            .map_or(self.default_mode, |s| *s.lock())
+    }
+
     fn apply_mode(&self, mode: &mut ModeParameters, new: ModeParameters) {
+        if let (Some(pages), Some(s)) = (new.cdl, &self.scheduled) {
+            if mode.cdl != new.cdl {
+                // Commands already in the task set keep the descriptors they arrived with.
+                let accepted = s.set.lock().queue_mut().set_cdl(pages);
+                debug_assert!(accepted.is_ok(), "MODE SELECT validated the pages");
+            }
+        }
         *mode = new;
         self.d_sense.store(new.d_sense, Ordering::Relaxed);
         self.wce.store(new.wce, Ordering::Relaxed);
@@ -234,11 +289,23 @@ impl LogicalUnit {
 
     /// Execute one command addressed to this LU.
     pub(crate) fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+        match self.precheck(req) {
+            Ok((info, cmd)) => self.run(req, info, cmd, data_in),
+            Err(failed) => failed,
+        }
+    }
+
+    /// What SAM-5 checks before a command enters the task set, in its order: reservation,
+    /// unit attention, task attribute, the CDB, then medium state.
+    pub(crate) fn precheck(
+        &self,
+        req: &Request,
+    ) -> Result<(&'static CommandInfo, Command), Completion> {
         if self.reservation_conflict(req.nexus.id, req.cdb) {
-            return Completion {
+            return Err(Completion {
                 status: Status::ReservationConflict,
                 sense: None,
-            };
+            });
         }
         let opcode = req.cdb.first().copied().unwrap_or(0);
         // INQUIRY, REPORT LUNS and REQUEST SENSE neither report nor clear a unit attention
@@ -247,34 +314,45 @@ impl LogicalUnit {
         if UA_EXEMPT.contains(&opcode) {
             self.unit_attentions.register(req.nexus.id);
         } else if let Some(asc) = self.unit_attentions.take(req.nexus.id) {
-            return check(Sense::new(SenseKey::UnitAttention, asc));
+            return Err(check(Sense::new(SenseKey::UnitAttention, asc)));
         }
         // NormACA = 0: an ACA condition never exists, so a command with the ACA attribute has
         // nothing to run under (SAM-5 §5.9.2, §8.6).
         if req.attribute == TaskAttribute::Aca {
-            return check(Sense::new(
+            return Err(check(Sense::new(
                 SenseKey::IllegalRequest,
                 Asc::INVALID_MESSAGE_ERROR,
-            ));
+            )));
         }
-        let (info, cmd) = match scsi::decode(req.cdb) {
-            Ok(d) => d,
-            Err(sense) => return check(sense),
-        };
+        let (info, cmd) = scsi::decode(req.cdb).map_err(check)?;
         let needs_medium = cmd.accesses_medium()
             || matches!(
                 cmd,
                 Command::TestUnitReady | Command::ReadCapacity10 | Command::ReadCapacity16 { .. }
             );
         if needs_medium && !self.medium_present.load(Ordering::Relaxed) {
-            return check(Sense::new(SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT));
+            return Err(check(Sense::new(
+                SenseKey::NotReady,
+                Asc::MEDIUM_NOT_PRESENT,
+            )));
         }
         if cmd.accesses_medium() && self.stopped.load(Ordering::Relaxed) {
-            return check(Sense::new(
+            return Err(check(Sense::new(
                 SenseKey::NotReady,
                 Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
-            ));
+            )));
         }
+        Ok((info, cmd))
+    }
+
+    /// Run a command that passed [`Self::precheck`].
+    pub(crate) fn run(
+        &self,
+        req: &Request,
+        info: &'static CommandInfo,
+        cmd: Command,
+        data_in: &mut Vec<u8>,
+    ) -> Completion {
         let start = data_in.len();
         match cmd {
             Command::TestUnitReady => {
@@ -339,10 +417,11 @@ impl LogicalUnit {
             Command::PreFetch(r) => self.pre_fetch(&r),
             Command::ModeSense(m) => {
                 let current = *self.mode.lock();
+                let saved = self.saved_mode.as_ref().map(|s| *s.lock());
                 let ctx = ModeContext {
                     current: &current,
                     default: &self.default_mode,
-                    saved: None,
+                    saved: saved.as_ref(),
                     write_protected: self.write_protected(),
                     number_of_blocks: self.blocks,
                     block_length: self.config.block_size,
@@ -356,14 +435,15 @@ impl LogicalUnit {
                 }
             }
             Command::ModeSelect(m) => self.mode_select(req, &m),
-            // The supported pages lists only until CDL statistics are wired in.
-            Command::LogSense(l) => match scsi::log::log_sense(&l, None, data_in) {
-                Ok(()) => {
-                    truncate(data_in, start, l.allocation_length.into());
-                    Completion::GOOD
+            Command::LogSense(l) => {
+                match scsi::log::log_sense(&l, self.cdl_statistics().as_ref(), data_in) {
+                    Ok(()) => {
+                        truncate(data_in, start, l.allocation_length.into());
+                        Completion::GOOD
+                    }
+                    Err(sense) => check(sense),
                 }
-                Err(sense) => check(sense),
-            },
+            }
             Command::StartStopUnit(s) => self.start_stop_unit(&s),
             Command::Reserve6 => {
                 let mut holder = self.reservation_holder.lock();
@@ -398,7 +478,7 @@ impl LogicalUnit {
                 Completion::GOOD
             }
             Command::ReportSupportedOperationCodes(r) => {
-                match rsoc::report_supported_operation_codes(&r, false, data_in) {
+                match rsoc::report_supported_operation_codes(&r, self.has_device_queue(), data_in) {
                     Ok(()) => {
                         truncate(data_in, start, r.allocation_length);
                         Completion::GOOD
@@ -469,18 +549,25 @@ impl LogicalUnit {
             ));
         };
         let mut mode = self.mode.lock();
+        let saved = self.saved_mode.as_ref().map(|s| *s.lock());
         let ctx = ModeContext {
             current: &mode,
             default: &self.default_mode,
-            saved: None,
+            saved: saved.as_ref(),
             write_protected: self.write_protected(),
             number_of_blocks: self.blocks,
             block_length: self.config.block_size,
         };
-        let new = match mode::mode_select(m, data, &ctx) {
-            Ok(selected) => selected.parameters,
+        let selected = match mode::mode_select(m, data, &ctx) {
+            Ok(selected) => selected,
             Err(sense) => return check(sense),
         };
+        let new = selected.parameters;
+        if selected.save {
+            if let Err(e) = self.save_mode(&new) {
+                return self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, None);
+            }
+        }
         if new != *mode {
             self.apply_mode(&mut mode, new);
             drop(mode);
@@ -488,6 +575,17 @@ impl LogicalUnit {
                 .raise(Asc::MODE_PARAMETERS_CHANGED, Some(req.nexus.id));
         }
         Completion::GOOD
+    }
+
+    /// MODE SELECT with SP = 1: the new values are the saved ones, in the file if there is one.
+    fn save_mode(&self, new: &ModeParameters) -> std::io::Result<()> {
+        if let Some(path) = &self.config.saved_mode_path {
+            saved_mode::save(path, new)?;
+        }
+        if let Some(s) = &self.saved_mode {
+            *s.lock() = *new;
+        }
+        Ok(())
     }
 
     /// START STOP UNIT (SBC-4 §5.31). A POWER CONDITION other than START_VALID only changes

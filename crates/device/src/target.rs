@@ -2,7 +2,7 @@
 //! target-wide commands (REPORT LUNS) and addressing of absent LUNs (SPC-5 §4.4.3 / SAM-5 §4.6).
 
 use crate::logical_unit::{check, truncate, LogicalUnit};
-use crate::{Completion, Nexus, Request, TaskManagement, TmfResponse, Transfer};
+use crate::{Completion, Nexus, Ns, Request, Submitted, TaskManagement, TmfResponse, Transfer};
 use scsi::command::Command;
 use scsi::inquiry::{self, StandardInquiry};
 use scsi::{Asc, Sense, SenseKey};
@@ -62,6 +62,15 @@ impl Target {
         };
         let (_, cmd) = decoded?;
         Ok(lu.transfer(&cmd))
+    }
+
+    /// A command arrives at `now`: on a logical unit with a device queue a medium command
+    /// enters its task set; everything else runs at once, as [`Self::execute`].
+    pub fn submit(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
+        match self.luns.get(&req.lun) {
+            Some(lu) if req.cdb.first() != Some(&0xA0) => lu.submit(now, req, data_in),
+            _ => Submitted::Done(self.execute(req, data_in)),
+        }
     }
 
     /// Execute one command. Read data is appended to `data_in` (which the caller cleared).
@@ -149,45 +158,68 @@ impl Target {
         }
     }
 
-    /// A task management function for `lun` from `nexus`. Commands run to completion inline,
-    /// so there is never a task to abort here; the transport aborts what it still holds.
-    pub fn task_management(&self, _nexus: &Nexus, lun: u64, tmf: TaskManagement) -> TmfResponse {
+    /// A task management function for `lun` from `nexus` at `now` (SAM-5 §7). Tasks of the
+    /// other nexuses that it aborts come out of their logical unit's next `advance` as
+    /// [`crate::Verdict::Aborted`].
+    pub fn task_management(
+        &self,
+        now: Ns,
+        nexus: &Nexus,
+        lun: u64,
+        tmf: TaskManagement,
+    ) -> TmfResponse {
+        let all = |asc| {
+            for lu in self.luns.values() {
+                lu.reset(now, Some(nexus.id), asc);
+            }
+            TmfResponse::FunctionComplete
+        };
+        if let TaskManagement::TargetWarmReset = tmf {
+            return all(Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET);
+        }
+        if let TaskManagement::TargetColdReset = tmf {
+            return all(Asc::POWER_ON_OCCURRED);
+        }
+        let Some(lu) = self.luns.get(&lun) else {
+            return TmfResponse::IncorrectLun;
+        };
         match tmf {
-            TaskManagement::AbortTask => TmfResponse::FunctionComplete,
-            TaskManagement::AbortTaskSet | TaskManagement::ClearTaskSet => {
-                match self.luns.get(&lun) {
-                    Some(_) => TmfResponse::FunctionComplete,
-                    None => TmfResponse::IncorrectLun,
+            TaskManagement::AbortTask(tag) => {
+                if lu.abort_task(now, nexus.id, tag) {
+                    TmfResponse::FunctionComplete
+                } else {
+                    TmfResponse::NoSuchTask
                 }
+            }
+            TaskManagement::AbortTaskSet => {
+                lu.abort_tasks(now, Some(nexus.id), |n| n == nexus.id);
+                TmfResponse::FunctionComplete
+            }
+            TaskManagement::ClearTaskSet => {
+                // TAS = 0: the nexuses that lost tasks learn it from a unit attention
+                // (SAM-5 §7.5).
+                for other in lu.abort_tasks(now, Some(nexus.id), |_| true) {
+                    lu.unit_attentions
+                        .raise_for(other, Asc::COMMANDS_CLEARED_BY_ANOTHER_INITIATOR);
+                }
+                TmfResponse::FunctionComplete
             }
             // NormACA = 0: there is never an ACA condition to clear (SAM-5 §7.4).
             TaskManagement::ClearAca => TmfResponse::FunctionRejected,
-            TaskManagement::LogicalUnitReset => match self.luns.get(&lun) {
-                Some(lu) => {
-                    lu.reset(Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED);
-                    TmfResponse::FunctionComplete
-                }
-                None => TmfResponse::IncorrectLun,
-            },
-            TaskManagement::TargetWarmReset => {
-                self.luns
-                    .values()
-                    .for_each(|lu| lu.reset(Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET));
+            TaskManagement::LogicalUnitReset => {
+                lu.reset(now, Some(nexus.id), Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED);
                 TmfResponse::FunctionComplete
             }
-            TaskManagement::TargetColdReset => {
-                self.luns
-                    .values()
-                    .for_each(|lu| lu.reset(Asc::POWER_ON_OCCURRED));
+            TaskManagement::TargetWarmReset | TaskManagement::TargetColdReset => {
                 TmfResponse::FunctionComplete
             }
         }
     }
 
     /// The nexus logged out or its connection dropped (SAM-5 §6.3.4: I_T nexus loss).
-    pub fn nexus_lost(&self, nexus: &Nexus) {
+    pub fn nexus_lost(&self, now: Ns, nexus: &Nexus) {
         for lu in self.luns.values() {
-            lu.nexus_lost(nexus.id);
+            lu.nexus_lost(now, nexus.id);
         }
     }
 }

@@ -55,6 +55,15 @@ impl UnitAttentions {
         }
     }
 
+    /// Raise `asc` for `nexus` alone, if it is known.
+    pub(crate) fn raise_for(&self, nexus: u64, asc: Asc) {
+        if let Some(q) = self.nexuses.write().get_mut(&nexus) {
+            if !q.contains(&asc) && q.len() < MAX_PENDING {
+                q.push_back(asc);
+            }
+        }
+    }
+
     /// The nexus is gone (SAM-5 §6.3.4); its conditions go with it.
     pub(crate) fn forget(&self, nexus: u64) {
         self.nexuses.write().remove(&nexus);

@@ -26,6 +26,7 @@ fn nexus(id: u64) -> Nexus {
     Nexus {
         id,
         initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
+        class: None,
     }
 }
 
@@ -34,6 +35,7 @@ fn run(t: &Target, n: &Nexus, lun: u64, cdb: &[u8], data_out: &[u8]) -> (Complet
     let req = Request {
         nexus: n,
         lun,
+        tag: 0,
         cdb,
         attribute: TaskAttribute::Simple,
         data_out,
@@ -256,7 +258,7 @@ fn report_luns_and_absent_luns() {
     assert_eq!(c, Completion::GOOD);
     assert_eq!((d[2], d[12]), (0x05, 0x25));
     assert_eq!(
-        t.task_management(&n, 7, TaskManagement::LogicalUnitReset),
+        t.task_management(0, &n, 7, TaskManagement::LogicalUnitReset),
         TmfResponse::IncorrectLun
     );
 }
@@ -290,7 +292,7 @@ fn unit_attentions_are_per_nexus() {
     assert_eq!(page[4 + 2] & 0x04, 0, "WCE now off");
     // LOGICAL UNIT RESET: everyone, including the requester; REQUEST SENSE reports and clears.
     assert_eq!(
-        t.task_management(&a, 0, TaskManagement::LogicalUnitReset),
+        t.task_management(0, &a, 0, TaskManagement::LogicalUnitReset),
         TmfResponse::FunctionComplete
     );
     let (c, d) = run(&t, &a, 0, &[0x03, 0, 0, 0, 252, 0], &[]);
@@ -304,7 +306,7 @@ fn unit_attentions_are_per_nexus() {
     let (_, page) = run(&t, &b, 0, &[0x1A, 0x08, 0x08, 0, 255, 0], &[]);
     assert_eq!(page[4 + 2] & 0x04, 0x04, "reset restores the default WCE");
     // Nexus loss forgets the nexus; it is a fresh one next time.
-    t.nexus_lost(&b);
+    t.nexus_lost(0, &b);
     assert_eq!(
         sense_of(&run(&t, &b, 0, &[0; 6], &[]).0).1,
         Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET
@@ -584,6 +586,7 @@ fn random_commands_never_panic() {
         let req = Request {
             nexus: &n,
             lun,
+            tag: 0,
             cdb: &cdb,
             attribute: TaskAttribute::Simple,
             data_out: out,
@@ -591,7 +594,7 @@ fn random_commands_never_panic() {
         let c = t.execute(&req, &mut data_in);
         assert_eq!(c.status == Status::CheckCondition, c.sense.is_some());
         if i % 1000 == 0 {
-            t.task_management(&n, lun, TaskManagement::LogicalUnitReset);
+            t.task_management(0, &n, lun, TaskManagement::LogicalUnitReset);
         }
     }
 }
@@ -609,6 +612,7 @@ fn aca_attribute_is_refused_other_attributes_run() {
         let req = Request {
             nexus: &n,
             lun: 0,
+            tag: 0,
             cdb: &read10(0, 1),
             attribute,
             data_out: &[],
@@ -886,11 +890,11 @@ fn removable_medium_eject_load_and_prevention() {
     assert_eq!(run(&t, &a, 0, &read10(0, 1), &[]).0, Completion::GOOD);
     // Nexus loss and LU reset end a nexus' prevention.
     run(&t, &b, 0, &prevent(true), &[]);
-    t.nexus_lost(&b);
+    t.nexus_lost(0, &b);
     assert_eq!(run(&t, &a, 0, &eject, &[]).0, Completion::GOOD);
     assert_eq!(run(&t, &a, 0, &load, &[]).0, Completion::GOOD);
     run(&t, &a, 0, &prevent(true), &[]);
-    t.task_management(&a, 0, TaskManagement::LogicalUnitReset);
+    t.task_management(0, &a, 0, TaskManagement::LogicalUnitReset);
     run(&t, &a, 0, &[0; 6], &[]);
     assert_eq!(run(&t, &a, 0, &eject, &[]).0, Completion::GOOD);
     // Obsolete PREVENT values.
@@ -965,9 +969,9 @@ fn reserve6_excludes_other_nexuses_until_released() {
     assert_eq!(run(&t, &a, 0, &release, &[]).0, Completion::GOOD);
     assert_eq!(run(&t, &b, 0, &reserve, &[]).0, Completion::GOOD);
     // The holder's nexus loss and LU reset both drop the reservation.
-    t.nexus_lost(&b);
+    t.nexus_lost(0, &b);
     assert_eq!(run(&t, &a, 0, &reserve, &[]).0, Completion::GOOD);
-    t.task_management(&b, 0, TaskManagement::LogicalUnitReset);
+    t.task_management(0, &b, 0, TaskManagement::LogicalUnitReset);
     let c = ready(&t, 3);
     assert_eq!(run(&t, &c, 0, &reserve, &[]).0, Completion::GOOD);
 }

@@ -70,6 +70,31 @@ pub trait Drive {
     fn abort(&mut self, _now: Ns, _op: &MediaOp) {}
 }
 
+/// A boxed model is a model: `serve` picks its drive at run time.
+impl<D: Drive + ?Sized> Drive for Box<D> {
+    fn parallelism(&self) -> usize {
+        (**self).parallelism()
+    }
+    fn positioning_time(&self, now: Ns, op: &MediaOp) -> Ns {
+        (**self).positioning_time(now, op)
+    }
+    fn positioning_times(&self, now: Ns, ops: &[MediaOp], out: &mut Vec<Ns>) {
+        (**self).positioning_times(now, ops, out)
+    }
+    fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {
+        (**self).service_time(now, op)
+    }
+    fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
+        (**self).start(now, op)
+    }
+    fn flush(&mut self, now: Ns) -> Ns {
+        (**self).flush(now)
+    }
+    fn abort(&mut self, now: Ns, op: &MediaOp) {
+        (**self).abort(now, op)
+    }
+}
+
 pub mod config;
 pub mod error;
 pub mod hdd;

@@ -15,6 +15,7 @@ async fn main() -> std::io::Result<()> {
         alias: None,
         target: Arc::new(device::Target::default()),
         allowed_initiators: Vec::new(),
+        initiator_classes: Vec::new(),
     };
     iscsi::server::serve(listener, vec![node], async {
         let _ = tokio::signal::ctrl_c().await;

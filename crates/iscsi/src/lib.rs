@@ -12,6 +12,7 @@
 //!   [`url`]: `iscsi://host:port/target/lun`.
 
 pub mod bhs;
+pub mod clock;
 pub mod connection;
 pub mod digest;
 pub mod initiator;

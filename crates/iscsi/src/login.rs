@@ -370,6 +370,7 @@ mod tests {
             alias: None,
             target: Arc::new(device::Target::default()),
             allowed_initiators: vec!["iqn.ok".into()],
+            initiator_classes: Vec::new(),
         }]
     }
 

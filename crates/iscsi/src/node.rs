@@ -3,24 +3,57 @@
 
 use std::sync::Arc;
 
-use device::{Completion, Nexus, Request, TaskManagement, TmfResponse, Transfer};
+use device::{
+    Completion, Finished, LogicalUnit, Nexus, Ns, Request, Submitted, TaskManagement, TmfResponse,
+    Transfer,
+};
 use scsi::Sense;
 
 /// What the iSCSI layer needs from the SCSI target device behind a node: the
-/// `device::Target` contract, as a trait so tests can stand in a small fake.
+/// `device::Target` contract, as a trait so tests can stand in a small fake that runs every
+/// command at once (only `transfer` and `execute` are required).
 pub trait ScsiTarget: Send + Sync {
     /// Direction and length `cdb` asks for, or the sense to fail it with before data moves.
     fn transfer(&self, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense>;
     /// Execute one command inline; read data is appended to `data_in`.
     fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion;
-    fn task_management(&self, nexus: &Nexus, lun: u64, tmf: TaskManagement) -> TmfResponse;
+    /// A command arrives at `now`: it completes at once or enters its LU's task set, and a
+    /// [`Finished`] for it later comes out of [`Self::advance`] (here or on the LU's clock).
+    fn submit(&self, _now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
+        Submitted::Done(self.execute(req, data_in))
+    }
+    /// Everything due on `lun` up to `now`, for any nexus.
+    fn advance(&self, _now: Ns, _lun: u64, _out: &mut Vec<Finished>) {}
+    /// Moves a finished task's data and gives its status.
+    fn complete(
+        &self,
+        _lun: u64,
+        _f: &Finished,
+        req: &Request,
+        data_in: &mut Vec<u8>,
+    ) -> Completion {
+        self.execute(req, data_in)
+    }
+    fn task_management(
+        &self,
+        _now: Ns,
+        _nexus: &Nexus,
+        _lun: u64,
+        _tmf: TaskManagement,
+    ) -> TmfResponse {
+        TmfResponse::FunctionComplete
+    }
     /// Append `sense` for a command on `lun` in the format the LU uses (fixed unless its
     /// Control mode page sets D_SENSE, SPC-5 table 457).
     fn encode_sense(&self, _lun: u64, sense: &Sense, out: &mut Vec<u8>) {
         sense.write_fixed(out);
     }
     /// Logout or connection loss (SAM-5 §6.3.4).
-    fn nexus_lost(&self, nexus: &Nexus);
+    fn nexus_lost(&self, _now: Ns, _nexus: &Nexus) {}
+    /// The logical units with a device queue: each needs a real-time clock driving it.
+    fn clocked_units(&self) -> Vec<Arc<LogicalUnit>> {
+        Vec::new()
+    }
 }
 
 impl ScsiTarget for device::Target {
@@ -32,16 +65,45 @@ impl ScsiTarget for device::Target {
         device::Target::execute(self, req, data_in)
     }
 
-    fn task_management(&self, nexus: &Nexus, lun: u64, tmf: TaskManagement) -> TmfResponse {
-        device::Target::task_management(self, nexus, lun, tmf)
+    fn submit(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
+        device::Target::submit(self, now, req, data_in)
+    }
+
+    fn advance(&self, now: Ns, lun: u64, out: &mut Vec<Finished>) {
+        if let Some(lu) = self.lun(lun) {
+            lu.advance(now, out);
+        }
+    }
+
+    fn complete(&self, lun: u64, f: &Finished, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+        match self.lun(lun) {
+            Some(lu) => lu.complete(f, req, data_in),
+            None => device::Target::execute(self, req, data_in),
+        }
+    }
+
+    fn task_management(
+        &self,
+        now: Ns,
+        nexus: &Nexus,
+        lun: u64,
+        tmf: TaskManagement,
+    ) -> TmfResponse {
+        device::Target::task_management(self, now, nexus, lun, tmf)
     }
 
     fn encode_sense(&self, lun: u64, sense: &Sense, out: &mut Vec<u8>) {
         device::Target::encode_sense(self, lun, sense, out)
     }
 
-    fn nexus_lost(&self, nexus: &Nexus) {
-        device::Target::nexus_lost(self, nexus)
+    fn nexus_lost(&self, now: Ns, nexus: &Nexus) {
+        device::Target::nexus_lost(self, now, nexus)
+    }
+
+    fn clocked_units(&self) -> Vec<Arc<LogicalUnit>> {
+        self.luns()
+            .filter_map(|l| self.lun(l).filter(|lu| lu.has_device_queue()).cloned())
+            .collect()
     }
 }
 
@@ -56,6 +118,9 @@ pub struct TargetNode {
     pub target: Arc<dyn ScsiTarget>,
     /// Initiator names allowed to open a Normal session; empty allows any.
     pub allowed_initiators: Vec<String>,
+    /// Priority class of every command of an initiator (by name) on logical units with a
+    /// device queue, as NVMe weighted round robin gives each submission queue a class.
+    pub initiator_classes: Vec<(String, qos::Class)>,
 }
 
 impl TargetNode {
@@ -71,6 +136,7 @@ impl std::fmt::Debug for TargetNode {
             .field("name", &self.name)
             .field("alias", &self.alias)
             .field("allowed_initiators", &self.allowed_initiators)
+            .field("initiator_classes", &self.initiator_classes)
             .finish()
     }
 }

@@ -1,9 +1,11 @@
 //! A network portal and its portal group (RFC 7143 §4.4.1): the target nodes reachable
 //! through it, the negotiation limits, and the session-wide identifiers it hands out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use device::Finished;
 use std::time::Duration;
 
 use crate::negotiation::TargetLimits;
@@ -26,6 +28,44 @@ pub struct Portal {
     /// Task set generations: bumped when a task management function clears the task sets
     /// of a LU (key `(node, Some(lun))`) or of a whole node (`(node, None)`).
     task_sets: Mutex<BTreeMap<(usize, Option<u64>), u64>>,
+    /// Where tasks that finished on a logical unit's clock (or on another connection) go.
+    pub router: Arc<Router>,
+}
+
+/// Delivers a finished task to the connection of its nexus.
+pub type Mailbox = Arc<dyn Fn(Finished) + Send + Sync>;
+
+/// The mailboxes of the nexuses in full feature phase, by nexus id.
+#[derive(Default)]
+pub struct Router {
+    mailboxes: parking_lot::Mutex<HashMap<u64, Mailbox>>,
+}
+
+impl Router {
+    pub fn register(&self, nexus: u64, mailbox: Mailbox) {
+        self.mailboxes.lock().insert(nexus, mailbox);
+    }
+
+    pub fn unregister(&self, nexus: u64) {
+        self.mailboxes.lock().remove(&nexus);
+    }
+
+    /// Hands `f` to its nexus's connection; a task of a nexus that is gone is dropped (the
+    /// nexus loss aborted it already).
+    pub fn route(&self, f: Finished) {
+        let mailbox = self.mailboxes.lock().get(&f.nexus).cloned();
+        if let Some(m) = mailbox {
+            m(f);
+        }
+    }
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router")
+            .field("nexuses", &self.mailboxes.lock().len())
+            .finish()
+    }
 }
 
 impl Portal {
@@ -39,6 +79,7 @@ impl Portal {
             next_tsih: AtomicU16::new(1),
             next_nexus: AtomicU64::new(1),
             task_sets: Mutex::new(BTreeMap::new()),
+            router: Arc::new(Router::default()),
         }
     }
 

@@ -16,6 +16,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 
+use device::Finished;
+
+use crate::clock::{self, UnitClock};
 use crate::connection::{Connection, SessionIdentity};
 use crate::node::TargetNode;
 use crate::output::Output;
@@ -41,6 +44,13 @@ pub async fn serve_portal(
     portal: Arc<Portal>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    // Each logical unit with a device queue runs on its own clock for as long as we serve.
+    let mut clocks = Vec::new();
+    for node in &portal.nodes {
+        for lu in node.target.clocked_units() {
+            clocks.push(UnitClock::spawn(lu, portal.router.clone())?);
+        }
+    }
     let (stop_tx, stop_rx) = watch::channel(false);
     let registry = Arc::new(Registry::default());
     let mut tasks = JoinSet::new();
@@ -68,6 +78,7 @@ pub async fn serve_portal(
     }
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
+    drop(clocks);
     Ok(())
 }
 
@@ -166,6 +177,12 @@ async fn serve_stream(
     let local = stream.local_addr()?.to_string();
     let nop_in_interval = portal.nop_in_interval;
     let mut conn = Connection::new(portal, local);
+    // Tasks of this connection that finish on a logical unit's clock come back through here.
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Finished>();
+    conn.set_mailbox(Arc::new(move |f| {
+        // A closed channel means the connection has ended: its nexus loss aborted the task.
+        let _closed = done_tx.send(f);
+    }));
     let mut buf = vec![0u8; (2 * conn.frame_limits().max_pdu_len()).max(1 << 20)];
     let (mut start, mut end) = (0usize, 0usize);
     let mut out = Output::new();
@@ -218,6 +235,21 @@ async fn serve_stream(
                     conn.recycle(&mut out);
                     continue;
                 }
+                Some(f) = done_rx.recv() => {
+                    let now = clock::now();
+                    conn.complete(now, f, &mut out);
+                    while let Ok(f) = done_rx.try_recv() {
+                        if out.is_full() {
+                            break;
+                        }
+                        conn.complete(now, f, &mut out);
+                    }
+                    if let Err(e) = write_output(stream, &out).await {
+                        break Err(e);
+                    }
+                    conn.recycle(&mut out);
+                    continue;
+                }
                 _ = grace, if stopping.is_some() => break Ok(()),
                 _ = kill.notified() => break Ok(()),
                 _ = &mut idle, if nop_in_interval.is_some() => {
@@ -248,7 +280,7 @@ async fn serve_stream(
             }
             end += n;
         }
-        start += conn.receive(&buf[start..end], &mut out);
+        start += conn.receive(clock::now(), &buf[start..end], &mut out);
         backlog = out.is_full();
         if start == end {
             start = 0;

@@ -29,6 +29,7 @@ async fn pattern_written_in_one_session_reads_back_in_another() {
         alias: None,
         target: Arc::new(device::Target::new(vec![(0, Arc::new(lu))])),
         allowed_initiators: Vec::new(),
+        initiator_classes: Vec::new(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -33,6 +33,7 @@ impl Server {
             alias: None,
             target: common::RamDisk::new(8),
             allowed_initiators: allowed,
+            initiator_classes: Vec::new(),
         };
         let nodes = vec![
             node(TARGET, Vec::new()),
@@ -338,6 +339,7 @@ async fn idle_initiators_are_pinged_and_silent_ones_dropped() {
         alias: None,
         target: common::RamDisk::new(8),
         allowed_initiators: Vec::new(),
+        initiator_classes: Vec::new(),
     }]);
     portal.nop_in_interval = Some(Duration::from_millis(150));
     let (tx, rx) = oneshot::channel::<()>();

@@ -31,6 +31,7 @@ fn portal() -> Arc<Portal> {
         alias: None,
         target: Arc::new(device::Target::default()),
         allowed_initiators: Vec::new(),
+        initiator_classes: Vec::new(),
     }]))
 }
 
@@ -80,7 +81,11 @@ fn connection_survives_random_pdus() {
         let logged_in = seed % 4 != 0;
         if logged_in {
             let login = login_pdu();
-            assert_eq!(conn.receive(&login, &mut out), login.len(), "seed {seed}");
+            assert_eq!(
+                conn.receive(0, &login, &mut out),
+                login.len(),
+                "seed {seed}"
+            );
             assert!(conn.is_full_feature(), "seed {seed}");
             conn.recycle(&mut out);
         }
@@ -94,7 +99,7 @@ fn connection_survives_random_pdus() {
             b.set_data_segment_len(data_len);
             pdu_bytes[5..8].copy_from_slice(&b.0[5..8]);
             pdu_bytes.extend(rng.bytes(data_len + iscsi::bhs::padding(data_len)));
-            let used = conn.receive(&pdu_bytes, &mut out);
+            let used = conn.receive(0, &pdu_bytes, &mut out);
             assert!(used <= pdu_bytes.len(), "seed {seed}");
             if conn.is_full_feature() && used == pdu_bytes.len() {
                 handled_in_full_feature += 1;
@@ -105,7 +110,7 @@ fn connection_survives_random_pdus() {
             }
         }
         let noise = rng.bytes(1000);
-        let _ = conn.receive(&noise, &mut out);
+        let _ = conn.receive(0, &noise, &mut out);
         conn.close();
     }
     // The PDUs really reached the full feature phase handlers.

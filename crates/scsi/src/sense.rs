@@ -52,6 +52,7 @@ impl Asc {
     pub const COMMAND_TIMEOUT_DURING_PROCESSING_DUE_TO_ERROR_RECOVERY: Asc = Asc(0x2E, 0x03);
     pub const MEDIUM_NOT_PRESENT: Asc = Asc(0x3A, 0x00);
     pub const INVALID_MESSAGE_ERROR: Asc = Asc(0x49, 0x00);
+    pub const OVERLAPPED_COMMANDS_ATTEMPTED: Asc = Asc(0x4E, 0x00);
     pub const MEDIUM_REMOVAL_PREVENTED: Asc = Asc(0x53, 0x02);
     pub const REPORTED_LUNS_DATA_HAS_CHANGED: Asc = Asc(0x3F, 0x0E);
     pub const INTERNAL_TARGET_FAILURE: Asc = Asc(0x44, 0x00);

@@ -5,14 +5,17 @@ use crate::engine::{run_point, PointResult, PointSetup};
 use crate::error::SimError;
 use crate::experiment::Variant;
 use crate::faults::FaultSetSpec;
+use device::{DeviceQueue, DhCompletion, LogicalUnit, LuConfig};
 use drive::{Drive, DriveConfig, Hdd, Instant, Ssd};
 use qos::order::{OrderConfig, ORDER_NAMES};
 use qos::{
-    Admission, Arbitration, CdlPages, DeadlineAware, DeadlineAwareConfig, Queue, QueueConfig,
+    Admission, Arbitration, CdlPages, Class, DeadlineAware, DeadlineAwareConfig, QueueConfig,
     Scheduler,
 };
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::str::FromStr;
+use store::{RamStore, Store};
 use workload::{stream_seed, Rng};
 
 /// Random stream of the fault set (job streams are 0.., the replica u32::MAX).
@@ -55,6 +58,11 @@ pub struct QueueSpec {
     /// "fifo" or "deadline-aware".
     #[serde(default = "fifo")]
     pub admission: String,
+    /// Priority class of commands by DLD, e.g. `{ 1 = "high", 2 = "low" }`, for commands
+    /// whose nexus has no class (in `sim` every job's class is its nexus's, so this applies
+    /// to `serve`, where a host's only per-command hint is the DLD).
+    #[serde(default)]
+    pub dld_classes: BTreeMap<String, String>,
 }
 
 fn depth() -> usize {
@@ -79,6 +87,7 @@ impl Default for QueueSpec {
             weights: None,
             burst: None,
             admission: fifo(),
+            dld_classes: BTreeMap::new(),
         }
     }
 }
@@ -138,6 +147,26 @@ impl QueueSpec {
         })?;
         self.scheduler()?;
         Ok(config)
+    }
+
+    /// `dld_classes` as the device takes it: a class per DLD 0..=7.
+    pub fn dld_classes(&self) -> Result<[Option<Class>; 8], SimError> {
+        let mut classes = [None; 8];
+        for (dld, name) in &self.dld_classes {
+            let at = format!("queue.dld_classes.{dld}");
+            let slot = dld
+                .parse::<usize>()
+                .ok()
+                .and_then(|d| classes.get_mut(d))
+                .ok_or_else(|| SimError::field(&at, "a DLD is 0..=7"))?;
+            *slot = Some(Class::from_name(name).ok_or_else(|| {
+                SimError::field(
+                    &at,
+                    format!("unknown class {name:?} (urgent, high, medium, low)"),
+                )
+            })?);
+        }
+        Ok(classes)
     }
 
     /// The ordering of the device queue: "default" (qos::order's default policy), a policy of
@@ -239,32 +268,89 @@ impl DeviceSpec {
     }
 }
 
-fn run_on<D: Drive>(
-    drive: D,
-    variant: &Variant,
-    setup: &PointSetup,
-) -> Result<PointResult, SimError> {
-    let config = variant.queue.config(variant.cdl)?;
-    let queue = Queue::new(config, drive, variant.queue.scheduler()?)
-        .map_err(|e| SimError::Device(e.to_string()))?;
-    run_point(queue, setup)
+impl DriveSetup {
+    /// A fresh drive in its initial state; an HDD's fault set is drawn from `seed`.
+    pub fn build(&self, seed: u64) -> Result<Box<dyn Drive + Send>, SimError> {
+        let err = |e: drive::ProfileError| SimError::field("drive.profile", e.to_string());
+        Ok(match &self.config {
+            DriveConfig::Hdd(p) => {
+                let mut hdd = Hdd::new(p).map_err(err)?;
+                if let Some(f) = &self.faults {
+                    let mut rng = Rng::new(stream_seed(seed, FAULT_STREAM));
+                    hdd.set_faults(f.generate(p.geometry.capacity_sectors, &mut rng))
+                        .map_err(err)?;
+                }
+                Box::new(hdd)
+            }
+            DriveConfig::Ssd(p) => Box::new(Ssd::new(p).map_err(err)?),
+            DriveConfig::Instant => Box::new(Instant),
+        })
+    }
+
+    /// MEDIUM ROTATION RATE of VPD page B1h (SBC-4 table 237): the disk's rpm, or 0001h for
+    /// a non-rotating medium.
+    pub fn medium_rotation_rate(&self) -> u16 {
+        match &self.config {
+            DriveConfig::Hdd(p) => u16::try_from(p.geometry.rpm).unwrap_or(1),
+            DriveConfig::Ssd(_) | DriveConfig::Instant => 1,
+        }
+    }
+
+    /// Bytes per sector of the model: the LU's logical block size.
+    pub fn block_size(&self) -> u32 {
+        match &self.config {
+            DriveConfig::Hdd(p) => p.geometry.sector_bytes,
+            DriveConfig::Ssd(p) => p.sector_bytes,
+            DriveConfig::Instant => 512,
+        }
+    }
 }
 
-/// Builds the variant's device and runs one point on it (each model monomorphised: no dynamic
-/// dispatch in the loop).
-pub fn run(variant: &Variant, setup: &PointSetup) -> Result<PointResult, SimError> {
-    let err = |e: drive::ProfileError| SimError::field("drive.profile", e.to_string());
-    match &variant.drive.config {
-        DriveConfig::Hdd(p) => {
-            let mut hdd = Hdd::new(p).map_err(err)?;
-            if let Some(f) = &variant.drive.faults {
-                let mut rng = Rng::new(stream_seed(setup.seed, FAULT_STREAM));
-                hdd.set_faults(f.generate(p.geometry.capacity_sectors, &mut rng))
-                    .map_err(err)?;
-            }
-            run_on(hdd, variant, setup)
-        }
-        DriveConfig::Ssd(p) => run_on(Ssd::new(p).map_err(err)?, variant, setup),
-        DriveConfig::Instant => run_on(Instant, variant, setup),
+/// The parts of a device description that shape a logical unit's device queue.
+pub struct DeviceParts<'a> {
+    pub drive: &'a DriveSetup,
+    pub queue: &'a QueueSpec,
+    pub cdl: CdlPages,
+    pub dh: DhCompletion,
+    /// Seeds the drive's fault set.
+    pub seed: u64,
+}
+
+impl DeviceParts<'_> {
+    /// The logical unit `stint serve` exports and `stint sim` runs: `config` and `store`
+    /// give its identity and data, the description its timing, queue and CDL pages.
+    pub fn logical_unit(
+        &self,
+        mut config: LuConfig,
+        store: Box<dyn Store>,
+    ) -> Result<LogicalUnit, SimError> {
+        config.medium_rotation_rate = self.drive.medium_rotation_rate();
+        let queue = DeviceQueue {
+            queue: self.queue.config(self.cdl)?,
+            scheduler: self.queue.scheduler()?,
+            drive: self.drive.build(self.seed)?,
+            dh: self.dh,
+            dld_classes: self.queue.dld_classes()?,
+        };
+        LogicalUnit::with_device_queue(config, store, queue)
+            .map_err(|e| SimError::Device(e.to_string()))
     }
+}
+
+/// Builds the variant's logical unit (data never stored: the simulator only times commands)
+/// and runs one point on it.
+pub fn run(variant: &Variant, setup: &PointSetup) -> Result<PointResult, SimError> {
+    let capacity = variant.drive.capacity;
+    let mut config = LuConfig::new("iqn.2026-11.dev.stint:sim", 0, capacity);
+    config.block_size = variant.drive.block_size();
+    let store = RamStore::new(capacity).map_err(|e| SimError::Device(e.to_string()))?;
+    let parts = DeviceParts {
+        drive: &variant.drive,
+        queue: &variant.queue,
+        cdl: variant.cdl,
+        dh: DhCompletion::default(),
+        seed: setup.seed,
+    };
+    let lu = parts.logical_unit(config, Box::new(store))?;
+    run_point(&lu, setup)
 }

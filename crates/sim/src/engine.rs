@@ -1,16 +1,20 @@
-//! The discrete-event loop of one sweep point: closed-loop host jobs
-//! (/work/briefs/closed-loop.md) feeding a [`qos::Queue`] that owns the drive model.
-//! Single-threaded, u64 ns clock, events in a `BinaryHeap` keyed by (time, sequence) so equal
-//! times run in insertion order (spec/drive-model.md §5); every random draw comes from a
-//! seeded stream, so a point is a pure function of its setup and seed.
+//! The discrete-event loop of one sweep point: closed-loop host jobs feeding the logical unit
+//! that `stint serve` exports (its device queue owns the drive model), through the same CDBs,
+//! status and sense as on the wire: each I/O is a READ(16) or WRITE(16) with its DLD, sent on
+//! the nexus of its priority class (like an NVMe submission queue). Single-threaded, u64 ns
+//! clock, events in a `BinaryHeap` keyed by (time, sequence) so equal times run in insertion
+//! order; every random draw comes from a seeded stream, so a point is a pure function of its
+//! setup and seed.
 
 use crate::error::SimError;
 use crate::replica::Replica;
-use drive::{Drive, MediaOp, Ns};
-use qos::{Class, Command, Completion, Outcome, Queue, CLASSES};
+use device::{Completion, Finished, LogicalUnit, Nexus, Request, Submitted, TaskAttribute};
+use drive::Ns;
+use qos::{Class, Outcome, CLASSES};
+use scsi::{Asc, SenseKey, Status};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use workload::{stream_seed, Generator, Io, Job, LatencyStats, Rng};
+use workload::{stream_seed, Generator, Io, Job, LatencyStats, Rng, SECTOR};
 
 /// When a point stops measuring.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -98,6 +102,10 @@ struct Slot {
 }
 
 struct Host {
+    /// One nexus per priority class.
+    nexuses: Vec<Nexus>,
+    /// Bytes per logical block of the LU.
+    block: u64,
     generators: Vec<Generator>,
     /// Commands each job instance has issued.
     issued: Vec<u64>,
@@ -164,12 +172,31 @@ impl Meter {
     }
 }
 
-/// Runs one point to its stop condition.
-pub fn run_point<D: Drive>(
-    mut queue: Queue<D>,
-    setup: &PointSetup,
-) -> Result<PointResult, SimError> {
+/// Runs one point to its stop condition on `lu` (fresh, with a device queue).
+pub fn run_point(lu: &LogicalUnit, setup: &PointSetup) -> Result<PointResult, SimError> {
+    let nexuses: Vec<Nexus> = (0u64..)
+        .zip(Class::ALL)
+        .map(|(id, class)| Nexus {
+            id,
+            initiator_port: format!("sim-{},i,0x000000000001", class.name()),
+            class: Some(class),
+        })
+        .collect();
+    // Every nexus starts with the power-on unit attention: clear it as an initiator would.
+    for n in &nexuses {
+        let tur = Request {
+            nexus: n,
+            lun: 0,
+            tag: u64::MAX,
+            cdb: &[0; 6],
+            attribute: TaskAttribute::Simple,
+            data_out: &[],
+        };
+        lu.submit(0, &tur, &mut Vec::new());
+    }
     let mut host = Host {
+        nexuses,
+        block: u64::from(lu.block_size()),
         generators: Vec::with_capacity(setup.jobs.len()),
         issued: vec![0; setup.jobs.len()],
         slots: Vec::new(),
@@ -208,24 +235,22 @@ pub fn run_point<D: Drive>(
         stop: setup.stop,
         done: false,
     };
-    let mut done: Vec<Completion> = Vec::with_capacity(64);
+    let mut done: Vec<Finished> = Vec::with_capacity(64);
     while !meter.done {
-        let device_at = queue.next_event();
+        let device_at = lu.next_event();
         let host_at = host.events.peek().map(|Reverse((t, _, _))| *t);
         match (device_at, host_at) {
             (None, None) => break,
             // Device first on ties: a command submitted at t is not visible to a pick at t.
-            (Some(d), None) => advance(&mut queue, &mut host, &mut meter, setup, &mut done, d),
-            (Some(d), Some(h)) if d <= h => {
-                advance(&mut queue, &mut host, &mut meter, setup, &mut done, d)
-            }
+            (Some(d), None) => advance(lu, &mut host, &mut meter, setup, &mut done, d),
+            (Some(d), Some(h)) if d <= h => advance(lu, &mut host, &mut meter, setup, &mut done, d),
             _ => {
                 let Some(Reverse((now, _, event))) = host.events.pop() else {
                     break;
                 };
                 match event {
                     HostEvent::Submit(s) => {
-                        if let Some(g) = submit(&mut queue, &mut host, setup, now, s)? {
+                        if let Some(g) = submit(lu, &mut host, setup, now, s)? {
                             if let Some(stats @ None) = meter.result.groups.get_mut(g) {
                                 *stats = Some(LatencyStats::new());
                             }
@@ -246,18 +271,57 @@ pub fn run_point<D: Drive>(
     Ok(meter.result)
 }
 
-fn advance<D: Drive>(
-    queue: &mut Queue<D>,
+fn advance(
+    lu: &LogicalUnit,
     host: &mut Host,
     meter: &mut Meter,
     setup: &PointSetup,
-    done: &mut Vec<Completion>,
+    done: &mut Vec<Finished>,
     now: Ns,
 ) {
-    queue.advance(now, done);
-    for c in done.drain(..) {
-        complete(host, meter, setup, &c);
+    lu.advance(now, done);
+    for f in done.drain(..) {
+        let c = lu.status(&f);
+        complete(host, meter, setup, f.tag, now, &c, f.missed);
     }
+}
+
+/// What the host makes of a status: the CDL completions by their sense (SPC-6 policies Dh,
+/// Eh, Fh), anything else that is not GOOD as a medium error.
+fn outcome(c: &Completion) -> Outcome {
+    let Some(sense) = &c.sense else {
+        return if c.status == Status::Good {
+            Outcome::Good
+        } else {
+            Outcome::MediumError
+        };
+    };
+    match (sense.key, sense.asc) {
+        (SenseKey::Completed, Asc::DATA_CURRENTLY_UNAVAILABLE) => Outcome::CompletedUnavailable,
+        (SenseKey::AbortedCommand, Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING) => {
+            Outcome::AbortedBeforeProcessing
+        }
+        (SenseKey::AbortedCommand, Asc::COMMAND_TIMEOUT_DURING_PROCESSING) => {
+            Outcome::AbortedDuringProcessing
+        }
+        (
+            SenseKey::AbortedCommand,
+            Asc::COMMAND_TIMEOUT_DURING_PROCESSING_DUE_TO_ERROR_RECOVERY,
+        ) => Outcome::AbortedErrorRecovery,
+        _ => Outcome::MediumError,
+    }
+}
+
+/// READ(16) or WRITE(16) (SBC-4 tables 98, 203) with the DLD in byte 1 bit 0 and byte 14
+/// bits 7:6 (SBC-5), as Linux sd builds them.
+fn rw16(write: bool, lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[0] = if write { 0x8A } else { 0x88 };
+    c[1] = (dld >> 2) & 1;
+    c[2..10].copy_from_slice(&lba.to_be_bytes());
+    c[10..14].copy_from_slice(&blocks.to_be_bytes());
+    c[14] = (dld & 3) << 6;
+    c
 }
 
 fn placeholder_io() -> Io {
@@ -271,8 +335,8 @@ fn placeholder_io() -> Io {
 }
 
 /// Issues the slot's next command, if its job is not finished; returns its group.
-fn submit<D: Drive>(
-    queue: &mut Queue<D>,
+fn submit(
+    lu: &LogicalUnit,
     host: &mut Host,
     setup: &PointSetup,
     now: Ns,
@@ -299,48 +363,69 @@ fn submit<D: Drive>(
         submitted_at: now,
         ..*slot
     };
-    let cmd = Command {
-        id: u64::from(s),
-        class: io.class.index(),
-        op: MediaOp {
-            lba: io.lba,
-            blocks: io.blocks,
-            write: io.write,
-            fua: false,
-        },
-        dld: io.dld,
+    let (lba, blocks) = (
+        io.lba * SECTOR / host.block,
+        u32::try_from(u64::from(io.blocks) * SECTOR / host.block).unwrap_or(u32::MAX),
+    );
+    let cdb = rw16(io.write, lba, blocks, io.dld);
+    let nexus = host
+        .nexuses
+        .get(io.class.index())
+        .ok_or_else(|| SimError::Device(format!("no nexus for class {:?}", io.class)))?;
+    let req = Request {
+        nexus,
+        lun: 0,
+        tag: u64::from(s),
+        cdb: &cdb,
+        attribute: TaskAttribute::Simple,
+        data_out: &[],
     };
-    queue
-        .submit(now, cmd)
-        .map_err(|e| SimError::Device(e.to_string()))?;
+    if let Submitted::Done(c) = lu.submit(now, &req, &mut Vec::new()) {
+        // Refused at once (a CDB the LU cannot take): the workload does not fit the device.
+        return Err(SimError::Device(format!(
+            "the device refused {cdb:02x?}: {:?}",
+            c.sense
+        )));
+    }
     Ok(Some(group(io.class, io.dld)))
 }
 
-fn complete(host: &mut Host, meter: &mut Meter, setup: &PointSetup, c: &Completion) {
-    let s = c.id as u32;
+fn complete(
+    host: &mut Host,
+    meter: &mut Meter,
+    setup: &PointSetup,
+    tag: u64,
+    at: Ns,
+    c: &Completion,
+    missed: bool,
+) {
+    let Ok(s) = u32::try_from(tag) else { return };
     let Some(slot) = host.slots.get_mut(s as usize) else {
         return;
     };
-    let failed = c.outcome != Outcome::Good;
+    let outcome = outcome(c);
+    let failed = outcome != Outcome::Good;
     // A read that came back without data is re-served from a replica (spec/drive-model.md §6);
     // its latency is counted when the replica answers, with the device's outcome.
     if let (true, false, Some(replica)) = (failed, slot.io.write, &setup.replica) {
-        slot.device = (c.outcome, c.missed.any());
-        let at = c.at + replica.sample(&mut host.replica_rng);
+        slot.device = (outcome, missed);
+        let at = at + replica.sample(&mut host.replica_rng);
         host.schedule(at, HostEvent::Reserved(s));
         return;
     }
     let slot = *slot;
-    meter.record(c.at, &slot, c.outcome, c.missed.any(), !failed);
-    host.schedule(c.at + setup.turnaround, HostEvent::Submit(s));
+    meter.record(at, &slot, outcome, missed, !failed);
+    host.schedule(at + setup.turnaround, HostEvent::Submit(s));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use drive::Instant;
+    use device::{DeviceQueue, LuConfig};
+    use drive::{Drive, Instant, MediaOp};
     use qos::order::Fifo;
-    use qos::{QueueConfig, Scheduler};
+    use qos::{CdlPages, QueueConfig, Scheduler};
+    use store::RamStore;
     use workload::JobSpec;
 
     fn job(text: &str) -> Job {
@@ -359,20 +444,36 @@ mod tests {
         }
     }
 
-    fn instant_queue() -> Queue<Instant> {
-        Queue::new(
-            QueueConfig::default(),
-            Instant,
-            Scheduler::Policy(Box::new(Fifo)),
+    /// A 1 TiB logical unit timed by `drive`, FIFO ordered.
+    fn lu(drive: Box<dyn Drive + Send>, cdl: CdlPages) -> LogicalUnit {
+        let queue = DeviceQueue {
+            queue: QueueConfig {
+                cdl,
+                ..QueueConfig::default()
+            },
+            scheduler: Scheduler::Policy(Box::new(Fifo)),
+            drive,
+            dh: device::DhCompletion::default(),
+            dld_classes: [None; 8],
+        };
+        let store = RamStore::new(1 << 40).unwrap();
+        LogicalUnit::with_device_queue(
+            LuConfig::new("iqn.t:sim", 0, 1 << 40),
+            Box::new(store),
+            queue,
         )
         .unwrap()
+    }
+
+    fn instant_lu() -> LogicalUnit {
+        lu(Box::new(Instant), CdlPages::default())
     }
 
     #[test]
     fn closed_loop_on_an_instant_drive_runs_at_the_turnaround_rate() {
         // Zero service time: each of the 4 slots cycles every 50 µs, so 80,000 IOPS, latency 0.
         let r = run_point(
-            instant_queue(),
+            &instant_lu(),
             &setup(vec![job("iodepth = 4")], Stop::Ios(4000)),
         )
         .unwrap();
@@ -396,7 +497,7 @@ mod tests {
         )];
         let mut s = setup(jobs, Stop::Ios(1000));
         s.ramp = 100;
-        let r = run_point(instant_queue(), &s).unwrap();
+        let r = run_point(&instant_lu(), &s).unwrap();
         assert_eq!(r.commands, 1100);
         assert_eq!(r.total.count(), 1000);
         let names: Vec<String> = r.used_groups().map(|(g, _)| group_name(g)).collect();
@@ -442,11 +543,7 @@ mod tests {
         }
         .pages()
         .unwrap();
-        let config = QueueConfig {
-            cdl: pages,
-            ..QueueConfig::default()
-        };
-        let queue = Queue::new(config, TenMs, Scheduler::Policy(Box::new(Fifo))).unwrap();
+        let lu = lu(Box::new(TenMs), pages);
         let mut s = setup(
             vec![job(
                 "iodepth = 3\ncmdprio_percentage = 100\ncmdprio_hint = 1",
@@ -460,7 +557,7 @@ mod tests {
             })
             .unwrap(),
         );
-        let r = run_point(queue, &s).unwrap();
+        let r = run_point(&lu, &s).unwrap();
         let sum = r.total.summary(r.interval);
         assert_eq!((sum.ios, sum.aborted, sum.limit_missed), (3, 1, 1));
         assert_eq!(sum.lat_ms.max, 20.0);
@@ -476,7 +573,7 @@ mod tests {
     #[test]
     fn number_ios_ends_a_job_and_the_point() {
         let r = run_point(
-            instant_queue(),
+            &instant_lu(),
             &setup(vec![job("iodepth = 3\nnumber_ios = 10")], Stop::Ios(1000)),
         )
         .unwrap();
@@ -488,7 +585,7 @@ mod tests {
         let mut s = setup(vec![job("")], Stop::Runtime(10_000_000));
         // The measured interval starts at the ramp's last completion (t = 0 here).
         s.ramp = 1;
-        let r = run_point(instant_queue(), &s).unwrap();
+        let r = run_point(&instant_lu(), &s).unwrap();
         // One slot, 50 µs per cycle: 10 ms is 200 cycles.
         assert_eq!(r.interval, 10_000_000);
         assert_eq!(r.total.count(), 200);

@@ -4,9 +4,14 @@
 //! Commands run inline on the caller's thread (DESIGN rule 5): immediate data is handed to
 //! the device as a slice of the receive buffer, read data goes out from pooled buffers.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use device::{Completion, Nexus, Request, TaskAttribute, TaskManagement, TmfResponse, Transfer};
+use device::{
+    Completion, Finished, Nexus, Ns, Request, Submitted, TaskAttribute, TaskManagement,
+    TmfResponse, Transfer, Verdict,
+};
 use scsi::{Asc, Sense, SenseKey, Status};
 
 use crate::bhs::{Bhs, Opcode, RESERVED_TAG};
@@ -17,7 +22,7 @@ use crate::output::{BufferPool, Output};
 use crate::pdu::{
     self, Cdb, Data, Frame, FrameLimits, Numbers, RejectReason, Residual, ScsiCommand,
 };
-use crate::portal::Portal;
+use crate::portal::{Mailbox, Portal};
 use crate::session::{Admission, CmdWindow};
 use crate::text;
 use crate::{lun, tmf};
@@ -44,6 +49,10 @@ pub struct Connection {
     phase: Phase,
     identity: Option<SessionIdentity>,
     cold_reset: bool,
+    /// Where tasks of this connection's nexus that finish elsewhere are delivered.
+    mailbox: Option<Mailbox>,
+    /// The time of the latest input.
+    now: Ns,
 }
 
 enum Phase {
@@ -68,9 +77,13 @@ struct Session {
     params: Parameters,
     statsn: u32,
     window: CmdWindow,
-    /// Tasks not yet executed, in arrival order: writes collecting Data-Out, and commands
-    /// held back by task attributes (SAM-5 §8.6).
+    /// Tasks not yet handed to the device, in arrival order: writes collecting Data-Out, and
+    /// commands held back behind them by task attributes (SAM-5 §8.6).
     pending: Vec<PendingTask>,
+    /// Tasks in a device queue, by ITT, with their data-out, until their `Finished` comes.
+    in_device: HashMap<u32, PendingTask>,
+    finished: Vec<Finished>,
+    now: Ns,
     next_ttt: u32,
     text: TextExchange,
     pool: BufferPool,
@@ -117,6 +130,32 @@ impl Connection {
             },
             identity: None,
             cold_reset: false,
+            mailbox: None,
+            now: 0,
+        }
+    }
+
+    /// Where the real-time shell wants this connection's tasks delivered when they finish
+    /// on a logical unit's clock or another connection: it calls [`Connection::complete`].
+    pub fn set_mailbox(&mut self, mailbox: Mailbox) {
+        self.mailbox = Some(mailbox);
+    }
+
+    /// The I_T nexus of the session, once in full feature phase.
+    pub fn nexus_id(&self) -> Option<u64> {
+        match &self.phase {
+            Phase::FullFeature(s) => Some(s.nexus.id),
+            _ => None,
+        }
+    }
+
+    /// A task of this connection's nexus finished at `now`: send its data and status (or,
+    /// for a task another nexus's task management aborted, forget it).
+    pub fn complete(&mut self, now: Ns, f: Finished, out: &mut Output) {
+        self.now = self.now.max(now);
+        if let Phase::FullFeature(s) = &mut self.phase {
+            s.now = self.now;
+            s.finish(f, out);
         }
     }
 
@@ -138,7 +177,11 @@ impl Connection {
     /// early when `out` [is full](Output::is_full): write it and call again. Responses are
     /// appended to `out`; `out.close` is set when the connection must close after `out` is
     /// written.
-    pub fn receive(&mut self, buf: &[u8], out: &mut Output) -> usize {
+    pub fn receive(&mut self, now: Ns, buf: &[u8], out: &mut Output) -> usize {
+        self.now = self.now.max(now);
+        if let Phase::FullFeature(s) = &mut self.phase {
+            s.now = self.now;
+        }
         let mut consumed = 0;
         while !self.is_closed() && !out.is_full() {
             let rest = buf.get(consumed..).unwrap_or(&[]);
@@ -296,7 +339,11 @@ impl Connection {
                 node: est.node,
             });
             let (statsn, window) = (*statsn, *window);
-            let session = Session::new(&self.portal, &self.local_address, *est, statsn, window);
+            let mut session = Session::new(&self.portal, &self.local_address, *est, statsn, window);
+            session.now = self.now;
+            if let Some(m) = &self.mailbox {
+                self.portal.router.register(session.nexus.id, m.clone());
+            }
             out.set_digests(session.params.header_digest, session.params.data_digest);
             self.recv_limits.header_digest = session.params.header_digest;
             self.recv_limits.data_digest = session.params.data_digest;
@@ -337,12 +384,21 @@ impl Session {
                 id: portal.allocate_nexus_id(),
                 // RFC 7143 §4.2.7.1: SCSI initiator port name.
                 initiator_port: format!("{},i,0x{isid:012x}", est.initiator_name),
+                class: node.and_then(|n| {
+                    n.initiator_classes
+                        .iter()
+                        .find(|(name, _)| *name == est.initiator_name)
+                        .map(|(_, class)| *class)
+                }),
             },
             initiator_name: est.initiator_name,
             params: est.params,
             statsn,
             window,
             pending: Vec::new(),
+            in_device: HashMap::new(),
+            finished: Vec::new(),
+            now: 0,
             next_ttt: 1,
             text: TextExchange::default(),
             pool: BufferPool::default(),
@@ -354,9 +410,11 @@ impl Session {
     fn lose_nexus(&mut self) {
         if !self.nexus_lost {
             self.nexus_lost = true;
+            self.portal.router.unregister(self.nexus.id);
             if let Some(t) = &self.target {
-                t.nexus_lost(&self.nexus);
+                t.nexus_lost(self.now, &self.nexus);
             }
+            self.in_device.clear();
         }
     }
 
@@ -480,127 +538,151 @@ impl Session {
             0
         };
         let blocked = self.blocked(self.pending.len(), attr);
+        let mut task = PendingTask::new(&cmd, lun, attr, edtl, transfer);
         if let Transfer::Out(n) = transfer {
             let want = n.min(edtl);
             let complete = data.len() as u64 >= u64::from(want);
+            let data = data.get(..want as usize).unwrap_or(data);
             if complete && !blocked {
-                let data_out = data.get(..want as usize).unwrap_or(data);
-                return self.execute(
-                    &*target, cmd.itt, cmd.lun, lun, &cmd.cdb, attr, data_out, edtl, transfer, 0,
-                    out,
-                );
+                return self.execute(&*target, task, Cow::Borrowed(data), out);
             }
-            let mut buf = self.pool.get();
-            buf.extend_from_slice(data.get(..want as usize).unwrap_or(data));
-            let unsolicited_open = !complete && !self.params.initial_r2t && !cmd.final_bit;
-            let mut pw = PendingTask {
-                itt: cmd.itt,
-                lun_raw: cmd.lun,
-                lun,
-                cdb: cmd.cdb,
-                attr,
-                edtl,
-                transfer,
-                ready: complete,
-                want,
-                buf,
-                unsolicited_open,
-                unsolicited_datasn: 0,
-                unsolicited_end: data.len() as u32,
-                next_r2t_offset: data.len() as u32,
-                r2tsn: 0,
-                r2ts: Vec::new(),
-                generation: self.task_set_generation(lun),
-            };
-            if !unsolicited_open && !complete {
-                self.issue_r2ts(&mut pw, out);
+            task.buf = self.pool.get();
+            task.buf.extend_from_slice(data);
+            task.want = want;
+            task.ready = complete;
+            task.unsolicited_open = !complete && !self.params.initial_r2t && !cmd.final_bit;
+            task.unsolicited_end = data.len() as u32;
+            task.next_r2t_offset = data.len() as u32;
+            task.generation = self.task_set_generation(lun);
+            if !task.unsolicited_open && !complete {
+                self.issue_r2ts(&mut task, out);
             }
-            self.pending.push(pw);
+            self.pending.push(task);
             return;
         }
         if blocked {
-            let buf = self.pool.get();
-            let generation = self.task_set_generation(lun);
-            self.pending.push(PendingTask {
-                itt: cmd.itt,
-                lun_raw: cmd.lun,
-                lun,
-                cdb: cmd.cdb,
-                attr,
-                edtl,
-                transfer,
-                ready: true,
-                want: 0,
-                buf,
-                unsolicited_open: false,
-                unsolicited_datasn: 0,
-                unsolicited_end: 0,
-                next_r2t_offset: 0,
-                r2tsn: 0,
-                r2ts: Vec::new(),
-                generation,
-            });
+            task.generation = self.task_set_generation(lun);
+            self.pending.push(task);
             return;
         }
-        self.execute(
-            &*target,
-            cmd.itt,
-            cmd.lun,
-            lun,
-            &cmd.cdb,
-            attr,
-            &[],
-            edtl,
-            transfer,
-            0,
-            out,
-        );
+        self.execute(&*target, task, Cow::Borrowed(&[]), out);
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Hands a task whose data is all here to the device: answers it if it completed at
+    /// once, else keeps it (with its data-out) until its `Finished` comes.
     fn execute(
         &mut self,
         target: &dyn ScsiTarget,
-        itt: u32,
-        lun_raw: u64,
-        lun: u64,
-        cdb: &Cdb,
-        attribute: TaskAttribute,
-        data_out: &[u8],
-        edtl: u32,
-        transfer: Transfer,
-        r2ts: u32,
+        mut task: PendingTask,
+        data_out: Cow<'_, [u8]>,
         out: &mut Output,
     ) {
         let mut data_in = self.pool.get();
         let req = Request {
             nexus: &self.nexus,
-            lun,
-            cdb: cdb.as_slice(),
-            attribute,
-            data_out,
+            lun: task.lun,
+            tag: u64::from(task.itt),
+            cdb: task.cdb.as_slice(),
+            attribute: task.attr,
+            data_out: &data_out,
         };
-        let completion = target.execute(&req, &mut data_in);
-        // Residuals (RFC 7143 §11.4.5.2): compare the Expected Data Transfer Length with
-        // what the command moves (reads: the data the device produced).
-        let (send, residual) = match transfer {
+        match target.submit(self.now, &req, &mut data_in) {
+            Submitted::Done(c) => {
+                self.answer(&task, &c, data_in, out);
+                if let Cow::Owned(buf) = data_out {
+                    self.pool.put(buf);
+                }
+            }
+            Submitted::Queued => {
+                self.pool.put(data_in);
+                task.buf = match data_out {
+                    Cow::Owned(buf) => buf,
+                    Cow::Borrowed(data) => {
+                        let mut buf = self.pool.get();
+                        buf.extend_from_slice(data);
+                        buf
+                    }
+                };
+                let lun = task.lun;
+                self.in_device.insert(task.itt, task);
+                self.advance_lun(target, lun, out);
+            }
+        }
+    }
+
+    /// Whatever is due on `lun` now: this nexus's tasks are answered here, other nexuses'
+    /// go to their connections.
+    fn advance_lun(&mut self, target: &dyn ScsiTarget, lun: u64, out: &mut Output) {
+        let mut finished = std::mem::take(&mut self.finished);
+        target.advance(self.now, lun, &mut finished);
+        for f in finished.drain(..) {
+            if f.nexus == self.nexus.id {
+                self.finish(f, out);
+            } else {
+                self.portal.router.route(f);
+            }
+        }
+        self.finished = finished;
+    }
+
+    /// A task of this nexus left its device queue: move its data and answer it.
+    fn finish(&mut self, f: Finished, out: &mut Output) {
+        let Some(target) = self.target.clone() else {
+            return;
+        };
+        let Some(mut task) = u32::try_from(f.tag)
+            .ok()
+            .and_then(|itt| self.in_device.remove(&itt))
+        else {
+            return;
+        };
+        let buf = std::mem::take(&mut task.buf);
+        if f.verdict != Verdict::Aborted {
+            let mut data_in = self.pool.get();
+            let req = Request {
+                nexus: &self.nexus,
+                lun: task.lun,
+                tag: f.tag,
+                cdb: task.cdb.as_slice(),
+                attribute: task.attr,
+                data_out: &buf,
+            };
+            let c = target.complete(task.lun, &f, &req, &mut data_in);
+            self.answer(&task, &c, data_in, out);
+        }
+        self.pool.put(buf);
+    }
+
+    /// Sends a task's data and status. Residuals (RFC 7143 §11.4.5.2) compare the Expected
+    /// Data Transfer Length with what the command moves (reads: the data the device produced).
+    fn answer(
+        &mut self,
+        task: &PendingTask,
+        c: &Completion,
+        mut data_in: Vec<u8>,
+        out: &mut Output,
+    ) {
+        let (send, residual) = match task.transfer {
             Transfer::Out(n) => {
                 data_in.clear();
-                (0, Residual::between(edtl, n))
+                (0, Residual::between(task.edtl, n))
             }
             Transfer::In(_) | Transfer::None => {
                 let produced = u32::try_from(data_in.len()).unwrap_or(u32::MAX);
-                (produced.min(edtl), Residual::between(edtl, produced))
+                (
+                    produced.min(task.edtl),
+                    Residual::between(task.edtl, produced),
+                )
             }
         };
         self.respond(
-            itt,
-            lun_raw,
-            &completion,
+            task.itt,
+            task.lun_raw,
+            c,
             data_in,
             send,
             residual,
-            r2ts,
+            task.r2tsn,
             out,
         );
     }
@@ -748,6 +830,7 @@ mod tests {
                 alias: None,
                 target: Arc::new(device::Target::default()),
                 allowed_initiators: Vec::new(),
+                initiator_classes: Vec::new(),
             })
             .collect();
         Arc::new(Portal::new(nodes))
@@ -789,7 +872,7 @@ mod tests {
         let mut c = Connection::new(portal.clone(), "192.0.2.1:3260".into());
         let mut out = Output::new();
         let l = login(keys);
-        assert_eq!(c.receive(&l, &mut out), l.len());
+        assert_eq!(c.receive(0, &l, &mut out), l.len());
         let resp = pdus(&out);
         assert_eq!(resp[0].0.opcode(), Some(Opcode::LoginResponse));
         assert_eq!(resp[0].0.u32_at(24), 500, "first StatSN follows ExpStatSN");
@@ -803,7 +886,7 @@ mod tests {
         let mut c = Connection::new(portal(1), "192.0.2.1:3260".into());
         let mut out = Output::new();
         let nop = pdu_bytes(&Bhs::new(Opcode::NopOut), &[]);
-        assert_eq!(c.receive(&nop, &mut out), nop.len());
+        assert_eq!(c.receive(0, &nop, &mut out), nop.len());
         assert!(out.close && c.is_closed());
         assert!(out.is_empty());
     }
@@ -820,9 +903,9 @@ mod tests {
         nop.set_itt(3);
         let bytes = pdu_bytes(&nop, b"abcde");
         let mut out = Output::new();
-        assert_eq!(c.receive(&bytes[..50], &mut out), 0);
+        assert_eq!(c.receive(0, &bytes[..50], &mut out), 0);
         assert!(out.is_empty());
-        assert_eq!(c.receive(&bytes, &mut out), bytes.len());
+        assert_eq!(c.receive(0, &bytes, &mut out), bytes.len());
         let resp = pdus(&out);
         assert_eq!(resp.len(), 1);
         assert_eq!(
@@ -856,7 +939,7 @@ mod tests {
         let mut text_bytes = Vec::new();
         text::push(&mut text_bytes, "SendTargets", "All");
         let mut out = Output::new();
-        c.receive(&pdu_bytes(&req, &text_bytes), &mut out);
+        c.receive(0, &pdu_bytes(&req, &text_bytes), &mut out);
         let mut answer = Vec::new();
         let mut pieces = 0u32;
         loop {
@@ -877,7 +960,7 @@ mod tests {
             let mut next = req;
             next.set_u32_at(20, b.u32_at(20));
             next.set_u32_at(24, 10 + pieces);
-            c.receive(&pdu_bytes(&next, &[]), &mut out);
+            c.receive(0, &pdu_bytes(&next, &[]), &mut out);
         }
         assert!(pieces > 1);
         let pairs = text::parse_list(&answer).unwrap();
@@ -901,13 +984,13 @@ mod tests {
         req.set_itt(9);
         req.set_u32_at(20, RESERVED_TAG);
         let mut out = Output::new();
-        c.receive(&pdu_bytes(&req, b"SendTar"), &mut out);
+        c.receive(0, &pdu_bytes(&req, b"SendTar"), &mut out);
         let ack = pdus(&out);
         c.recycle(&mut out);
         assert_eq!(ack.len(), 1);
         assert!(ack[0].1.is_empty());
         req.set_flags(0x80);
-        c.receive(&pdu_bytes(&req, b"gets=All\0"), &mut out);
+        c.receive(0, &pdu_bytes(&req, b"gets=All\0"), &mut out);
         let resp = pdus(&out);
         let pairs = text::parse_list(&resp[0].1).unwrap();
         assert_eq!(pairs[0].0, "TargetName");
@@ -924,10 +1007,6 @@ mod tests {
             data_in.resize(1 << 20, 0xEE);
             Completion::GOOD
         }
-        fn task_management(&self, _: &Nexus, _: u64, _: TaskManagement) -> TmfResponse {
-            TmfResponse::FunctionComplete
-        }
-        fn nexus_lost(&self, _: &Nexus) {}
     }
 
     #[test]
@@ -937,6 +1016,7 @@ mod tests {
             alias: None,
             target: Arc::new(Firehose),
             allowed_initiators: Vec::new(),
+            initiator_classes: Vec::new(),
         }]));
         let mut c = logged_in(
             &portal,
@@ -959,7 +1039,7 @@ mod tests {
         let mut handled = 0;
         let mut batches = 0;
         while handled < bytes.len() {
-            let used = c.receive(&bytes[handled..], &mut out);
+            let used = c.receive(0, &bytes[handled..], &mut out);
             assert!(used > 0);
             handled += used;
             batches += 1;
@@ -982,7 +1062,7 @@ mod tests {
         cmd.set_itt(1);
         cmd.set_u32_at(24, 10);
         let mut out = Output::new();
-        c.receive(&pdu_bytes(&cmd, &[]), &mut out);
+        c.receive(0, &pdu_bytes(&cmd, &[]), &mut out);
         let resp = pdus(&out);
         assert_eq!(resp[0].0.opcode(), Some(Opcode::Reject));
         assert_eq!(resp[0].0 .0[2], RejectReason::ProtocolError as u8);

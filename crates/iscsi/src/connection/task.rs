@@ -31,6 +31,37 @@ pub(super) struct PendingTask {
     pub(super) generation: u64,
 }
 
+impl PendingTask {
+    /// A task whose data (if any) is all here: nothing to collect.
+    pub(super) fn new(
+        cmd: &ScsiCommand,
+        lun: u64,
+        attr: TaskAttribute,
+        edtl: u32,
+        transfer: Transfer,
+    ) -> PendingTask {
+        PendingTask {
+            itt: cmd.itt,
+            lun_raw: cmd.lun,
+            lun,
+            cdb: cmd.cdb.clone(),
+            attr,
+            edtl,
+            transfer,
+            ready: true,
+            want: 0,
+            buf: Vec::new(),
+            unsolicited_open: false,
+            unsolicited_datasn: 0,
+            unsolicited_end: 0,
+            next_r2t_offset: 0,
+            r2tsn: 0,
+            r2ts: Vec::new(),
+            generation: 0,
+        }
+    }
+}
+
 pub(super) struct OutstandingR2t {
     pub(super) ttt: u32,
     pub(super) offset: u32,
@@ -174,11 +205,7 @@ impl Session {
                 continue;
             }
             buf.truncate(t.want as usize);
-            self.execute(
-                &*target, t.itt, t.lun_raw, t.lun, &t.cdb, t.attr, &buf, t.edtl, t.transfer,
-                t.r2tsn, out,
-            );
-            self.pool.put(buf);
+            self.execute(&*target, t, Cow::Owned(buf), out);
         }
     }
 

@@ -11,24 +11,7 @@ impl Session {
         let lun = lun::decode(req.lun);
         let mut close = false;
         let response = match req.function {
-            Some(tmf::Function::AbortTask) => {
-                // Commands run inline; only pending tasks (writes waiting for Data-Out,
-                // commands behind an ORDERED task) can still be aborted. A task that already
-                // completed "does not exist" (libiscsi test_async_abort_simple accepts
-                // exactly that answer).
-                match self
-                    .pending
-                    .iter()
-                    .position(|p| p.itt == req.referenced_task_tag)
-                {
-                    Some(i) => {
-                        let pw = self.pending.remove(i);
-                        self.pool.put(pw.buf);
-                        tmf::Response::FunctionComplete
-                    }
-                    None => tmf::Response::TaskDoesNotExist,
-                }
-            }
+            Some(tmf::Function::AbortTask) => self.abort_task(req.referenced_task_tag),
             Some(tmf::Function::TaskReassign) => {
                 tmf::Response::TaskAllegianceReassignmentNotSupported
             }
@@ -59,9 +42,29 @@ impl Session {
                     tmf::Function::TargetWarmReset => TaskManagement::TargetWarmReset,
                     tmf::Function::TargetColdReset => TaskManagement::TargetColdReset,
                     tmf::Function::AbortTask | tmf::Function::TaskReassign => {
-                        TaskManagement::AbortTask
+                        TaskManagement::AbortTask(u64::from(req.referenced_task_tag))
                     }
                 };
+                // The device aborts this nexus's tasks in the task sets it clears; their
+                // data-out goes.
+                let nexus_wide = matches!(
+                    function,
+                    tmf::Function::AbortTaskSet
+                        | tmf::Function::ClearTaskSet
+                        | tmf::Function::LogicalUnitReset
+                        | tmf::Function::TargetWarmReset
+                        | tmf::Function::TargetColdReset
+                );
+                if nexus_wide {
+                    let pool = &mut self.pool;
+                    self.in_device.retain(|_, t| {
+                        let keep = !(all_luns || t.lun == lun);
+                        if !keep {
+                            pool.put(std::mem::take(&mut t.buf));
+                        }
+                        keep
+                    });
+                }
                 // Writes of other sessions still waiting for data belong to the cleared
                 // task sets too.
                 if let Some(node) = self.node {
@@ -75,8 +78,9 @@ impl Session {
                         _ => {}
                     }
                 }
-                match target.task_management(&self.nexus, lun, device_fn) {
+                match target.task_management(self.now, &self.nexus, lun, device_fn) {
                     TmfResponse::FunctionComplete => tmf::Response::FunctionComplete,
+                    TmfResponse::NoSuchTask => tmf::Response::TaskDoesNotExist,
                     TmfResponse::FunctionRejected => tmf::Response::FunctionRejected,
                     TmfResponse::IncorrectLun => tmf::Response::LunDoesNotExist,
                 }
@@ -91,6 +95,31 @@ impl Session {
             Flow::ColdReset
         } else {
             Flow::Continue
+        }
+    }
+
+    /// ABORT TASK (RFC 7143 §11.5.1): a task still collecting Data-Out is dropped here; one
+    /// in a device queue is aborted there. A task that already completed (or whose
+    /// completion is on its way) "does not exist" (libiscsi's test_async_abort_simple accepts
+    /// exactly that answer).
+    fn abort_task(&mut self, itt: u32) -> tmf::Response {
+        if let Some(i) = self.pending.iter().position(|p| p.itt == itt) {
+            let pw = self.pending.remove(i);
+            self.pool.put(pw.buf);
+            return tmf::Response::FunctionComplete;
+        }
+        let (Some(task), Some(target)) = (self.in_device.get(&itt), self.target.clone()) else {
+            return tmf::Response::TaskDoesNotExist;
+        };
+        let tmf = TaskManagement::AbortTask(u64::from(itt));
+        match target.task_management(self.now, &self.nexus, task.lun, tmf) {
+            TmfResponse::FunctionComplete => {
+                if let Some(t) = self.in_device.remove(&itt) {
+                    self.pool.put(t.buf);
+                }
+                tmf::Response::FunctionComplete
+            }
+            _ => tmf::Response::TaskDoesNotExist,
         }
     }
 

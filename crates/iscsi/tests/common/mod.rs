@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use device::{Completion, Nexus, Request, TaskManagement, TmfResponse, Transfer};
+use device::{Completion, Nexus, Ns, Request, TaskManagement, TmfResponse, Transfer};
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::{ScsiTarget, TargetNode};
 use scsi::{Asc, Sense, SenseKey};
@@ -90,7 +90,13 @@ impl ScsiTarget for RamDisk {
         Completion::GOOD
     }
 
-    fn task_management(&self, _nexus: &Nexus, lun: u64, tmf: TaskManagement) -> TmfResponse {
+    fn task_management(
+        &self,
+        _now: Ns,
+        _nexus: &Nexus,
+        lun: u64,
+        tmf: TaskManagement,
+    ) -> TmfResponse {
         self.events
             .lock()
             .unwrap()
@@ -98,7 +104,7 @@ impl ScsiTarget for RamDisk {
         TmfResponse::FunctionComplete
     }
 
-    fn nexus_lost(&self, nexus: &Nexus) {
+    fn nexus_lost(&self, _now: Ns, nexus: &Nexus) {
         self.events
             .lock()
             .unwrap()
@@ -123,6 +129,7 @@ impl Server {
             alias: Some("loop disk".into()),
             target: disk.clone(),
             allowed_initiators: Vec::new(),
+            initiator_classes: Vec::new(),
         };
         let (tx, rx) = oneshot::channel();
         let task = tokio::spawn(iscsi::server::serve(listener, vec![node], async {

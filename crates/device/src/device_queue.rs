@@ -1,0 +1,239 @@
+//! Logical units with a device queue: medium commands are timed by a drive model and ordered
+//! by the QoS queue (CDL, priority classes, WRR), everything else runs at once. The transport
+//! drives it with the time: [`LogicalUnit::submit`] at arrival, [`LogicalUnit::advance`] when
+//! something is due, [`LogicalUnit::complete`] to move a finished task's data.
+
+use crate::logical_unit::check;
+use crate::task_set::{Admitted, DhCompletion, MediumTask, TaskSet};
+use crate::{Completion, Finished, LogicalUnit, Nexus, Request, Submitted, Verdict};
+use drive::{Drive, Ns};
+use qos::{Class, LimitKind, Queue, QueueConfig, Scheduler};
+use scsi::log::{CdlDescriptorStatistics, CdlStatistics};
+use scsi::{Asc, Sense, SenseKey};
+
+/// What makes a logical unit timed or QoS-scheduled.
+pub struct DeviceQueue {
+    pub queue: QueueConfig,
+    pub scheduler: Scheduler,
+    /// The timing model (`drive::Instant` for a QoS LU without timing).
+    pub drive: Box<dyn Drive + Send>,
+    pub dh: DhCompletion,
+    /// Priority class of a command by its DLD (index 0..=7), where its nexus has none.
+    pub dld_classes: [Option<Class>; 8],
+}
+
+/// The per-LU state behind [`LogicalUnit`]'s device queue.
+pub(crate) struct Scheduled {
+    pub(crate) set: parking_lot::Mutex<TaskSet>,
+    dld_classes: [Option<Class>; 8],
+    /// Called when something became due earlier than the real-time driver expects.
+    waker: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+}
+
+impl Scheduled {
+    pub(crate) fn new(q: DeviceQueue) -> Result<Self, qos::ConfigError> {
+        let queue = Queue::new(q.queue, q.drive, q.scheduler)?;
+        Ok(Scheduled {
+            set: parking_lot::Mutex::new(TaskSet::new(queue, q.dh)),
+            dld_classes: q.dld_classes,
+            waker: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The class of a command: its nexus's, else its DLD's, else medium.
+    fn class_of(&self, nexus: &Nexus, dld: u8) -> usize {
+        nexus
+            .class
+            .or_else(|| self.dld_classes.get(usize::from(dld)).copied().flatten())
+            .unwrap_or(Class::Medium)
+            .index()
+    }
+
+    fn wake(&self) {
+        if let Some(w) = self.waker.get() {
+            w();
+        }
+    }
+}
+
+impl LogicalUnit {
+    /// Whether commands go through a device queue (a timed or QoS logical unit).
+    pub fn has_device_queue(&self) -> bool {
+        self.scheduled.is_some()
+    }
+
+    /// A command arrives at `now`. On a logical unit without a device queue, or for a
+    /// command that does not access the medium, it runs at once; medium commands that pass
+    /// their checks enter the task set.
+    pub fn submit(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
+        let Some(s) = &self.scheduled else {
+            return Submitted::Done(self.execute(req, data_in));
+        };
+        let (info, cmd) = match self.precheck(req) {
+            Ok(d) => d,
+            Err(failed) => return Submitted::Done(failed),
+        };
+        let medium = match self.media_op(info, &cmd) {
+            Ok(m) => m.map(|(op, dld)| MediumTask {
+                op,
+                dld,
+                class: s.class_of(req.nexus, dld),
+            }),
+            Err(sense) => return Submitted::Done(check(sense)),
+        };
+        let mut set = s.set.lock();
+        match set.submit(now, req.nexus.id, req.tag, req.attribute, medium) {
+            Admitted::RunNow => {
+                drop(set);
+                Submitted::Done(self.run(req, info, cmd, data_in))
+            }
+            Admitted::Overlapped => Submitted::Done(check(Sense::new(
+                SenseKey::AbortedCommand,
+                Asc::OVERLAPPED_COMMANDS_ATTEMPTED,
+            ))),
+            Admitted::Queued => {
+                let wake = set.needs_wake();
+                drop(set);
+                if wake {
+                    s.wake();
+                }
+                Submitted::Queued
+            }
+        }
+    }
+
+    /// Processes everything due up to `now`; tasks that left the task set are appended to
+    /// `out`, for whichever nexus they belong to.
+    pub fn advance(&self, now: Ns, out: &mut Vec<Finished>) {
+        let Some(s) = &self.scheduled else { return };
+        let mut set = s.set.lock();
+        set.advance(now, out);
+        let wake = set.needs_wake();
+        drop(set);
+        if wake {
+            s.wake();
+        }
+    }
+
+    /// [`Self::advance`] for the real-time driver: returns when it must call again (`None`:
+    /// only after its waker was called).
+    pub fn drive_clock(&self, now: Ns, out: &mut Vec<Finished>) -> Option<Ns> {
+        let s = self.scheduled.as_ref()?;
+        let mut set = s.set.lock();
+        set.advance(now, out);
+        let next = set.next_event();
+        set.arm(next);
+        next
+    }
+
+    /// The earliest time something is due in the device queue.
+    pub fn next_event(&self) -> Option<Ns> {
+        self.scheduled.as_ref()?.set.lock().next_event()
+    }
+
+    /// Registers the real-time driver's waker: called (from any thread, without locks held)
+    /// when something becomes due before the time [`Self::drive_clock`] last returned.
+    /// Only the first registration counts.
+    pub fn set_waker(&self, waker: Box<dyn Fn() + Send + Sync>) {
+        if let Some(s) = &self.scheduled {
+            let _first = s.waker.set(waker);
+        }
+    }
+
+    /// Finishes a task that left the task set: runs it (moving its data through `data_in`
+    /// or `req.data_out`) when its verdict lets it, and returns its status.
+    pub fn complete(&self, f: &Finished, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+        match &f.verdict {
+            Verdict::Run => match scsi::decode(req.cdb) {
+                Ok((info, cmd)) => self.run(req, info, cmd, data_in),
+                Err(sense) => check(sense),
+            },
+            Verdict::Fail(c) => c.clone(),
+            Verdict::Aborted => check(Sense::new(
+                SenseKey::AbortedCommand,
+                Asc::NO_ADDITIONAL_SENSE,
+            )),
+        }
+    }
+
+    /// The status [`Self::complete`] would give, without moving data: for a host that only
+    /// times commands (the simulator).
+    pub fn status(&self, f: &Finished) -> Completion {
+        match &f.verdict {
+            Verdict::Run => Completion::GOOD,
+            Verdict::Fail(c) => c.clone(),
+            Verdict::Aborted => check(Sense::new(
+                SenseKey::AbortedCommand,
+                Asc::NO_ADDITIONAL_SENSE,
+            )),
+        }
+    }
+
+    /// ABORT TASK (SAM-5 §7.2) of a task in the task set; false when there is none.
+    pub fn abort_task(&self, now: Ns, nexus: u64, tag: u64) -> bool {
+        let Some(s) = &self.scheduled else {
+            return false;
+        };
+        let mut set = s.set.lock();
+        let found = set.abort_task(now, nexus, tag);
+        let wake = set.needs_wake();
+        drop(set);
+        if wake {
+            s.wake();
+        }
+        found
+    }
+
+    /// Aborts the tasks of the nexuses `which` selects; those of other nexuses than
+    /// `reporter` come out of the next [`Self::advance`] as [`Verdict::Aborted`].
+    /// Returns the other nexuses that lost tasks.
+    pub(crate) fn abort_tasks(
+        &self,
+        now: Ns,
+        reporter: Option<u64>,
+        which: impl Fn(u64) -> bool,
+    ) -> Vec<u64> {
+        let Some(s) = &self.scheduled else {
+            return Vec::new();
+        };
+        let mut set = s.set.lock();
+        let others = set.abort_where(now, reporter, which);
+        let wake = set.needs_wake();
+        drop(set);
+        if wake {
+            s.wake();
+        }
+        others
+    }
+
+    /// Commands in the task set.
+    pub fn tasks(&self) -> usize {
+        self.scheduled.as_ref().map_or(0, |s| s.set.lock().len())
+    }
+
+    /// The queue's counters (per class and per CDL descriptor).
+    pub fn queue_stats(&self) -> Option<qos::Stats> {
+        Some(self.scheduled.as_ref()?.set.lock().queue().stats().clone())
+    }
+
+    /// The Command Duration Limits statistics log page's counters (SPC-6 log page 19h
+    /// subpage 21h), from the queue's per-descriptor counters.
+    pub(crate) fn cdl_statistics(&self) -> Option<CdlStatistics> {
+        let stats = self.queue_stats()?;
+        let page = |counters: &[qos::Counters; 7]| {
+            counters.map(|c| CdlDescriptorStatistics {
+                number_of_inactive_target_miss_commands: c.misses(LimitKind::Inactive).total(),
+                number_of_active_target_miss_commands: c.misses(LimitKind::Active).total(),
+                number_of_inactive_target_and_active_target_miss_commands: c
+                    .commands_missed_inactive_or_active,
+                number_of_commands: c.commands,
+            })
+        };
+        Some(CdlStatistics {
+            // No latency target is promised beyond the descriptors themselves.
+            achievable_latency_target: 0,
+            t2a: page(&stats.t2a),
+            t2b: page(&stats.t2b),
+        })
+    }
+}

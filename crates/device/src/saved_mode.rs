@@ -1,0 +1,116 @@
+//! Saved mode parameters (SPC-5 §7.5.4: at power on and after a reset the saved values become
+//! current), kept for a file LUN in a small file beside its data so they survive restarts.
+
+use scsi::cdl::{CdlPage, CdlPageKind, CdlPages, T2_PAGE_LEN};
+use scsi::mode::ModeParameters;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8] = b"stint saved mode parameters v1\n";
+
+/// The file's contents: MAGIC, a flags byte (WCE, D_SENSE, SWP, CDL pages present), then the
+/// T2A and T2B pages as MODE SENSE returns them.
+fn encode(p: &ModeParameters) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.push(
+        u8::from(p.wce)
+            | u8::from(p.d_sense) << 1
+            | u8::from(p.swp) << 2
+            | u8::from(p.cdl.is_some()) << 3,
+    );
+    if let Some(cdl) = &p.cdl {
+        out.extend_from_slice(&cdl.t2a.encode(CdlPageKind::T2A));
+        out.extend_from_slice(&cdl.t2b.encode(CdlPageKind::T2B));
+    }
+    out
+}
+
+fn decode(bytes: &[u8]) -> Result<ModeParameters, String> {
+    let rest = bytes
+        .strip_prefix(MAGIC)
+        .ok_or("not a saved mode parameters file")?;
+    let (&flags, pages) = rest.split_first().ok_or("truncated")?;
+    let cdl = if flags & 8 != 0 {
+        let (t2a, t2b) = pages
+            .split_at_checked(T2_PAGE_LEN)
+            .filter(|(_, b)| b.len() == T2_PAGE_LEN)
+            .ok_or("truncated CDL pages")?;
+        Some(CdlPages {
+            t2a: CdlPage::decode(CdlPageKind::T2A, t2a).map_err(|e| e.to_string())?,
+            t2b: CdlPage::decode(CdlPageKind::T2B, t2b).map_err(|e| e.to_string())?,
+        })
+    } else {
+        None
+    };
+    Ok(ModeParameters {
+        wce: flags & 1 != 0,
+        d_sense: flags & 2 != 0,
+        swp: flags & 4 != 0,
+        cdl,
+    })
+}
+
+/// The saved values at `path`, if it exists; an unreadable or corrupt file is an error that
+/// names it.
+pub(crate) fn load(path: &Path) -> io::Result<Option<ModeParameters>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    decode(&bytes).map(Some).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {e}", path.display()),
+        )
+    })
+}
+
+/// Replaces the file at `path` atomically: write a new file, sync it, rename it over the old
+/// one, sync the directory, so a crash leaves either the old values or the new ones.
+pub(crate) fn save(path: &Path, p: &ModeParameters) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = PathBuf::from(path);
+    tmp.as_mut_os_string().push(".new");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&encode(p))?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scsi::cdl::{CdlDescriptor, Policy};
+
+    #[test]
+    fn round_trip_and_corruption() {
+        let mut pages = CdlPages::default();
+        pages.t2a.descriptors[0] = CdlDescriptor::guideline(50_000_000, Policy::Abort).unwrap();
+        let p = ModeParameters {
+            wce: true,
+            d_sense: false,
+            swp: true,
+            cdl: Some(pages),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lun.img.modes");
+        assert!(load(&path).unwrap().is_none());
+        save(&path, &p).unwrap();
+        assert_eq!(load(&path).unwrap(), Some(p));
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.truncate(bytes.len() - 1);
+        std::fs::write(&path, &bytes).unwrap();
+        let err = load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("lun.img.modes") && err.contains("truncated"),
+            "{err}"
+        );
+    }
+}

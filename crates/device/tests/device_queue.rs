@@ -1,0 +1,803 @@
+//! A logical unit with a device queue, driven in virtual time through real CDBs: CDL policies
+//! for every limit kind (status, sense, data moved or not), task attributes, task management.
+
+use device::{
+    Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Request,
+    Submitted, Target, TaskAttribute, TaskManagement, TmfResponse, Verdict,
+};
+use drive::{Drive, MediaOp, MediaOutcome, Service};
+use qos::order::{Fifo, OrderingPolicy, Sptf};
+use qos::{CdlDescriptor, CdlPage, CdlPages, Policy, QueueConfig, Scheduler};
+use scsi::{Asc, SenseKey, Status};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use store::{RamStore, Store};
+
+const MS: Ns = 1_000_000;
+const BLOCKS: u64 = 1 << 16;
+
+/// Every op takes 10 ms, except LBAs listed in `slow` (their own time); positioning is the
+/// LBA distance from the last started op, so positional ordering has something to order.
+struct TestDrive {
+    slow: Vec<(u64, Ns)>,
+    head: u64,
+}
+
+impl Drive for TestDrive {
+    fn parallelism(&self) -> usize {
+        1
+    }
+    fn positioning_time(&self, _: Ns, op: &MediaOp) -> Ns {
+        op.lba.abs_diff(self.head)
+    }
+    fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
+        self.head = op.lba;
+        let service = self
+            .slow
+            .iter()
+            .find(|(lba, _)| *lba == op.lba)
+            .map_or(10 * MS, |(_, s)| *s);
+        Service {
+            done_at: now + service,
+            outcome: MediaOutcome::Ok,
+            recovery: 0,
+        }
+    }
+    fn flush(&mut self, now: Ns) -> Ns {
+        now
+    }
+}
+
+/// A timed LU, the nexuses that talk to it, and the tasks they have in it.
+struct Bench {
+    lu: Arc<LogicalUnit>,
+    tasks: BTreeMap<(u64, u64), (Vec<u8>, Vec<u8>)>,
+    nexuses: Vec<Nexus>,
+}
+
+/// What became of one task.
+#[derive(Debug)]
+struct Done {
+    tag: u64,
+    at: Ns,
+    completion: Completion,
+    data_in: Vec<u8>,
+}
+
+/// A descriptor with one limit of `ms` (in 1 µs units, so at most 65 ms).
+fn descriptor(kind: &str, ms: u16, policy: Policy) -> CdlDescriptor {
+    let mut d = CdlDescriptor {
+        t2cdlunits: qos::T2CdlUnits::Us1,
+        ..CdlDescriptor::default()
+    };
+    let value = ms * 1000;
+    match kind {
+        "inactive" => {
+            d.max_inactive_time = value;
+            d.max_inactive_time_policy = policy;
+        }
+        "active" => {
+            d.max_active_time = value;
+            d.max_active_time_policy = policy;
+        }
+        _ => {
+            d.command_duration_guideline = value;
+            d.command_duration_guideline_policy = policy;
+        }
+    }
+    d
+}
+
+impl Bench {
+    fn new(
+        read: &[CdlDescriptor],
+        order: Box<dyn OrderingPolicy + Send>,
+        dh: DhCompletion,
+    ) -> Self {
+        Self::with_drive(read, order, dh, Vec::new())
+    }
+
+    fn with_drive(
+        read: &[CdlDescriptor],
+        order: Box<dyn OrderingPolicy + Send>,
+        dh: DhCompletion,
+        slow: Vec<(u64, Ns)>,
+    ) -> Self {
+        let mut t2a = CdlPage::default();
+        t2a.descriptors[..read.len()].copy_from_slice(read);
+        let store = RamStore::new(BLOCKS * 512).unwrap();
+        // Every block holds its LBA's low byte, so reads show what they moved.
+        for lba in [100u64, 200, 300, 400, 500] {
+            store.write_at(lba * 512, &[lba as u8; 512]).unwrap();
+        }
+        let queue = DeviceQueue {
+            queue: QueueConfig {
+                cdl: CdlPages { t2a, t2b: t2a },
+                ..QueueConfig::default()
+            },
+            scheduler: Scheduler::Policy(order),
+            drive: Box::new(TestDrive { slow, head: 0 }),
+            dh,
+            dld_classes: [None; 8],
+        };
+        let lu = LogicalUnit::with_device_queue(
+            LuConfig::new("iqn.test:t", 0, BLOCKS * 512),
+            Box::new(store),
+            queue,
+        )
+        .unwrap();
+        let mut b = Bench {
+            lu: Arc::new(lu),
+            tasks: BTreeMap::new(),
+            nexuses: Vec::new(),
+        };
+        for id in 1..=2 {
+            let n = Nexus {
+                id,
+                initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
+                class: None,
+            };
+            // Consume the power-on unit attention.
+            let mut data_in = Vec::new();
+            let tur = Request {
+                nexus: &n,
+                lun: 0,
+                tag: 0,
+                cdb: &[0; 6],
+                attribute: TaskAttribute::Simple,
+                data_out: &[],
+            };
+            b.lu.submit(0, &tur, &mut data_in);
+            b.nexuses.push(n);
+        }
+        b
+    }
+
+    /// Submits a command from nexus `n` (1 or 2) at `now`; `Some` if it completed at once.
+    fn submit(
+        &mut self,
+        now: Ns,
+        n: u64,
+        tag: u64,
+        attribute: TaskAttribute,
+        cdb: &[u8],
+        data_out: &[u8],
+    ) -> Option<Completion> {
+        let nexus = &self.nexuses[n as usize - 1];
+        let req = Request {
+            nexus,
+            lun: 0,
+            tag,
+            cdb,
+            attribute,
+            data_out,
+        };
+        let mut data_in = Vec::new();
+        match self.lu.submit(now, &req, &mut data_in) {
+            Submitted::Done(c) => Some(c),
+            Submitted::Queued => {
+                self.tasks
+                    .insert((n, tag), (cdb.to_vec(), data_out.to_vec()));
+                None
+            }
+        }
+    }
+
+    fn read(&mut self, now: Ns, tag: u64, lba: u64, dld: u8) -> Option<Completion> {
+        self.submit(
+            now,
+            1,
+            tag,
+            TaskAttribute::Simple,
+            &read16(lba, 1, dld),
+            &[],
+        )
+    }
+
+    /// Runs the clock up to `until`, finishing every task that leaves (for all nexuses).
+    fn run(&mut self, until: Ns) -> Vec<(u64, Done)> {
+        let mut done = Vec::new();
+        let mut out: Vec<Finished> = Vec::new();
+        while let Some(t) = self.lu.next_event().filter(|t| *t <= until) {
+            self.lu.advance(t, &mut out);
+            for f in out.drain(..) {
+                let (cdb, data_out) = self.tasks.remove(&(f.nexus, f.tag)).expect("known task");
+                if f.verdict == Verdict::Aborted {
+                    done.push((
+                        f.nexus,
+                        Done {
+                            tag: f.tag,
+                            at: t,
+                            completion: Completion::GOOD,
+                            data_in: b"aborted".to_vec(),
+                        },
+                    ));
+                    continue;
+                }
+                let nexus = &self.nexuses[f.nexus as usize - 1];
+                let req = Request {
+                    nexus,
+                    lun: 0,
+                    tag: f.tag,
+                    cdb: &cdb,
+                    attribute: TaskAttribute::Simple,
+                    data_out: &data_out,
+                };
+                let mut data_in = Vec::new();
+                let completion = self.lu.complete(&f, &req, &mut data_in);
+                done.push((
+                    f.nexus,
+                    Done {
+                        tag: f.tag,
+                        at: t,
+                        completion,
+                        data_in,
+                    },
+                ));
+            }
+        }
+        done
+    }
+}
+
+fn read16(lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[0] = 0x88;
+    c[1] = (dld >> 2) & 1;
+    c[2..10].copy_from_slice(&lba.to_be_bytes());
+    c[10..14].copy_from_slice(&blocks.to_be_bytes());
+    c[14] = (dld & 3) << 6;
+    c
+}
+
+fn write16(lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
+    let mut c = read16(lba, blocks, dld);
+    c[0] = 0x8A;
+    c
+}
+
+fn sense(c: &Completion) -> Option<(SenseKey, Asc)> {
+    c.sense.as_ref().map(|s| (s.key, s.asc))
+}
+
+/// What a limited read ends with, and when.
+#[derive(Debug, PartialEq)]
+enum Expect {
+    /// GOOD with the block's data, at this time (ms).
+    Data(u64),
+    /// This status and sense, no data, at this time (ms).
+    Ended(Status, SenseKey, Asc, u64),
+}
+
+/// The limited command is C (DLD 1, LBA 300). "queued": A and B (LBA 100, 200, no limit) are
+/// submitted before it, so C waits 20 ms and runs 20–30 ms; "slow": C runs alone for 30 ms.
+fn limited_read(kind: &str, policy: Policy, scene: &str, dh: DhCompletion) -> Expect {
+    let slow = if scene == "slow" {
+        vec![(300, 30 * MS)]
+    } else {
+        Vec::new()
+    };
+    let mut b = Bench::with_drive(&[descriptor(kind, 15, policy)], Box::new(Fifo), dh, slow);
+    if scene == "queued" {
+        assert!(b.read(0, 1, 100, 0).is_none());
+        assert!(b.read(0, 2, 200, 0).is_none());
+    }
+    assert!(b.read(0, 3, 300, 1).is_none());
+    let done = b.run(u64::MAX);
+    let (_, c) = done.iter().find(|(_, d)| d.tag == 3).expect("C finished");
+    if scene == "queued" {
+        // The unlimited reads are unaffected.
+        for tag in [1, 2] {
+            let (_, d) = done.iter().find(|(_, d)| d.tag == tag).unwrap();
+            assert_eq!(d.completion, Completion::GOOD);
+        }
+    }
+    match (c.completion.status, sense(&c.completion)) {
+        (Status::Good, None) => {
+            assert_eq!(c.data_in, vec![44u8; 512], "LBA 300 holds 300 mod 256");
+            Expect::Data(c.at / MS)
+        }
+        (status, Some((key, asc))) => {
+            assert!(c.data_in.is_empty(), "no data with {key:?} {asc:?}");
+            Expect::Ended(status, key, asc, c.at / MS)
+        }
+        (status, None) => panic!("{status:?} without sense"),
+    }
+}
+
+const CC: Status = Status::CheckCondition;
+const ABORTED: SenseKey = SenseKey::AbortedCommand;
+
+#[test]
+fn every_policy_of_every_limit_kind_over_real_cdbs() {
+    use Policy::*;
+    let dh_cc = Expect::Ended(CC, SenseKey::Completed, Asc::DATA_CURRENTLY_UNAVAILABLE, 15);
+    let cases = [
+        // Inactive: C would start at 20 ms, its limit is 15 ms.
+        ("inactive", CompleteEarliest, "queued", Expect::Data(30)),
+        ("inactive", CompleteUnavailable, "queued", dh_cc),
+        (
+            "inactive",
+            Abort,
+            "queued",
+            Expect::Ended(CC, ABORTED, Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING, 15),
+        ),
+        // Active: C runs 30 ms against a 15 ms limit.
+        ("active", CompleteEarliest, "slow", Expect::Data(30)),
+        (
+            "active",
+            CompleteUnavailable,
+            "slow",
+            Expect::Ended(CC, SenseKey::Completed, Asc::DATA_CURRENTLY_UNAVAILABLE, 15),
+        ),
+        (
+            "active",
+            AbortRecovery,
+            "slow",
+            Expect::Ended(
+                CC,
+                ABORTED,
+                Asc::COMMAND_TIMEOUT_DURING_PROCESSING_DUE_TO_ERROR_RECOVERY,
+                15,
+            ),
+        ),
+        (
+            "active",
+            Abort,
+            "slow",
+            Expect::Ended(CC, ABORTED, Asc::COMMAND_TIMEOUT_DURING_PROCESSING, 15),
+        ),
+        // Guideline: missed before processing ("queued") or during it ("slow").
+        ("guideline", CompleteEarliest, "queued", Expect::Data(30)),
+        // 1h: descriptor 2 has no limits, so C goes on as if unlimited.
+        ("guideline", ContinueNextLimit, "queued", Expect::Data(30)),
+        ("guideline", ContinueNoLimit, "queued", Expect::Data(30)),
+        (
+            "guideline",
+            CompleteUnavailable,
+            "queued",
+            Expect::Ended(CC, SenseKey::Completed, Asc::DATA_CURRENTLY_UNAVAILABLE, 15),
+        ),
+        (
+            "guideline",
+            Abort,
+            "queued",
+            Expect::Ended(CC, ABORTED, Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING, 15),
+        ),
+        (
+            "guideline",
+            Abort,
+            "slow",
+            Expect::Ended(CC, ABORTED, Asc::COMMAND_TIMEOUT_DURING_PROCESSING, 15),
+        ),
+    ];
+    for (kind, policy, scene, expected) in cases {
+        assert_eq!(
+            limited_read(kind, policy, scene, DhCompletion::CheckCondition),
+            expected,
+            "{kind} {policy:?} {scene}"
+        );
+    }
+}
+
+#[test]
+fn dh_can_complete_with_good_status_and_sense() {
+    let e = limited_read(
+        "inactive",
+        Policy::CompleteUnavailable,
+        "queued",
+        DhCompletion::GoodWithSense,
+    );
+    assert_eq!(
+        e,
+        Expect::Ended(
+            Status::Good,
+            SenseKey::Completed,
+            Asc::DATA_CURRENTLY_UNAVAILABLE,
+            15
+        )
+    );
+}
+
+#[test]
+fn a_fast_failed_write_changes_nothing_and_a_good_one_lands_at_completion() {
+    let mut b = Bench::new(
+        &[descriptor("inactive", 15, Policy::Abort)],
+        Box::new(Fifo),
+        DhCompletion::CheckCondition,
+    );
+    let data = vec![0xABu8; 512];
+    assert!(b.read(0, 1, 100, 0).is_none());
+    assert!(b.read(0, 2, 200, 0).is_none());
+    // Limited write: misses its inactive limit and is aborted.
+    assert!(b
+        .submit(0, 1, 3, TaskAttribute::Simple, &write16(400, 1, 1), &data)
+        .is_none());
+    // Unlimited write: lands when it completes, not before.
+    assert!(b
+        .submit(0, 1, 4, TaskAttribute::Simple, &write16(500, 1, 0), &data)
+        .is_none());
+    let mut block = vec![0u8; 512];
+    b.lu.store().read_at(500 * 512, &mut block).unwrap();
+    assert_eq!(block, vec![500u16 as u8; 512], "not written while queued");
+    let done = b.run(u64::MAX);
+    let ended = |tag| {
+        done.iter()
+            .find(|(_, d)| d.tag == tag)
+            .unwrap()
+            .1
+            .completion
+            .clone()
+    };
+    assert_eq!(
+        sense(&ended(3)),
+        Some((ABORTED, Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING))
+    );
+    assert_eq!(ended(4), Completion::GOOD);
+    b.lu.store().read_at(400 * 512, &mut block).unwrap();
+    assert_eq!(
+        block,
+        vec![400u16 as u8; 512],
+        "aborted write left the medium alone"
+    );
+    b.lu.store().read_at(500 * 512, &mut block).unwrap();
+    assert_eq!(block, data);
+}
+
+#[test]
+fn ordered_tasks_wait_for_older_ones_and_hold_back_younger_ones() {
+    let mut b = Bench::new(&[], Box::new(Sptf), DhCompletion::CheckCondition);
+    assert!(b.read(0, 1, 1000, 0).is_none());
+    b.lu.advance(0, &mut Vec::new());
+    // SPTF alone would serve 1001 and 1002 before 5000.
+    let ordered = read16(5000, 1, 0);
+    assert!(b
+        .submit(MS, 1, 2, TaskAttribute::Ordered, &ordered, &[])
+        .is_none());
+    assert!(b.read(MS, 3, 1001, 0).is_none());
+    assert!(b.read(MS, 4, 1002, 0).is_none());
+    // A command that does not touch the medium waits behind the ORDERED task too.
+    assert!(b
+        .submit(MS, 1, 5, TaskAttribute::Simple, &[0; 6], &[])
+        .is_none());
+    let done = b.run(u64::MAX);
+    let order: Vec<(u64, u64)> = done.iter().map(|(_, d)| (d.tag, d.at / MS)).collect();
+    assert_eq!(order, [(1, 10), (2, 20), (5, 20), (4, 30), (3, 40)]);
+    assert!(done.iter().all(|(_, d)| d.completion == Completion::GOOD));
+}
+
+#[test]
+fn head_of_queue_tasks_start_next() {
+    let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
+    for (tag, lba) in [(1, 100), (2, 200), (3, 300)] {
+        assert!(b.read(0, tag, lba, 0).is_none());
+    }
+    b.lu.advance(0, &mut Vec::new());
+    let hoq = read16(400, 1, 0);
+    assert!(b
+        .submit(MS, 1, 4, TaskAttribute::HeadOfQueue, &hoq, &[])
+        .is_none());
+    let done = b.run(u64::MAX);
+    let order: Vec<u64> = done.iter().map(|(_, d)| d.tag).collect();
+    assert_eq!(order, [1, 4, 2, 3]);
+}
+
+#[test]
+fn abort_task_of_a_queued_and_of_an_active_command() {
+    let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
+    for (tag, lba) in [(1, 100), (2, 200), (3, 300)] {
+        assert!(b.read(0, tag, lba, 0).is_none());
+    }
+    b.lu.advance(0, &mut Vec::new());
+    let t = Target::new(vec![(0, b.lu.clone())]);
+    let n1 = &b.nexuses[0];
+    // Queued: 2 goes without a completion.
+    assert_eq!(
+        t.task_management(MS, n1, 0, TaskManagement::AbortTask(2)),
+        TmfResponse::FunctionComplete
+    );
+    b.tasks.remove(&(1, 2));
+    // Active: 1 is abandoned at 5 ms and frees the actuator, so 3 runs 5–15 ms.
+    assert_eq!(
+        t.task_management(5 * MS, n1, 0, TaskManagement::AbortTask(1)),
+        TmfResponse::FunctionComplete
+    );
+    b.tasks.remove(&(1, 1));
+    assert_eq!(
+        t.task_management(5 * MS, n1, 0, TaskManagement::AbortTask(1)),
+        TmfResponse::NoSuchTask
+    );
+    let done = b.run(u64::MAX);
+    let order: Vec<(u64, u64)> = done.iter().map(|(_, d)| (d.tag, d.at / MS)).collect();
+    assert_eq!(order, [(3, 15)]);
+}
+
+#[test]
+fn logical_unit_reset_aborts_every_task_and_tells_the_other_nexus_transport() {
+    let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
+    assert!(b.read(0, 1, 100, 0).is_none());
+    assert!(b
+        .submit(0, 2, 7, TaskAttribute::Simple, &read16(200, 1, 0), &[])
+        .is_none());
+    b.lu.advance(0, &mut Vec::new());
+    let t = Target::new(vec![(0, b.lu.clone())]);
+    assert_eq!(
+        t.task_management(MS, &b.nexuses[0], 0, TaskManagement::LogicalUnitReset),
+        TmfResponse::FunctionComplete
+    );
+    b.tasks.remove(&(1, 1));
+    let done = b.run(u64::MAX);
+    // Only the other nexus's task is reported, as aborted; nothing completes.
+    assert_eq!(done.len(), 1);
+    assert_eq!((done[0].0, done[0].1.tag), (2, 7));
+    assert_eq!(done[0].1.data_in, b"aborted");
+    assert_eq!(b.lu.tasks(), 0);
+    // Both nexuses see the reset.
+    for n in 1..=2 {
+        let c = b
+            .submit(2 * MS, n, 9, TaskAttribute::Simple, &[0; 6], &[])
+            .unwrap();
+        assert_eq!(
+            sense(&c),
+            Some((
+                SenseKey::UnitAttention,
+                Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED
+            ))
+        );
+    }
+}
+
+#[test]
+fn a_second_task_with_the_same_tag_is_an_overlapped_command() {
+    let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
+    assert!(b.read(0, 1, 100, 0).is_none());
+    let c = b.read(0, 1, 200, 0).expect("refused at once");
+    assert_eq!(
+        sense(&c),
+        Some((ABORTED, Asc::OVERLAPPED_COMMANDS_ATTEMPTED))
+    );
+    // The same tag on the other nexus is another task.
+    assert!(b
+        .submit(0, 2, 1, TaskAttribute::Simple, &read16(200, 1, 0), &[])
+        .is_none());
+    assert_eq!(b.run(u64::MAX).len(), 2);
+}
+
+#[test]
+fn bad_commands_fail_before_they_are_timed() {
+    let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
+    let c = b.read(0, 1, BLOCKS, 0).expect("at once");
+    assert_eq!(
+        sense(&c),
+        Some((SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE))
+    );
+    assert_eq!(b.lu.next_event(), None);
+}
+
+/// MODE SELECT(10) of one T2A page, as cdladm sends it (PF = 1, SP as asked).
+fn select_t2a(b: &mut Bench, now: Ns, page: &CdlPage, save: bool) -> Completion {
+    let mut data = vec![0u8; 8];
+    data.extend_from_slice(&page.encode(qos::CdlPageKind::T2A));
+    let len = data.len() as u16;
+    let mut cdb = [0u8; 10];
+    cdb[0] = 0x55;
+    cdb[1] = 0x10 | u8::from(save);
+    cdb[7..9].copy_from_slice(&len.to_be_bytes());
+    b.submit(now, 1, 90, TaskAttribute::Simple, &cdb, &data)
+        .expect("MODE SELECT runs at once")
+}
+
+/// MODE SENSE(10), DBD, current values of page 0Ah subpage `subpage`: the page bytes.
+fn sense_page(b: &mut Bench, subpage: u8, pc: u8) -> Vec<u8> {
+    let cdb = [0x5A, 0x08, pc << 6 | 0x0A, subpage, 0, 0, 0, 0x02, 0x00, 0];
+    let nexus = &b.nexuses[0];
+    let req = Request {
+        nexus,
+        lun: 0,
+        tag: 91,
+        cdb: &cdb,
+        attribute: TaskAttribute::Simple,
+        data_out: &[],
+    };
+    let mut data = Vec::new();
+    assert_eq!(
+        b.lu.submit(0, &req, &mut data),
+        Submitted::Done(Completion::GOOD)
+    );
+    data.split_off(8)
+}
+
+#[test]
+fn a_mode_page_change_applies_to_commands_that_arrive_after_it() {
+    let mut b = Bench::new(
+        &[descriptor("inactive", 15, Policy::Abort)],
+        Box::new(Fifo),
+        DhCompletion::CheckCondition,
+    );
+    assert!(b.read(0, 1, 100, 0).is_none());
+    assert!(b.read(0, 2, 200, 0).is_none());
+    assert!(b.read(0, 3, 300, 1).is_none());
+    // Descriptor 1 loses its limit while C waits.
+    assert_eq!(
+        select_t2a(&mut b, MS, &CdlPage::default(), false),
+        Completion::GOOD
+    );
+    let mut empty = CdlPage::default().encode(qos::CdlPageKind::T2A);
+    empty[0] |= 0x80; // PS
+    assert_eq!(sense_page(&mut b, 0x07, 0), empty);
+    assert!(b.read(MS, 4, 400, 1).is_none());
+    let done = b.run(u64::MAX);
+    let ended = |tag| {
+        done.iter()
+            .find(|(_, d)| d.tag == tag)
+            .unwrap()
+            .1
+            .completion
+            .clone()
+    };
+    assert_eq!(
+        sense(&ended(3)),
+        Some((ABORTED, Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING)),
+        "C keeps the descriptor it arrived with"
+    );
+    assert_eq!(ended(4), Completion::GOOD, "D arrived under the new page");
+    // The other nexus is told the mode parameters changed.
+    let c = b
+        .submit(50 * MS, 2, 9, TaskAttribute::Simple, &[0; 6], &[])
+        .unwrap();
+    assert_eq!(
+        sense(&c),
+        Some((SenseKey::UnitAttention, Asc::MODE_PARAMETERS_CHANGED))
+    );
+}
+
+#[test]
+fn a_bad_policy_in_mode_select_is_refused_with_its_field_pointer() {
+    let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
+    let mut bytes = CdlPage::default().encode(qos::CdlPageKind::T2A);
+    // Descriptor 1's inactive policy Eh (abort-recovery) is allowed for active limits only.
+    bytes[8 + 6] = 0xE0;
+    let mut data = vec![0u8; 8];
+    data.extend_from_slice(&bytes);
+    let mut cdb = [0u8; 10];
+    cdb[0] = 0x55;
+    cdb[1] = 0x10;
+    cdb[7..9].copy_from_slice(&(data.len() as u16).to_be_bytes());
+    let c = b
+        .submit(0, 1, 5, TaskAttribute::Simple, &cdb, &data)
+        .unwrap();
+    let s = c.sense.expect("sense");
+    assert_eq!(
+        (s.key, s.asc),
+        (
+            SenseKey::IllegalRequest,
+            Asc::INVALID_FIELD_IN_PARAMETER_LIST
+        )
+    );
+    let field = s.field.expect("field pointer");
+    assert_eq!((field.byte, field.bit), (8 + 8 + 6, Some(7)));
+}
+
+#[test]
+fn log_sense_counts_commands_and_misses_per_descriptor() {
+    let mut b = Bench::new(
+        &[
+            descriptor("inactive", 15, Policy::CompleteEarliest),
+            descriptor("guideline", 60, Policy::CompleteEarliest),
+        ],
+        Box::new(Fifo),
+        DhCompletion::CheckCondition,
+    );
+    assert!(b.read(0, 1, 100, 0).is_none());
+    assert!(b.read(0, 2, 200, 2).is_none());
+    assert!(b.read(0, 3, 300, 1).is_none());
+    assert!(b.read(0, 4, 400, 1).is_none());
+    b.run(u64::MAX);
+    let cdb = [0x4D, 0, 0x40 | 0x19, 0x21, 0, 0, 0, 0x10, 0x00, 0];
+    let nexus = &b.nexuses[0];
+    let req = Request {
+        nexus,
+        lun: 0,
+        tag: 9,
+        cdb: &cdb,
+        attribute: TaskAttribute::Simple,
+        data_out: &[],
+    };
+    let mut page = Vec::new();
+    assert_eq!(
+        b.lu.submit(0, &req, &mut page),
+        Submitted::Done(Completion::GOOD)
+    );
+    // Parameter n: code (2), control, length 10h, then four counters.
+    let counters = |code: u16| -> [u32; 4] {
+        let mut at = 4;
+        while at + 4 <= page.len() {
+            let len = usize::from(page[at + 3]);
+            if u16::from_be_bytes([page[at], page[at + 1]]) == code {
+                let c = &page[at + 4..at + 4 + len];
+                return std::array::from_fn(|i| {
+                    u32::from_be_bytes([c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3]])
+                });
+            }
+            at += 4 + len;
+        }
+        panic!("no parameter {code:04x}");
+    };
+    // Descriptor 1: two commands; both waited past 15 ms (C started at 20, D at 30).
+    assert_eq!(counters(0x21), [2, 0, 2, 2]);
+    // Descriptor 2: one command, within its 60 ms guideline, no inactive/active miss.
+    assert_eq!(counters(0x22), [0, 0, 0, 1]);
+    assert_eq!(counters(0x41), [0, 0, 0, 0]);
+}
+
+#[test]
+fn rsoc_reports_the_cdl_pages_on_a_logical_unit_with_a_device_queue() {
+    let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
+    // One command, READ(16), the allocation length Linux uses.
+    let cdb = [0xA3, 0x0C, 0x01, 0x88, 0, 0, 0, 0, 0, 20, 0, 0];
+    let c = b.submit(0, 1, 1, TaskAttribute::Simple, &cdb, &[]);
+    assert_eq!(c, Some(Completion::GOOD));
+    let nexus = &b.nexuses[0];
+    let req = Request {
+        nexus,
+        lun: 0,
+        tag: 1,
+        cdb: &cdb,
+        attribute: TaskAttribute::Simple,
+        data_out: &[],
+    };
+    let mut data = Vec::new();
+    b.lu.submit(0, &req, &mut data);
+    assert_eq!(data.len(), 20);
+    // RWCDLP = 1, CDLP = 01b (T2A), SUPPORT = 011b: what Linux needs to set cdl_supported.
+    assert_eq!((data[0] & 1, data[1] >> 3 & 3, data[1] & 7), (1, 1, 3));
+}
+
+#[test]
+fn saved_pages_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lun.modes");
+    let page = {
+        let mut p = CdlPage::default();
+        p.descriptors[0] = descriptor("guideline", 50, Policy::Abort);
+        p
+    };
+    let build = || {
+        let mut config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
+        config.saved_mode_path = Some(path.clone());
+        let queue = DeviceQueue {
+            queue: QueueConfig::default(),
+            scheduler: Scheduler::Policy(Box::new(Fifo)),
+            drive: Box::new(TestDrive {
+                slow: Vec::new(),
+                head: 0,
+            }),
+            dh: DhCompletion::CheckCondition,
+            dld_classes: [None; 8],
+        };
+        let store = RamStore::new(BLOCKS * 512).unwrap();
+        Arc::new(LogicalUnit::with_device_queue(config, Box::new(store), queue).unwrap())
+    };
+    let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
+    let fresh = |b: &mut Bench| {
+        b.lu = build();
+        // Clear the new LU's power-on unit attention for nexus 1.
+        let c = b
+            .submit(0, 1, 80, TaskAttribute::Simple, &[0; 6], &[])
+            .unwrap();
+        assert_eq!(sense(&c).map(|s| s.0), Some(SenseKey::UnitAttention));
+    };
+    fresh(&mut b);
+    assert_eq!(select_t2a(&mut b, 0, &page, true), Completion::GOOD);
+    assert!(path.exists());
+    // Restart: the saved values are current at power on; the defaults stay the defaults.
+    fresh(&mut b);
+    let t2a = page.encode(qos::CdlPageKind::T2A);
+    let mut saved = t2a;
+    saved[0] |= 0x80; // PS: the page can be saved
+    assert_eq!(sense_page(&mut b, 0x07, 0), saved);
+    assert_eq!(sense_page(&mut b, 0x07, 3), saved);
+    let mut default = CdlPage::default().encode(qos::CdlPageKind::T2A);
+    default[0] |= 0x80;
+    assert_eq!(sense_page(&mut b, 0x07, 2), default);
+}

@@ -1,0 +1,263 @@
+#!/bin/bash
+# stint against the real Linux iSCSI initiator: a Debian guest (kernel 6.12, open-iscsi, sd,
+# sg3-utils, fio) under QEMU logs in to `stint serve` on the host's 127.0.0.1 and checks what a
+# host sees. See tests/linux/README.md.
+#   tests/linux/run.sh                    every suite: plain reconnect cdl fast-fail cdl-reconnect
+#   SUITES="plain cdl" tests/linux/run.sh  some of them
+# Env: STINT (stint binary; default: cargo build -p stint, then ${CARGO_TARGET_DIR:-target}/debug/stint)
+#      STINT_VM_DIR (/tmp/stint-vm: image cache, results)  OUT (results of this run)
+#      VM_ATTEMPTS (3: boots per suite when the VM or the harness breaks; a failed check is final)
+#      CDL_CONFIG (examples/hdd-cdl.toml)  FAST_FAIL_CONFIG (examples/fast-fail.toml)
+#      VM_TIMEOUT (480 s per VM)  VMTEST_TIMEOUT (420 s per test inside the VM)  VERBOSE=1
+#      LINUX_VM_BUDGET (2400 s: no new VM boots after this; what is left is reported NOT_RUN)
+# Exit status: 0 = every suite passed; 1 = a product check failed (or a suite could not run its
+# target); 2 = only harness failures (a VM that broke on every attempt, or no time left).
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+export VMDIR=${STINT_VM_DIR:-/tmp/stint-vm}
+SUITES=${SUITES:-plain reconnect cdl fast-fail cdl-reconnect}
+ATTEMPTS=${VM_ATTEMPTS:-3}
+BUDGET=${LINUX_VM_BUDGET:-2400}
+export VM_TIMEOUT=${VM_TIMEOUT:-480} VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-420}
+CDL_CONFIG=${CDL_CONFIG:-$ROOT/examples/hdd-cdl.toml}
+FAST_FAIL_CONFIG=${FAST_FAIL_CONFIG:-$ROOT/examples/fast-fail.toml}
+T_START=$(date +%s)
+log() { echo "[linux-vm $(date +%T)] $*"; }
+for s in $SUITES; do
+    case $s in plain|reconnect|cdl|fast-fail|cdl-reconnect) ;;
+    *) echo "unknown suite '$s' (plain reconnect cdl fast-fail cdl-reconnect)" >&2; exit 2 ;; esac
+done
+
+# ---- host packages ------------------------------------------------------------------------
+need=()
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+{ command -v mkfs.ext4 && command -v debugfs; } >/dev/null || need+=(e2fsprogs)
+command -v ss >/dev/null || need+=(iproute2)
+command -v flock >/dev/null || need+=(util-linux)
+command -v python3 >/dev/null || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+    log "installing ${need[*]}"
+    for try in 1 2 3; do      # another apt may hold the lock: wait and retry
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null && break
+        [ $try = 3 ] && { echo "could not install ${need[*]}" >&2; exit 2; }
+        sleep 20; dpkg --configure -a >/dev/null 2>&1
+    done
+fi
+
+# ---- the run directory, cleanup ---------------------------------------------------------------
+mkdir -p "$VMDIR"
+OUT=${OUT:-$VMDIR/out/$(date +%Y%m%d-%H%M%S)-$$}
+mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+VMPID=; WATCHPID=; TARGETRUN=; LUNDIR=
+cleanup() {
+    [ -n "$WATCHPID" ] && kill "$WATCHPID" 2>/dev/null
+    [ -n "$VMPID" ] && kill "$VMPID" 2>/dev/null && wait "$VMPID" 2>/dev/null
+    [ -n "$TARGETRUN" ] && "$HERE/lib/target.sh" stop "$TARGETRUN" >/dev/null 2>&1
+    [ -n "$LUNDIR" ] && rm -rf "$LUNDIR"
+    VMPID=; WATCHPID=; TARGETRUN=; LUNDIR=
+}
+trap 'cleanup; exit 130' INT TERM
+trap cleanup EXIT
+
+# ---- the guest image, cached by the hash of every guest-side file ----------------------------------
+KEY=$(cat "$HERE/lib/build-image.sh" "$HERE/lib/vmmux.py" "$HERE"/guest/* | sha256sum | cut -c1-16)
+IMG=$VMDIR/image-$KEY
+(
+    flock 9
+    if [ ! -e "$IMG/root.img" ]; then
+        log "building the guest image $IMG (first time: about 2 minutes)"
+        t=$(date +%s)
+        "$HERE/lib/build-image.sh" "$IMG" > "$VMDIR/build-$KEY.log" 2>&1 || {
+            tail -30 "$VMDIR/build-$KEY.log"; echo "guest image build failed: $VMDIR/build-$KEY.log" >&2; exit 1; }
+        log "guest image built in $(( $(date +%s) - t )) s"
+    fi
+    # images of older guest files, unused for a day
+    find "$VMDIR" -maxdepth 1 -name 'image-*' ! -name "image-$KEY" -mtime +0 -exec rm -rf {} + 2>/dev/null
+    touch "$IMG"
+) 9> "$VMDIR/.image.lock" || exit 2
+IMAGE_S=$(( $(date +%s) - T_START ))
+
+# ---- the stint binary (copied: a rebuild during the run must not change it) --------------------
+if [ -z "${STINT:-}" ]; then
+    log "cargo build -p stint"
+    (cd "$ROOT" && cargo build -q -p stint) || { echo "cargo build -p stint failed" >&2; exit 1; }
+    TD=${CARGO_TARGET_DIR:-target}; case $TD in /*) ;; *) TD=$ROOT/$TD ;; esac
+    STINT=$TD/debug/stint
+fi
+[ -x "$STINT" ] || { echo "no stint binary at $STINT" >&2; exit 1; }
+cp "$STINT" "$OUT/stint"; export STINT=$OUT/stint
+log "stint: $(sha256sum < "$STINT" | cut -c1-16)  image: $IMG  results: $OUT"
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# A directory for the file-backed LUNs of the reconnect suites: the timed LUN is as large as the
+# drive (22 TB, sparse), more than ext4 allows in one file (16 TiB), so /dev/shm (tmpfs) when
+# it can hold such a file and has 2 GiB free (only written blocks use memory); else under $1.
+lun_dir() {
+    local d
+    for d in /dev/shm "$1"; do
+        [ "$d" = /dev/shm ] && { [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] || continue
+            [ "$(df -Pk /dev/shm | awk 'NR==2 {print $4}')" -gt 2097152 ] || continue; }
+        d=$(mktemp -d "$d/stint-vm-lun.XXXXXX" 2>/dev/null) || continue
+        if truncate -s 32T "$d/probe" 2>/dev/null; then rm -f "$d/probe"; echo "$d"; return; fi
+        rm -rf "$d"
+    done
+    mkdir -p "$1/lun"; echo "$1/lun"
+}
+
+# cdl-reconnect: a copy of the CDL example whose LUN keeps its data in a (sparse) file
+file_backed_config() {   # SRC DEST IMG
+    awk -v img="$3" '
+        /^[[:space:]]*store[[:space:]]*=[[:space:]]*"ram"/ {
+            ind = $0; sub(/[^[:space:]].*/, "", ind)
+            print ind "store = \"file\""; print ind "path = \"" img "\""; n++; next }
+        { print }
+        END { if (n != 1) exit 1 }' "$1" > "$2"
+}
+
+# ---- one attempt: target + VM -> status in $A/status ----------------------------------------
+# status: PASS | FAIL (a product check failed, or the target could not start) | HARNESS (retry)
+attempt() {
+    local suite=$1 A=$2 port script env=() args=() lunimg cfg=
+    mkdir -p "$A"; TARGETRUN=$A/target
+    port=$(free_port)
+    script=$HERE/suites/$suite.sh
+    case $suite in
+    cdl|cdl-reconnect) cfg=$CDL_CONFIG ;;
+    fast-fail) cfg=$FAST_FAIL_CONFIG ;;
+    esac
+    if [ -n "$cfg" ] && [ ! -e "$cfg" ]; then echo "FAIL target: no config $cfg" > "$A/status"; return; fi
+    case $suite in
+    plain) args=(serve --listen "127.0.0.1:$port" --lun ram:512MiB) ;;
+    reconnect)
+        LUNDIR=$(lun_dir "$A"); lunimg=$LUNDIR/lun.img
+        args=(serve --listen "127.0.0.1:$port" --lun "file:$lunimg:512MiB") ;;
+    cdl|fast-fail) args=(serve --config "$cfg" --listen "127.0.0.1:$port") ;;
+    cdl-reconnect)
+        LUNDIR=$(lun_dir "$A"); lunimg=$LUNDIR/hdd.img
+        if ! file_backed_config "$cfg" "$A/hdd-cdl-file.toml" "$lunimg"; then
+            echo "FAIL target: $cfg has not exactly one store = \"ram\" line to turn into a file store" > "$A/status"; return; fi
+        args=(serve --config "$A/hdd-cdl-file.toml" --listen "127.0.0.1:$port")
+        script=$HERE/suites/reconnect.sh; env=(CDL=1) ;;
+    esac
+    local trc
+    "$HERE/lib/target.sh" start "$A/target" "$port" "${args[@]}" > "$A/target-start.txt" 2>&1; trc=$?
+    if [ $trc = 2 ]; then echo "HARNESS port $port taken" > "$A/status"; return; fi
+    if [ $trc != 0 ]; then
+        echo "FAIL target: stint ${args[*]} did not start: $(grep -m1 -iE 'error|panick' "$A/target/target.log")" > "$A/status"
+        return
+    fi
+    echo "  target: pid $(cat "$A/target-start.txt") on 127.0.0.1:$port: stint ${args[*]}"
+    local V=$A/vm; mkdir -p "$V"; : > "$V/results.txt"
+    local rc
+    (
+        flock -w 1800 8 || exit 125                  # one VM at a time on this machine
+        VMTEST_ENV=$(printf '%s\n' "${env[@]}") exec "$HERE/lib/vm.sh" "$IMG" "$V" "$port" "$script" \
+            "$HERE/suites/lib.sh" "$HERE/suites/cdltool.py"
+    ) 8> "$VMDIR/.vm.lock" &
+    VMPID=$!
+    if [ "$suite" = reconnect ] || [ "$suite" = cdl-reconnect ]; then
+        : > "$A/host-events.txt"
+        # the host half: on the guest's request, crash the target, restart it 5 s later
+        ( while ! grep -q '^VMTEST-HOST: kill-target' "$V/results.txt" 2>/dev/null; do
+              kill -0 $VMPID 2>/dev/null || exit 0; sleep 0.2; done
+          echo "$(date +%T.%N) kill -KILL target" >> "$A/host-events.txt"
+          "$HERE/lib/target.sh" kill "$A/target" >> "$A/host-events.txt" 2>&1 && echo killed >> "$A/host-events.txt"
+          sleep 5
+          echo "$(date +%T.%N) restart target" >> "$A/host-events.txt"
+          "$HERE/lib/target.sh" restart "$A/target" >> "$A/host-events.txt" 2>&1 && echo restarted >> "$A/host-events.txt"
+          echo "$(date +%T.%N) done" >> "$A/host-events.txt" ) &
+        WATCHPID=$!
+    fi
+    if [ "${VERBOSE:-0}" = 1 ]; then tail -n +1 -f "$V/results.txt" --pid=$VMPID & fi
+    wait $VMPID; rc=$?; VMPID=
+    if [ -n "$WATCHPID" ]; then wait "$WATCHPID" 2>/dev/null; WATCHPID=; fi
+    "$HERE/lib/target.sh" stop "$A/target" > "$A/target-stop.txt" 2>&1; TARGETRUN=
+    [ -n "$LUNDIR" ] && rm -rf "$LUNDIR"; LUNDIR=
+    sed 's/^/  /' "$V/timing.txt" 2>/dev/null
+    # classify
+    local started=0 fails muxbad=0 panic=0
+    grep -q '^VMTEST-START' "$V/results.txt" && started=1
+    fails=$(grep -h '^CHECK .*=FAIL' "$V/results.txt" | sed 's/^CHECK \([^=]*\)=FAIL.*/\1/' | tr '\n' ' ')
+    grep -qE 'host_mux=(died|traceback)|guest_mux=(died|traceback)' "$V/timing.txt" 2>/dev/null && muxbad=1
+    grep -qE 'Kernel panic|BUG:|Oops|general protection fault' "$V/console.log" 2>/dev/null && panic=1
+    # a broken transport (mux) or boot is the harness's fault, even when checks failed after it
+    if [ $started = 0 ]; then
+        echo "HARNESS the test did not start (rc=$rc; $(grep -h VMTEST-ERROR "$V/results.txt" | head -1))" > "$A/status"
+    elif [ $muxbad = 1 ]; then
+        echo "HARNESS the connection multiplexer failed ($(sed -n 's/.*\(host_mux=.*\)/\1/p' "$V/timing.txt"); failed checks: ${fails:-none})" > "$A/status"
+    elif [ -n "$fails" ]; then
+        echo "FAIL checks: $fails" > "$A/status"
+    elif [ $panic = 1 ]; then
+        echo "FAIL the guest kernel crashed during the test (see vm/console.log)" > "$A/status"
+    elif [ -e "$V/out/rc" ]; then
+        if [ "$(cat "$V/out/rc")" = 0 ] && grep -q '^RESULT=PASS' "$V/results.txt"; then echo PASS > "$A/status"
+        elif [ "$(cat "$V/out/rc")" = 124 ]; then echo "FAIL the test timed out in the guest (${VMTEST_TIMEOUT} s)" > "$A/status"
+        else echo "FAIL the test ended with status $(cat "$V/out/rc") and no failed check" > "$A/status"; fi
+    elif [ "$rc" = 124 ]; then
+        echo "HARNESS the VM timed out (${VM_TIMEOUT} s) and did not report" > "$A/status"
+    else
+        echo "HARNESS the VM broke (rc=$rc, qemu: $(tail -1 "$V/qemu.log" 2>/dev/null))" > "$A/status"
+    fi
+    if [ "$(cut -d' ' -f1 "$A/status")" != HARNESS ] && [ -e "$A/host-events.txt" ] && \
+       ! grep -q '^killed' "$A/host-events.txt" && grep -q '^VMTEST-HOST: kill-target' "$V/results.txt"; then
+        echo "HARNESS the host did not kill the target on request (previous: $(cat "$A/status"))" > "$A/status"
+    fi
+}
+
+# ---- the suites -----------------------------------------------------------------------------
+declare -A RES NOTE TRIES WALL
+for suite in $SUITES; do
+    t0=$(date +%s); n=0; RES[$suite]=NOT_RUN; NOTE[$suite]="no time left"
+    while [ $n -lt "$ATTEMPTS" ]; do
+        if [ $(( $(date +%s) - T_START )) -gt "$BUDGET" ]; then log "time budget ($BUDGET s) spent"; break; fi
+        n=$((n + 1))
+        log "suite $suite, attempt $n"
+        attempt "$suite" "$OUT/$suite/attempt-$n"
+        [ -n "$LUNDIR" ] && rm -rf "$LUNDIR"; LUNDIR=; TARGETRUN=
+        st=$(cat "$OUT/$suite/attempt-$n/status")
+        log "suite $suite, attempt $n: $st"
+        RES[$suite]=${st%% *}; NOTE[$suite]=${st#* }; [ "$st" = PASS ] && NOTE[$suite]=
+        [ "${RES[$suite]}" = HARNESS ] || break
+    done
+    TRIES[$suite]=$n; WALL[$suite]=$(( $(date +%s) - t0 ))
+    ln -sfn "attempt-$n" "$OUT/$suite/last"
+done
+
+# ---- summary ----------------------------------------------------------------------------------
+echo
+echo "== linux VM summary ($OUT)"
+pass=0; fail=0; harness=0
+for suite in $SUITES; do
+    case ${RES[$suite]} in PASS) pass=$((pass+1)) ;; FAIL) fail=$((fail+1)) ;; *) harness=$((harness+1)) ;; esac
+done
+{
+    echo "linux_vm_image_s=$IMAGE_S"
+    echo "linux_vm_kernel=$(cat "$IMG/kernel-version" 2>/dev/null)"
+    for suite in $SUITES; do
+        k=${suite//-/_}
+        echo "${k}_result=${RES[$suite]}"
+        echo "${k}_attempts=${TRIES[$suite]}"
+        echo "${k}_wall_s=${WALL[$suite]}"
+        [ -n "${NOTE[$suite]}" ] && echo "${k}_reason=${NOTE[$suite]}"
+        L=$OUT/$suite/last
+        if [ -e "$L/vm/timing.txt" ]; then
+            echo "${k}_vm_wall_s=$(sed -n 's/^vm_wall_s=\([0-9.]*\).*/\1/p' "$L/vm/timing.txt")"
+            echo "${k}_boot_s=$(sed -n 's/.*guest_uptime_at_test_start_s=\([0-9.?]*\).*/\1/p' "$L/vm/timing.txt")"
+        fi
+        for a in $(seq 1 $(( ${TRIES[$suite]} - 1 ))); do
+            echo "${k}_attempt${a}=$(cat "$OUT/$suite/attempt-$a/status")"
+        done
+        [ -e "$L/vm/out/kv.txt" ] && sed "s/^/${k}_/" "$L/vm/out/kv.txt"
+    done
+    echo "linux_vm_total_s=$(( $(date +%s) - T_START ))"
+    echo "linux_vm_result=$([ $((fail + harness)) = 0 ] && echo PASS || echo FAIL)"
+} | tee "$OUT/summary.txt"
+echo "linux-vm: $pass passed, $((fail + harness)) failed"
+[ $fail -gt 0 ] && exit 1
+[ $harness -gt 0 ] && exit 2
+exit 0

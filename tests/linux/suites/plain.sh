@@ -1,0 +1,41 @@
+#!/bin/bash
+# Suite "plain", INSIDE the guest: a RAM LUN (`stint serve --lun ram:512MiB`) through the whole
+# Linux initiator path: SendTargets discovery, login, sd attach, the INQUIRY VPD pages, READ
+# CAPACITY, REPORT SUPPORTED OPERATION CODES, MODE SENSE, raw sequential I/O, ext4 with files
+# verified across a remount, fio random read/write with crc32c verification, logout, and no
+# kernel warning beyond the power-on unit attention of the login.
+. /job/lib.sh
+sec versions
+uname -r; iscsiadm --version; fio --version; sg_inq --version 2>&1 | head -1
+kv kernel "$(uname -r)"
+login
+
+sec "dmesg since the test started"; kmsgs
+sec lsscsi; lsscsi; lsscsi -t -g
+sec "sg_inq (standard)"; expect_cmd sg_inq sg_inq "$D"
+for p in 0x00 0x80 0x83 0xb0 0xb1 0xb2; do
+    sec "sg_vpd -p $p"; expect_cmd "sg_vpd_${p#0x}" sg_vpd -p $p "$D"
+done
+sec "sg_readcap -l"; expect_cmd sg_readcap sg_readcap -l "$D"
+sec "sg_opcodes (all)"; expect_cmd sg_opcodes sg_opcodes "$D"
+sec "sg_opcodes -o 0x88"; sg_opcodes -o 0x88 "$D"
+sec "sg_modes -a"; expect_cmd sg_modes sg_modes -a "$D"
+sec sysfs
+for f in device/scsi_level device/cdl_supported queue/rotational queue/logical_block_size \
+         queue/physical_block_size queue/write_cache device/queue_depth queue/max_hw_sectors_kb \
+         queue/optimal_io_size queue/scheduler device/vendor device/model device/rev device/state; do
+    kv "sysfs_${f//\//_}" "$(sysfs $f)"
+done
+
+sec "raw sequential: dd 64 MiB bs=1M direct write, then direct read"
+head -c 64M /dev/urandom > /tmp/seq; sha=$(sha256sum < /tmp/seq | cut -d' ' -f1)
+t=$(now); dd if=/tmp/seq of="$D" bs=1M oflag=direct conv=fsync status=none; rc=$?
+kv dd_write_s "$(el $t)"; check dd_write $rc "(rc=$rc)"
+t=$(now); rsha=$(dd if="$D" bs=1M count=64 iflag=direct status=none | sha256sum | cut -d' ' -f1)
+kv dd_read_s "$(el $t)"; expect dd_sha256 "$rsha" "$sha"
+rm -f /tmp/seq
+
+fs_check "" 300
+fio_verify randrw_verify 20 256M
+logout
+finish
