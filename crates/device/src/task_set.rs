@@ -6,8 +6,9 @@
 use crate::{Completion, Finished, TaskAttribute, Verdict};
 use drive::{Drive, MediaOp, Ns};
 use qos::{Outcome, Queue};
+use rustc_hash::FxHashMap;
 use scsi::{Asc, Sense, SenseKey, Status};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// How a CDL policy Dh completion (GOOD, COMPLETED, 55h/0Ah DATA CURRENTLY UNAVAILABLE, no
 /// data) is sent. Linux's iSCSI initiator copies sense data only from a SCSI Response with
@@ -63,7 +64,7 @@ pub(crate) struct TaskSet {
     entries: Vec<Option<Entry>>,
     free: Vec<u32>,
     /// (nexus, tag) of every entered task: overlapped commands and ABORT TASK.
-    by_tag: HashMap<(u64, u64), u32>,
+    by_tag: FxHashMap<(u64, u64), u32>,
     /// Tasks held back by an ORDERED task (SAM-5 §8.6.3), in arrival order.
     held: VecDeque<u32>,
     /// Entered tasks in the queue (not held), and the ORDERED ones among them.
@@ -84,7 +85,7 @@ impl TaskSet {
             dh,
             entries: Vec::new(),
             free: Vec::new(),
-            by_tag: HashMap::new(),
+            by_tag: FxHashMap::default(),
             held: VecDeque::new(),
             running: 0,
             ordered_running: 0,

@@ -643,6 +643,18 @@ pub fn decode(cdb: &[u8]) -> Result<(&'static CommandInfo, Command), Sense> {
 /// The generic checks every entry gets: protection field, bits outside the usage mask, NACA
 /// (NormACA = 0 in standard INQUIRY data, so NACA = 1 is invalid: SAM-5 §5.11).
 fn check_reserved(info: &CommandInfo, cdb: &[u8]) -> Result<(), Sense> {
+    // Fast path: no bit outside the usage mask, NACA and the protection field clear. Anything
+    // else (including service-action bits, which the mask leaves out) takes the exact walk
+    // below, which names the first offending field.
+    let outside = cdb
+        .iter()
+        .zip(info.usage)
+        .skip(1)
+        .fold(0u8, |acc, (&byte, &mask)| acc | byte & !mask);
+    let protected = info.protect_field && u8_at(cdb, info.protect_byte()) & 0xE0 != 0;
+    if outside == 0 && !protected && u8_at(cdb, info.control_byte()) & NACA == 0 {
+        return Ok(());
+    }
     let protect = info.protect_byte();
     if info.protect_field && u8_at(cdb, protect) & 0xE0 != 0 {
         return Err(Sense::invalid_field_in_cdb(protect as u16, Some(7)));
