@@ -396,20 +396,32 @@ impl Initiator {
     /// Receive the next PDU, answering target pings (NOP-In with a TTT) on the way.
     async fn recv_response(&mut self) -> Result<Pdu, Error> {
         loop {
-            let p = self.recv().await?;
-            self.track(&p.bhs);
-            match p.bhs.opcode() {
-                Some(Opcode::NopIn) if p.bhs.itt() == RESERVED_TAG => {
-                    self.answer_ping(&p.bhs).await?;
+            let deadline = tokio::time::Instant::now() + self.timeout;
+            let (bhs, range) = self.recv_frame(deadline).await?.ok_or(Error::Timeout)?;
+            self.track(&bhs);
+            match bhs.opcode() {
+                Some(Opcode::NopIn) if bhs.itt() == RESERVED_TAG => {
+                    self.answer_ping(&bhs).await?;
                 }
                 Some(Opcode::AsyncMessage) => {}
                 Some(Opcode::Reject) => {
                     return Err(Error::Protocol(format!(
                         "target rejected a PDU, reason {:#x}",
-                        p.bhs.0[2]
+                        bhs.0[2]
                     )))
                 }
-                _ => return Ok(p),
+                // Commands in flight finish while we wait: keep their results for `complete`.
+                Some(Opcode::DataIn | Opcode::ScsiResponse | Opcode::ReadyToTransfer)
+                    if self.in_flight.contains_key(&bhs.itt()) =>
+                {
+                    if let Some(done) = self.command_pdu(&bhs, range).await? {
+                        self.finished.push_back(done);
+                    }
+                }
+                _ => {
+                    let data = self.buf.get(range).unwrap_or(&[]).to_vec();
+                    return Ok(Pdu { bhs, data });
+                }
             }
         }
     }
@@ -651,99 +663,119 @@ impl Initiator {
             match bhs.opcode() {
                 Some(Opcode::NopIn) if itt == RESERVED_TAG => self.answer_ping(&bhs).await?,
                 Some(Opcode::AsyncMessage) => {}
-                Some(Opcode::ReadyToTransfer) => {
-                    let task = self
-                        .in_flight
-                        .get_mut(&itt)
-                        .ok_or_else(|| Error::Protocol(format!("R2T for unknown ITT {itt:#x}")))?;
-                    let offset = bhs.u32_at(40) as usize;
-                    let end = offset.checked_add(bhs.u32_at(44) as usize);
-                    let Some(end) = end.filter(|e| *e <= task.data_out.len()) else {
-                        return Err(Error::Protocol("R2T beyond the data".into()));
-                    };
-                    let data_out = std::mem::take(&mut task.data_out);
-                    let lun_raw = task.lun_raw;
-                    let mut bytes = std::mem::take(&mut self.wbuf);
-                    bytes.clear();
-                    self.data_out_pdus(
-                        &mut bytes,
-                        itt,
-                        lun_raw,
-                        bhs.u32_at(20),
-                        &data_out,
-                        offset,
-                        end,
-                    );
-                    let written = self.stream.write_all(&bytes).await;
-                    self.wbuf = bytes;
-                    if let Some(task) = self.in_flight.get_mut(&itt) {
-                        task.data_out = data_out;
-                    }
-                    written?;
-                }
-                Some(Opcode::DataIn) => {
-                    let task = self.in_flight.get_mut(&itt).ok_or_else(|| {
-                        Error::Protocol(format!("Data-In for unknown ITT {itt:#x}"))
-                    })?;
-                    let data = self.buf.get(range).unwrap_or(&[]);
-                    let offset = bhs.u32_at(40) as usize;
-                    let end = offset + data.len();
-                    if end > task.expected_in_len as usize {
-                        return Err(Error::Protocol("Data-In beyond the expected length".into()));
-                    }
-                    if offset == task.data_in.len() {
-                        task.data_in.extend_from_slice(data);
-                    } else {
-                        if task.data_in.len() < end {
-                            task.data_in.resize(end, 0);
-                        }
-                        task.data_in[offset..end].copy_from_slice(data);
-                    }
-                    if bhs.flags() & 0x01 != 0 {
-                        let task = self
-                            .in_flight
-                            .remove(&itt)
-                            .map(|t| t.data_in)
-                            .unwrap_or_default();
-                        let result = CommandResult {
-                            status: bhs.0[3],
-                            sense: Vec::new(),
-                            data_in: task,
-                            residual: Residual::decode(bhs.flags(), bhs.u32_at(44)),
-                        };
-                        return Ok((itt, result));
-                    }
-                }
-                Some(Opcode::ScsiResponse) => {
-                    let task = self.in_flight.remove(&itt).ok_or_else(|| {
-                        Error::Protocol(format!("response for unknown ITT {itt:#x}"))
-                    })?;
-                    let data = self.buf.get(range).unwrap_or(&[]);
-                    // SenseLength, then the sense data (RFC 7143 §11.4.7.2).
-                    let sense = match data.get(..2) {
-                        Some(l) => {
-                            let len = usize::from(u16::from_be_bytes([l[0], l[1]]));
-                            data.get(2..2 + len).unwrap_or(&[]).to_vec()
-                        }
-                        None => Vec::new(),
-                    };
-                    let result = CommandResult {
-                        status: bhs.0[3],
-                        sense,
-                        data_in: task.data_in,
-                        residual: Residual::decode(bhs.flags(), bhs.u32_at(44)),
-                    };
-                    return Ok((itt, result));
-                }
                 Some(Opcode::Reject) => {
                     return Err(Error::Protocol(format!(
                         "target rejected a PDU, reason {:#x}",
                         bhs.0[2]
                     )))
                 }
-                _ => return Err(Error::Protocol(format!("unexpected PDU {bhs:?}"))),
+                _ => {
+                    if let Some(done) = self.command_pdu(&bhs, range).await? {
+                        return Ok(done);
+                    }
+                }
             }
         }
+    }
+
+    /// A PDU about a command in flight: solicited Data-Out goes out for an R2T, Data-In is
+    /// gathered; returns the command's result once its status arrived.
+    async fn command_pdu(
+        &mut self,
+        bhs: &Bhs,
+        range: std::ops::Range<usize>,
+    ) -> Result<Option<(u32, CommandResult)>, Error> {
+        let itt = bhs.itt();
+        match bhs.opcode() {
+            Some(Opcode::ReadyToTransfer) => {
+                let task = self
+                    .in_flight
+                    .get_mut(&itt)
+                    .ok_or_else(|| Error::Protocol(format!("R2T for unknown ITT {itt:#x}")))?;
+                let offset = bhs.u32_at(40) as usize;
+                let end = offset.checked_add(bhs.u32_at(44) as usize);
+                let Some(end) = end.filter(|e| *e <= task.data_out.len()) else {
+                    return Err(Error::Protocol("R2T beyond the data".into()));
+                };
+                let data_out = std::mem::take(&mut task.data_out);
+                let lun_raw = task.lun_raw;
+                let mut bytes = std::mem::take(&mut self.wbuf);
+                bytes.clear();
+                self.data_out_pdus(
+                    &mut bytes,
+                    itt,
+                    lun_raw,
+                    bhs.u32_at(20),
+                    &data_out,
+                    offset,
+                    end,
+                );
+                let written = self.stream.write_all(&bytes).await;
+                self.wbuf = bytes;
+                if let Some(task) = self.in_flight.get_mut(&itt) {
+                    task.data_out = data_out;
+                }
+                written?;
+            }
+            Some(Opcode::DataIn) => {
+                let task = self
+                    .in_flight
+                    .get_mut(&itt)
+                    .ok_or_else(|| Error::Protocol(format!("Data-In for unknown ITT {itt:#x}")))?;
+                let data = self.buf.get(range).unwrap_or(&[]);
+                let offset = bhs.u32_at(40) as usize;
+                let end = offset + data.len();
+                if end > task.expected_in_len as usize {
+                    return Err(Error::Protocol("Data-In beyond the expected length".into()));
+                }
+                if offset == task.data_in.len() {
+                    task.data_in.extend_from_slice(data);
+                } else {
+                    if task.data_in.len() < end {
+                        task.data_in.resize(end, 0);
+                    }
+                    task.data_in[offset..end].copy_from_slice(data);
+                }
+                if bhs.flags() & 0x01 != 0 {
+                    let task = self
+                        .in_flight
+                        .remove(&itt)
+                        .map(|t| t.data_in)
+                        .unwrap_or_default();
+                    let result = CommandResult {
+                        status: bhs.0[3],
+                        sense: Vec::new(),
+                        data_in: task,
+                        residual: Residual::decode(bhs.flags(), bhs.u32_at(44)),
+                    };
+                    return Ok(Some((itt, result)));
+                }
+            }
+            Some(Opcode::ScsiResponse) => {
+                let task = self
+                    .in_flight
+                    .remove(&itt)
+                    .ok_or_else(|| Error::Protocol(format!("response for unknown ITT {itt:#x}")))?;
+                let data = self.buf.get(range).unwrap_or(&[]);
+                // SenseLength, then the sense data (RFC 7143 §11.4.7.2).
+                let sense = match data.get(..2) {
+                    Some(l) => {
+                        let len = usize::from(u16::from_be_bytes([l[0], l[1]]));
+                        data.get(2..2 + len).unwrap_or(&[]).to_vec()
+                    }
+                    None => Vec::new(),
+                };
+                let result = CommandResult {
+                    status: bhs.0[3],
+                    sense,
+                    data_in: task.data_in,
+                    residual: Residual::decode(bhs.flags(), bhs.u32_at(44)),
+                };
+                return Ok(Some((itt, result)));
+            }
+            _ => return Err(Error::Protocol(format!("unexpected PDU {bhs:?}"))),
+        }
+        Ok(None)
     }
 
     /// Data-Out PDUs for `data[from..to]`, split at the target's MaxRecvDataSegmentLength,
