@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of stint: formatting and lints, unit and integration tests (cargo test), then
 # libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
-# tests/conformance/libiscsi-expected.txt. Installs what the tests need (Debian's libiscsi-bin).
+# tests/conformance/libiscsi-expected.txt, then the Linux kernel initiator in a QEMU VM against
+# `stint serve` (tests/linux/run.sh, about 10 minutes). Installs what the tests need (Debian's
+# libiscsi-bin; qemu-system-x86 and debootstrap for the VM, whose guest image is cached in /tmp).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -20,3 +22,5 @@ cargo test --workspace
 echo "== libiscsi conformance (iscsi-test-cu, one suite per process)"
 cargo build -q -p stint
 python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint"
+echo "== Linux initiator in a VM (tests/linux/run.sh)"
+STINT="${CARGO_TARGET_DIR:-target}/debug/stint" tests/linux/run.sh

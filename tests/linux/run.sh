@@ -47,7 +47,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # ---- the run directory, cleanup ---------------------------------------------------------------
-mkdir -p "$VMDIR"
+mkdir -p "$VMDIR/out"
+find "$VMDIR/out" -mindepth 1 -maxdepth 1 -mtime +2 -exec rm -rf {} + 2>/dev/null   # old runs
 OUT=${OUT:-$VMDIR/out/$(date +%Y%m%d-%H%M%S)-$$}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 VMPID=; WATCHPID=; TARGETRUN=; LUNDIR=
