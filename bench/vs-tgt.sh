@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # stint vs tgt, side by side on this machine: iscsi-perf (libiscsi) sequential reads at 4 KiB and
-# 128 KiB, QD 1 and 32, against a 1 GiB RAM LUN (stint) and a 1 GiB tmpfs file (tgt's rdwr store).
-# The two targets alternate point by point and round by round, so machine noise hits both alike;
-# each point prints the median over the rounds and the stint/tgt ratio.
+# 128 KiB, QD 1 and 32, against a 1 GiB RAM LUN (stint), the same through stint's QoS queue
+# (examples/priority.toml: WRR classes, device queue of 32, no drive timing) and a 1 GiB tmpfs
+# file (tgt's rdwr store). The targets alternate point by point and round by round, so machine
+# noise hits them alike; each point prints the median over the rounds, the stint/tgt ratio and
+# the QoS LUN's share of the plain one.
 #
 #   bench/vs-tgt.sh [--rounds N] [--seconds S] [--points "BLOCKS:QD ..."]
 #
@@ -38,7 +40,7 @@ wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/nul
 work=$(mktemp -d /dev/shm/stint-bench.XXXXXX)
 pids=()
 cleanup() {
-  # tgtd ignores SIGTERM (spec/iscsi.md).
+  # tgtd ignores SIGTERM.
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$work"
@@ -52,7 +54,14 @@ pids+=($!)
 wait_port "$sport"
 stint_url=$(grep -m1 -o 'iscsi://[^ ]*' "$work/stint.log")
 
-# tgt: a 1 GiB file on tmpfs; tgt puts its controller at LUN 0, the disk at LUN 1 (spec/iscsi.md).
+# stint with the QoS queue: examples/priority.toml, in a process of its own.
+qport=$(free_port)
+"$stint" serve --listen "127.0.0.1:$qport" --config examples/priority.toml >"$work/qos.log" 2>&1 &
+pids+=($!)
+wait_port "$qport"
+qos_url=$(grep -m1 -o 'iscsi://[^ ]*' "$work/qos.log")
+
+# tgt: a 1 GiB file on tmpfs; tgt puts its controller at LUN 0, the disk at LUN 1.
 # tgtd wants a small control port (-C); it names a UNIX socket, not a TCP port.
 tport=$(free_port) cport=$((RANDOM % 8000 + 1000))
 truncate -s 1G "$work/tgt.img"
@@ -76,10 +85,12 @@ declare -A res
 for r in $(seq "$rounds"); do
   for p in $points; do
     set -- ${p/:/ }
-    # Alternate which target goes first from round to round.
-    if [ $((r % 2)) -eq 1 ]; then order="stint tgt"; else order="tgt stint"; fi
+    # Rotate which target goes first from round to round.
+    case $((r % 3)) in
+      1) order="stint qos tgt" ;; 2) order="tgt stint qos" ;; *) order="qos tgt stint" ;;
+    esac
     for t in $order; do
-      url=$stint_url; [ "$t" = tgt ] && url=$tgt_url
+      case $t in stint) url=$stint_url ;; qos) url=$qos_url ;; tgt) url=$tgt_url ;; esac
       v=$(perf "$url" "$1" "$2") || { echo "iscsi-perf failed against $t ($url)" >&2; exit 1; }
       res[$t,$1,$2]+="$v "
       printf '  round %d  %-5s %4d KiB QD%-3d %8d IOPS\n' "$r" "$t" $(($1 / 2)) "$2" "$v" >&2
@@ -87,11 +98,14 @@ for r in $(seq "$rounds"); do
   done
 done
 
-printf '\n%-14s %12s %10s %12s %10s %8s\n' "point" "stint IOPS" "MiB/s" "tgt IOPS" "MiB/s" "ratio"
+printf '\n%-14s %12s %10s %12s %10s %9s %12s %10s\n' "point" "stint IOPS" "MiB/s" \
+  "tgt IOPS" "MiB/s" "stint/tgt" "QoS IOPS" "QoS/stint"
 for p in $points; do
   set -- ${p/:/ }
   s=$(tr ' ' '\n' <<<"${res[stint,$1,$2]}" | grep . | median)
+  q=$(tr ' ' '\n' <<<"${res[qos,$1,$2]}" | grep . | median)
   t=$(tr ' ' '\n' <<<"${res[tgt,$1,$2]}" | grep . | median)
-  awk -v b="$1" -v q="$2" -v s="$s" -v t="$t" 'BEGIN {
-    printf "%4d KiB QD%-3d %12.0f %10.1f %12.0f %10.1f %7.2fx\n", b/2, q, s, s*b*512/1048576, t, t*b*512/1048576, s/t }'
+  awk -v b="$1" -v d="$2" -v s="$s" -v q="$q" -v t="$t" 'BEGIN {
+    printf "%4d KiB QD%-3d %12.0f %10.1f %12.0f %10.1f %8.2fx %12.0f %9.0f%%\n", b/2, d, s,
+      s*b*512/1048576, t, t*b*512/1048576, s/t, q, 100*q/s }'
 done

@@ -64,7 +64,9 @@ impl LogicalUnit {
 
     /// A command arrives at `now`. On a logical unit without a device queue, or for a
     /// command that does not access the medium, it runs at once; medium commands that pass
-    /// their checks enter the task set.
+    /// their checks enter the task set. The caller then calls [`Self::advance`] at `now`
+    /// (which wakes the real-time driver if the new task is due later): a command that can
+    /// complete at once then does so on the caller's thread.
     pub fn submit(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
         let Some(s) = &self.scheduled else {
             return Submitted::Done(self.execute(req, data_in));
@@ -91,14 +93,7 @@ impl LogicalUnit {
                 SenseKey::AbortedCommand,
                 Asc::OVERLAPPED_COMMANDS_ATTEMPTED,
             ))),
-            Admitted::Queued => {
-                let wake = set.needs_wake();
-                drop(set);
-                if wake {
-                    s.wake();
-                }
-                Submitted::Queued
-            }
+            Admitted::Queued => Submitted::Queued,
         }
     }
 

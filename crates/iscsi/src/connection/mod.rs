@@ -5,7 +5,6 @@
 //! the device as a slice of the receive buffer, read data goes out from pooled buffers.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use device::{
@@ -26,6 +25,7 @@ use crate::portal::{Mailbox, Portal};
 use crate::session::{Admission, CmdWindow};
 use crate::text;
 use crate::{lun, tmf};
+use rustc_hash::FxHashMap;
 
 mod task;
 mod task_management;
@@ -81,7 +81,7 @@ struct Session {
     /// commands held back behind them by task attributes (SAM-5 §8.6).
     pending: Vec<PendingTask>,
     /// Tasks in a device queue, by ITT, with their data-out, until their `Finished` comes.
-    in_device: HashMap<u32, PendingTask>,
+    in_device: FxHashMap<u32, PendingTask>,
     finished: Vec<Finished>,
     now: Ns,
     next_ttt: u32,
@@ -396,7 +396,7 @@ impl Session {
             statsn,
             window,
             pending: Vec::new(),
-            in_device: HashMap::new(),
+            in_device: FxHashMap::default(),
             finished: Vec::new(),
             now: 0,
             next_ttt: 1,
