@@ -88,6 +88,13 @@ fn build_lun(
     if let Some(product) = &lun.product {
         config.product = product.clone();
     }
+    // Saved mode parameters (the CDL pages a host saved with MODE SELECT SP=1) live beside the
+    // data, so they survive a restart like the data does.
+    if let (StoreKind::File, Some(path), Some(_)) = (lun.store, &lun.path, &device) {
+        let mut saved = path.clone().into_os_string();
+        saved.push(".modes");
+        config.saved_mode_path = Some(saved.into());
+    }
     let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("target {target} LUN {id}: {e}");
     match device {
         None => device::LogicalUnit::new(config, store).map_err(|e| err(&e)),

@@ -227,3 +227,50 @@ async fn the_connection_keeps_receiving_while_the_drive_is_busy() {
     s.logout().await.unwrap();
     assert!(server.stop());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_a_host_saves_survive_a_restart_of_a_file_lun() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("stint.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[target]]\nname = \"iqn.2026-11.dev.stint:saved\"\n[[target.lun]]\nstore = \"file\"\n\
+             path = \"{}\"\nsize = \"1GiB\"\n[target.lun.drive]\nmodel = \"hdd\"\n",
+            dir.path().join("disk.img").display()
+        ),
+    )
+    .unwrap();
+    let args = ["--config", config.to_str().unwrap()];
+    let server = Server::start(&args, 1);
+    let (mut s, lun) = login(&server).await;
+    let sense_t2a = [0x5A, 0x08, 0x0A, 0x07, 0, 0, 0, 0x02, 0x00, 0];
+    let r = s.scsi_command(lun, &sense_t2a, &[], 512).await.unwrap();
+    // cdladm's upload: the page as read, descriptor 1 now a 20 ms guideline with policy Dh,
+    // header cleared, PS cleared, saved (SP = 1).
+    let mut list = r.data_in.clone();
+    list[..8].fill(0);
+    list[8] &= 0x7F;
+    let d1 = 8 + 8;
+    list[d1] = 0x0A;
+    list[d1 + 10..d1 + 12].copy_from_slice(&2u16.to_be_bytes());
+    list[d1 + 14] = 0x0D;
+    let mut select = [0x55, 0x11, 0, 0, 0, 0, 0, 0, 0, 0];
+    select[7..9].copy_from_slice(&(list.len() as u16).to_be_bytes());
+    let w = s.scsi_command(lun, &select, &list, 0).await.unwrap();
+    assert_eq!(w.status, 0, "{:02x?}", w.sense);
+    s.logout().await.unwrap();
+    assert!(server.stop());
+    assert!(dir.path().join("disk.img.modes").exists());
+
+    let server = Server::start(&args, 1);
+    let (mut s, lun) = login(&server).await;
+    let r = s.scsi_command(lun, &sense_t2a, &[], 512).await.unwrap();
+    let d1 = &r.data_in[16..48];
+    assert_eq!(
+        (d1[0], u16::from_be_bytes([d1[10], d1[11]]), d1[14]),
+        (0x0A, 2, 0x0D)
+    );
+    s.logout().await.unwrap();
+    assert!(server.stop());
+}
