@@ -12,11 +12,19 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::portal::Router;
 
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
 /// Nanoseconds on the monotonic clock since the process first asked.
 pub fn now() -> Ns {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    let epoch = *EPOCH.get_or_init(Instant::now);
-    u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The tokio instant of device time `at`.
+pub fn instant(at: Ns) -> tokio::time::Instant {
+    tokio::time::Instant::from_std(epoch() + Duration::from_nanos(at))
 }
 
 /// Below this, a wait spins instead of sleeping: a sleeping thread wakes up to the kernel's

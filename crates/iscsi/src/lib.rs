@@ -6,10 +6,13 @@
 //! - [`bhs`], [`pdu`], [`digest`], [`text`], [`lun`], [`tmf`]: the wire format;
 //! - [`negotiation`], [`login`]: operational parameters and the login phase;
 //! - [`session`]: the CmdSN window; [`connection`]: the target side of one connection
-//!   (bytes in, an [`output::Output`] batch out), running commands inline on the caller's
-//!   thread through [`ScsiTarget`];
-//! - [`server`]: the tokio shell (accept, read, `writev`); [`initiator`]: the client side;
-//!   [`url`]: `iscsi://host:port/target/lun`.
+//!   (bytes and time in, an [`output::Output`] batch out, completions back in), handing
+//!   commands to the device through [`ScsiTarget`];
+//! - [`portal`]: what connections share, including the router that delivers a task finished
+//!   elsewhere to its nexus's connection;
+//! - [`server`]: the tokio shell (accept, read, `writev`, timers); [`clock`]: device time and
+//!   the thread that drives each logical unit with a device queue; [`initiator`]: the client
+//!   side; [`url`]: `iscsi://host:port/target/lun`.
 
 pub mod bhs;
 pub mod clock;

@@ -175,8 +175,7 @@ async fn serve_stream(
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let local = stream.local_addr()?.to_string();
-    let nop_in_interval = portal.nop_in_interval;
-    let mut conn = Connection::new(portal, local);
+    let mut conn = Connection::new(portal, local, clock::now());
     // Tasks of this connection that finish on a logical unit's clock come back through here.
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Finished>();
     conn.set_mailbox(Arc::new(move |f| {
@@ -186,16 +185,12 @@ async fn serve_stream(
     let mut buf = vec![0u8; (2 * conn.frame_limits().max_pdu_len()).max(1 << 20)];
     let (mut start, mut end) = (0usize, 0usize);
     let mut out = Output::new();
-    let mut pinged = false;
-    // Keepalive (RFC 7143 §11.19): after an idle interval ping the initiator with a NOP-In;
-    // a second silent interval means the peer is gone. `active` records traffic since the
-    // timer last fired, so idleness is detected within one to two intervals.
-    let interval = nop_in_interval.unwrap_or(std::time::Duration::from_secs(3600));
-    let idle = tokio::time::sleep(interval);
+    // One keepalive timer for the connection, re-armed only when it fires, so a busy
+    // connection does not touch the timer wheel on every read.
+    let armed = conn.poll_timeout();
+    let idle = tokio::time::sleep_until(armed.map_or_else(far_future, clock::instant));
     tokio::pin!(idle);
-    let mut active = false;
     let mut stopping: Option<tokio::time::Instant> = None;
-    let mut next_ping_tag = 1u32;
     // True when the last batch filled up before every received PDU was handled.
     let mut backlog = false;
     let result = loop {
@@ -252,20 +247,12 @@ async fn serve_stream(
                 }
                 _ = grace, if stopping.is_some() => break Ok(()),
                 _ = kill.notified() => break Ok(()),
-                _ = &mut idle, if nop_in_interval.is_some() => {
-                    // One timer for the connection: re-armed when it fires, so a busy
-                    // connection does not touch the timer wheel on every read.
-                    idle.as_mut().reset(tokio::time::Instant::now() + interval);
-                    if active {
-                        active = false;
-                        continue;
-                    }
-                    if pinged || !conn.is_full_feature() {
+                _ = &mut idle, if armed.is_some() => {
+                    if !conn.handle_timeout(clock::now(), &mut out) {
                         break Err(io::Error::new(io::ErrorKind::TimedOut, "initiator silent"));
                     }
-                    pinged = true;
-                    conn.ping(next_ping_tag, &mut out);
-                    next_ping_tag = next_ping_tag.wrapping_add(1) & 0x7FFF_FFFF;
+                    let next = conn.poll_timeout().map_or_else(far_future, clock::instant);
+                    idle.as_mut().reset(next);
                     if let Err(e) = write_output(stream, &out).await {
                         break Err(e);
                     }
@@ -273,8 +260,6 @@ async fn serve_stream(
                     continue;
                 }
             };
-            pinged = false;
-            active = true;
             if n == 0 {
                 break Ok(());
             }
@@ -307,6 +292,11 @@ async fn serve_stream(
     };
     conn.close();
     result
+}
+
+/// A deadline that never comes (an unarmed timer).
+fn far_future() -> tokio::time::Instant {
+    tokio::time::Instant::now() + std::time::Duration::from_secs(86_400 * 365)
 }
 
 /// Write a whole batch with as few `writev` calls as the kernel allows.

@@ -76,7 +76,7 @@ fn connection_survives_random_pdus() {
     let mut handled_in_full_feature = 0;
     for seed in 1..400u64 {
         let mut rng = XorShift(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        let mut conn = Connection::new(portal.clone(), "127.0.0.1:3260".into());
+        let mut conn = Connection::new(portal.clone(), "127.0.0.1:3260".into(), 0);
         let mut out = Output::new();
         let logged_in = seed % 4 != 0;
         if logged_in {

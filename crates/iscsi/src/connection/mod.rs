@@ -1,8 +1,15 @@
 //! The target side of one iSCSI connection (and its session: MaxConnections=1,
-//! ErrorRecoveryLevel=0) as a sans-I/O state machine: bytes in, an [`Output`] batch out.
+//! ErrorRecoveryLevel=0) as a sans-I/O state machine: bytes and the time in ([`Connection::
+//! receive`]), an [`Output`] batch out; tasks that finish later come back through
+//! [`Connection::complete`]; keepalive asks for a timer ([`Connection::poll_timeout`]).
 //!
-//! Commands run inline on the caller's thread (DESIGN rule 5): immediate data is handed to
-//! the device as a slice of the receive buffer, read data goes out from pooled buffers.
+//! Files follow the protocol's phases: `login_phase` (§6.3), `command` (the SCSI command path),
+//! `task` (Data-Out and R2T), `task_management`, `text_exchange`, `nop`, `logout`, `keepalive`.
+//!
+//! A command is handed to the device on the caller's thread (DESIGN rule 5): immediate data as
+//! a slice of the receive buffer, read data out of pooled buffers. A plain logical unit
+//! answers at once; one with a device queue keeps the task, and its completion arrives either
+//! while this connection advances the queue or from the logical unit's clock.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -27,10 +34,16 @@ use crate::text;
 use crate::{lun, tmf};
 use rustc_hash::FxHashMap;
 
+mod command;
+mod keepalive;
+mod login_phase;
+mod logout;
+mod nop;
 mod task;
 mod task_management;
 mod text_exchange;
 
+use keepalive::Keepalive;
 use task::PendingTask;
 use text_exchange::TextExchange;
 
@@ -53,6 +66,7 @@ pub struct Connection {
     mailbox: Option<Mailbox>,
     /// The time of the latest input.
     now: Ns,
+    keepalive: Keepalive,
 }
 
 enum Phase {
@@ -112,7 +126,10 @@ pub struct SessionIdentity {
 }
 
 impl Connection {
-    pub fn new(portal: Arc<Portal>, local_address: String) -> Connection {
+    /// A connection accepted at `now`.
+    pub fn new(portal: Arc<Portal>, local_address: String, now: Ns) -> Connection {
+        let mut keepalive = Keepalive::new(portal.nop_in_interval);
+        keepalive.input(now);
         let login = Login::new(portal.limits.clone(), portal.portal_group_tag);
         let recv_limits = FrameLimits {
             header_digest: false,
@@ -131,7 +148,8 @@ impl Connection {
             identity: None,
             cold_reset: false,
             mailbox: None,
-            now: 0,
+            now,
+            keepalive,
         }
     }
 
@@ -179,6 +197,9 @@ impl Connection {
     /// written.
     pub fn receive(&mut self, now: Ns, buf: &[u8], out: &mut Output) -> usize {
         self.now = self.now.max(now);
+        if !buf.is_empty() {
+            self.keepalive.input(self.now);
+        }
         if let Phase::FullFeature(s) = &mut self.phase {
             s.now = self.now;
         }
@@ -241,117 +262,12 @@ impl Connection {
         self.phase = Phase::Closed;
     }
 
-    /// A target-initiated NOP-In (RFC 7143 §11.19) to check the initiator is alive; the
-    /// initiator answers with a NOP-Out carrying `ttt`.
-    pub fn ping(&mut self, ttt: u32, out: &mut Output) {
-        if let Phase::FullFeature(s) = &mut self.phase {
-            let mut b = Bhs::new(Opcode::NopIn);
-            b.set_flags(0x80);
-            b.set_itt(RESERVED_TAG);
-            b.set_u32_at(20, ttt);
-            // StatSN is not advanced by an unsolicited NOP-In.
-            s.numbers_without_status().write(&mut b);
-            out.pdu(&b, &[]);
-        }
-    }
-
-    /// Ask the initiator to log out within `seconds` (Asynchronous Message, AsyncEvent 1,
-    /// RFC 7143 §11.9.1): how a stopping target ends sessions cleanly. Returns false when
-    /// the connection is not in full feature phase (nothing to ask).
-    pub fn request_logout(&mut self, seconds: u16, out: &mut Output) -> bool {
-        let Phase::FullFeature(s) = &mut self.phase else {
-            return false;
-        };
-        let mut b = Bhs::new(Opcode::AsyncMessage);
-        b.set_flags(0x80);
-        b.set_itt(RESERVED_TAG);
-        s.numbers_with_status().write(&mut b);
-        b.0[36] = 1; // AsyncEvent: target requests Logout
-        b.set_u16_at(42, seconds); // Parameter3: time to Logout
-        out.pdu(&b, &[]);
-        true
-    }
-
     fn handle(&mut self, f: &Frame, pdu: &[u8], out: &mut Output) -> Flow {
         match &mut self.phase {
             Phase::Login { .. } => self.handle_login(f, pdu, out),
             Phase::FullFeature(s) => s.handle(f, pdu, out),
             Phase::Closed => Flow::Close,
         }
-    }
-
-    fn handle_login(&mut self, f: &Frame, pdu: &[u8], out: &mut Output) -> Flow {
-        let Phase::Login {
-            login,
-            statsn,
-            window,
-        } = &mut self.phase
-        else {
-            return Flow::Close;
-        };
-        // RFC 7143 §6.3: only Login Requests are allowed before full feature phase.
-        if f.bhs.opcode() != Some(Opcode::LoginRequest) {
-            return Flow::Close;
-        }
-        let req = LoginRequest::parse(&f.bhs);
-        let window = window.get_or_insert_with(|| {
-            // The first response's StatSN is ours to choose; follow the initiator's guess.
-            *statsn = req.exp_statsn;
-            CmdWindow::new(req.cmdsn, self.portal.queue_depth)
-        });
-        let data = pdu.get(f.data.clone()).unwrap_or(&[]);
-        let step = login.step(&req, data, &self.portal.nodes);
-        let (reply, tsih, established) = match step {
-            LoginStep::Continue(r) => (r, 0, None),
-            LoginStep::Complete(r, est) => (r, self.portal.allocate_tsih(), Some(est)),
-            LoginStep::Fail(r) => (r, 0, None),
-        };
-        let mut b = Bhs::new(Opcode::LoginResponse);
-        b.set_flags(reply.flags());
-        b.0[2] = 0; // Version-max
-        b.0[3] = 0; // Version-active
-        b.0[8..14].copy_from_slice(&req.isid);
-        b.set_u16_at(14, tsih);
-        b.set_itt(req.itt);
-        let max_cmdsn = if established.is_some() {
-            window.max_cmdsn()
-        } else {
-            window.exp_cmdsn
-        };
-        Numbers {
-            statsn: *statsn,
-            exp_cmdsn: window.exp_cmdsn,
-            max_cmdsn,
-        }
-        .write(&mut b);
-        b.0[36] = reply.status.0;
-        b.0[37] = reply.status.1;
-        out.pdu(&b, &reply.text);
-        *statsn = statsn.wrapping_add(1);
-        if reply.status != crate::login::LoginStatus::SUCCESS {
-            return Flow::Close;
-        }
-        if let Some(est) = established {
-            self.identity = Some(SessionIdentity {
-                session_type: est.session_type,
-                initiator_name: est.initiator_name.clone(),
-                isid: est.isid,
-                node: est.node,
-            });
-            let (statsn, window) = (*statsn, *window);
-            let mut session = Session::new(&self.portal, &self.local_address, *est, statsn, window);
-            session.now = self.now;
-            if let Some(m) = &self.mailbox {
-                self.portal.router.register(session.nexus.id, m.clone());
-            }
-            out.set_digests(session.params.header_digest, session.params.data_digest);
-            self.recv_limits.header_digest = session.params.header_digest;
-            self.recv_limits.data_digest = session.params.data_digest;
-            self.recv_limits.max_data_segment_length =
-                session.params.target_max_recv_data_segment_length as usize;
-            self.phase = Phase::FullFeature(Box::new(session));
-        }
-        Flow::Continue
     }
 }
 
@@ -502,314 +418,6 @@ impl Session {
             }
         }
     }
-
-    fn scsi_command(&mut self, bhs: &Bhs, ahs: &[u8], data: &[u8], out: &mut Output) {
-        let cmd = match ScsiCommand::parse(bhs, ahs) {
-            Ok(c) => c,
-            Err(_) => return self.reject(RejectReason::InvalidPduField, bhs, out),
-        };
-        if self.window.admit(cmd.cmdsn, cmd.immediate) == Admission::Drop {
-            return;
-        }
-        let Some(target) = self.target.clone() else {
-            // Discovery sessions carry no SCSI commands (RFC 7143 §4.3).
-            return self.reject(RejectReason::ProtocolError, bhs, out);
-        };
-        let lun = lun::decode(cmd.lun);
-        let attr = task_attribute(cmd.attr);
-        let transfer = match target.transfer(lun, cmd.cdb.as_slice()) {
-            Ok(t) => t,
-            Err(sense) => {
-                let c = Completion::check_condition(sense);
-                let data_in = self.pool.get();
-                return self.respond(cmd.itt, cmd.lun, &c, data_in, 0, Residual::None, 0, out);
-            }
-        };
-        // The Expected Data Transfer Length counts in the direction the R/W bits name
-        // (RFC 7143 §11.3.1.1, §11.3.4): a CDB moving data the other way moves none.
-        let matches = match transfer {
-            Transfer::In(_) => cmd.read,
-            Transfer::Out(_) => cmd.write,
-            Transfer::None => true,
-        };
-        let edtl = if matches {
-            cmd.expected_data_transfer_length
-        } else {
-            0
-        };
-        let blocked = self.blocked(self.pending.len(), attr);
-        let mut task = PendingTask::new(&cmd, lun, attr, edtl, transfer);
-        if let Transfer::Out(n) = transfer {
-            let want = n.min(edtl);
-            let complete = data.len() as u64 >= u64::from(want);
-            let data = data.get(..want as usize).unwrap_or(data);
-            if complete && !blocked {
-                return self.execute(&*target, task, Cow::Borrowed(data), out);
-            }
-            task.buf = self.pool.get();
-            task.buf.extend_from_slice(data);
-            task.want = want;
-            task.ready = complete;
-            task.unsolicited_open = !complete && !self.params.initial_r2t && !cmd.final_bit;
-            task.unsolicited_end = data.len() as u32;
-            task.next_r2t_offset = data.len() as u32;
-            task.generation = self.task_set_generation(lun);
-            if !task.unsolicited_open && !complete {
-                self.issue_r2ts(&mut task, out);
-            }
-            self.pending.push(task);
-            return;
-        }
-        if blocked {
-            task.generation = self.task_set_generation(lun);
-            self.pending.push(task);
-            return;
-        }
-        self.execute(&*target, task, Cow::Borrowed(&[]), out);
-    }
-
-    /// Hands a task whose data is all here to the device: answers it if it completed at
-    /// once, else keeps it (with its data-out) until its `Finished` comes.
-    fn execute(
-        &mut self,
-        target: &dyn ScsiTarget,
-        mut task: PendingTask,
-        data_out: Cow<'_, [u8]>,
-        out: &mut Output,
-    ) {
-        let mut data_in = self.pool.get();
-        let req = Request {
-            nexus: &self.nexus,
-            lun: task.lun,
-            tag: u64::from(task.itt),
-            cdb: task.cdb.as_slice(),
-            attribute: task.attr,
-            data_out: &data_out,
-        };
-        match target.submit(self.now, &req, &mut data_in) {
-            Submitted::Done(c) => {
-                self.answer(&task, &c, data_in, out);
-                if let Cow::Owned(buf) = data_out {
-                    self.pool.put(buf);
-                }
-            }
-            Submitted::Queued => {
-                self.pool.put(data_in);
-                task.buf = match data_out {
-                    Cow::Owned(buf) => buf,
-                    Cow::Borrowed(data) => {
-                        let mut buf = self.pool.get();
-                        buf.extend_from_slice(data);
-                        buf
-                    }
-                };
-                let lun = task.lun;
-                self.in_device.insert(task.itt, task);
-                self.advance_lun(target, lun, out);
-            }
-        }
-    }
-
-    /// Whatever is due on `lun` now: this nexus's tasks are answered here, other nexuses'
-    /// go to their connections.
-    fn advance_lun(&mut self, target: &dyn ScsiTarget, lun: u64, out: &mut Output) {
-        let mut finished = std::mem::take(&mut self.finished);
-        target.advance(self.now, lun, &mut finished);
-        for f in finished.drain(..) {
-            if f.nexus == self.nexus.id {
-                self.finish(f, out);
-            } else {
-                self.portal.router.route(f);
-            }
-        }
-        self.finished = finished;
-    }
-
-    /// A task of this nexus left its device queue: move its data and answer it.
-    fn finish(&mut self, f: Finished, out: &mut Output) {
-        let Some(target) = self.target.clone() else {
-            return;
-        };
-        let Some(mut task) = u32::try_from(f.tag)
-            .ok()
-            .and_then(|itt| self.in_device.remove(&itt))
-        else {
-            return;
-        };
-        let buf = std::mem::take(&mut task.buf);
-        if f.verdict != Verdict::Aborted {
-            let mut data_in = self.pool.get();
-            let req = Request {
-                nexus: &self.nexus,
-                lun: task.lun,
-                tag: f.tag,
-                cdb: task.cdb.as_slice(),
-                attribute: task.attr,
-                data_out: &buf,
-            };
-            let c = target.complete(task.lun, &f, &req, &mut data_in);
-            self.answer(&task, &c, data_in, out);
-        }
-        self.pool.put(buf);
-    }
-
-    /// Sends a task's data and status. Residuals (RFC 7143 §11.4.5.2) compare the Expected
-    /// Data Transfer Length with what the command moves (reads: the data the device produced).
-    fn answer(
-        &mut self,
-        task: &PendingTask,
-        c: &Completion,
-        mut data_in: Vec<u8>,
-        out: &mut Output,
-    ) {
-        let (send, residual) = match task.transfer {
-            Transfer::Out(n) => {
-                data_in.clear();
-                (0, Residual::between(task.edtl, n))
-            }
-            Transfer::In(_) | Transfer::None => {
-                let produced = u32::try_from(data_in.len()).unwrap_or(u32::MAX);
-                (
-                    produced.min(task.edtl),
-                    Residual::between(task.edtl, produced),
-                )
-            }
-        };
-        self.respond(
-            task.itt,
-            task.lun_raw,
-            c,
-            data_in,
-            send,
-            residual,
-            task.r2tsn,
-            out,
-        );
-    }
-
-    /// Send Data-In (if any) and the status: in the last Data-In when GOOD without sense
-    /// (RFC 7143 §11.7.4), otherwise in a SCSI Response carrying the sense data (§11.4.7).
-    #[allow(clippy::too_many_arguments)]
-    fn respond(
-        &mut self,
-        itt: u32,
-        lun_raw: u64,
-        c: &Completion,
-        data_in: Vec<u8>,
-        send: u32,
-        residual: Residual,
-        r2ts: u32,
-        out: &mut Output,
-    ) {
-        let status = c.status as u8;
-        let collapse = c.status == Status::Good && c.sense.is_none();
-        let mut datasn = 0u32;
-        if send > 0 {
-            let send = send as usize;
-            let mrdsl = (self.params.initiator_max_recv_data_segment_length as usize).max(512);
-            let mbl = (self.params.max_burst_length as usize).max(512);
-            let index = out.add_buffer(data_in);
-            let mut offset = 0usize;
-            while offset < send {
-                let burst_end = send.min((offset / mbl + 1) * mbl);
-                let len = mrdsl.min(burst_end - offset);
-                let end = offset + len;
-                let last = end == send;
-                let with_status = last && collapse;
-                let n = if with_status {
-                    self.numbers_with_status()
-                } else {
-                    self.numbers_without_status()
-                };
-                let b = pdu::data_in(
-                    itt,
-                    lun_raw,
-                    end == burst_end,
-                    with_status.then_some((status, residual)),
-                    n,
-                    datasn,
-                    offset as u32,
-                );
-                out.pdu_from_buffer(&b, index, offset..end);
-                datasn += 1;
-                offset = end;
-            }
-            if collapse {
-                return;
-            }
-        } else {
-            self.pool.put(data_in);
-        }
-        let n = self.numbers_with_status();
-        let b = pdu::scsi_response(itt, status, residual, n, datasn.max(r2ts));
-        self.scratch.clear();
-        if let Some(sense) = &c.sense {
-            // SenseLength, then the sense data (RFC 7143 §11.4.7.2).
-            self.scratch.extend_from_slice(&[0, 0]);
-            match &self.target {
-                Some(t) => t.encode_sense(lun::decode(lun_raw), sense, &mut self.scratch),
-                None => sense.write_fixed(&mut self.scratch),
-            }
-            let len = (self.scratch.len() - 2) as u16;
-            self.scratch[..2].copy_from_slice(&len.to_be_bytes());
-        }
-        out.pdu(&b, &self.scratch);
-    }
-
-    fn nop_out(&mut self, bhs: &Bhs, data: &[u8], out: &mut Output) {
-        // NOP-Out carries a CmdSN; non-immediate ones take a slot in the window.
-        if self.window.admit(bhs.u32_at(24), bhs.immediate()) == Admission::Drop {
-            return;
-        }
-        // ITT 0xffffffff: an answer to our NOP-In, or a ping that wants no reply (§11.18).
-        if bhs.itt() == RESERVED_TAG {
-            return;
-        }
-        let mut b = Bhs::new(Opcode::NopIn);
-        b.set_flags(0x80);
-        b.set_lun_raw(bhs.lun_raw());
-        b.set_itt(bhs.itt());
-        b.set_u32_at(20, RESERVED_TAG);
-        let n = self.numbers_with_status();
-        n.write(&mut b);
-        // Ping data is echoed (RFC 7143 §11.19.2), bounded by the initiator's limit.
-        let max = self.params.initiator_max_recv_data_segment_length as usize;
-        out.pdu(&b, data.get(..max.min(data.len())).unwrap_or(&[]));
-    }
-
-    fn logout(&mut self, bhs: &Bhs, out: &mut Output) -> Flow {
-        if self.window.admit(bhs.u32_at(24), bhs.immediate()) == Admission::Drop {
-            return Flow::Continue;
-        }
-        let reason = bhs.flags() & 0x7F;
-        // RFC 7143 §11.15.1: 0 = close session, 1 = close connection, 2 = remove the
-        // connection for recovery (needs ErrorRecoveryLevel 2: answered "not supported").
-        let response: u8 = if reason == 2 { 2 } else { 0 };
-        let mut b = Bhs::new(Opcode::LogoutResponse);
-        b.set_flags(0x80);
-        b.0[2] = response;
-        b.set_itt(bhs.itt());
-        let n = self.numbers_with_status();
-        n.write(&mut b);
-        b.set_u16_at(40, self.params.default_time2wait as u16);
-        b.set_u16_at(42, self.params.default_time2retain as u16);
-        out.pdu(&b, &[]);
-        if response == 0 {
-            Flow::Close
-        } else {
-            Flow::Continue
-        }
-    }
-}
-
-/// Task attribute from the ATTR field (RFC 7143 §11.3.1.2); untagged is treated as simple.
-fn task_attribute(attr: u8) -> TaskAttribute {
-    match attr {
-        2 => TaskAttribute::Ordered,
-        3 => TaskAttribute::HeadOfQueue,
-        4 => TaskAttribute::Aca,
-        _ => TaskAttribute::Simple,
-    }
 }
 
 #[cfg(test)]
@@ -869,7 +477,7 @@ mod tests {
     }
 
     fn logged_in(portal: &Arc<Portal>, keys: &[(&str, &str)]) -> Connection {
-        let mut c = Connection::new(portal.clone(), "192.0.2.1:3260".into());
+        let mut c = Connection::new(portal.clone(), "192.0.2.1:3260".into(), 0);
         let mut out = Output::new();
         let l = login(keys);
         assert_eq!(c.receive(0, &l, &mut out), l.len());
@@ -883,7 +491,7 @@ mod tests {
 
     #[test]
     fn only_login_requests_before_full_feature_phase() {
-        let mut c = Connection::new(portal(1), "192.0.2.1:3260".into());
+        let mut c = Connection::new(portal(1), "192.0.2.1:3260".into(), 0);
         let mut out = Output::new();
         let nop = pdu_bytes(&Bhs::new(Opcode::NopOut), &[]);
         assert_eq!(c.receive(0, &nop, &mut out), nop.len());
