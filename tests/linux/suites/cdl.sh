@@ -40,8 +40,8 @@ kv count_hints "$H1 $H2"
 cdl_enable
 
 sec "LOG SENSE 19h/21h (CDL statistics) before"
-cdl_stats stats-before; rc=$?; cat stats-before.txt stats-before.err 2>/dev/null
-check log_sense_cdl_stats $rc "(sg_logs -p 0x19,0x21 rc=$rc)"
+cdl_stats stats-before; rc=$?; cat stats-before.txt; [ $rc = 0 ] || cat stats-before.err stats-before.log
+check log_sense_cdl_stats $rc "(LOG SENSE 19h/21h read and decoded: rc=$rc)"
 
 sec "fio: per-hint prioritized I/O (cmdprio_class=2, 30%), ${COUNT_SECS}s, CDL enabled"
 echo 2 > "/sys/block/$N/queue/nomerges"     # one command per fio I/O, so the counts can match
@@ -56,7 +56,7 @@ rc=$?
 check fio_cdl_count_run $rc "(fio rc=$rc)"
 echo 0 > "/sys/block/$N/queue/nomerges"
 sec "LOG SENSE 19h/21h after, and the increase"
-cdl_stats stats-after; cat stats-after.txt stats-after.err 2>/dev/null
+cdl_stats stats-after || cat stats-after.err
 if [ -s stats-before.txt ] && [ -s stats-after.txt ]; then
     python3 /job/cdltool.py logdelta stats-before.bin stats-after.bin | tee stats-delta.txt
 fi

@@ -17,8 +17,8 @@ ABORT=$(cdl_hints aborting-read)
 kv aborting_read_hints "$ABORT"
 check aborting_read_descriptors "$([ -n "$ABORT" ] && echo 0 || echo 1)" "(T2A descriptors with a limit and policy Dh/Eh/Fh: ${ABORT:-none})"
 cdl_enable
-cdl_stats stats-before; rc=$?
-check log_sense_cdl_stats $rc "(sg_logs -p 0x19,0x21 rc=$rc)"
+cdl_stats stats-before; rc=$?; [ $rc = 0 ] || cat stats-before.err stats-before.log
+check log_sense_cdl_stats $rc "(LOG SENSE 19h/21h read and decoded: rc=$rc)"
 
 sec "fio: random 4k reads over the whole disk, ${FF_SECS}s: one job per fast-fail hint ($ABORT) + one unlimited"
 JOBS=()

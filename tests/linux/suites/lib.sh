@@ -181,7 +181,11 @@ cdl_enable() {
     kv cdl_enable_write_rc "$rc"; [ -n "$err" ] && echo "$err"
     expect cdl_enable "$(sysfs device/cdl_enable)" 1
 }
-# cdl_stats FILE: LOG SENSE 19h/21h (CDL statistics) into FILE.bin, decoded into FILE.txt
+# cdl_stats FILE: LOG SENSE 19h/21h (CDL statistics, cumulative values) into FILE.bin (sg_raw:
+# sg_logs 1.48's --raw and --hex print only the first parameter of this page), decoded into
+# FILE.txt; sg_logs' own decoding goes to FILE.log
 cdl_stats() {
-    sg_logs -r -p 0x19,0x21 "$D" > "$1.bin" 2> "$1.err" && python3 /job/cdltool.py logpage "$1.bin" > "$1.txt"
+    sg_logs -p 0x19,0x21 "$D" > "$1.log" 2>&1
+    rm -f "$1.bin"; sg_raw -r 4096 -o "$1.bin" "$D" 4d 00 59 21 00 00 00 10 00 00 > "$1.err" 2>&1 &&
+        python3 /job/cdltool.py logpage "$1.bin" > "$1.txt"
 }
