@@ -801,3 +801,58 @@ fn saved_pages_survive_a_restart() {
     default[0] |= 0x80;
     assert_eq!(sense_page(&mut b, 0x07, 2), default);
 }
+
+#[test]
+fn a_command_takes_its_class_from_its_nexus_else_from_its_dld() {
+    let queue = DeviceQueue {
+        queue: QueueConfig {
+            // One command in the device at a time: the strict arbiter decides who is next.
+            depth: 1,
+            ..QueueConfig::default()
+        },
+        scheduler: Scheduler::Policy(Box::new(Fifo)),
+        drive: Box::new(TestDrive {
+            slow: Vec::new(),
+            head: 0,
+        }),
+        dh: DhCompletion::CheckCondition,
+        dld_classes: [
+            None,
+            Some(qos::Class::High),
+            None,
+            Some(qos::Class::Low),
+            None,
+            None,
+            None,
+            None,
+        ],
+    };
+    let store = RamStore::new(BLOCKS * 512).unwrap();
+    let lu = LogicalUnit::with_device_queue(
+        LuConfig::new("iqn.test:t", 0, BLOCKS * 512),
+        Box::new(store),
+        queue,
+    )
+    .unwrap();
+    let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
+    b.lu = Arc::new(lu);
+    // Nexus 2 is an urgent initiator whatever its DLD.
+    b.nexuses[1].class = Some(qos::Class::Urgent);
+    for n in 1..=2 {
+        let c = b
+            .submit(0, n, 99, TaskAttribute::Simple, &[0; 6], &[])
+            .unwrap();
+        assert_eq!(sense(&c).map(|s| s.0), Some(SenseKey::UnitAttention));
+    }
+    assert!(b.read(0, 1, 100, 0).is_none(), "runs first, alone");
+    b.lu.advance(0, &mut Vec::new());
+    assert!(b.read(0, 2, 200, 3).is_none(), "DLD 3: low");
+    assert!(b.read(0, 3, 300, 0).is_none(), "DLD 0: medium");
+    assert!(b.read(0, 4, 400, 1).is_none(), "DLD 1: high");
+    assert!(b
+        .submit(0, 2, 5, TaskAttribute::Simple, &read16(500, 1, 3), &[])
+        .is_none());
+    let done = b.run(u64::MAX);
+    let order: Vec<(u64, u64)> = done.iter().map(|(n, d)| (*n, d.tag)).collect();
+    assert_eq!(order, [(1, 1), (2, 5), (1, 4), (1, 3), (1, 2)]);
+}
