@@ -183,6 +183,23 @@ impl Bench {
         }
     }
 
+    /// A command that completes at once, from nexus 1: its status and data-in.
+    fn at_once(&mut self, tag: u64, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
+        let req = Request {
+            nexus: &self.nexuses[0],
+            lun: 0,
+            tag,
+            cdb,
+            attribute: TaskAttribute::Simple,
+            data_out,
+        };
+        let mut data_in = Vec::new();
+        match self.lu.submit(0, &req, &mut data_in) {
+            Submitted::Done(c) => (c, data_in),
+            Submitted::Queued => panic!("{cdb:02x?} was queued"),
+        }
+    }
+
     fn read(&mut self, now: Ns, tag: u64, lba: u64, dld: u8) -> Option<Completion> {
         self.submit(
             now,
@@ -590,20 +607,8 @@ fn select_t2a(b: &mut Bench, now: Ns, page: &CdlPage, save: bool) -> Completion 
 /// MODE SENSE(10), DBD, current values of page 0Ah subpage `subpage`: the page bytes.
 fn sense_page(b: &mut Bench, subpage: u8, pc: u8) -> Vec<u8> {
     let cdb = [0x5A, 0x08, pc << 6 | 0x0A, subpage, 0, 0, 0, 0x02, 0x00, 0];
-    let nexus = &b.nexuses[0];
-    let req = Request {
-        nexus,
-        lun: 0,
-        tag: 91,
-        cdb: &cdb,
-        attribute: TaskAttribute::Simple,
-        data_out: &[],
-    };
-    let mut data = Vec::new();
-    assert_eq!(
-        b.lu.submit(0, &req, &mut data),
-        Submitted::Done(Completion::GOOD)
-    );
+    let (c, mut data) = b.at_once(91, &cdb, &[]);
+    assert_eq!(c, Completion::GOOD);
     data.split_off(8)
 }
 
@@ -694,20 +699,8 @@ fn log_sense_counts_commands_and_misses_per_descriptor() {
     assert!(b.read(0, 4, 400, 1).is_none());
     b.run(u64::MAX);
     let cdb = [0x4D, 0, 0x40 | 0x19, 0x21, 0, 0, 0, 0x10, 0x00, 0];
-    let nexus = &b.nexuses[0];
-    let req = Request {
-        nexus,
-        lun: 0,
-        tag: 9,
-        cdb: &cdb,
-        attribute: TaskAttribute::Simple,
-        data_out: &[],
-    };
-    let mut page = Vec::new();
-    assert_eq!(
-        b.lu.submit(0, &req, &mut page),
-        Submitted::Done(Completion::GOOD)
-    );
+    let (c, page) = b.at_once(9, &cdb, &[]);
+    assert_eq!(c, Completion::GOOD);
     // Parameter n: code (2), control, length 10h, then four counters.
     let counters = |code: u16| -> [u32; 4] {
         let mut at = 4;
@@ -735,19 +728,8 @@ fn rsoc_reports_the_cdl_pages_on_a_logical_unit_with_a_device_queue() {
     let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
     // One command, READ(16), the allocation length Linux uses.
     let cdb = [0xA3, 0x0C, 0x01, 0x88, 0, 0, 0, 0, 0, 20, 0, 0];
-    let c = b.submit(0, 1, 1, TaskAttribute::Simple, &cdb, &[]);
-    assert_eq!(c, Some(Completion::GOOD));
-    let nexus = &b.nexuses[0];
-    let req = Request {
-        nexus,
-        lun: 0,
-        tag: 1,
-        cdb: &cdb,
-        attribute: TaskAttribute::Simple,
-        data_out: &[],
-    };
-    let mut data = Vec::new();
-    b.lu.submit(0, &req, &mut data);
+    let (c, data) = b.at_once(1, &cdb, &[]);
+    assert_eq!(c, Completion::GOOD);
     assert_eq!(data.len(), 20);
     // RWCDLP = 1, CDLP = 01b (T2A), SUPPORT = 011b: what Linux needs to set cdl_supported.
     assert_eq!((data[0] & 1, data[1] >> 3 & 3, data[1] & 7), (1, 1, 3));
