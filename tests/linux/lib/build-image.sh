@@ -22,6 +22,8 @@ fi
 PKGS=udev,kmod,linux-image-amd64,initramfs-tools,zstd,open-iscsi,sg3-utils,fio,lsscsi,util-linux,iproute2,python3-minimal,procps,e2fsprogs
 KEY=$(printf '%s %s\n' "$SUITE" "$PKGS" | sha256sum | cut -c1-12)
 R=$VMDIR/rootfs-$KEY
+# rootfs trees of other package lists, unused for a day
+find "$VMDIR" -maxdepth 1 -name 'rootfs-*' ! -name "rootfs-$KEY" -mtime +0 -exec rm -rf {} + 2>/dev/null
 if [ ! -e "$R/.debootstrap-done" ]; then
     rm -rf "$R"
     ok=
@@ -38,6 +40,7 @@ if [ ! -e "$R/.debootstrap-done" ]; then
            "$R"/var/cache/apt/archives/*.deb "$R"/var/lib/apt/lists/*
     touch "$R/.debootstrap-done"
 fi
+touch "$R"
 echo vmtest > "$R/etc/hostname"
 printf '127.0.0.1 localhost\n127.0.1.1 vmtest\n' > "$R/etc/hosts"
 echo '/dev/vda / ext4 rw,noatime 0 0' > "$R/etc/fstab"
