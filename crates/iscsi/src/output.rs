@@ -37,7 +37,10 @@ impl BufferPool {
     }
 
     pub fn put(&mut self, mut buf: Vec<u8>) {
-        if self.free.len() < Self::KEEP && buf.capacity() <= Self::KEEP_CAPACITY {
+        if buf.capacity() > 0
+            && self.free.len() < Self::KEEP
+            && buf.capacity() <= Self::KEEP_CAPACITY
+        {
             buf.clear();
             self.free.push(buf);
         }

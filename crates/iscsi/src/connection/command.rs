@@ -99,6 +99,8 @@ impl Session {
                 self.pool.put(data_in);
                 task.buf = match data_out {
                     Cow::Owned(buf) => buf,
+                    // A read keeps no buffer while it waits: the pool's go to Data-In.
+                    Cow::Borrowed([]) => Vec::new(),
                     Cow::Borrowed(data) => {
                         let mut buf = self.pool.get();
                         buf.extend_from_slice(data);
