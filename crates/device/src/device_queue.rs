@@ -98,16 +98,18 @@ impl LogicalUnit {
     }
 
     /// Processes everything due up to `now`; tasks that left the task set are appended to
-    /// `out`, for whichever nexus they belong to.
-    pub fn advance(&self, now: Ns, out: &mut Vec<Finished>) {
-        let Some(s) = &self.scheduled else { return };
+    /// `out`, for whichever nexus they belong to. Returns when something is next due.
+    pub fn advance(&self, now: Ns, out: &mut Vec<Finished>) -> Option<Ns> {
+        let s = self.scheduled.as_ref()?;
         let mut set = s.set.lock();
         set.advance(now, out);
-        let wake = set.needs_wake();
+        let next = set.next_event();
+        let wake = set.needs_wake(next);
         drop(set);
         if wake {
             s.wake();
         }
+        next
     }
 
     /// [`Self::advance`] for the real-time driver: returns when it must call again (`None`:
@@ -171,7 +173,8 @@ impl LogicalUnit {
         };
         let mut set = s.set.lock();
         let found = set.abort_task(now, nexus, tag);
-        let wake = set.needs_wake();
+        let next = set.next_event();
+        let wake = set.needs_wake(next);
         drop(set);
         if wake {
             s.wake();
@@ -193,7 +196,8 @@ impl LogicalUnit {
         };
         let mut set = s.set.lock();
         let others = set.abort_where(now, reporter, which);
-        let wake = set.needs_wake();
+        let next = set.next_event();
+        let wake = set.needs_wake(next);
         drop(set);
         if wake {
             s.wake();

@@ -8,6 +8,7 @@ use drive::{Drive, MediaOp, Ns};
 use qos::{Outcome, Queue};
 use rustc_hash::FxHashMap;
 use scsi::{Asc, Sense, SenseKey, Status};
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::VecDeque;
 
 /// How a CDL policy Dh completion (GOOD, COMPLETED, 55h/0Ah DATA CURRENTLY UNAVAILABLE, no
@@ -135,9 +136,10 @@ impl TaskSet {
         if medium.is_none() && !wait {
             return Admitted::RunNow;
         }
-        if self.by_tag.contains_key(&(nexus, tag)) {
-            return Admitted::Overlapped;
-        }
+        let vacant = match self.by_tag.entry((nexus, tag)) {
+            MapEntry::Occupied(_) => return Admitted::Overlapped,
+            MapEntry::Vacant(v) => v,
+        };
         let entry = Entry {
             nexus,
             tag,
@@ -152,7 +154,7 @@ impl TaskSet {
             }
         };
         self.entries[slot as usize] = Some(entry);
-        self.by_tag.insert((nexus, tag), slot);
+        vacant.insert(slot);
         if wait {
             self.held.push_back(slot);
         } else {
@@ -377,10 +379,9 @@ impl TaskSet {
         self.queue.next_event()
     }
 
-    /// Whether the real-time driver must be woken: something is due before the time it was
-    /// told to wake at. Records the new time.
-    pub(crate) fn needs_wake(&mut self) -> bool {
-        let next = self.next_event();
+    /// Whether the real-time driver must be woken: something is due (at `next`, the next
+    /// event) before the time it was told to wake at. Records the new time.
+    pub(crate) fn needs_wake(&mut self, next: Option<Ns>) -> bool {
         let earlier = match (next, self.armed) {
             (Some(n), Some(a)) => n < a,
             (Some(_), None) => true,

@@ -236,14 +236,18 @@ pub fn run_point(lu: &LogicalUnit, setup: &PointSetup) -> Result<PointResult, Si
         done: false,
     };
     let mut done: Vec<Finished> = Vec::with_capacity(64);
+    let mut device_at = lu.next_event();
     while !meter.done {
-        let device_at = lu.next_event();
         let host_at = host.events.peek().map(|Reverse((t, _, _))| *t);
         match (device_at, host_at) {
             (None, None) => break,
             // Device first on ties: a command submitted at t is not visible to a pick at t.
-            (Some(d), None) => advance(lu, &mut host, &mut meter, setup, &mut done, d),
-            (Some(d), Some(h)) if d <= h => advance(lu, &mut host, &mut meter, setup, &mut done, d),
+            (Some(d), None) => {
+                device_at = advance(lu, &mut host, &mut meter, setup, &mut done, d);
+            }
+            (Some(d), Some(h)) if d <= h => {
+                device_at = advance(lu, &mut host, &mut meter, setup, &mut done, d);
+            }
             _ => {
                 let Some(Reverse((now, _, event))) = host.events.pop() else {
                     break;
@@ -251,6 +255,8 @@ pub fn run_point(lu: &LogicalUnit, setup: &PointSetup) -> Result<PointResult, Si
                 match event {
                     HostEvent::Submit(s) => {
                         if let Some(g) = submit(lu, &mut host, setup, now, s)? {
+                            // The new task is due for dispatch now.
+                            device_at = Some(device_at.map_or(now, |d| d.min(now)));
                             if let Some(stats @ None) = meter.result.groups.get_mut(g) {
                                 *stats = Some(LatencyStats::new());
                             }
@@ -278,12 +284,13 @@ fn advance(
     setup: &PointSetup,
     done: &mut Vec<Finished>,
     now: Ns,
-) {
-    lu.advance(now, done);
+) -> Option<Ns> {
+    let next = lu.advance(now, done);
     for f in done.drain(..) {
         let c = lu.status(&f);
         complete(host, meter, setup, f.tag, now, &c, f.missed);
     }
+    next
 }
 
 /// What the host makes of a status: the CDL completions by their sense (SPC-6 policies Dh,
