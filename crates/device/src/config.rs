@@ -28,7 +28,7 @@ pub struct LuConfig {
     /// it, PREVENT ALLOW MEDIUM REMOVAL locks it in.
     pub removable: bool,
     /// VERSION in standard INQUIRY data (SPC-5 table 148): 0Dh claims SPC-6, needed by Linux
-    /// CDL probing (spec/cdl.md §1.1); libiscsi 1.19's Inquiry.Standard accepts only 4–6.
+    /// CDL probing (it skips devices below SPC-5); libiscsi 1.19's Inquiry.Standard accepts only 4–6.
     pub inquiry_version: u8,
     /// MEDIUM ROTATION RATE in VPD B1h: 1 = non-rotating, or the RPM of a modelled disk.
     pub medium_rotation_rate: u16,

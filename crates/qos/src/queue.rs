@@ -1,6 +1,6 @@
 //! The device command queue: per-class submission queues, admission and arbitration into a
 //! device queue of bounded depth, ordering onto the drive, and CDL limits enforced at expiry
-//! (spec/cdl.md §4, §8). A pure state machine: the caller passes time in.
+//! (SPC-6 command duration limits). A pure state machine: the caller passes time in.
 
 use crate::admission::{Admission, SlotRef, SubmissionQueue};
 use crate::arbitration::Arbiter;
@@ -30,7 +30,7 @@ pub struct Command {
     /// Priority class index (see [`crate::Class`]): 0 urgent, 1 high, 2 medium, 3 low.
     pub class: usize,
     pub op: MediaOp,
-    /// Duration limit descriptor (spec/cdl.md §3): 0 none, 1..=7 a descriptor of T2A (reads)
+    /// Duration limit descriptor (SBC-5 READ(16)/WRITE(16) DLD field): 0 none, 1..=7 a descriptor of T2A (reads)
     /// or T2B (writes).
     pub dld: u8,
 }
@@ -142,7 +142,7 @@ impl<D: Drive> Queue<D> {
     }
 
     /// Replaces the T2A/T2B pages (MODE SELECT). Commands already submitted keep the
-    /// descriptors they were submitted with (spec/cdl.md §2: snapshot at arrival).
+    /// descriptors they were submitted with (SPC-6: a page change does not apply to commands already in the task set).
     pub fn set_cdl(&mut self, pages: CdlPages) -> Result<(), CdlError> {
         pages.validate()?;
         if let Scheduler::CdlAware(d) = &mut self.scheduler {

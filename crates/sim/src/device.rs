@@ -48,7 +48,7 @@ pub struct QueueSpec {
     /// Ordering inside the device queue: "cdl-aware" or a policy of qos::order.
     #[serde(default = "scheduler")]
     pub scheduler: String,
-    /// "strict", "rr" or "wrr" (spec/drive-model.md §3.4).
+    /// "strict", "rr" or "wrr" (NVMe arbitration mechanisms).
     #[serde(default = "strict")]
     pub arbitration: String,
     /// WRR weights for high, medium, low (1..=256 each).

@@ -35,7 +35,7 @@ pub struct PointSetup {
     /// Completions discarded before measuring.
     pub ramp: u64,
     pub stop: Stop,
-    /// Where fast-failed reads are re-served from (spec/drive-model.md §6), if anywhere.
+    /// Where fast-failed reads are re-served from (experiments/README.md, A1–A4, B4), if anywhere.
     pub replica: Option<Replica>,
     pub seed: u64,
 }
@@ -47,7 +47,7 @@ pub struct PointResult {
     /// Per (class, DLD) group, indexed by [`group`]; created when the group's first command
     /// is submitted (a histogram is large, and most points use two or three groups).
     pub groups: Vec<Option<LatencyStats>>,
-    /// Reads only (for read SLAs, spec/drive-model.md §4 A1–A4).
+    /// Reads only (for read SLAs, experiments A1–A4).
     pub reads: LatencyStats,
     /// Length of the measured interval.
     pub interval: Ns,
@@ -412,7 +412,7 @@ fn complete(
     };
     let outcome = outcome(c);
     let failed = outcome != Outcome::Good;
-    // A read that came back without data is re-served from a replica (spec/drive-model.md §6);
+    // A read that came back without data is re-served from a replica (experiments/README.md, A1–A4, B4);
     // its latency is counted when the replica answers, with the device's outcome.
     if let (true, false, Some(replica)) = (failed, slot.io.write, &setup.replica) {
         slot.device = (outcome, missed);
