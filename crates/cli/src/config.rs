@@ -72,7 +72,8 @@ pub struct LunConfig {
     #[serde(default)]
     pub removable: bool,
     /// INQUIRY VERSION: 0Dh (SPC-6) by default, which Linux requires before it probes CDL
-    /// (it skips devices below SPC-5); 06h for initiators that reject later versions (libiscsi 1.19).
+    /// (it skips devices below SPC-5); 06h for initiators that reject later versions (libiscsi
+    /// 1.19).
     #[serde(default = "default_inquiry_version")]
     pub inquiry_version: u8,
     /// A drive model times the LUN's medium commands (`[target.lun.drive]`, the vocabulary of

@@ -14,7 +14,8 @@ pub struct LuConfig {
     pub block_size: u32,
     /// LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT (SBC-4 table 66): 3 for 512e.
     pub physical_block_exponent: u8,
-    /// T10 VENDOR IDENTIFICATION (8 ASCII), PRODUCT IDENTIFICATION (16), PRODUCT REVISION LEVEL (4).
+    /// T10 VENDOR IDENTIFICATION (8 ASCII), PRODUCT IDENTIFICATION (16), PRODUCT REVISION LEVEL
+    /// (4).
     pub vendor: String,
     pub product: String,
     pub revision: String,
@@ -28,7 +29,8 @@ pub struct LuConfig {
     /// it, PREVENT ALLOW MEDIUM REMOVAL locks it in.
     pub removable: bool,
     /// VERSION in standard INQUIRY data (SPC-5 table 148): 0Dh claims SPC-6, needed by Linux
-    /// CDL probing (it skips devices below SPC-5); libiscsi 1.19's Inquiry.Standard accepts only 4–6.
+    /// CDL probing (it skips devices below SPC-5); libiscsi 1.19's Inquiry.Standard accepts only
+    /// 4–6.
     pub inquiry_version: u8,
     /// MEDIUM ROTATION RATE in VPD B1h: 1 = non-rotating, or the RPM of a modelled disk.
     pub medium_rotation_rate: u16,

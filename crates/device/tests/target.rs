@@ -711,7 +711,8 @@ fn orwrite_ors_into_the_medium() {
 fn rsoc_and_rstmf_through_the_device() {
     let t = target();
     let n = ready(&t, 1);
-    // Linux's CDL probe: one command, READ(16), allocation length 4 + 16 = 20 (Linux's scsi_cdl_check_cmd).
+    // Linux's CDL probe: one command, READ(16), allocation length 4 + 16 = 20 (Linux's
+    // scsi_cdl_check_cmd).
     let probe = [0xA3, 0x0C, 0x01, 0x88, 0, 0, 0, 0, 0, 20, 0, 0];
     assert_eq!(t.transfer(0, &probe), Ok(Transfer::In(20)));
     let (c, d) = run(&t, &n, 0, &probe, &[]);

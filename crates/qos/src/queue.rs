@@ -30,8 +30,8 @@ pub struct Command {
     /// Priority class index (see [`crate::Class`]): 0 urgent, 1 high, 2 medium, 3 low.
     pub class: usize,
     pub op: MediaOp,
-    /// Duration limit descriptor (SBC-5 READ(16)/WRITE(16) DLD field): 0 none, 1..=7 a descriptor of T2A (reads)
-    /// or T2B (writes).
+    /// Duration limit descriptor (SBC-5 READ(16)/WRITE(16) DLD field): 0 none, 1..=7 a descriptor
+    /// of T2A (reads) or T2B (writes).
     pub dld: u8,
 }
 
@@ -142,7 +142,8 @@ impl<D: Drive> Queue<D> {
     }
 
     /// Replaces the T2A/T2B pages (MODE SELECT). Commands already submitted keep the
-    /// descriptors they were submitted with (SPC-6: a page change does not apply to commands already in the task set).
+    /// descriptors they were submitted with (SPC-6: a page change does not apply to commands
+    /// already in the task set).
     pub fn set_cdl(&mut self, pages: CdlPages) -> Result<(), CdlError> {
         pages.validate()?;
         if let Scheduler::CdlAware(d) = &mut self.scheduler {

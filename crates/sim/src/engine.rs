@@ -412,8 +412,8 @@ fn complete(
     };
     let outcome = outcome(c);
     let failed = outcome != Outcome::Good;
-    // A read that came back without data is re-served from a replica (experiments/README.md, A1–A4, B4);
-    // its latency is counted when the replica answers, with the device's outcome.
+    // A read that came back without data is re-served from a replica (experiments/README.md, A1–A4,
+    // B4); its latency is counted when the replica answers, with the device's outcome.
     if let (true, false, Some(replica)) = (failed, slot.io.write, &setup.replica) {
         slot.device = (outcome, missed);
         let at = at + replica.sample(&mut host.replica_rng);
