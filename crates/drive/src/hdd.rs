@@ -16,7 +16,7 @@ pub use profile::{HddProfile, DEFAULT_HDD_PROFILE};
 use std::cell::Cell;
 
 use crate::error::ProfileError;
-use crate::{Drive, MediaOp, MediaOutcome, Ns, Service, NS_PER_MS, NS_PER_US};
+use crate::{Drive, MediaOp, MediaOutcome, Ns, OpMemo, Service, NS_PER_MS, NS_PER_US};
 use fault::Faults;
 use read_cache::{ReadCache, ReadHit};
 use seek::{SeekAnchors, SeekCurve};
@@ -51,30 +51,7 @@ pub struct Hdd {
     seeks_below_3_revs: bool,
     /// Direct-mapped memo by LBA: the same queued commands are looked at again at every pick,
     /// and placing costs a square root and a read-cache check.
-    place_memo: Box<[Cell<Placed>; PLACE_MEMO]>,
-}
-
-/// A memo entry of [`Hdd::placed`].
-#[derive(Clone, Copy, Debug)]
-struct Placed {
-    /// `lba + 1` (0 marks an empty slot).
-    key: u64,
-    cylinder: u32,
-    /// Below one revolution (< 2^32 ns for any rpm ≥ 1000).
-    angle: u32,
-    /// A read of `blocks` from this LBA missed the read cache at `miss_version` (0: unknown).
-    blocks: u32,
-    miss_version: u64,
-}
-
-impl Placed {
-    const EMPTY: Self = Self {
-        key: 0,
-        cylinder: 0,
-        angle: 0,
-        blocks: 0,
-        miss_version: 0,
-    };
+    place_memo: Box<[Cell<OpMemo>; PLACE_MEMO]>,
 }
 
 /// Start of positioning estimates at one `now`: the actuator is free and the command overhead
@@ -146,7 +123,7 @@ impl Hdd {
             write_cache_enabled: c.write_cache,
             rev_magic: u64::MAX / geometry.rev_ns.max(1),
             seeks_below_3_revs,
-            place_memo: Box::new([const { Cell::new(Placed::EMPTY) }; PLACE_MEMO]),
+            place_memo: Box::new([const { Cell::new(OpMemo::EMPTY) }; PLACE_MEMO]),
             faults: Faults::new(
                 p.faults.clone(),
                 retry_ns,
@@ -278,17 +255,21 @@ impl Hdd {
         }
     }
 
-    /// [`Drive::positioning_time`] of `op` from `origin` (made at `now`).
+    /// [`Drive::positioning_time`] of `op` from `origin` (made at `now`), with what `m`
+    /// remembers about it (brought up to date).
     #[inline(always)]
-    fn position(&self, now: Ns, origin: &Origin, op: &MediaOp) -> Ns {
-        let end = op.lba.saturating_add(op.blocks.into());
+    fn position(&self, now: Ns, origin: &Origin, op: &MediaOp, m: &mut OpMemo) -> Ns {
         if op.write && self.caches_write(op) && self.write_cache.has_room(op.blocks.into()) {
             return self.write_hit_overhead;
         }
-        let p = self.placed(op.lba);
+        let key = op.lba.wrapping_add(1);
+        if m.key != key {
+            *m = self.placed(op.lba);
+        }
         if !op.write {
-            let known = if p.blocks == op.blocks {
-                p.miss_version
+            let end = op.lba.saturating_add(op.blocks.into());
+            let known = if m.blocks == op.blocks {
+                m.miss_version
             } else {
                 0
             };
@@ -303,49 +284,56 @@ impl Hdd {
                     return self.read_hit_overhead.max(media_done.saturating_sub(now));
                 }
                 ReadHit::Miss => {
-                    if miss_version != known {
-                        self.memo_slot(op.lba).set(Placed {
-                            blocks: op.blocks,
-                            miss_version,
-                            ..p
-                        });
-                    }
+                    m.blocks = op.blocks;
+                    m.miss_version = miss_version;
                 }
             }
         }
-        origin.lead + self.access_from_phase(origin.phase, p.cylinder, p.angle.into(), op.write)
+        origin.lead + self.access_from_phase(origin.phase, m.cylinder, m.angle.into(), op.write)
     }
 
-    fn memo_slot(&self, lba: u64) -> &Cell<Placed> {
+    #[inline(never)]
+    fn position_outlined(&self, now: Ns, origin: &Origin, op: &MediaOp, m: &mut OpMemo) -> Ns {
+        self.position(now, origin, op, m)
+    }
+
+    /// [`Self::position`] with the model's own memo (a direct-mapped table by LBA).
+    #[inline]
+    fn position_memoised(&self, now: Ns, origin: &Origin, op: &MediaOp) -> Ns {
+        let slot = self.memo_slot(op.lba);
+        let mut m = slot.get();
+        let t = self.position(now, origin, op, &mut m);
+        slot.set(m);
+        t
+    }
+
+    fn memo_slot(&self, lba: u64) -> &Cell<OpMemo> {
         // The top PLACE_MEMO_BITS bits of a multiplicative hash: always in range.
         &self.place_memo
             [(lba.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PLACE_MEMO_BITS)) as usize]
     }
 
-    /// Cylinder and angle of `lba` (with the memo entry), memoised.
+    /// A fresh memo of `lba`: its cylinder and angle.
     #[inline]
-    fn placed(&self, lba: u64) -> Placed {
-        let key = lba.wrapping_add(1);
-        let slot = self.memo_slot(lba);
-        let p = slot.get();
-        if p.key == key {
-            return p;
-        }
+    fn placed(&self, lba: u64) -> OpMemo {
         let (cylinder, angle, _) = self.geometry.place(lba);
-        let p = Placed {
-            key,
+        OpMemo {
+            key: lba.wrapping_add(1),
             cylinder,
             angle: angle as u32,
             blocks: 0,
             miss_version: 0,
-        };
-        slot.set(p);
-        p
+        }
     }
 
-    /// Cylinder and angle of `lba`.
+    /// Cylinder and angle of `lba`, memoised.
     fn place(&self, lba: u64) -> (u32, Ns) {
-        let p = self.placed(lba);
+        let slot = self.memo_slot(lba);
+        let mut p = slot.get();
+        if p.key != lba.wrapping_add(1) {
+            p = self.placed(lba);
+            slot.set(p);
+        }
         (p.cylinder, p.angle.into())
     }
 
@@ -438,13 +426,53 @@ impl Drive for Hdd {
     }
 
     fn positioning_time(&self, now: Ns, op: &MediaOp) -> Ns {
-        self.position(now, &self.origin(now), op)
+        self.position_memoised(now, &self.origin(now), op)
     }
 
     fn positioning_times(&self, now: Ns, ops: &[MediaOp], out: &mut Vec<Ns>) {
         let origin = self.origin(now);
         out.clear();
-        out.extend(ops.iter().map(|op| self.position(now, &origin, op)));
+        out.extend(
+            ops.iter()
+                .map(|op| self.position_memoised(now, &origin, op)),
+        );
+    }
+
+    fn positioning_times_memo(
+        &self,
+        now: Ns,
+        ops: &[MediaOp],
+        memos: &mut [OpMemo],
+        out: &mut Vec<Ns>,
+    ) {
+        let origin = self.origin(now);
+        // Memos were brought up to date at the last call, the oldest op's among them.
+        let since = memos.first().map_or(0, |m| m.miss_version);
+        let cache = self.read_cache.miss_check(now, since);
+        let no_dirty = self.write_cache.is_empty();
+        out.clear();
+        out.resize(ops.len(), 0);
+        for ((op, m), t) in ops.iter().zip(memos.iter_mut()).zip(out.iter_mut()) {
+            let end = op.lba.saturating_add(op.blocks.into());
+            // The common case, a read that missed every cache when last asked about, and
+            // nothing that has come into a cache since holds it: `position`, shorter.
+            *t = if !op.write
+                && m.key == op.lba.wrapping_add(1)
+                && m.blocks == op.blocks
+                && cache.still_misses(op.lba, end, m.miss_version)
+                && (no_dirty || !self.write_cache.covers(op.lba, end))
+            {
+                m.miss_version = cache.version();
+                origin.lead
+                    + self.access_from_phase(origin.phase, m.cylinder, m.angle.into(), false)
+            } else {
+                self.position_outlined(now, &origin, op, m)
+            };
+        }
+        // Ops without a memo of their own use the model's.
+        for (op, t) in ops.iter().zip(out.iter_mut()).skip(memos.len()) {
+            *t = self.position_memoised(now, &origin, op);
+        }
     }
 
     fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {

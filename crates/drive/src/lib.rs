@@ -32,6 +32,31 @@ pub struct Service {
     pub recovery: Ns,
 }
 
+/// What a model remembers about one op of a queue it is asked about again and again (see
+/// [`Drive::positioning_times_memo`]): opaque to the caller, who keeps it beside the op and
+/// starts it as `OpMemo::default()`. A memo handed in with another op is noticed and redone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpMemo {
+    /// `lba + 1` of the op it describes (0: nothing known).
+    pub(crate) key: u64,
+    pub(crate) cylinder: u32,
+    /// Below one revolution (< 2^32 ns for any rpm ≥ 1000).
+    pub(crate) angle: u32,
+    /// A read of `blocks` from this LBA missed the read cache at `miss_version` (0: unknown).
+    pub(crate) blocks: u32,
+    pub(crate) miss_version: u64,
+}
+
+impl OpMemo {
+    pub(crate) const EMPTY: Self = Self {
+        key: 0,
+        cylinder: 0,
+        angle: 0,
+        blocks: 0,
+        miss_version: 0,
+    };
+}
+
 /// A timing model of a drive.
 pub trait Drive {
     /// How many operations the drive services at once: 1 for an HDD actuator (the device queue
@@ -49,6 +74,20 @@ pub trait Drive {
     fn positioning_times(&self, now: Ns, ops: &[MediaOp], out: &mut Vec<Ns>) {
         out.clear();
         out.extend(ops.iter().map(|op| self.positioning_time(now, op)));
+    }
+
+    /// [`Self::positioning_times`] of a queue the caller asks about at every pick: `memos[i]`
+    /// belongs to `ops[i]` (one per op) and is kept by the caller between calls, so that a
+    /// model need not work out again what does not change while an op waits (its place on
+    /// the medium, that the read cache did not hold it).
+    fn positioning_times_memo(
+        &self,
+        now: Ns,
+        ops: &[MediaOp],
+        _memos: &mut [OpMemo],
+        out: &mut Vec<Ns>,
+    ) {
+        self.positioning_times(now, ops, out)
     }
 
     /// Estimated time from `now` until `op` would complete if started now (positioning plus
@@ -80,6 +119,15 @@ impl<D: Drive + ?Sized> Drive for Box<D> {
     }
     fn positioning_times(&self, now: Ns, ops: &[MediaOp], out: &mut Vec<Ns>) {
         (**self).positioning_times(now, ops, out)
+    }
+    fn positioning_times_memo(
+        &self,
+        now: Ns,
+        ops: &[MediaOp],
+        memos: &mut [OpMemo],
+        out: &mut Vec<Ns>,
+    ) {
+        (**self).positioning_times_memo(now, ops, memos, out)
     }
     fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {
         (**self).service_time(now, op)

@@ -16,7 +16,7 @@ pub use fifo::Fifo;
 pub use rpo::{Rpo, DEFAULT_RPO_FACTOR};
 pub use sptf::Sptf;
 
-use drive::{Drive, MediaOp, Ns};
+use drive::{Drive, MediaOp, Ns, OpMemo};
 
 /// A command waiting in the device queue, as an ordering policy sees it.
 #[derive(Clone, Copy, Debug)]
@@ -45,20 +45,66 @@ pub fn sptf_cost(now: Ns, c: &Candidate, drive: &dyn Drive) -> Ns {
 }
 
 /// Scratch space for asking the drive about a whole queue at once
-/// ([`Drive::positioning_times`]), kept by a policy between picks.
+/// ([`Drive::positioning_times_memo`]), kept by a policy between picks, with the drive's memo
+/// of each queued op.
 #[derive(Clone, Debug, Default)]
 pub struct Positions {
     ops: Vec<MediaOp>,
+    memos: Vec<OpMemo>,
     times: Vec<Ns>,
+    /// The index picked last (see [`Self::picked`]).
+    picked: Option<usize>,
 }
 
 impl Positions {
     /// The SPTF cost ([`sptf_cost`]) of each candidate of `queue` at `now`, in queue order.
     pub fn measure(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> &[Ns] {
-        self.ops.clear();
-        self.ops.extend(queue.iter().map(|c| c.op));
-        drive.positioning_times(now, &self.ops, &mut self.times);
+        self.follow(queue);
+        drive.positioning_times_memo(now, &self.ops, &mut self.memos, &mut self.times);
         &self.times
+    }
+
+    /// The candidate at `index` of the queue just measured was picked: it will not be there
+    /// at the next pick.
+    pub fn picked(&mut self, index: usize) {
+        self.picked = Some(index);
+    }
+
+    /// Takes `queue`'s ops, each with its memo from the previous pick. A queue only loses
+    /// commands (mostly the one picked) and gains new ones at its end, so the ops still there
+    /// are found in order (a memo given to another op is only slower: the drive notices).
+    fn follow(&mut self, queue: &[Candidate]) {
+        if let Some(k) = self.picked.take().filter(|&k| k < self.ops.len()) {
+            self.ops.remove(k);
+            self.memos.remove(k);
+        }
+        let kept = self.ops.len().min(queue.len());
+        let same = queue
+            .iter()
+            .zip(&self.ops)
+            .take_while(|(c, o)| c.op == **o)
+            .count();
+        if same < kept {
+            // Something else left: look for the rest in order.
+            let mut j = same;
+            let mut memos = Vec::with_capacity(queue.len());
+            for c in queue.get(same..).unwrap_or_default() {
+                while self.ops.get(j).is_some_and(|o| *o != c.op) {
+                    j += 1;
+                }
+                memos.push(self.memos.get(j).copied().unwrap_or_default());
+                j += 1;
+            }
+            self.memos.truncate(same);
+            self.memos.append(&mut memos);
+            self.ops.truncate(same);
+        } else {
+            self.memos.truncate(same);
+            self.ops.truncate(same);
+            self.memos.resize(queue.len(), OpMemo::default());
+        }
+        self.ops
+            .extend(queue.iter().skip(self.ops.len()).map(|c| c.op));
     }
 }
 

@@ -57,6 +57,56 @@ pub struct ReadCache {
     read_ahead: u64,
 }
 
+/// What the cache looks like at one `now`, for telling cheaply that reads known to miss
+/// still miss (see [`ReadCache::miss_check`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MissCheck<'a> {
+    /// Reads starting in `[stream_start, stream_limit]` may be served by the stream.
+    stream_start: u64,
+    stream_limit: u64,
+    version: u64,
+    /// A version most reads asked about were known to miss at (0: none), and what grew since
+    /// then outside the stream's range: at most two ranges, the rest `(u64::MAX, 0)`.
+    since: u64,
+    grown: [(u64, u64); 2],
+    growth: &'a [(u64, u64); GROWTH_LOG],
+}
+
+impl MissCheck<'_> {
+    /// The version a read that still misses now misses at.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Whether a read of `[lba, end)` known to miss at `miss_version` surely misses now, as
+    /// [`ReadCache::lookup_since`] would find (false: ask it).
+    #[inline(always)]
+    pub fn still_misses(&self, lba: u64, end: u64, miss_version: u64) -> bool {
+        if (self.stream_start <= lba) & (lba <= self.stream_limit) {
+            return false;
+        }
+        if (miss_version == self.since) & (miss_version != 0) {
+            let [(s0, e0), (s1, e1)] = self.grown;
+            return !((s0 <= lba) & (end <= e0) | (s1 <= lba) & (end <= e1));
+        }
+        self.still_misses_since(lba, end, miss_version)
+    }
+
+    fn still_misses_since(&self, lba: u64, end: u64, miss_version: u64) -> bool {
+        if miss_version == 0 || self.version.wrapping_sub(miss_version) > GROWTH_LOG as u64 {
+            return false;
+        }
+        let mut maybe = false;
+        let mut v = miss_version;
+        while v != self.version {
+            v += 1;
+            let (start, seg_end) = self.growth[v as usize & (GROWTH_LOG - 1)];
+            maybe |= (start <= lba) & (end <= seg_end);
+        }
+        !maybe
+    }
+}
+
 impl Stream {
     /// LBA the read-ahead has reached at `t`.
     fn reached(&self, t: Ns) -> u64 {
@@ -115,6 +165,46 @@ impl ReadCache {
         } else {
             (ReadHit::Miss, self.version)
         }
+    }
+
+    /// The cache at `now` for [`MissCheck::still_misses`], where most reads asked about
+    /// were last seen to miss at version `since`: an ordering policy asks about every queued
+    /// read at every pick, nearly all of them misses.
+    pub fn miss_check(&self, now: Ns, since: u64) -> MissCheck<'_> {
+        let (stream_start, stream_limit) = match &self.stream {
+            // As in `stream_hit`: the stream is only looked at from its own time on.
+            Some(s) if now >= s.at => (s.start, s.limit),
+            _ => (1, 0),
+        };
+        let mut check = MissCheck {
+            stream_start,
+            stream_limit,
+            version: self.version,
+            since: 0,
+            grown: [(u64::MAX, 0); 2],
+            growth: &self.growth,
+        };
+        if since == 0 || self.version.wrapping_sub(since) > GROWTH_LOG as u64 {
+            return check;
+        }
+        let mut n = 0;
+        let mut v = since;
+        while v != self.version {
+            v += 1;
+            let (start, end) = self.growth[v as usize & (GROWTH_LOG - 1)];
+            // A read held by a range inside the stream's starts there: `still_misses` has
+            // turned it away already.
+            if (stream_start <= start) & (end <= stream_limit) {
+                continue;
+            }
+            let Some(g) = check.grown.get_mut(n) else {
+                return check;
+            };
+            *g = (start, end);
+            n += 1;
+        }
+        check.since = since;
+        check
     }
 
     /// The read-ahead stream holds, or is about to reach, `[lba, end)`.

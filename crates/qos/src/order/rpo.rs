@@ -82,7 +82,7 @@ impl OrderingPolicy for Rpo {
         self.observe(now, queue.len());
         let window = self.window(queue.len());
         let times = self.positions.measure(now, queue, drive);
-        match window {
+        let best = match window {
             Some(w) if w > 0.0 => {
                 // pos · (1 − age / W), with one division per pick instead of per candidate.
                 let inv = 1.0 / w;
@@ -92,6 +92,8 @@ impl OrderingPolicy for Rpo {
                 }))
             }
             _ => super::argmin_f64(queue.iter().zip(times).map(|(c, &pos)| (ns_to_f64(pos), c))),
-        }
+        };
+        self.positions.picked(best);
+        best
     }
 }

@@ -244,3 +244,53 @@ fn ns_to_f64_is_the_plain_conversion() {
         assert_eq!(ns_to_f64(x).to_bits(), (x as f64).to_bits(), "{x}");
     }
 }
+
+#[test]
+fn positions_follow_a_changing_queue() {
+    // Commands leave from anywhere (not only the one noted as picked) and arrive at the end;
+    // the estimates stay those of the drive asked one at a time.
+    let mut hdd = drive::Hdd::default_22tb();
+    let mut positions = Positions::default();
+    let mut queue: Vec<Candidate> = Vec::new();
+    let mut x: u64 = 7;
+    let mut next = || {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        x >> 20
+    };
+    let mut now = 0;
+    let mut last = 0;
+    for id in 0..3_000 {
+        while queue.len() < 24 {
+            // Some re-read or follow the last read (read cache hits and streaming).
+            let lba = match next() % 8 {
+                0 => last,
+                1 => last + 8,
+                _ => next() % (1 << 35),
+            };
+            queue.push(cand(id, lba, now));
+        }
+        let times = positions.measure(now, &queue, &hdd).to_vec();
+        let singly: Vec<Ns> = queue
+            .iter()
+            .map(|c| hdd.positioning_time(now, &c.op))
+            .collect();
+        assert_eq!(times, singly, "at {now} ns");
+        let noted = (next() % queue.len() as u64) as usize;
+        positions.picked(noted);
+        let left = if next() % 4 == 0 {
+            (next() % queue.len() as u64) as usize
+        } else {
+            noted
+        };
+        let c = queue.remove(left);
+        if next() % 8 == 0 {
+            // Another one goes too (a limit expired).
+            let i = (next() % queue.len() as u64) as usize;
+            queue.remove(i);
+        }
+        last = c.op.lba;
+        now = hdd.start(now, &c.op).done_at;
+    }
+}
