@@ -172,7 +172,9 @@ impl LunConfig {
             capacity: None,
             faults: None,
         });
-        let drive = spec.prepare(base)?;
+        let mut drive = spec.prepare(base)?;
+        // The LUN's weak sectors are where its own seed puts them, whoever runs the drive.
+        drive.fault_seed = Some(self.seed);
         let queue = self.queue.clone().unwrap_or_default();
         let cdl = self.cdl.clone().unwrap_or_default().pages()?;
         queue.config(cdl)?;
@@ -255,6 +257,16 @@ impl Config {
             .validate()
             .with_context(|| format!("in {}", path.display()))?;
         Ok(config)
+    }
+
+    /// The device queue of the first LUN that has one.
+    pub fn device_description(&self) -> anyhow::Result<DeviceDescription> {
+        for lun in self.targets.iter().flat_map(|t| &t.luns) {
+            if let Some(d) = lun.device(&self.base)? {
+                return Ok(d);
+            }
+        }
+        bail!("no LUN has a [drive], [queue] or [cdl] table")
     }
 
     /// Checks what serde cannot: names, LUN numbering, block sizes, store paths.

@@ -33,6 +33,11 @@ pub struct SimArgs {
     /// Threads for the sweep (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Run the jobs on the device of a `stint serve` configuration instead of the file's
+    /// [drive], [queue] and [cdl] (its first LUN with a device queue), e.g.
+    /// --device examples/hdd-cdl.toml: what `stint bench` measures against that LUN.
+    #[arg(long, value_name = "STINT_TOML")]
+    pub device: Option<PathBuf>,
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<()> {
@@ -52,6 +57,17 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     }
     if !args.variant.is_empty() {
         exp.select_variants(&args.variant)?;
+    }
+    if let Some(path) = &args.device {
+        let device = crate::config::Config::load(path)?
+            .device_description()
+            .with_context(|| format!("in {}", path.display()))?;
+        for v in &mut exp.variants {
+            v.set_device(device.drive.clone(), device.queue.clone(), device.cdl)
+                .with_context(|| {
+                    format!("the jobs of variant {:?} on {}", v.name, path.display())
+                })?;
+        }
     }
     let seed = args.seed.unwrap_or(exp.seed);
     let points = exp.points().len() as u64;

@@ -56,6 +56,20 @@ impl Outcome {
         }
     }
 
+    /// The outcome a host reads from a command's status and sense (sense key, ASC, ASCQ):
+    /// the CDL completions by their sense (the inverse of [`Self::cdl_sense`]), GOOD without
+    /// sense as `Good`, anything else as `MediumError`.
+    pub fn from_status(good: bool, sense: Option<(u8, u8, u8)>) -> Self {
+        match sense {
+            None if good => Self::Good,
+            Some(s) => Self::ALL
+                .into_iter()
+                .find(|o| o.cdl_sense() == Some(s))
+                .unwrap_or(Self::MediumError),
+            None => Self::MediumError,
+        }
+    }
+
     /// Whether no data was transferred because a duration limit ended the command (the host
     /// sees -ETIME: spec/cdl.md §4 "What Linux does").
     pub fn is_duration_limit(self) -> bool {
@@ -127,5 +141,28 @@ impl Completion {
     /// Latency as the host sees it: status time minus submission.
     pub fn latency(&self) -> Ns {
         self.at.saturating_sub(self.submitted_at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_decodes_what_the_device_encoded() {
+        for o in Outcome::ALL {
+            let decoded = Outcome::from_status(o == Outcome::Good, o.cdl_sense());
+            assert_eq!(decoded, o, "{o:?}");
+        }
+        // Dh's GOOD-with-sense form is still unavailable data.
+        assert_eq!(
+            Outcome::from_status(true, Some((0x0F, 0x55, 0x0A))),
+            Outcome::CompletedUnavailable
+        );
+        assert_eq!(
+            Outcome::from_status(false, Some((0x03, 0x11, 0x00))),
+            Outcome::MediumError
+        );
+        assert_eq!(Outcome::from_status(false, None), Outcome::MediumError);
     }
 }

@@ -5,6 +5,7 @@ mod cdb;
 pub mod cdl;
 pub mod command;
 mod decode;
+pub mod encode;
 pub mod inquiry;
 pub mod log;
 pub mod mode;

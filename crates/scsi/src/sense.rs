@@ -59,6 +59,17 @@ impl Asc {
     pub const DATA_CURRENTLY_UNAVAILABLE: Asc = Asc(0x55, 0x0A);
 }
 
+/// Sense key and additional sense code of sense data in fixed (70h/71h) or descriptor
+/// (72h/73h) format (SPC-5 §4.4.2, §4.4.3), as an initiator reads them; `None` when the data
+/// is too short or of another format.
+pub fn parse_key_asc(data: &[u8]) -> Option<(u8, Asc)> {
+    match data.first()? & 0x7F {
+        0x70 | 0x71 => Some((data.get(2)? & 0x0F, Asc(*data.get(12)?, *data.get(13)?))),
+        0x72 | 0x73 => Some((data.get(1)? & 0x0F, Asc(*data.get(2)?, *data.get(3)?))),
+        _ => None,
+    }
+}
+
 /// Sense-key specific field pointer (SPC-5 §4.4.2.3, table 63): which CDB or parameter-list
 /// byte (and optionally bit) was bad.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -192,6 +203,25 @@ impl Sense {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_initiator_reads_key_and_asc_from_either_format() {
+        let sense = Sense::new(
+            SenseKey::AbortedCommand,
+            Asc::COMMAND_TIMEOUT_DURING_PROCESSING,
+        );
+        for descriptor in [false, true] {
+            let mut out = Vec::new();
+            sense.write(descriptor, &mut out);
+            assert_eq!(
+                parse_key_asc(&out),
+                Some((0x0B, Asc::COMMAND_TIMEOUT_DURING_PROCESSING))
+            );
+        }
+        assert_eq!(parse_key_asc(&[0x70, 0, 0x0B]), None, "too short");
+        assert_eq!(parse_key_asc(&[0x7F; 18]), None, "vendor format");
+        assert_eq!(parse_key_asc(&[]), None);
+    }
 
     #[test]
     fn fixed_format_carries_field_pointer() {

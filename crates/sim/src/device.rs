@@ -202,6 +202,9 @@ impl QueueSpec {
 pub struct DriveSetup {
     pub config: DriveConfig,
     pub faults: Option<FaultSetSpec>,
+    /// Seed of the fault set when it is fixed (a `stint serve` LUN's `seed`); `None`: drawn
+    /// from the run's seed.
+    pub fault_seed: Option<u64>,
     /// Bytes addressable by the workload.
     pub capacity: u64,
 }
@@ -263,14 +266,17 @@ impl DeviceSpec {
         Ok(DriveSetup {
             config,
             faults: self.faults.clone(),
+            fault_seed: None,
             capacity,
         })
     }
 }
 
 impl DriveSetup {
-    /// A fresh drive in its initial state; an HDD's fault set is drawn from `seed`.
+    /// A fresh drive in its initial state; an HDD's fault set is drawn from the fixed fault
+    /// seed, else from `seed`.
     pub fn build(&self, seed: u64) -> Result<Box<dyn Drive + Send>, SimError> {
+        let seed = self.fault_seed.unwrap_or(seed);
         let err = |e: drive::ProfileError| SimError::field("drive.profile", e.to_string());
         Ok(match &self.config {
             DriveConfig::Hdd(p) => {

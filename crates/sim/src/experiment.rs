@@ -61,6 +61,26 @@ struct ExperimentFile {
     jobs: Vec<JobSpec>,
 }
 
+impl Variant {
+    /// Runs the variant on another device (its jobs checked against that capacity): how
+    /// `stint sim --device` runs the logical unit a `stint serve` configuration describes.
+    pub fn set_device(
+        &mut self,
+        drive: DriveSetup,
+        queue: QueueSpec,
+        cdl: qos::CdlPages,
+    ) -> Result<(), SimError> {
+        for (job, _) in &self.jobs {
+            job.compile(drive.capacity)?;
+        }
+        self.capacity = drive.capacity;
+        self.drive = drive;
+        self.queue = queue;
+        self.cdl = cdl;
+        Ok(())
+    }
+}
+
 /// One variant, validated.
 #[derive(Clone, Debug)]
 pub struct Variant {
@@ -399,6 +419,17 @@ impl Experiment {
 
     /// The host side of a point.
     pub fn setup(&self, point: Point, seed: u64) -> Result<PointSetup, SimError> {
+        let capacity = self
+            .variants
+            .get(point.variant)
+            .ok_or_else(|| SimError::field("variant", "no such variant"))?
+            .capacity;
+        self.setup_on(point, seed, capacity)
+    }
+
+    /// The host side of a point on a device of `capacity` bytes (`stint bench` against a LUN
+    /// of its own size).
+    pub fn setup_on(&self, point: Point, seed: u64, capacity: u64) -> Result<PointSetup, SimError> {
         let variant = self
             .variants
             .get(point.variant)
@@ -409,7 +440,7 @@ impl Experiment {
             if !explicit {
                 spec.iodepth = point.qd;
             }
-            let job = spec.compile(variant.capacity)?;
+            let job = spec.compile(capacity)?;
             for _ in 0..spec.numjobs {
                 jobs.push(job.clone());
             }

@@ -16,14 +16,27 @@ pub struct PointReport {
     pub qd: u32,
     pub total: StatsSummary,
     pub classes: BTreeMap<String, StatsSummary>,
+    /// Completions that were not GOOD, by "sense key/ASC/ASCQ" in hex (`stint bench`; the
+    /// simulator's CDL outcomes are in the class counters).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, u64>,
 }
 
-/// The simulator's own speed (the only wall-clock numbers in a report).
+/// Commands a run executed and the wall-clock time it took: the simulator's own speed, or
+/// what `stint bench` measured on a real LUN.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct SimSpeed {
     pub commands: u64,
     pub wall_s: f64,
     pub commands_per_s: f64,
+}
+
+/// Who produced a report: the key it carries its speed under (`"sim"` or `"bench"`).
+#[derive(Clone, Copy, Debug, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Run {
+    Sim(SimSpeed),
+    Bench(SimSpeed),
 }
 
 /// A whole run.
@@ -32,7 +45,8 @@ pub struct Report {
     pub experiment: String,
     pub seed: u64,
     pub points: Vec<PointReport>,
-    pub sim: SimSpeed,
+    #[serde(flatten)]
+    pub run: Run,
     /// The raw results behind `points`, same order (histograms for plots and SLAs).
     #[serde(skip)]
     pub results: Vec<(Point, PointResult)>,
@@ -52,6 +66,7 @@ impl PointReport {
             qd: point.qd,
             total: r.total.summary(r.interval),
             classes,
+            errors: BTreeMap::new(),
         }
     }
 }
@@ -120,6 +135,16 @@ impl Report {
                 .collect();
             let _ = writeln!(out, "{}", cells.join("  ").trim_end());
         }
+        for p in self.points.iter().filter(|p| !p.errors.is_empty()) {
+            let list: Vec<String> = p.errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+            let _ = writeln!(
+                out,
+                "{} QD{} errors by sense key/ASC/ASCQ: {}",
+                p.variant,
+                p.qd,
+                list.join(", ")
+            );
+        }
         if let Some(sla) = &exp.sla {
             let _ = writeln!(out, "\nSLA: {}", sla.describe());
             for (v, variant) in exp.variants.iter().enumerate() {
@@ -146,11 +171,18 @@ impl Report {
                 }
             }
         }
-        let _ = writeln!(
-            out,
-            "\nsimulated {} commands in {:.2} s ({:.0} commands/s)",
-            self.sim.commands, self.sim.wall_s, self.sim.commands_per_s
-        );
+        let _ = match self.run {
+            Run::Sim(s) => writeln!(
+                out,
+                "\nsimulated {} commands in {:.2} s ({:.0} commands/s)",
+                s.commands, s.wall_s, s.commands_per_s
+            ),
+            Run::Bench(s) => writeln!(
+                out,
+                "\nran {} commands in {:.2} s of wall-clock time",
+                s.commands, s.wall_s
+            ),
+        };
         out
     }
 }

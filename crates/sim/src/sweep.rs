@@ -5,7 +5,7 @@ use crate::device;
 use crate::engine::PointResult;
 use crate::error::SimError;
 use crate::experiment::{Experiment, Point};
-use crate::report::{PointReport, Report, SimSpeed};
+use crate::report::{PointReport, Report, Run, SimSpeed};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -70,7 +70,7 @@ pub fn run(
             .iter()
             .map(|(p, r)| PointReport::new(exp, *p, r))
             .collect(),
-        sim: SimSpeed {
+        run: Run::Sim(SimSpeed {
             commands,
             wall_s,
             commands_per_s: if wall_s > 0.0 {
@@ -78,7 +78,7 @@ pub fn run(
             } else {
                 0.0
             },
-        },
+        }),
         results: out,
     })
 }

@@ -1,0 +1,331 @@
+//! The load: the experiment's points run one after the other, each with one iSCSI session per
+//! job instance keeping its queue depth of READ(16)/WRITE(16) commands in flight.
+
+use super::outcome::{self, Meter};
+use super::{parse_duration, BenchArgs};
+use anyhow::{bail, Context};
+use iscsi::initiator::{Initiator, LoginOptions};
+use iscsi::url::IscsiUrl;
+use qos::{CdlPageKind, CdlPages};
+use rustc_hash::FxHashMap;
+use sim::report::{PointReport, Report, Run, SimSpeed};
+use sim::{Experiment, PointResult, PointSetup};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use workload::{stream_seed, Generator, Io, Job, SECTOR};
+
+/// The LUN under test, as probed once.
+pub struct Target {
+    url: IscsiUrl,
+    initiator: String,
+    /// Capacity in bytes and logical block size.
+    pub capacity: u64,
+    block: u64,
+    /// The CDL pages, when the LUN has them: a command that outlives its descriptor's
+    /// duration guideline counts as a miss.
+    pages: Option<CdlPages>,
+}
+
+/// The big-endian 32-bit value at `at`.
+fn be32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+impl Target {
+    pub async fn probe(url: &IscsiUrl, initiator: &str) -> anyhow::Result<Target> {
+        let mut t = Target {
+            url: url.clone(),
+            initiator: initiator.to_owned(),
+            capacity: 0,
+            block: 512,
+            pages: None,
+        };
+        let mut s = t.login(0).await?;
+        let lun = url.lun;
+        let cap = s
+            .scsi_command(
+                lun,
+                &[0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0],
+                &[],
+                32,
+            )
+            .await?;
+        let (Some(last), Some(block)) = (
+            cap.data_in
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes),
+            be32(&cap.data_in, 8),
+        ) else {
+            bail!("READ CAPACITY(16) failed (status {:#04x})", cap.status);
+        };
+        t.block = u64::from(block);
+        if t.block == 0 || !t.block.is_multiple_of(SECTOR) {
+            bail!("the LUN's {block}-byte blocks are not a multiple of {SECTOR} bytes");
+        }
+        t.capacity = (last + 1) * t.block;
+        let mut pages = CdlPages::default();
+        let mut found = false;
+        for kind in [CdlPageKind::T2A, CdlPageKind::T2B] {
+            // MODE SENSE(10), DBD, current values of page 0Ah subpage 07h/08h.
+            let cdb = [0x5A, 0x08, 0x0A, kind.subpage(), 0, 0, 0, 0x01, 0x00, 0];
+            let r = s.scsi_command(lun, &cdb, &[], 256).await?;
+            if r.status != 0 {
+                continue;
+            }
+            let page = r.data_in.get(8..8 + scsi::cdl::T2_PAGE_LEN).unwrap_or(&[]);
+            let decoded = qos::CdlPage::decode(kind, page)
+                .with_context(|| format!("the LUN's {kind:?} page"))?;
+            match kind {
+                CdlPageKind::T2A => pages.t2a = decoded,
+                CdlPageKind::T2B => pages.t2b = decoded,
+            }
+            found = true;
+        }
+        t.pages = found.then_some(pages);
+        s.logout().await?;
+        Ok(t)
+    }
+
+    /// A session whose unit attentions are cleared (session `n` gets its own ISID).
+    async fn login(&self, n: usize) -> anyhow::Result<Initiator> {
+        let mut opts = LoginOptions::new(&self.initiator, Some(&self.url.target));
+        opts.isid[2..6].copy_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_be_bytes());
+        opts.timeout = Duration::from_secs(60);
+        let mut s = Initiator::connect_portal(&self.url.portal, &opts)
+            .await
+            .with_context(|| format!("logging in to {}", self.url.portal))?;
+        for _ in 0..8 {
+            let r = s.scsi_command(self.url.lun, &[0; 6], &[], 0).await?;
+            if r.status == 0 {
+                return Ok(s);
+            }
+        }
+        bail!("TEST UNIT READY keeps failing on {}", self.url.target)
+    }
+
+    /// Whether a command with `dld` outlived its duration guideline.
+    fn past_guideline(&self, io: &Io, latency: u64) -> bool {
+        self.pages
+            .as_ref()
+            .and_then(|p| p.descriptor(io.dld, io.write))
+            .and_then(|d| d.limit(qos::LimitKind::Guideline))
+            .is_some_and(|(limit, _)| latency > limit)
+    }
+}
+
+/// An experiment from the job flags: one job, the queue depth as its sweep.
+pub fn flag_job(args: &BenchArgs) -> anyhow::Result<Experiment> {
+    let mut job = format!(
+        "name = \"job\"\nrw = {:?}\nbs = {:?}\nnumjobs = {}\n",
+        args.rw, args.bs, args.numjobs
+    );
+    if let Some(m) = args.rwmixread {
+        job += &format!("rwmixread = {m}\n");
+    }
+    if let Some(p) = args.cmdprio_percentage {
+        job += &format!("cmdprio_percentage = {p}\n");
+    }
+    if let Some(h) = args.cmdprio_hint {
+        job += &format!("cmdprio_hint = {h}\n");
+    }
+    if let Some(c) = &args.cmdprio_class {
+        job += &format!("cmdprio_class = {c:?}\n");
+    }
+    // The device tables are placeholders: the LUN is measured, not modelled.
+    let text = format!(
+        "id = \"bench\"\ntitle = \"{} {} QD{}\"\nqd = [{}]\nruntime = 10\n[drive]\nmodel = \"instant\"\n[[job]]\n{job}",
+        args.rw, args.bs, args.iodepth, args.iodepth
+    );
+    Experiment::parse(&text).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// `--ios`, `--runtime`, `--qd`, `--variant`.
+pub fn apply_overrides(exp: &mut Experiment, args: &BenchArgs) -> anyhow::Result<()> {
+    match (args.ios, &args.runtime) {
+        (Some(0), _) => bail!("--ios must be at least 1"),
+        (Some(n), _) => exp.set_stop(sim::Stop::Ios(n)),
+        (None, Some(t)) => {
+            let s = parse_duration(t).context("--runtime")?;
+            exp.set_stop(sim::Stop::Runtime((s * 1e9) as u64));
+        }
+        (None, None) => {}
+    }
+    if !args.qd.is_empty() {
+        exp.set_qd(args.qd.clone())?;
+    }
+    if !args.variant.is_empty() {
+        exp.select_variants(&args.variant)?;
+    }
+    Ok(())
+}
+
+/// Every point of `exp`, one after the other, in real time.
+pub async fn run_all(
+    exp: &Experiment,
+    seed: u64,
+    target: &Arc<Target>,
+    bar: &indicatif::ProgressBar,
+) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let mut results = Vec::new();
+    for point in exp.points() {
+        let setup = exp.setup_on(point, seed, target.capacity)?;
+        let name = exp
+            .variants
+            .get(point.variant)
+            .map_or("", |v| v.name.as_str());
+        bar.set_prefix(format!("{} {name} QD{}", exp.id, point.qd));
+        let (r, errors) = run_point(&setup, target, bar).await?;
+        results.push((point, r, errors));
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    let commands: u64 = results.iter().map(|(_, r, _)| r.commands).sum();
+    let points = results
+        .iter()
+        .map(|(p, r, errors)| {
+            let mut report = PointReport::new(exp, *p, r);
+            report.errors = errors
+                .iter()
+                .map(|((k, asc, ascq), n)| (format!("{k:02x}/{asc:02x}/{ascq:02x}"), *n))
+                .collect();
+            report
+        })
+        .collect();
+    let results = results.into_iter().map(|(p, r, _)| (p, r)).collect();
+    Ok(Report {
+        experiment: exp.id.clone(),
+        seed,
+        points,
+        run: Run::Bench(SimSpeed {
+            commands,
+            wall_s,
+            commands_per_s: (commands as f64 / wall_s.max(1e-9)).round(),
+        }),
+        results,
+    })
+}
+
+/// What the sessions of a point share.
+struct Shared {
+    meter: Mutex<Meter>,
+    stop: AtomicBool,
+    t0: Instant,
+}
+
+impl Shared {
+    fn now(&self) -> u64 {
+        u64::try_from(self.t0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Completions that were not GOOD, by (sense key, ASC, ASCQ).
+type Errors = std::collections::BTreeMap<(u8, u8, u8), u64>;
+
+async fn run_point(
+    setup: &PointSetup,
+    target: &Arc<Target>,
+    bar: &indicatif::ProgressBar,
+) -> anyhow::Result<(PointResult, Errors)> {
+    let shared = Arc::new(Shared {
+        meter: Mutex::new(Meter::new(setup)),
+        stop: AtomicBool::new(false),
+        t0: Instant::now(),
+    });
+    let mut tasks = tokio::task::JoinSet::new();
+    for (j, job) in setup.jobs.iter().enumerate() {
+        let (target, shared, job) = (target.clone(), shared.clone(), job.clone());
+        let seed = stream_seed(setup.seed, j as u64);
+        tasks.spawn(async move { session(&target, job, seed, j, &shared).await });
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let failure = loop {
+        tokio::select! {
+            next = tasks.join_next() => match next {
+                None => break None,
+                Some(Ok(Ok(()))) => {}
+                Some(Ok(Err(e))) => break Some(e),
+                Some(Err(e)) => break Some(anyhow::anyhow!("a session task failed: {e}")),
+            },
+            _ = tick.tick() => {
+                if let Ok(m) = shared.meter.lock() {
+                    bar.set_message(m.live(shared.now()));
+                }
+                bar.tick();
+            }
+        }
+    };
+    if let Some(e) = failure {
+        shared.stop.store(true, Ordering::Relaxed);
+        tasks.shutdown().await;
+        return Err(e);
+    }
+    let meter = Arc::try_unwrap(shared)
+        .map_err(|_| anyhow::anyhow!("a session outlived its point"))?
+        .meter
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a session panicked"))?;
+    Ok(meter.into_result())
+}
+
+/// One job instance: its own session, `iodepth` commands in flight until the point stops.
+async fn session(
+    target: &Target,
+    job: Job,
+    seed: u64,
+    n: usize,
+    shared: &Shared,
+) -> anyhow::Result<()> {
+    let lun = target.url.lun;
+    let mut s = target.login(n + 1).await?;
+    let mut generator = Generator::new(job.clone(), seed);
+    let mut in_flight: FxHashMap<u32, (Io, u64)> = FxHashMap::default();
+    let mut issued = 0u64;
+    loop {
+        // Refill to the queue depth (within the target's CmdSN window).
+        while in_flight.len() < job.iodepth as usize && s.window_open() {
+            let now = shared.now();
+            let open = !shared.stop.load(Ordering::Relaxed)
+                && job.number_ios.is_none_or(|n| issued < n)
+                && job.runtime_ns.is_none_or(|t| now < t);
+            if !open {
+                break;
+            }
+            issued += 1;
+            let io = generator.next_io();
+            let bytes = io.bytes();
+            let lba = io.lba * SECTOR / target.block;
+            let blocks = u32::try_from(bytes / target.block).unwrap_or(u32::MAX);
+            let cdb = scsi::encode::rw16(io.write, lba, blocks, io.dld);
+            let len = u32::try_from(bytes).unwrap_or(u32::MAX);
+            let (data_out, data_in) = if io.write {
+                (vec![0xA5; bytes as usize], 0)
+            } else {
+                (Vec::new(), len)
+            };
+            let itt = s.submit(lun, &cdb, data_out, data_in).await?;
+            in_flight.insert(itt, (io, now));
+        }
+        if in_flight.is_empty() {
+            break;
+        }
+        let (itt, r) = s.complete().await?;
+        let now = shared.now();
+        let Some((io, at)) = in_flight.remove(&itt) else {
+            bail!("a response for a command never sent (ITT {itt:#x})");
+        };
+        let latency = now.saturating_sub(at);
+        let ended = outcome::of(&r);
+        let missed = ended.outcome.is_duration_limit() || target.past_guideline(&io, latency);
+        let done = match shared.meter.lock() {
+            Ok(mut m) => m.record(now, latency, &io, &ended, missed),
+            Err(_) => bail!("the meter's lock is poisoned"),
+        };
+        if done {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+    }
+    s.logout().await?;
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! What a completed command means to the host (its status and sense decoded as `stint sim`
+//! decodes them), and the per-point accounting: the simulator's groups (class × DLD), ramp and
+//! stop rules, so the two reports compare point for point.
+
+use iscsi::initiator::CommandResult;
+use qos::Outcome;
+use sim::engine::{group, group_name, GROUPS};
+use sim::{PointResult, PointSetup, Stop};
+use std::collections::BTreeMap;
+use workload::{Io, LatencyStats};
+
+/// A command's end as the host reads it.
+pub struct Ended {
+    pub outcome: Outcome,
+    /// (sense key, ASC, ASCQ) when the status was not plain GOOD.
+    pub sense: Option<(u8, u8, u8)>,
+}
+
+/// SAM-5 status codes: GOOD is 00h.
+const GOOD: u8 = 0x00;
+
+pub fn of(r: &CommandResult) -> Ended {
+    let sense = scsi::sense::parse_key_asc(&r.sense).map(|(key, asc)| (key, asc.0, asc.1));
+    let sense = if r.status == GOOD && sense.is_none() {
+        None
+    } else {
+        // A non-GOOD status without readable sense still is an error.
+        Some(sense.unwrap_or((0, 0, r.status)))
+    };
+    Ended {
+        outcome: Outcome::from_status(r.status == GOOD, sense),
+        sense,
+    }
+}
+
+/// The measured completions of one point.
+pub struct Meter {
+    result: PointResult,
+    seen: u64,
+    ramp: u64,
+    /// When the ramp ended and when the last measured command completed (ns).
+    started: u64,
+    last: u64,
+    stop: Stop,
+    done: bool,
+    /// Completions that were not GOOD, by (sense key, ASC, ASCQ).
+    errors: BTreeMap<(u8, u8, u8), u64>,
+}
+
+impl Meter {
+    pub fn new(setup: &PointSetup) -> Meter {
+        Meter {
+            result: PointResult {
+                groups: vec![None; GROUPS],
+                ..PointResult::default()
+            },
+            seen: 0,
+            ramp: setup.ramp,
+            started: 0,
+            last: 0,
+            stop: setup.stop,
+            done: false,
+            errors: BTreeMap::new(),
+        }
+    }
+
+    /// Records one completion at `now`; returns whether the point has measured enough.
+    /// Completions after that (the commands still in flight) are not counted.
+    pub fn record(&mut self, now: u64, latency: u64, io: &Io, e: &Ended, missed: bool) -> bool {
+        if self.done {
+            return true;
+        }
+        self.seen += 1;
+        self.result.commands += 1;
+        if self.seen <= self.ramp {
+            self.started = now;
+            return false;
+        }
+        let bytes = if e.outcome == Outcome::Good {
+            io.bytes()
+        } else {
+            0
+        };
+        if let Some(sense) = e.sense {
+            *self.errors.entry(sense).or_default() += 1;
+        }
+        let g = group(io.class, io.dld);
+        if let Some(stats @ None) = self.result.groups.get_mut(g) {
+            *stats = Some(LatencyStats::new());
+        }
+        let mut groups = [
+            Some(&mut self.result.total),
+            self.result.groups.get_mut(g).and_then(Option::as_mut),
+            None,
+        ];
+        if !io.write {
+            groups[2] = Some(&mut self.result.reads);
+        }
+        for s in groups.into_iter().flatten() {
+            s.record(latency, bytes);
+            if missed {
+                s.count_limit_missed();
+            }
+            if e.outcome == Outcome::CompletedUnavailable {
+                s.count_completed_unavailable();
+            }
+            if e.outcome.is_aborted() {
+                s.count_aborted();
+            }
+        }
+        self.last = now;
+        self.done = match self.stop {
+            Stop::Ios(n) => self.result.total.count() >= n,
+            Stop::Runtime(t) => now.saturating_sub(self.started) >= t,
+        };
+        self.done
+    }
+
+    /// A progress line: measured I/Os, IOPS and p99 per group so far.
+    pub fn live(&self, now: u64) -> String {
+        let secs = now.saturating_sub(self.started) as f64 / 1e9;
+        if self.seen <= self.ramp {
+            return format!("ramp {}/{}", self.seen, self.ramp);
+        }
+        let mut line = format!(
+            "{} I/Os, {:.0} IOPS",
+            self.result.total.count(),
+            self.result.total.count() as f64 / secs.max(1e-9)
+        );
+        for (g, s) in self.result.used_groups() {
+            line += &format!(
+                " | {} p99 {:.1} ms",
+                group_name(g),
+                s.quantile_ns(0.99) as f64 / 1e6
+            );
+        }
+        line
+    }
+
+    /// The point's results, and the completions that were not GOOD by their sense.
+    pub fn into_result(mut self) -> (PointResult, BTreeMap<(u8, u8, u8), u64>) {
+        self.result.interval = self.last.saturating_sub(self.started);
+        (self.result, self.errors)
+    }
+}

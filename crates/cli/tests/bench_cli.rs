@@ -1,0 +1,139 @@
+//! `stint bench` against a real `stint serve`: a quick job from flags, an experiment file on a
+//! CDL hard disk agreeing with `stint sim` on the same device, and bad arguments.
+
+mod common;
+use common::Server;
+use std::process::Command;
+
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+const EXPERIMENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments");
+
+fn stint(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_stint"))
+        .args(args)
+        .output()
+        .expect("run stint");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let (ok, out, err) = stint(args);
+    assert!(ok, "{args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn a_quick_job_from_flags_measures_a_ram_lun() {
+    let server = Server::start(&["--lun", "ram:64MiB"], 1);
+    let url = &server.urls[0];
+    let r = json(&[
+        "bench",
+        "--url",
+        url,
+        "--rw",
+        "randrw",
+        "--bs",
+        "4k",
+        "--iodepth",
+        "8",
+        "--numjobs",
+        "2",
+        "--runtime",
+        "1s",
+        "--json",
+    ]);
+    let total = &r["points"][0]["total"];
+    assert!(total["ios"].as_u64().unwrap() > 500, "{total}");
+    assert!(total["iops"].as_f64().unwrap() > 0.0);
+    assert!(r["bench"]["commands"].as_u64().unwrap() >= total["ios"].as_u64().unwrap());
+    assert!(r["points"][0].get("errors").is_none(), "{r}");
+    assert!(r.get("sim").is_none());
+    assert!(server.stop());
+}
+
+/// The real-time run and the simulator run the same commands on the same device code: per
+/// class, IOPS within 5 % and p99 within 10 % (the bar; they differ by the real host's
+/// round trips and the wall clock's jitter).
+#[test]
+fn bench_on_a_cdl_disk_agrees_with_sim_on_its_configuration() {
+    let config = format!("{EXAMPLES}/hdd-cdl.toml");
+    let b2 = format!("{EXPERIMENTS}/b2.toml");
+    let server = Server::start(&["--config", &config], 1);
+    let common = [
+        "--qd",
+        "8",
+        "--ios",
+        "400",
+        "--variant",
+        "cdl-aware",
+        "--seed",
+        "3",
+        "--json",
+    ];
+    let mut bench = vec!["bench", b2.as_str(), "--url", server.urls[0].as_str()];
+    bench.extend(common);
+    let mut sim = vec!["sim", b2.as_str(), "--device", config.as_str()];
+    sim.extend(common);
+    let (b, s) = (json(&bench), json(&sim));
+    assert!(server.stop());
+    let classes = b["points"][0]["classes"].as_object().unwrap();
+    assert_eq!(classes.len(), 2, "{classes:?}");
+    for (name, x) in classes {
+        let y = &s["points"][0]["classes"][name];
+        let ratio = |k: &str| x[k].as_f64().unwrap() / y[k].as_f64().unwrap();
+        let (iops, p99) = (
+            ratio("iops"),
+            x["lat_ms"]["p99"].as_f64().unwrap() / y["lat_ms"]["p99"].as_f64().unwrap(),
+        );
+        assert!((0.95..=1.05).contains(&iops), "{name}: IOPS {x} vs {y}");
+        assert!((0.9..=1.1).contains(&p99), "{name}: p99 {x} vs {y}");
+    }
+}
+
+#[test]
+fn bad_arguments_are_named() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["bench", "--url", "iscsi://127.0.0.1:1"], "--url"),
+        (
+            &[
+                "bench",
+                "x.toml",
+                "--url",
+                "iscsi://127.0.0.1:1/iqn.a:b/0",
+                "--rw",
+                "read",
+            ],
+            "cannot be used with",
+        ),
+        (
+            &[
+                "bench",
+                "--url",
+                "iscsi://127.0.0.1:1/iqn.a:b/0",
+                "--runtime",
+                "ten",
+            ],
+            "invalid duration",
+        ),
+        (
+            &[
+                "bench",
+                "--url",
+                "iscsi://127.0.0.1:1/iqn.a:b/0",
+                "--runtime",
+                "1s",
+            ],
+            "logging in to 127.0.0.1:1",
+        ),
+    ];
+    for (args, want) in cases {
+        let (ok, _, err) = stint(args);
+        assert!(!ok, "{args:?} succeeded");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
