@@ -6,7 +6,7 @@
 //! fallback), and unlimited commands keep the base policy's ordering and tail control.
 
 use crate::cdl::PerfVsDurationGuideline;
-use crate::order::{sptf_cost, Candidate, OrderConfig, OrderingPolicy};
+use crate::order::{sptf_cost, Candidate, OrderConfig, OrderingPolicy, QueueMemos};
 use drive::{Drive, Ns};
 use std::fmt;
 use std::str::FromStr;
@@ -159,10 +159,27 @@ impl DeadlineAware {
 impl OrderingPolicy for DeadlineAware {
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
         self.extra *= 1.0 - DECAY;
-        let base = self
-            .base
-            .pick(now, queue, drive)
-            .min(queue.len().saturating_sub(1));
+        let base = self.base.pick(now, queue, drive);
+        self.choose(now, queue, drive, base)
+    }
+
+    fn pick_memoised(
+        &mut self,
+        now: Ns,
+        queue: &[Candidate],
+        memos: &mut QueueMemos,
+        drive: &dyn Drive,
+    ) -> usize {
+        self.extra *= 1.0 - DECAY;
+        let base = self.base.pick_memoised(now, queue, memos, drive);
+        self.choose(now, queue, drive, base)
+    }
+}
+
+impl DeadlineAware {
+    /// The pick, given the base policy's.
+    fn choose(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive, base: usize) -> usize {
+        let base = base.min(queue.len().saturating_sub(1));
         if !self.within_budget() || queue.iter().all(|c| c.deadline.is_none()) {
             return base;
         }

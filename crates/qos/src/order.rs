@@ -35,6 +35,20 @@ pub struct Candidate {
 pub trait OrderingPolicy {
     /// Index into `queue` (never empty) of the command to start at `now`.
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize;
+
+    /// [`Self::pick`] from a queue that keeps the drive's memo of each candidate's op beside
+    /// it (`memos` in queue order), as [`crate::Queue`] does: a policy that asks the drive
+    /// about the whole queue at every pick passes them on
+    /// ([`QueueMemos::positioning_times`]).
+    fn pick_memoised(
+        &mut self,
+        now: Ns,
+        queue: &[Candidate],
+        _memos: &mut QueueMemos,
+        drive: &dyn Drive,
+    ) -> usize {
+        self.pick(now, queue, drive)
+    }
 }
 
 /// SPTF cost of a candidate: the drive's estimate of the time from `now` until its media
@@ -44,39 +58,54 @@ pub fn sptf_cost(now: Ns, c: &Candidate, drive: &dyn Drive) -> Ns {
     drive.positioning_time(now, &c.op)
 }
 
-/// Scratch space for asking the drive about a whole queue at once
-/// ([`Drive::positioning_times_memo`]), kept by a policy between picks, with the drive's memo
-/// of each queued op.
+/// The ops of a queue in queue order, each with the drive's memo of it
+/// ([`Drive::positioning_times_memo`]): what a policy needs to ask the drive about the whole
+/// queue at every pick without working out again what does not change while an op waits.
 #[derive(Clone, Debug, Default)]
-pub struct Positions {
+pub struct QueueMemos {
     ops: Vec<MediaOp>,
     memos: Vec<OpMemo>,
-    times: Vec<Ns>,
-    /// The index picked last (see [`Self::picked`]).
-    picked: Option<usize>,
 }
 
-impl Positions {
-    /// The SPTF cost ([`sptf_cost`]) of each candidate of `queue` at `now`, in queue order.
-    pub fn measure(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> &[Ns] {
-        self.follow(queue);
-        drive.positioning_times_memo(now, &self.ops, &mut self.memos, &mut self.times);
-        &self.times
+impl QueueMemos {
+    /// An op joins the end of the queue.
+    pub fn push(&mut self, op: MediaOp) {
+        self.ops.push(op);
+        self.memos.push(OpMemo::default());
     }
 
-    /// The candidate at `index` of the queue just measured was picked: it will not be there
-    /// at the next pick.
-    pub fn picked(&mut self, index: usize) {
-        self.picked = Some(index);
+    /// The op at `index` left the queue.
+    pub fn remove(&mut self, index: usize) {
+        if index < self.ops.len() {
+            self.ops.remove(index);
+            self.memos.remove(index);
+        }
+    }
+
+    /// The ops, in queue order.
+    pub fn ops(&self) -> &[MediaOp] {
+        &self.ops
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// The SPTF cost ([`sptf_cost`]) of each op at `now`, in queue order, into `out`.
+    pub fn positioning_times(&mut self, now: Ns, drive: &dyn Drive, out: &mut Vec<Ns>) {
+        drive.positioning_times_memo(now, &self.ops, &mut self.memos, out);
     }
 
     /// Takes `queue`'s ops, each with its memo from the previous pick. A queue only loses
     /// commands (mostly the one picked) and gains new ones at its end, so the ops still there
     /// are found in order (a memo given to another op is only slower: the drive notices).
-    fn follow(&mut self, queue: &[Candidate]) {
-        if let Some(k) = self.picked.take().filter(|&k| k < self.ops.len()) {
-            self.ops.remove(k);
-            self.memos.remove(k);
+    fn follow(&mut self, queue: &[Candidate], picked: Option<usize>) {
+        if let Some(k) = picked {
+            self.remove(k);
         }
         let kept = self.ops.len().min(queue.len());
         let same = queue
@@ -105,6 +134,42 @@ impl Positions {
         }
         self.ops
             .extend(queue.iter().skip(self.ops.len()).map(|c| c.op));
+    }
+}
+
+/// Scratch space for asking the drive about a whole queue at once, kept by a policy between
+/// picks: the estimates, and the drive's memos of a queue that does not keep them itself.
+#[derive(Clone, Debug, Default)]
+pub struct Positions {
+    memos: QueueMemos,
+    times: Vec<Ns>,
+    /// The index picked last (see [`Self::picked`]).
+    picked: Option<usize>,
+}
+
+impl Positions {
+    /// The SPTF cost ([`sptf_cost`]) of each candidate of `queue` at `now`, in queue order.
+    pub fn measure(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> &[Ns] {
+        self.memos.follow(queue, self.picked.take());
+        self.memos.positioning_times(now, drive, &mut self.times);
+        &self.times
+    }
+
+    /// [`Self::measure`] with the memos `queue` keeps.
+    pub fn measure_memoised(
+        &mut self,
+        now: Ns,
+        memos: &mut QueueMemos,
+        drive: &dyn Drive,
+    ) -> &[Ns] {
+        memos.positioning_times(now, drive, &mut self.times);
+        &self.times
+    }
+
+    /// The candidate at `index` of the queue just measured was picked: it will not be there
+    /// at the next pick.
+    pub fn picked(&mut self, index: usize) {
+        self.picked = Some(index);
     }
 }
 

@@ -9,7 +9,7 @@ use crate::class::CLASSES;
 use crate::completion::{Completion, Outcome};
 use crate::config::{ConfigError, QueueConfig};
 use crate::deadline::DeadlineAware;
-use crate::order::{Candidate, OrderingPolicy};
+use crate::order::{Candidate, OrderingPolicy, QueueMemos};
 use crate::stats::Stats;
 use drive::{Drive, MediaOp, MediaOutcome, Ns};
 use std::cmp::Reverse;
@@ -98,6 +98,8 @@ pub struct Queue<D: Drive> {
     /// The device queue (not started), in arrival order, and the slot of each candidate.
     candidates: Vec<Candidate>,
     candidate_slots: Vec<u32>,
+    /// The drive's memos of the candidates' ops, for the ordering policy.
+    memos: QueueMemos,
     /// HEAD OF QUEUE tasks not started yet, in arrival order.
     head: Vec<u32>,
     active: usize,
@@ -132,6 +134,7 @@ impl<D: Drive> Queue<D> {
             waiting: [0; CLASSES],
             candidates: Vec::with_capacity(config.depth),
             candidate_slots: Vec::with_capacity(config.depth),
+            memos: QueueMemos::default(),
             head: Vec::new(),
             active: 0,
             events: BinaryHeap::new(),
@@ -353,12 +356,17 @@ impl<D: Drive> Queue<D> {
             };
             self.candidates.push(candidate);
             self.candidate_slots.push(r.slot);
+            self.memos.push(candidate.op);
         }
         self.arbiter.end_turn();
         while self.active < units && !self.candidates.is_empty() {
             let pick = match &mut self.scheduler {
-                Scheduler::Policy(p) => p.pick(t, &self.candidates, &self.drive),
-                Scheduler::CdlAware(p) => p.pick(t, &self.candidates, &self.drive),
+                Scheduler::Policy(p) => {
+                    p.pick_memoised(t, &self.candidates, &mut self.memos, &self.drive)
+                }
+                Scheduler::CdlAware(p) => {
+                    p.pick_memoised(t, &self.candidates, &mut self.memos, &self.drive)
+                }
             };
             let index = if pick < self.candidates.len() {
                 pick
@@ -366,6 +374,7 @@ impl<D: Drive> Queue<D> {
                 0
             };
             self.candidates.remove(index);
+            self.memos.remove(index);
             let slot = self.candidate_slots.remove(index);
             self.start(slot, t);
         }
@@ -457,6 +466,7 @@ impl<D: Drive> Queue<D> {
                 if let Some(i) = self.candidate_slots.iter().position(|x| *x == r.slot) {
                     self.candidates.remove(i);
                     self.candidate_slots.remove(i);
+                    self.memos.remove(i);
                 }
             }
             State::Head => self.head.retain(|x| *x != r.slot),

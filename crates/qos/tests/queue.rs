@@ -373,3 +373,94 @@ fn an_aborted_head_of_queue_task_leaves_the_queue() {
     let done = run(&mut q, u64::MAX);
     assert_eq!(done.iter().map(|c| c.id).collect::<Vec<_>>(), [1]);
 }
+
+/// The default ordering asked through the queue's memos, checked against itself asked
+/// without them: the memos must follow the device queue exactly.
+struct Checked {
+    memoised: qos::order::Rpo,
+    plain: qos::order::Rpo,
+    picks: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl qos::order::OrderingPolicy for Checked {
+    fn pick(
+        &mut self,
+        now: drive::Ns,
+        queue: &[qos::order::Candidate],
+        drive: &dyn drive::Drive,
+    ) -> usize {
+        self.plain.pick(now, queue, drive)
+    }
+
+    fn pick_memoised(
+        &mut self,
+        now: drive::Ns,
+        queue: &[qos::order::Candidate],
+        memos: &mut qos::order::QueueMemos,
+        drive: &dyn drive::Drive,
+    ) -> usize {
+        let ops: Vec<drive::MediaOp> = queue.iter().map(|c| c.op).collect();
+        assert_eq!(memos.ops(), ops, "memos out of step at {now}");
+        let pick = self.memoised.pick_memoised(now, queue, memos, drive);
+        assert_eq!(pick, self.plain.pick(now, queue, drive), "at {now}");
+        self.picks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        pick
+    }
+}
+
+#[test]
+fn the_queues_memos_follow_its_device_queue() {
+    // Commands leave the device queue when picked, when an inactive limit aborts them (Fh)
+    // and by ABORT TASK; re-reads and sequential reads hit the drive's read cache.
+    let mut x: u64 = 99;
+    let mut next = move || {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        x >> 24
+    };
+    let picks = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let policy = Checked {
+        memoised: qos::order::Rpo::default(),
+        plain: qos::order::Rpo::default(),
+        picks: picks.clone(),
+    };
+    let config = QueueConfig {
+        depth: 16,
+        cdl: t2a(&[CdlDescriptor {
+            t2cdlunits: T2CdlUnits::Ms10,
+            max_inactive_time: 8,
+            max_inactive_time_policy: Policy::Abort,
+            ..CdlDescriptor::default()
+        }]),
+        ..QueueConfig::default()
+    };
+    let scheduler = qos::Scheduler::Policy(Box::new(policy));
+    let Ok(mut q) = qos::Queue::new(config, drive::Hdd::default_22tb(), scheduler) else {
+        panic!("config refused")
+    };
+    let (mut now, mut last, mut done) = (0, 0, Vec::new());
+    for id in 0..3_000 {
+        now += next() % (3 * MS);
+        q.advance(now, &mut done);
+        if next() % 16 == 0 {
+            q.abort(now, next() % (id + 1));
+        }
+        let lba = match next() % 8 {
+            0 => last,
+            1 => last + 256,
+            _ => next() % (1 << 34),
+        };
+        last = lba;
+        let mut c = read(id, lba, (next() % 2) as u8);
+        c.op.blocks = 256;
+        submit(&mut q, now, c);
+    }
+    done.extend(run(&mut q, u64::MAX));
+    assert!(q.is_empty());
+    assert!(done
+        .iter()
+        .any(|c| c.outcome == Outcome::AbortedBeforeProcessing));
+    assert!(picks.load(std::sync::atomic::Ordering::Relaxed) > 1_000);
+}

@@ -8,7 +8,7 @@
 //! queue keeps p99 ≈ 1.6–1.7 × mean at every depth, as WD's measurements show (spec §2.2), for a
 //! few percent of IOPS (calibration table in crates/qos/tests/calibration.rs).
 
-use super::{ns_to_f64, sptf_cost, Candidate, OrderingPolicy, Positions};
+use super::{ns_to_f64, sptf_cost, Candidate, OrderingPolicy, Positions, QueueMemos};
 use drive::{Drive, Ns};
 
 /// Default `factor` (calibrated against spec §2.2 B1).
@@ -77,12 +77,10 @@ impl Default for Rpo {
     }
 }
 
-impl OrderingPolicy for Rpo {
-    fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
-        self.observe(now, queue.len());
-        let window = self.window(queue.len());
-        let times = self.positions.measure(now, queue, drive);
-        let best = match window {
+impl Rpo {
+    /// The pick given each candidate's positioning time.
+    fn choose(now: Ns, queue: &[Candidate], times: &[Ns], window: Option<f64>) -> usize {
+        match window {
             Some(w) if w > 0.0 => {
                 // pos · (1 − age / W), with one division per pick instead of per candidate.
                 let inv = 1.0 / w;
@@ -92,8 +90,33 @@ impl OrderingPolicy for Rpo {
                 }))
             }
             _ => super::argmin_f64(queue.iter().zip(times).map(|(c, &pos)| (ns_to_f64(pos), c))),
-        };
+        }
+    }
+}
+
+impl OrderingPolicy for Rpo {
+    fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
+        self.observe(now, queue.len());
+        let window = self.window(queue.len());
+        let times = self.positions.measure(now, queue, drive);
+        let best = Self::choose(now, queue, times, window);
         self.positions.picked(best);
         best
+    }
+
+    fn pick_memoised(
+        &mut self,
+        now: Ns,
+        queue: &[Candidate],
+        memos: &mut QueueMemos,
+        drive: &dyn Drive,
+    ) -> usize {
+        if memos.len() != queue.len() {
+            return self.pick(now, queue, drive);
+        }
+        self.observe(now, queue.len());
+        let window = self.window(queue.len());
+        let times = self.positions.measure_memoised(now, memos, drive);
+        Self::choose(now, queue, times, window)
     }
 }
