@@ -5,6 +5,7 @@
 
 mod load;
 mod outcome;
+mod verify;
 
 use anyhow::{bail, Context};
 use iscsi::url::IscsiUrl;
@@ -69,6 +70,10 @@ pub struct BenchArgs {
     /// Write SVG figures (IOPS vs QD, p99 per class vs QD, latency CDF per class) into DIR.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Stamp every written block with its LBA, a generation and a CRC32C, check every block
+    /// read, and report each mismatch with its LBA (exit status 1 when there is one).
+    #[arg(long)]
+    pub verify: bool,
     /// iSCSI initiator name of the sessions (a target's `initiator_classes` may map it).
     #[arg(long, default_value = "iqn.2026-11.dev.stint:bench")]
     pub initiator: String,
@@ -95,7 +100,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let report = runtime.block_on(async {
-        let target = Arc::new(Target::probe(&url, &args.initiator).await?);
+        let target = Arc::new(Target::probe(&url, &args.initiator, args.verify).await?);
         let bar = progress(args.json);
         let report = load::run_all(&exp, seed, &target, &bar).await;
         bar.finish_and_clear();
@@ -113,6 +118,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 println!("wrote {}", f.display());
             }
         }
+    }
+    if let Some(v) = report.verify.as_ref().filter(|v| !v.mismatches.is_empty()) {
+        bail!("--verify found {} mismatching blocks", v.mismatches.len());
     }
     Ok(())
 }

@@ -31,6 +31,13 @@ pub struct SimSpeed {
     pub commands_per_s: f64,
 }
 
+/// What `stint bench --verify` checked.
+#[derive(Clone, Debug, Serialize)]
+pub struct Verified {
+    pub blocks_checked: u64,
+    pub mismatches: Vec<String>,
+}
+
 /// Who produced a report: the key it carries its speed under (`"sim"` or `"bench"`).
 #[derive(Clone, Copy, Debug, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -47,6 +54,9 @@ pub struct Report {
     pub points: Vec<PointReport>,
     #[serde(flatten)]
     pub run: Run,
+    /// `stint bench --verify`: blocks checked and every mismatch found ("LBA n: what").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Verified>,
     /// The raw results behind `points`, same order (histograms for plots and SLAs).
     #[serde(skip)]
     pub results: Vec<(Point, PointResult)>,
@@ -183,6 +193,17 @@ impl Report {
                 s.commands, s.wall_s
             ),
         };
+        if let Some(v) = &self.verify {
+            let _ = writeln!(
+                out,
+                "verify: {} blocks checked, {} mismatches",
+                v.blocks_checked,
+                v.mismatches.len()
+            );
+            for m in v.mismatches.iter().take(20) {
+                let _ = writeln!(out, "  {m}");
+            }
+        }
         out
     }
 }

@@ -79,6 +79,7 @@ pub fn run(
                 0.0
             },
         }),
+        verify: None,
         results: out,
     })
 }

@@ -2,6 +2,7 @@
 //! job instance keeping its queue depth of READ(16)/WRITE(16) commands in flight.
 
 use super::outcome::{self, Meter};
+use super::verify::Verifier;
 use super::{parse_duration, BenchArgs};
 use anyhow::{bail, Context};
 use iscsi::initiator::{Initiator, LoginOptions};
@@ -25,6 +26,17 @@ pub struct Target {
     /// The CDL pages, when the LUN has them: a command that outlives its descriptor's
     /// duration guideline counts as a miss.
     pages: Option<CdlPages>,
+    /// `--verify`: what every session writes and reads is checked here.
+    verifier: Option<Verifier>,
+}
+
+/// What a command in flight needs at its completion.
+enum Check {
+    None,
+    /// A stamped write and its generation.
+    Write(u64),
+    /// A read and the versions of its blocks when it started.
+    Read(Vec<u64>),
 }
 
 /// The big-endian 32-bit value at `at`.
@@ -33,13 +45,14 @@ fn be32(b: &[u8], at: usize) -> Option<u32> {
 }
 
 impl Target {
-    pub async fn probe(url: &IscsiUrl, initiator: &str) -> anyhow::Result<Target> {
+    pub async fn probe(url: &IscsiUrl, initiator: &str, verify: bool) -> anyhow::Result<Target> {
         let mut t = Target {
             url: url.clone(),
             initiator: initiator.to_owned(),
             capacity: 0,
             block: 512,
             pages: None,
+            verifier: None,
         };
         let mut s = t.login(0).await?;
         let lun = url.lun;
@@ -84,6 +97,7 @@ impl Target {
             found = true;
         }
         t.pages = found.then_some(pages);
+        t.verifier = verify.then(|| Verifier::new(t.block));
         s.logout().await?;
         Ok(t)
     }
@@ -194,10 +208,21 @@ pub async fn run_all(
         })
         .collect();
     let results = results.into_iter().map(|(p, r, _)| (p, r)).collect();
+    let verify = target.verifier.as_ref().map(|v| {
+        let (blocks_checked, mismatches) = v.summary();
+        sim::report::Verified {
+            blocks_checked,
+            mismatches: mismatches
+                .into_iter()
+                .map(|m| format!("LBA {}: {}", m.lba, m.what))
+                .collect(),
+        }
+    });
     Ok(Report {
         experiment: exp.id.clone(),
         seed,
         points,
+        verify,
         run: Run::Bench(SimSpeed {
             commands,
             wall_s,
@@ -280,7 +305,7 @@ async fn session(
     let lun = target.url.lun;
     let mut s = target.login(n + 1).await?;
     let mut generator = Generator::new(job.clone(), seed);
-    let mut in_flight: FxHashMap<u32, (Io, u64)> = FxHashMap::default();
+    let mut in_flight: FxHashMap<u32, (Io, u64, Check)> = FxHashMap::default();
     let mut issued = 0u64;
     loop {
         // Refill to the queue depth (within the target's CmdSN window).
@@ -299,24 +324,40 @@ async fn session(
             let blocks = u32::try_from(bytes / target.block).unwrap_or(u32::MAX);
             let cdb = scsi::encode::rw16(io.write, lba, blocks, io.dld);
             let len = u32::try_from(bytes).unwrap_or(u32::MAX);
-            let (data_out, data_in) = if io.write {
-                (vec![0xA5; bytes as usize], 0)
-            } else {
-                (Vec::new(), len)
+            let count = u64::from(blocks);
+            let (data_out, data_in, check) = match (&target.verifier, io.write) {
+                (Some(v), true) => {
+                    let (data, generation) = v.write_data(lba, count);
+                    (data, 0, Check::Write(generation))
+                }
+                (Some(v), false) => (Vec::new(), len, Check::Read(v.read_started(lba, count))),
+                (None, true) => (vec![0xA5; bytes as usize], 0, Check::None),
+                (None, false) => (Vec::new(), len, Check::None),
             };
             let itt = s.submit(lun, &cdb, data_out, data_in).await?;
-            in_flight.insert(itt, (io, now));
+            in_flight.insert(itt, (io, now, check));
         }
         if in_flight.is_empty() {
             break;
         }
         let (itt, r) = s.complete().await?;
         let now = shared.now();
-        let Some((io, at)) = in_flight.remove(&itt) else {
+        let Some((io, at, check)) = in_flight.remove(&itt) else {
             bail!("a response for a command never sent (ITT {itt:#x})");
         };
         let latency = now.saturating_sub(at);
         let ended = outcome::of(&r);
+        if let Some(v) = &target.verifier {
+            let lba = io.lba * SECTOR / target.block;
+            let good = ended.outcome == qos::Outcome::Good;
+            match check {
+                Check::Write(generation) => {
+                    v.write_done(lba, io.bytes() / target.block, generation, good);
+                }
+                Check::Read(started) if good => v.read_done(lba, &r.data_in, &started),
+                Check::Read(_) | Check::None => {}
+            }
+        }
         let missed = ended.outcome.is_duration_limit() || target.past_guideline(&io, latency);
         let done = match shared.meter.lock() {
             Ok(mut m) => m.record(now, latency, &io, &ended, missed),
