@@ -214,14 +214,19 @@ fn total_order_key(x: f64) -> i64 {
     bits ^ (((bits >> 63) as u64) >> 1) as i64
 }
 
-/// `x as f64` by the signed conversion, a single instruction on x86-64 without AVX-512 (the
-/// unsigned one takes several); the same value below 2^63, which any time in ns is.
+/// `x as f64` for `x` below 2^63 (which any time in ns is), by the signed conversion: a single
+/// instruction on x86-64 without AVX-512, where the unsigned one takes several. The caller
+/// checks the bound once for many values (see [`below_2_63`]); checked here, LLVM would merge
+/// both conversions back into the unsigned one.
 #[inline]
-pub(crate) fn ns_to_f64(x: Ns) -> f64 {
-    match i64::try_from(x) {
-        Ok(v) => v as f64,
-        Err(_) => x as f64,
-    }
+pub(crate) fn small_ns_to_f64(x: Ns) -> f64 {
+    (x as i64) as f64
+}
+
+/// Whether every one of `xs` is below 2^63 ([`small_ns_to_f64`] converts them exactly).
+#[inline]
+pub(crate) fn below_2_63(xs: &[Ns]) -> bool {
+    xs.iter().fold(0, |a, &x| a | x) >> 63 == 0
 }
 
 #[cfg(test)]

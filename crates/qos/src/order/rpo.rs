@@ -8,7 +8,9 @@
 //! queue keeps p99 ≈ 1.6–1.7 × mean at every depth, as WD's measurements show (spec §2.2), for a
 //! few percent of IOPS (calibration table in crates/qos/tests/calibration.rs).
 
-use super::{ns_to_f64, sptf_cost, Candidate, OrderingPolicy, Positions, QueueMemos};
+use super::{
+    below_2_63, small_ns_to_f64, sptf_cost, Candidate, OrderingPolicy, Positions, QueueMemos,
+};
 use drive::{Drive, Ns};
 
 /// Default `factor` (calibrated against spec §2.2 B1).
@@ -80,16 +82,26 @@ impl Default for Rpo {
 impl Rpo {
     /// The pick given each candidate's positioning time.
     fn choose(now: Ns, queue: &[Candidate], times: &[Ns], window: Option<f64>) -> usize {
+        // Ages are at most `now`: with it and the times below 2^63, the conversions to f64
+        // take one instruction each.
+        let small = below_2_63(&[now]) && below_2_63(times);
         match window {
-            Some(w) if w > 0.0 => {
-                // pos · (1 − age / W), with one division per pick instead of per candidate.
+            // pos · (1 − age / W), with one division per pick instead of per candidate.
+            Some(w) if w > 0.0 && small => {
                 let inv = 1.0 / w;
                 super::argmin_f64(queue.iter().zip(times).map(|(c, &pos)| {
-                    let age = ns_to_f64(now.saturating_sub(c.arrived));
-                    (ns_to_f64(pos) * (1.0 - age * inv), c)
+                    let age = small_ns_to_f64(now.saturating_sub(c.arrived));
+                    (small_ns_to_f64(pos) * (1.0 - age * inv), c)
                 }))
             }
-            _ => super::argmin_f64(queue.iter().zip(times).map(|(c, &pos)| (ns_to_f64(pos), c))),
+            Some(w) if w > 0.0 => {
+                let inv = 1.0 / w;
+                super::argmin_f64(queue.iter().zip(times).map(|(c, &pos)| {
+                    let age = now.saturating_sub(c.arrived) as f64;
+                    (pos as f64 * (1.0 - age * inv), c)
+                }))
+            }
+            _ => super::argmin_f64(queue.iter().zip(times).map(|(c, &pos)| (pos as f64, c))),
         }
     }
 }

@@ -231,18 +231,21 @@ fn total_order_key_orders_as_total_cmp() {
 }
 
 #[test]
-fn ns_to_f64_is_the_plain_conversion() {
-    for x in [
+fn small_ns_to_f64_is_the_plain_conversion() {
+    let xs = [
         0,
         1,
         12_345_678_901,
         (1 << 53) + 1,
+        (1 << 62) + 3,
         i64::MAX as u64,
-        1 << 63,
-        u64::MAX,
-    ] {
-        assert_eq!(ns_to_f64(x).to_bits(), (x as f64).to_bits(), "{x}");
+    ];
+    assert!(below_2_63(&xs));
+    for x in xs {
+        assert_eq!(small_ns_to_f64(x).to_bits(), (x as f64).to_bits(), "{x}");
     }
+    assert!(!below_2_63(&[1, 1 << 63, 2]));
+    assert!(!below_2_63(&[u64::MAX]));
 }
 
 #[test]
