@@ -18,7 +18,7 @@ use std::cell::Cell;
 use crate::error::ProfileError;
 use crate::{Drive, MediaOp, MediaOutcome, Ns, OpMemo, Service, NS_PER_MS, NS_PER_US};
 use fault::Faults;
-use read_cache::{ReadCache, ReadHit};
+use read_cache::{MissCheck, ReadCache, ReadHit};
 use seek::{SeekAnchors, SeekCurve};
 use write_cache::{Dirty, WriteCache};
 
@@ -292,6 +292,78 @@ impl Hdd {
         origin.lead + self.access_from_phase(origin.phase, m.cylinder, m.angle.into(), op.write)
     }
 
+    /// [`Drive::positioning_times_memo`] of `ops` into `out` (as long), in the common case
+    /// spelt out: a read that missed at `cache.since()` (nothing that grew since, `grown`,
+    /// holds it), with no dirty data and seeks below 3 T_rev.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn missed_reads<const N: usize>(
+        &self,
+        now: Ns,
+        origin: &Origin,
+        cache: &MissCheck<'_>,
+        grown: [(u64, u64); N],
+        ops: &[MediaOp],
+        memos: &mut [OpMemo],
+        out: &mut [Ns],
+    ) {
+        let (since, version) = (cache.since(), cache.version());
+        let rev = self.geometry.rev_ns;
+        for ((op, m), t) in ops.iter().zip(memos.iter_mut()).zip(out.iter_mut()) {
+            let end = op.lba.saturating_add(op.blocks.into());
+            let missed = !op.write
+                & (m.key == op.lba.wrapping_add(1))
+                & (m.blocks == op.blocks)
+                & (m.miss_version == since)
+                & !cache.near_stream(op.lba)
+                & !grown
+                    .iter()
+                    .any(|&(start, seg_end)| (start <= op.lba) & (end <= seg_end));
+            *t = if missed {
+                m.miss_version = version;
+                // `access_from_phase` for a read, seeks below 3 T_rev.
+                let seek = self.seek_read.time(m.cylinder.abs_diff(self.cylinder));
+                // The wait for the platter, (angle − (phase + seek)) mod T_rev, taken of a
+                // number that is positive and equal to it mod T_rev (phase + seek < 4 T_rev):
+                // the reduction's comparisons would be coin tosses, its fix-up is rare.
+                let wait = self.rev_phase(u64::from(m.angle) + 4 * rev - origin.phase - seek);
+                origin.lead + seek + wait
+            } else {
+                self.position_outlined(now, origin, op, m)
+            };
+        }
+    }
+
+    /// [`Drive::positioning_times_memo`] of `ops` into `out` (as long), any case.
+    fn positions(
+        &self,
+        now: Ns,
+        origin: &Origin,
+        cache: &MissCheck<'_>,
+        ops: &[MediaOp],
+        memos: &mut [OpMemo],
+        out: &mut [Ns],
+    ) {
+        let no_dirty = self.write_cache.is_empty();
+        for ((op, m), t) in ops.iter().zip(memos.iter_mut()).zip(out.iter_mut()) {
+            let end = op.lba.saturating_add(op.blocks.into());
+            // A read that missed every cache when last asked about, and nothing that has
+            // come into a cache since holds it: `position`, shorter.
+            *t = if !op.write
+                && m.key == op.lba.wrapping_add(1)
+                && m.blocks == op.blocks
+                && cache.still_misses(op.lba, end, m.miss_version)
+                && (no_dirty || !self.write_cache.covers(op.lba, end))
+            {
+                m.miss_version = cache.version();
+                origin.lead
+                    + self.access_from_phase(origin.phase, m.cylinder, m.angle.into(), false)
+            } else {
+                self.position_outlined(now, origin, op, m)
+            };
+        }
+    }
+
     #[inline(never)]
     fn position_outlined(&self, now: Ns, origin: &Origin, op: &MediaOp, m: &mut OpMemo) -> Ns {
         self.position(now, origin, op, m)
@@ -449,25 +521,17 @@ impl Drive for Hdd {
         // Memos were brought up to date at the last call, the oldest op's among them.
         let since = memos.first().map_or(0, |m| m.miss_version);
         let cache = self.read_cache.miss_check(now, since);
-        let no_dirty = self.write_cache.is_empty();
         out.clear();
         out.resize(ops.len(), 0);
-        for ((op, m), t) in ops.iter().zip(memos.iter_mut()).zip(out.iter_mut()) {
-            let end = op.lba.saturating_add(op.blocks.into());
-            // The common case, a read that missed every cache when last asked about, and
-            // nothing that has come into a cache since holds it: `position`, shorter.
-            *t = if !op.write
-                && m.key == op.lba.wrapping_add(1)
-                && m.blocks == op.blocks
-                && cache.still_misses(op.lba, end, m.miss_version)
-                && (no_dirty || !self.write_cache.covers(op.lba, end))
-            {
-                m.miss_version = cache.version();
-                origin.lead
-                    + self.access_from_phase(origin.phase, m.cylinder, m.angle.into(), false)
-            } else {
-                self.position_outlined(now, &origin, op, m)
-            };
+        if self.write_cache.is_empty() && self.seeks_below_3_revs {
+            match *cache.grown() {
+                [] => self.missed_reads(now, &origin, &cache, [], ops, memos, out),
+                [a] => self.missed_reads(now, &origin, &cache, [a], ops, memos, out),
+                [a, b] => self.missed_reads(now, &origin, &cache, [a, b], ops, memos, out),
+                _ => self.positions(now, &origin, &cache, ops, memos, out),
+            }
+        } else {
+            self.positions(now, &origin, &cache, ops, memos, out);
         }
         // Ops without a memo of their own use the model's.
         for (op, t) in ops.iter().zip(out.iter_mut()).skip(memos.len()) {

@@ -65,10 +65,11 @@ pub struct MissCheck<'a> {
     stream_start: u64,
     stream_limit: u64,
     version: u64,
-    /// A version most reads asked about were known to miss at (0: none), and what grew since
-    /// then outside the stream's range: at most two ranges, the rest `(u64::MAX, 0)`.
+    /// A version most reads asked about were known to miss at (`u64::MAX`: none), and the
+    /// ranges that grew since then outside the stream's range (`grown[..n]`, at most two).
     since: u64,
     grown: [(u64, u64); 2],
+    n: usize,
     growth: &'a [(u64, u64); GROWTH_LOG],
 }
 
@@ -78,21 +79,36 @@ impl MissCheck<'_> {
         self.version
     }
 
+    /// The version most reads were known to miss at, when what grew since then is known
+    /// ([`Self::grown`]); `u64::MAX` (a version never reached) otherwise.
+    pub fn since(&self) -> u64 {
+        self.since
+    }
+
+    /// The ranges that grew since [`Self::since`], but for those inside the stream's range.
+    pub fn grown(&self) -> &[(u64, u64)] {
+        self.grown.get(..self.n).unwrap_or_default()
+    }
+
+    /// Whether the read-ahead stream may serve a read starting at `lba`.
+    #[inline(always)]
+    pub fn near_stream(&self, lba: u64) -> bool {
+        (self.stream_start <= lba) & (lba <= self.stream_limit)
+    }
+
     /// Whether a read of `[lba, end)` known to miss at `miss_version` surely misses now, as
     /// [`ReadCache::lookup_since`] would find (false: ask it).
     #[inline(always)]
     pub fn still_misses(&self, lba: u64, end: u64, miss_version: u64) -> bool {
-        if (self.stream_start <= lba) & (lba <= self.stream_limit) {
+        if self.near_stream(lba) {
             return false;
         }
-        if (miss_version == self.since) & (miss_version != 0) {
-            let [(s0, e0), (s1, e1)] = self.grown;
-            return !((s0 <= lba) & (end <= e0) | (s1 <= lba) & (end <= e1));
+        if miss_version == self.since {
+            return !self
+                .grown()
+                .iter()
+                .any(|&(start, seg_end)| (start <= lba) & (end <= seg_end));
         }
-        self.still_misses_since(lba, end, miss_version)
-    }
-
-    fn still_misses_since(&self, lba: u64, end: u64, miss_version: u64) -> bool {
         if miss_version == 0 || self.version.wrapping_sub(miss_version) > GROWTH_LOG as u64 {
             return false;
         }
@@ -180,8 +196,9 @@ impl ReadCache {
             stream_start,
             stream_limit,
             version: self.version,
-            since: 0,
+            since: u64::MAX,
             grown: [(u64::MAX, 0); 2],
+            n: 0,
             growth: &self.growth,
         };
         if since == 0 || self.version.wrapping_sub(since) > GROWTH_LOG as u64 {
@@ -189,6 +206,7 @@ impl ReadCache {
         }
         let mut n = 0;
         let mut v = since;
+        // Versions start at 1 and grow by one: `u64::MAX` is never reached.
         while v != self.version {
             v += 1;
             let (start, end) = self.growth[v as usize & (GROWTH_LOG - 1)];
@@ -204,6 +222,7 @@ impl ReadCache {
             n += 1;
         }
         check.since = since;
+        check.n = n;
         check
     }
 
