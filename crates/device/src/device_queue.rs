@@ -8,8 +8,9 @@ use crate::task_set::{Admitted, DhCompletion, MediumTask, TaskSet};
 use crate::{Completion, Finished, LogicalUnit, Nexus, Request, Submitted, Verdict};
 use drive::{Drive, Ns};
 use qos::{Class, LimitKind, Queue, QueueConfig, Scheduler};
+use scsi::command::Command;
 use scsi::log::{CdlDescriptorStatistics, CdlStatistics};
-use scsi::{Asc, Sense, SenseKey};
+use scsi::{Asc, CommandInfo, Sense, SenseKey};
 
 /// What makes a logical unit timed or QoS-scheduled.
 pub struct DeviceQueue {
@@ -56,6 +57,15 @@ impl Scheduled {
     }
 }
 
+/// [`LogicalUnit::advance`] on the task set: when something is next due, and whether the
+/// real-time driver must be woken for it.
+fn advance_set(set: &mut TaskSet, now: Ns, out: &mut Vec<Finished>) -> (Option<Ns>, bool) {
+    set.advance(now, out);
+    let next = set.next_event();
+    let wake = set.needs_wake(next);
+    (next, wake)
+}
+
 impl LogicalUnit {
     /// Whether commands go through a device queue (a timed or QoS logical unit).
     pub fn has_device_queue(&self) -> bool {
@@ -71,24 +81,68 @@ impl LogicalUnit {
         let Some(s) = &self.scheduled else {
             return Submitted::Done(self.execute(req, data_in));
         };
-        let (info, cmd) = match self.precheck(req) {
+        let (info, cmd, medium) = match self.precheck(req).and_then(|d| self.medium_task(req, d)) {
             Ok(d) => d,
             Err(failed) => return Submitted::Done(failed),
         };
-        let medium = match self.media_op(info, &cmd) {
-            Ok(m) => m.map(|(op, dld)| MediumTask {
-                op,
-                dld,
-                class: s.class_of(req.nexus, dld),
-            }),
-            Err(sense) => return Submitted::Done(check(sense)),
+        let admitted = s
+            .set
+            .lock()
+            .submit(now, req.nexus.id, req.tag, req.attribute, medium);
+        self.admitted(admitted, req, info, cmd, data_in)
+    }
+
+    /// [`Self::submit`] by the logical unit's only user, such as the simulator: the same
+    /// checks and task set, no lock taken.
+    pub fn submit_mut(&mut self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
+        if self.scheduled.is_none() {
+            return Submitted::Done(self.execute(req, data_in));
+        }
+        let checked = self.precheck_mut(req);
+        let (info, cmd, medium) = match checked.and_then(|d| self.medium_task(req, d)) {
+            Ok(d) => d,
+            Err(failed) => return Submitted::Done(failed),
         };
-        let mut set = s.set.lock();
-        match set.submit(now, req.nexus.id, req.tag, req.attribute, medium) {
-            Admitted::RunNow => {
-                drop(set);
-                Submitted::Done(self.run(req, info, cmd, data_in))
-            }
+        let admitted = match &mut self.scheduled {
+            Some(s) => s
+                .set
+                .get_mut()
+                .submit(now, req.nexus.id, req.tag, req.attribute, medium),
+            None => return Submitted::Done(self.execute(req, data_in)),
+        };
+        self.admitted(admitted, req, info, cmd, data_in)
+    }
+
+    /// What a command that passed its checks asks of the task set: its media access, if any.
+    #[allow(clippy::type_complexity)]
+    fn medium_task(
+        &self,
+        req: &Request,
+        (info, cmd): (&'static CommandInfo, Command),
+    ) -> Result<(&'static CommandInfo, Command, Option<MediumTask>), Completion> {
+        let medium = self.media_op(info, &cmd).map_err(check)?;
+        let task = medium.map(|(op, dld)| MediumTask {
+            op,
+            dld,
+            class: self
+                .scheduled
+                .as_ref()
+                .map_or(Class::Medium.index(), |s| s.class_of(req.nexus, dld)),
+        });
+        Ok((info, cmd, task))
+    }
+
+    /// What became of a command the task set was offered.
+    fn admitted(
+        &self,
+        admitted: Admitted,
+        req: &Request,
+        info: &'static CommandInfo,
+        cmd: Command,
+        data_in: &mut Vec<u8>,
+    ) -> Submitted {
+        match admitted {
+            Admitted::RunNow => Submitted::Done(self.run(req, info, cmd, data_in)),
             Admitted::Overlapped => Submitted::Done(check(Sense::new(
                 SenseKey::AbortedCommand,
                 Asc::OVERLAPPED_COMMANDS_ATTEMPTED,
@@ -101,11 +155,17 @@ impl LogicalUnit {
     /// `out`, for whichever nexus they belong to. Returns when something is next due.
     pub fn advance(&self, now: Ns, out: &mut Vec<Finished>) -> Option<Ns> {
         let s = self.scheduled.as_ref()?;
-        let mut set = s.set.lock();
-        set.advance(now, out);
-        let next = set.next_event();
-        let wake = set.needs_wake(next);
-        drop(set);
+        let (next, wake) = advance_set(&mut s.set.lock(), now, out);
+        if wake {
+            s.wake();
+        }
+        next
+    }
+
+    /// [`Self::advance`] by the logical unit's only user: no lock taken.
+    pub fn advance_mut(&mut self, now: Ns, out: &mut Vec<Finished>) -> Option<Ns> {
+        let s = self.scheduled.as_mut()?;
+        let (next, wake) = advance_set(s.set.get_mut(), now, out);
         if wake {
             s.wake();
         }

@@ -61,6 +61,14 @@ pub(crate) fn check(sense: Sense) -> Completion {
     Completion::check_condition(sense)
 }
 
+/// A unit attention condition the command met: CHECK CONDITION, UNIT ATTENTION.
+fn unit_attention(asc: Option<Asc>) -> Result<(), Completion> {
+    match asc {
+        Some(asc) => Err(check(Sense::new(SenseKey::UnitAttention, asc))),
+        None => Ok(()),
+    }
+}
+
 /// Keep at most `allocation_length` bytes of what was appended after `start` (SPC-5 §4.2.5.6).
 pub(crate) fn truncate(data_in: &mut Vec<u8>, start: usize, allocation_length: u32) {
     let keep = start.saturating_add(usize::try_from(allocation_length).unwrap_or(usize::MAX));
@@ -301,21 +309,37 @@ impl LogicalUnit {
         &self,
         req: &Request,
     ) -> Result<(&'static CommandInfo, Command), Completion> {
+        self.check_reservation(req)?;
+        let opcode = req.cdb.first().copied().unwrap_or(0);
+        unit_attention(self.unit_attentions.on_command(req.nexus.id, opcode))?;
+        self.check_command(req)
+    }
+
+    /// [`Self::precheck`] by the logical unit's only user (no lock taken).
+    pub(crate) fn precheck_mut(
+        &mut self,
+        req: &Request,
+    ) -> Result<(&'static CommandInfo, Command), Completion> {
+        self.check_reservation(req)?;
+        let opcode = req.cdb.first().copied().unwrap_or(0);
+        unit_attention(self.unit_attentions.on_command_mut(req.nexus.id, opcode))?;
+        self.check_command(req)
+    }
+
+    /// The first of [`Self::precheck`]'s checks: a reservation held by another nexus.
+    fn check_reservation(&self, req: &Request) -> Result<(), Completion> {
         if self.reservation_conflict(req.nexus.id, req.cdb) {
             return Err(Completion {
                 status: Status::ReservationConflict,
                 sense: None,
             });
         }
-        let opcode = req.cdb.first().copied().unwrap_or(0);
-        // INQUIRY, REPORT LUNS and REQUEST SENSE neither report nor clear a unit attention
-        // (SAM-5 §5.14; REQUEST SENSE returns it as its data).
-        const UA_EXEMPT: [u8; 3] = [0x12, 0xA0, 0x03];
-        if UA_EXEMPT.contains(&opcode) {
-            self.unit_attentions.register(req.nexus.id);
-        } else if let Some(asc) = self.unit_attentions.take(req.nexus.id) {
-            return Err(check(Sense::new(SenseKey::UnitAttention, asc)));
-        }
+        Ok(())
+    }
+
+    /// [`Self::precheck`]'s checks after the unit attention: task attribute, the CDB, medium
+    /// state.
+    fn check_command(&self, req: &Request) -> Result<(&'static CommandInfo, Command), Completion> {
         // NormACA = 0: an ACA condition never exists, so a command with the ACA attribute has
         // nothing to run under (SAM-5 §5.9.2, §8.6).
         if req.attribute == TaskAttribute::Aca {

@@ -16,7 +16,38 @@ pub(crate) struct UnitAttentions {
     nexuses: RwLock<BTreeMap<u64, VecDeque<Asc>>>,
 }
 
+/// INQUIRY, REPORT LUNS and REQUEST SENSE neither report nor clear a unit attention
+/// (SAM-5 §5.14; REQUEST SENSE returns it as its data).
+const EXEMPT: [u8; 3] = [0x12, 0xA0, 0x03];
+
+/// The conditions of a nexus seen for the first time.
+fn first_contact() -> VecDeque<Asc> {
+    VecDeque::from([Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET])
+}
+
 impl UnitAttentions {
+    /// What a command with `opcode` from `nexus` meets: the oldest pending condition, which
+    /// it reports and clears, or none (the exempt commands only make the nexus known).
+    pub(crate) fn on_command(&self, nexus: u64, opcode: u8) -> Option<Asc> {
+        if EXEMPT.contains(&opcode) {
+            self.register(nexus);
+            None
+        } else {
+            self.take(nexus)
+        }
+    }
+
+    /// [`Self::on_command`] by the logical unit's only user (no lock taken).
+    pub(crate) fn on_command_mut(&mut self, nexus: u64, opcode: u8) -> Option<Asc> {
+        let map = self.nexuses.get_mut();
+        if EXEMPT.contains(&opcode) {
+            map.entry(nexus).or_insert_with(first_contact);
+            None
+        } else {
+            take_from(map, nexus)
+        }
+    }
+
     /// Make sure `nexus` is known (first contact raises the power-on condition).
     pub(crate) fn register(&self, nexus: u64) {
         if self.nexuses.read().contains_key(&nexus) {
@@ -25,7 +56,7 @@ impl UnitAttentions {
         self.nexuses
             .write()
             .entry(nexus)
-            .or_insert_with(|| VecDeque::from([Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET]));
+            .or_insert_with(first_contact);
     }
 
     /// Report-and-clear the oldest pending condition for `nexus`, if any. The common case (a
@@ -39,10 +70,7 @@ impl UnitAttentions {
         {
             return None;
         }
-        let mut map = self.nexuses.write();
-        map.entry(nexus)
-            .or_insert_with(|| VecDeque::from([Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET]))
-            .pop_front()
+        take_from(&mut self.nexuses.write(), nexus)
     }
 
     /// Raise `asc` for every known nexus except `except`.
@@ -67,6 +95,14 @@ impl UnitAttentions {
     /// The nexus is gone (SAM-5 §6.3.4); its conditions go with it.
     pub(crate) fn forget(&self, nexus: u64) {
         self.nexuses.write().remove(&nexus);
+    }
+}
+
+/// [`UnitAttentions::take`] on the map.
+fn take_from(map: &mut BTreeMap<u64, VecDeque<Asc>>, nexus: u64) -> Option<Asc> {
+    match map.get_mut(&nexus) {
+        Some(q) => q.pop_front(),
+        None => map.entry(nexus).or_insert_with(first_contact).pop_front(),
     }
 }
 

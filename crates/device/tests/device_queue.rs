@@ -838,3 +838,100 @@ fn a_command_takes_its_class_from_its_nexus_else_from_its_dld() {
     let order: Vec<(u64, u64)> = done.iter().map(|(n, d)| (*n, d.tag)).collect();
     assert_eq!(order, [(1, 1), (2, 5), (1, 4), (1, 3), (1, 2)]);
 }
+
+/// A timed LU with one limited read descriptor (15 ms inactive, Fh), FIFO ordered.
+fn limited_lu() -> LogicalUnit {
+    let mut t2a = CdlPage::default();
+    t2a.descriptors[0] = descriptor("inactive", 15, Policy::Abort);
+    let queue = DeviceQueue {
+        queue: QueueConfig {
+            cdl: CdlPages { t2a, t2b: t2a },
+            ..QueueConfig::default()
+        },
+        scheduler: Scheduler::Policy(Box::new(Sptf)),
+        drive: Box::new(TestDrive {
+            slow: vec![(7, 40 * MS)],
+            head: 0,
+        }),
+        dh: DhCompletion::CheckCondition,
+        dld_classes: [None; 8],
+    };
+    LogicalUnit::with_device_queue(
+        LuConfig::new("iqn.test:t", 0, BLOCKS * 512),
+        Box::new(RamStore::new(BLOCKS * 512).unwrap()),
+        queue,
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_exclusive_api_answers_as_the_shared_one() {
+    // The same commands (unit attentions at first contact, exempt commands, overlapped tags,
+    // ORDERED and HEAD OF QUEUE tasks, limited reads that time out, a bad CDB) through
+    // submit/advance on a shared LU and submit_mut/advance_mut on an exclusive one.
+    let shared = limited_lu();
+    let mut exclusive = limited_lu();
+    let nexuses: Vec<Nexus> = (1..=3)
+        .map(|id| Nexus {
+            id,
+            initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
+            class: None,
+        })
+        .collect();
+    let mut x: u64 = 5;
+    let mut next = move || {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        x >> 33
+    };
+    let (mut now, mut finished, mut failed, mut attentions) = (0, 0, 0, 0);
+    let (mut a_out, mut b_out) = (Vec::new(), Vec::new());
+    for step in 0..2_000u64 {
+        now += next() % (4 * MS);
+        let cdb: Vec<u8> = match next() % 10 {
+            0 => vec![0; 6],
+            1 => vec![0x12, 0, 0, 0, 36, 0],
+            2 => vec![0xFF; 6],
+            3 => write16(next() % 64, 1, 0).to_vec(),
+            _ => read16(next() % 64, 1, (next() % 2) as u8).to_vec(),
+        };
+        let attribute = match next() % 12 {
+            0 => TaskAttribute::Ordered,
+            1 => TaskAttribute::HeadOfQueue,
+            _ => TaskAttribute::Simple,
+        };
+        let req = Request {
+            nexus: &nexuses[(next() % 3) as usize],
+            lun: 0,
+            tag: next() % 40,
+            cdb: &cdb,
+            attribute,
+            data_out: &[0; 512],
+        };
+        let (mut a_data, mut b_data) = (Vec::new(), Vec::new());
+        let a = shared.submit(now, &req, &mut a_data);
+        let b = exclusive.submit_mut(now, &req, &mut b_data);
+        assert_eq!((&a, &a_data), (&b, &b_data), "step {step}");
+        if let Submitted::Done(c) = &a {
+            attentions += usize::from(sense(c).map(|s| s.0) == Some(SenseKey::UnitAttention));
+        }
+        let a_next = shared.advance(now, &mut a_out);
+        let b_next = exclusive.advance_mut(now, &mut b_out);
+        assert_eq!(a_next, b_next, "step {step}");
+        assert_eq!(a_out, b_out, "step {step}");
+        for f in &a_out {
+            assert_eq!(shared.status(f), exclusive.status(f));
+        }
+        finished += a_out.len();
+        failed += a_out
+            .iter()
+            .filter(|f| matches!(f.verdict, Verdict::Fail(_)))
+            .count();
+        a_out.clear();
+        b_out.clear();
+    }
+    assert!(finished > 500, "{finished}");
+    assert!(failed > 10, "{failed} timed out");
+    assert_eq!(attentions, 3, "one per nexus");
+}

@@ -357,6 +357,6 @@ pub fn run(variant: &Variant, setup: &PointSetup) -> Result<PointResult, SimErro
         dh: DhCompletion::default(),
         seed: setup.seed,
     };
-    let lu = parts.logical_unit(config, Box::new(store))?;
-    run_point(&lu, setup)
+    let mut lu = parts.logical_unit(config, Box::new(store))?;
+    run_point(&mut lu, setup)
 }

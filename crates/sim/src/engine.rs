@@ -172,8 +172,8 @@ impl Meter {
     }
 }
 
-/// Runs one point to its stop condition on `lu` (fresh, with a device queue).
-pub fn run_point(lu: &LogicalUnit, setup: &PointSetup) -> Result<PointResult, SimError> {
+/// Runs one point to its stop condition on `lu` (fresh, with a device queue), its only user.
+pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult, SimError> {
     let nexuses: Vec<Nexus> = (0u64..)
         .zip(Class::ALL)
         .map(|(id, class)| Nexus {
@@ -192,7 +192,7 @@ pub fn run_point(lu: &LogicalUnit, setup: &PointSetup) -> Result<PointResult, Si
             attribute: TaskAttribute::Simple,
             data_out: &[],
         };
-        lu.submit(0, &tur, &mut Vec::new());
+        lu.submit_mut(0, &tur, &mut Vec::new());
     }
     let mut host = Host {
         nexuses,
@@ -278,14 +278,14 @@ pub fn run_point(lu: &LogicalUnit, setup: &PointSetup) -> Result<PointResult, Si
 }
 
 fn advance(
-    lu: &LogicalUnit,
+    lu: &mut LogicalUnit,
     host: &mut Host,
     meter: &mut Meter,
     setup: &PointSetup,
     done: &mut Vec<Finished>,
     now: Ns,
 ) -> Option<Ns> {
-    let next = lu.advance(now, done);
+    let next = lu.advance_mut(now, done);
     for f in done.drain(..) {
         let c = lu.status(&f);
         complete(host, meter, setup, f.tag, now, &c, f.missed);
@@ -343,7 +343,7 @@ fn placeholder_io() -> Io {
 
 /// Issues the slot's next command, if its job is not finished; returns its group.
 fn submit(
-    lu: &LogicalUnit,
+    lu: &mut LogicalUnit,
     host: &mut Host,
     setup: &PointSetup,
     now: Ns,
@@ -387,7 +387,7 @@ fn submit(
         attribute: TaskAttribute::Simple,
         data_out: &[],
     };
-    if let Submitted::Done(c) = lu.submit(now, &req, &mut Vec::new()) {
+    if let Submitted::Done(c) = lu.submit_mut(now, &req, &mut Vec::new()) {
         // Refused at once (a CDB the LU cannot take): the workload does not fit the device.
         return Err(SimError::Device(format!(
             "the device refused {cdb:02x?}: {:?}",
@@ -480,7 +480,7 @@ mod tests {
     fn closed_loop_on_an_instant_drive_runs_at_the_turnaround_rate() {
         // Zero service time: each of the 4 slots cycles every 50 µs, so 80,000 IOPS, latency 0.
         let r = run_point(
-            &instant_lu(),
+            &mut instant_lu(),
             &setup(vec![job("iodepth = 4")], Stop::Ios(4000)),
         )
         .unwrap();
@@ -504,7 +504,7 @@ mod tests {
         )];
         let mut s = setup(jobs, Stop::Ios(1000));
         s.ramp = 100;
-        let r = run_point(&instant_lu(), &s).unwrap();
+        let r = run_point(&mut instant_lu(), &s).unwrap();
         assert_eq!(r.commands, 1100);
         assert_eq!(r.total.count(), 1000);
         let names: Vec<String> = r.used_groups().map(|(g, _)| group_name(g)).collect();
@@ -550,7 +550,7 @@ mod tests {
         }
         .pages()
         .unwrap();
-        let lu = lu(Box::new(TenMs), pages);
+        let mut lu = lu(Box::new(TenMs), pages);
         let mut s = setup(
             vec![job(
                 "iodepth = 3\ncmdprio_percentage = 100\ncmdprio_hint = 1",
@@ -564,7 +564,7 @@ mod tests {
             })
             .unwrap(),
         );
-        let r = run_point(&lu, &s).unwrap();
+        let r = run_point(&mut lu, &s).unwrap();
         let sum = r.total.summary(r.interval);
         assert_eq!((sum.ios, sum.aborted, sum.limit_missed), (3, 1, 1));
         assert_eq!(sum.lat_ms.max, 20.0);
@@ -580,7 +580,7 @@ mod tests {
     #[test]
     fn number_ios_ends_a_job_and_the_point() {
         let r = run_point(
-            &instant_lu(),
+            &mut instant_lu(),
             &setup(vec![job("iodepth = 3\nnumber_ios = 10")], Stop::Ios(1000)),
         )
         .unwrap();
@@ -592,7 +592,7 @@ mod tests {
         let mut s = setup(vec![job("")], Stop::Runtime(10_000_000));
         // The measured interval starts at the ramp's last completion (t = 0 here).
         s.ramp = 1;
-        let r = run_point(&instant_lu(), &s).unwrap();
+        let r = run_point(&mut instant_lu(), &s).unwrap();
         // One slot, 50 µs per cycle: 10 ms is 200 cycles.
         assert_eq!(r.interval, 10_000_000);
         assert_eq!(r.total.count(), 200);
