@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# stint vs tgt, side by side on this machine: iscsi-perf (libiscsi) sequential reads at 4 KiB and
-# 128 KiB, QD 1 and 32, against a 1 GiB RAM LUN (stint), the same through stint's QoS queue
-# (examples/priority.toml: WRR classes, device queue of 32, no drive timing) and a 1 GiB tmpfs
-# file (tgt's rdwr store). The targets alternate point by point and round by round, so machine
-# noise hits them alike; each point prints the median over the rounds, the stint/tgt ratio and
-# the QoS LUN's share of the plain one.
+# stint vs its peers, side by side on this machine: sequential reads at 4 KiB and 128 KiB, QD 1
+# and 32, against a 1 GiB RAM LUN (stint), the same through stint's QoS queue
+# (examples/priority.toml: WRR classes, device queue of 32, no drive timing), a 1 GiB tmpfs file
+# from tgt (its rdwr store) and the same from istgt. Two clients: libiscsi's iscsi-perf against
+# all four, and stint's own load generator (`stint bench --rw read`) against stint's plain LUN,
+# tgt and istgt, so the second table shows whether `stint bench` keeps up with iscsi-perf on each
+# target. The runs alternate point by point and round by round (rotated, every other round
+# reversed), so machine noise hits them alike; each table prints medians over the rounds.
 #
 #   bench/vs-tgt.sh [--rounds N] [--seconds S] [--points "BLOCKS:QD ..."]
 #
 # BLOCKS counts 512-byte blocks per I/O (iscsi-perf -b): 8 = 4 KiB, 256 = 128 KiB.
+#
+# Before the rounds, `stint bench` runs for a second against each of its targets; a target it
+# cannot run against is reported (with the URL and the tool's error) and left out of the client
+# table instead of stopping the comparison. Any later failure of either tool stops the script,
+# naming the tool, target and URL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,91 +28,237 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--rounds N] [--seconds S] [--points \"BLOCKS:QD ...\"]" >&2; exit 2 ;;
   esac
 done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bad --rounds '$rounds'" >&2; exit 2; }
+[[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "bad --seconds '$seconds'" >&2; exit 2; }
 for p in $points; do
-  [[ $p =~ ^[0-9]+:[0-9]+$ ]] || { echo "bad point '$p': expected BLOCKS:QD, e.g. 8:32" >&2; exit 2; }
+  [[ $p =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] ||
+    { echo "bad point '$p': expected BLOCKS:QD, e.g. 8:32" >&2; exit 2; }
 done
 
 need=()
 command -v iscsi-perf >/dev/null || need+=(libiscsi-bin)
 command -v tgtd >/dev/null || need+=(tgt)
+command -v istgt >/dev/null || [ -x /usr/sbin/istgt ] || need+=(istgt)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+istgt=$(command -v istgt || echo /usr/sbin/istgt)
 cargo build --release -q -p stint
 stint=${CARGO_TARGET_DIR:-target}/release/stint
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; echo "nothing listens on $1" >&2; return 1; }
 
 work=$(mktemp -d /dev/shm/stint-bench.XXXXXX)
 pids=()
 cleanup() {
-  # tgtd ignores SIGTERM.
+  # tgtd ignores SIGTERM; istgt takes seconds to act on it. SIGKILL, by PID, for all (and no
+  # "Killed" notices from the shell).
+  exec 2>/dev/null
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# Waits until something listens on the port; fails early, with the log, if the process died.
+wait_up() { # name port pid log
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
+    kill -0 "$3" 2>/dev/null || { echo "$1 exited before listening on 127.0.0.1:$2:" >&2; tail -n 20 "$4" >&2; return 1; }
+    sleep 0.1
+  done
+  echo "$1: nothing listens on 127.0.0.1:$2 after 10 s:" >&2; tail -n 20 "$4" >&2; return 1
+}
+declare -A url
+
 # stint: one 1 GiB RAM LUN.
-sport=$(free_port)
-"$stint" serve --listen "127.0.0.1:$sport" --lun ram:1GiB >"$work/stint.log" 2>&1 &
+port=$(free_port)
+"$stint" serve --listen "127.0.0.1:$port" --lun ram:1GiB >"$work/stint.log" 2>&1 &
 pids+=($!)
-wait_port "$sport"
-stint_url=$(grep -m1 -o 'iscsi://[^ ]*' "$work/stint.log")
+wait_up "stint serve" "$port" $! "$work/stint.log"
+url[stint]=$(grep -m1 -o 'iscsi://[^ ]*' "$work/stint.log")
 
 # stint with the QoS queue: examples/priority.toml, in a process of its own.
-qport=$(free_port)
-"$stint" serve --listen "127.0.0.1:$qport" --config examples/priority.toml >"$work/qos.log" 2>&1 &
+port=$(free_port)
+"$stint" serve --listen "127.0.0.1:$port" --config examples/priority.toml >"$work/qos.log" 2>&1 &
 pids+=($!)
-wait_port "$qport"
-qos_url=$(grep -m1 -o 'iscsi://[^ ]*' "$work/qos.log")
+wait_up "stint serve (QoS)" "$port" $! "$work/qos.log"
+url[qos]=$(grep -m1 -o 'iscsi://[^ ]*' "$work/qos.log")
 
 # tgt: a 1 GiB file on tmpfs; tgt puts its controller at LUN 0, the disk at LUN 1.
 # tgtd wants a small control port (-C); it names a UNIX socket, not a TCP port.
-tport=$(free_port) cport=$((RANDOM % 8000 + 1000))
+port=$(free_port) cport=$((RANDOM % 8000 + 1000))
 truncate -s 1G "$work/tgt.img"
-tgtd -f -C "$cport" --iscsi "portal=127.0.0.1:$tport" >"$work/tgt.log" 2>&1 &
-tgt_pid=$!
-pids+=($tgt_pid)
-wait_port "$tport"
+tgtd -f -C "$cport" --iscsi "portal=127.0.0.1:$port" >"$work/tgt.log" 2>&1 &
+pids+=($!)
+wait_up tgtd "$port" $! "$work/tgt.log"
 tgtadm -C "$cport" --lld iscsi --op new --mode target --tid 1 -T iqn.2001-04.com.example:bench
 tgtadm -C "$cport" --lld iscsi --op new --mode logicalunit --tid 1 --lun 1 -b "$work/tgt.img"
 tgtadm -C "$cport" --lld iscsi --op bind --mode target --tid 1 -I ALL
-tgt_url="iscsi://127.0.0.1:$tport/iqn.2001-04.com.example:bench/1"
+url[tgt]="iscsi://127.0.0.1:$port/iqn.2001-04.com.example:bench/1"
 
-# One iscsi-perf run: prints its average IOPS.
-perf() { # url blocks qd
-  timeout $((seconds + 20)) iscsi-perf -t "$seconds" -m "$3" -b "$2" "$1" 2>&1 |
-    tr '\r' '\n' | awk '/^iops average/ {v=$3} END {if (v == "") exit 1; print v}'
+# istgt (Debian's 0.4~20111008): a 1 GiB file on tmpfs as LUN 0 ("Storage FILE Auto": a plain
+# file read and written with read(2)/write(2), its size taken from the file), run in the
+# foreground (-D) in the default "normal" mode (-m 1: a sender thread per connection).
+# Its quirks:
+# - QueueDepth is the command window it grants (MaxCmdSN = CmdSN + QueueDepth - 1) and the
+#   depth of the LU's queue, which one thread per LU drains one command at a time. 32 lets
+#   QD32 reach the target, like stint's device queue of 32 and tgt. With QueueDepth 0 (no
+#   queuing) the window is 8 and commands run inline on the connection's thread: as fast or
+#   faster on this 2-vCPU machine, but then QD32 is QD8 at the target.
+# - MaxRecvDataSegmentLength bounds only the Data-Out PDUs it receives; Data-In follows the
+#   initiator's (262144 for libiscsi and stint alike). 262144 here mirrors stint; the bursts
+#   are its example's. No digests, no CHAP (AuthMethod None, DiscoveryAuthMethod None), and
+#   no NOP-In pings (NopInInterval 0).
+# - It refuses to start without a [UnitControl] section; with no Portal in it, it opens no
+#   control port. AuthFile, MediaDirectory and PidFile (-p) point into the temp dir, so it
+#   reads nothing from /etc/istgt. Its listen backlog is 2.
+# - It logs to stdout with -D (and to syslog); SIGTERM takes it a few seconds.
+# - MODE SENSE of a subpage it lacks (e.g. CDL's 0Ah/07h) answers GOOD with the 8-byte header
+#   and no page rather than CHECK CONDITION.
+port=$(free_port)
+truncate -s 1G "$work/istgt.img"
+: >"$work/istgt-auth.conf"
+mkdir -p "$work/istgt-media"
+cat >"$work/istgt.conf" <<EOF
+[Global]
+  NodeBase "iqn.2001-04.com.example"
+  PidFile $work/istgt.pid
+  AuthFile $work/istgt-auth.conf
+  MediaDirectory $work/istgt-media
+  Timeout 30
+  NopInInterval 0
+  DiscoveryAuthMethod None
+  MaxSessions 16
+  MaxConnections 4
+  MaxR2T 32
+  MaxOutstandingR2T 16
+  DefaultTime2Wait 2
+  DefaultTime2Retain 60
+  FirstBurstLength 262144
+  MaxBurstLength 1048576
+  MaxRecvDataSegmentLength 262144
+  InitialR2T Yes
+  ImmediateData Yes
+  DataPDUInOrder Yes
+  DataSequenceInOrder Yes
+  ErrorRecoveryLevel 0
+
+[UnitControl]
+  AuthMethod None
+
+[PortalGroup1]
+  Portal P1 127.0.0.1:$port
+
+[InitiatorGroup1]
+  InitiatorName "ALL"
+  Netmask 127.0.0.1
+
+[LogicalUnit1]
+  TargetName bench
+  Mapping PortalGroup1 InitiatorGroup1
+  AuthMethod None
+  UseDigest Auto
+  UnitType Disk
+  QueueDepth 32
+  LUN0 Storage $work/istgt.img Auto
+EOF
+"$istgt" -D -m 1 -c "$work/istgt.conf" -p "$work/istgt.pid" >"$work/istgt.log" 2>&1 &
+pids+=($!)
+wait_up istgt "$port" $! "$work/istgt.log"
+url[istgt]="iscsi://127.0.0.1:$port/iqn.2001-04.com.example:bench/0"
+
+# One run of a client: prints its average IOPS, or fails with the tool's output in $err.
+err=$work/client.err
+run() { # client target blocks qd seconds
+  local u=${url[$2]}
+  case $1 in
+    perf)
+      timeout $(($5 + 30)) iscsi-perf -t "$5" -m "$4" -b "$3" "$u" >"$err" 2>&1 &&
+        tr '\r' '\n' <"$err" | awk '/^iops average/ {v=$3} END {if (v == "") exit 1; print v}' ;;
+    bench)
+      timeout $(($5 + 60)) env RUST_BACKTRACE=0 RUST_LIB_BACKTRACE=0 "$stint" bench --url "$u" \
+        --rw read --bs $(($3 / 2))k --iodepth "$4" --runtime "$5s" --json >"$work/bench.json" 2>"$err" &&
+        python3 -c 'import json, sys; print(round(json.load(sys.stdin)["points"][0]["total"]["iops"]))' \
+          <"$work/bench.json" 2>>"$err" ;;
+  esac
 }
+# The tool's last words (progress lines dropped).
+said() { tr '\r' '\n' <"$err" | grep -av -e '^\s*$' -e '^[0-9:]* - lba' | tail -n "$1" | sed 's/^/    /' >&2; }
+name() { case $1 in perf) echo iscsi-perf ;; bench) echo "stint bench" ;; esac; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
+# Every (client, target) pair, each client's pairs on a target next to each other.
+runs=() skipped=""
+for t in stint qos tgt istgt; do
+  runs+=("perf:$t")
+  if [ "$t" != qos ]; then
+    if v=$(run bench "$t" 8 1 1); then
+      runs+=("bench:$t")
+    else
+      echo "stint bench cannot run against $t (${url[$t]}); left out of the client table:" >&2
+      said 6
+      skipped+=" $t"
+    fi
+  fi
+done
+
 declare -A res
+n=${#runs[@]}
 for r in $(seq "$rounds"); do
+  # Rotate the order from round to round, and reverse it every other round.
+  lst=("${runs[@]}")
+  if ((r % 2 == 0)); then
+    lst=(); for ((i = n - 1; i >= 0; i--)); do lst+=("${runs[i]}"); done
+  fi
+  k=$(((r - 1) * n / rounds % n))
+  order=("${lst[@]:k}" "${lst[@]:0:k}")
   for p in $points; do
-    set -- ${p/:/ }
-    # Rotate which target goes first from round to round.
-    case $((r % 3)) in
-      1) order="stint qos tgt" ;; 2) order="tgt stint qos" ;; *) order="qos tgt stint" ;;
-    esac
-    for t in $order; do
-      case $t in stint) url=$stint_url ;; qos) url=$qos_url ;; tgt) url=$tgt_url ;; esac
-      v=$(perf "$url" "$1" "$2") || { echo "iscsi-perf failed against $t ($url)" >&2; exit 1; }
-      res[$t,$1,$2]+="$v "
-      printf '  round %d  %-5s %4d KiB QD%-3d %8d IOPS\n' "$r" "$t" $(($1 / 2)) "$2" "$v" >&2
+    b=${p%:*} q=${p#*:}
+    for ct in "${order[@]}"; do
+      c=${ct%:*} t=${ct#*:}
+      v=$(run "$c" "$t" "$b" "$q" "$seconds") || {
+        echo "$(name "$c") failed against $t (${url[$t]}) at $((b / 2)) KiB QD$q:" >&2
+        said 8
+        exit 1
+      }
+      res[$c,$t,$b,$q]+="$v "
+      printf '  round %d  %-11s %-5s %4d KiB QD%-3d %8d IOPS\n' "$r" "$(name "$c")" "$t" \
+        $((b / 2)) "$q" "$v" >&2
     done
   done
 done
+med() { tr ' ' '\n' <<<"${res[$1]:-}" | grep . | median; }
 
-printf '\n%-14s %12s %10s %12s %10s %9s %12s %10s\n' "point" "stint IOPS" "MiB/s" \
-  "tgt IOPS" "MiB/s" "stint/tgt" "QoS IOPS" "QoS/stint"
+echo
+echo "Targets, iscsi-perf sequential reads: median IOPS over $rounds rounds of ${seconds} s"
+printf '%-13s %9s %8s %9s %8s %9s %8s %10s %12s %9s %10s\n' "point" "stint" "MiB/s" "tgt" \
+  "MiB/s" "istgt" "MiB/s" "stint/tgt" "stint/istgt" "QoS LUN" "QoS/stint"
 for p in $points; do
-  set -- ${p/:/ }
-  s=$(tr ' ' '\n' <<<"${res[stint,$1,$2]}" | grep . | median)
-  q=$(tr ' ' '\n' <<<"${res[qos,$1,$2]}" | grep . | median)
-  t=$(tr ' ' '\n' <<<"${res[tgt,$1,$2]}" | grep . | median)
-  awk -v b="$1" -v d="$2" -v s="$s" -v q="$q" -v t="$t" 'BEGIN {
-    printf "%4d KiB QD%-3d %12.0f %10.1f %12.0f %10.1f %8.2fx %12.0f %9.0f%%\n", b/2, d, s,
-      s*b*512/1048576, t, t*b*512/1048576, s/t, q, 100*q/s }'
+  b=${p%:*} q=${p#*:}
+  s=$(med "perf,stint,$b,$q") t=$(med "perf,tgt,$b,$q") i=$(med "perf,istgt,$b,$q")
+  o=$(med "perf,qos,$b,$q")
+  awk -v b="$b" -v d="$q" -v s="$s" -v t="$t" -v i="$i" -v q="$o" 'BEGIN {
+    m = b * 512 / 1048576
+    printf "%4d KiB QD%-3d %9.0f %8.1f %9.0f %8.1f %9.0f %8.1f %9.2fx %11.2fx %9.0f %9.0f%%\n",
+      b/2, d, s, s*m, t, t*m, i, i*m, s/t, s/i, q, 100*q/s }'
 done
+
+echo
+echo "Clients, same runs: median IOPS of iscsi-perf and stint bench per target"
+printf '%-13s %-7s %11s %12s %11s\n' "point" "target" "iscsi-perf" "stint bench" "bench/perf"
+for p in $points; do
+  b=${p%:*} q=${p#*:}
+  for t in stint tgt istgt; do
+    pf=$(med "perf,$t,$b,$q")
+    if [[ " $skipped " == *" $t "* ]]; then
+      printf '%4d KiB QD%-3d %-7s %11.0f %12s %11s\n' $((b / 2)) "$q" "$t" "$pf" "fails" "-"
+      continue
+    fi
+    sb=$(med "bench,$t,$b,$q")
+    awk -v b="$b" -v d="$q" -v t="$t" -v p="$pf" -v s="$sb" 'BEGIN {
+      printf "%4d KiB QD%-3d %-7s %11.0f %12.0f %10.2fx\n", b/2, d, t, p, s, s/p }'
+  done
+done
+if [ -n "$skipped" ]; then
+  echo "(stint bench cannot run against:$skipped; see its error above)"
+fi
