@@ -84,10 +84,15 @@ impl Target {
             // MODE SENSE(10), DBD, current values of page 0Ah subpage 07h/08h.
             let cdb = [0x5A, 0x08, 0x0A, kind.subpage(), 0, 0, 0, 0x01, 0x00, 0];
             let r = s.scsi_command(lun, &cdb, &[], 256).await?;
-            if r.status != 0 {
+            // A LUN without the page refuses the request; some targets (istgt) answer GOOD
+            // with another page or none: only the page asked for counts.
+            let page = r.data_in.get(8..8 + scsi::cdl::T2_PAGE_LEN).unwrap_or(&[]);
+            let is_page = page.len() == scsi::cdl::T2_PAGE_LEN
+                && page[0] & 0x3F == 0x0A
+                && page[1] == kind.subpage();
+            if r.status != 0 || !is_page {
                 continue;
             }
-            let page = r.data_in.get(8..8 + scsi::cdl::T2_PAGE_LEN).unwrap_or(&[]);
             let decoded = qos::CdlPage::decode(kind, page)
                 .with_context(|| format!("the LUN's {kind:?} page"))?;
             match kind {
