@@ -238,6 +238,11 @@ impl TaskSet {
             }
             self.scratch = done;
             self.release(now, out);
+            // Nothing more is due (a held task that was started would be): the queue has
+            // nothing to hand out.
+            if !self.queue.next_event().is_some_and(|t| t <= now) {
+                break;
+            }
         }
     }
 
