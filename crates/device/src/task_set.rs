@@ -240,8 +240,9 @@ impl TaskSet {
             self.release(now, out);
             // Nothing more is due (a held task that was started would be): the queue has
             // nothing to hand out.
-            if !self.queue.next_event().is_some_and(|t| t <= now) {
-                break;
+            match self.queue.next_event() {
+                Some(t) if t <= now => {}
+                _ => break,
             }
         }
     }
