@@ -296,7 +296,7 @@ impl Hdd {
     /// spelt out: a read that missed at `cache.since()` (nothing that grew since, `grown`,
     /// holds it), with no dirty data and seeks below 3 T_rev.
     #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
+    #[inline(never)]
     fn missed_reads<const N: usize>(
         &self,
         now: Ns,
