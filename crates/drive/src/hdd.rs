@@ -16,7 +16,7 @@ pub use profile::{HddProfile, DEFAULT_HDD_PROFILE};
 use std::cell::Cell;
 
 use crate::error::ProfileError;
-use crate::{Drive, MediaOp, MediaOutcome, Ns, OpMemo, Service, NS_PER_MS, NS_PER_US};
+use crate::{Drive, MediaOp, MediaOutcome, Ns, OpMemo, QueuedOp, Service, NS_PER_MS, NS_PER_US};
 use fault::Faults;
 use read_cache::{MissCheck, ReadCache, ReadHit};
 use seek::{SeekAnchors, SeekCurve};
@@ -292,7 +292,7 @@ impl Hdd {
         origin.lead + self.access_from_phase(origin.phase, m.cylinder, m.angle.into(), op.write)
     }
 
-    /// [`Drive::positioning_times_memo`] of `ops` into `out` (as long), in the common case
+    /// [`Drive::positioning_times_memo`] of `queue` into `out` (as long), in the common case
     /// spelt out: a read that missed at `cache.since()` (nothing that grew since, `grown`,
     /// holds it), with no dirty data and seeks below 3 T_rev.
     #[allow(clippy::too_many_arguments)]
@@ -303,13 +303,12 @@ impl Hdd {
         origin: &Origin,
         cache: &MissCheck<'_>,
         grown: [(u64, u64); N],
-        ops: &[MediaOp],
-        memos: &mut [OpMemo],
+        queue: &mut [QueuedOp],
         out: &mut [Ns],
     ) {
         let (since, version) = (cache.since(), cache.version());
         let rev = self.geometry.rev_ns;
-        for ((op, m), t) in ops.iter().zip(memos.iter_mut()).zip(out.iter_mut()) {
+        for (QueuedOp { op, memo: m }, t) in queue.iter_mut().zip(out.iter_mut()) {
             let end = op.lba.saturating_add(op.blocks.into());
             let missed = !op.write
                 & (m.key == op.lba.wrapping_add(1))
@@ -334,18 +333,17 @@ impl Hdd {
         }
     }
 
-    /// [`Drive::positioning_times_memo`] of `ops` into `out` (as long), any case.
+    /// [`Drive::positioning_times_memo`] of `queue` into `out` (as long), any case.
     fn positions(
         &self,
         now: Ns,
         origin: &Origin,
         cache: &MissCheck<'_>,
-        ops: &[MediaOp],
-        memos: &mut [OpMemo],
+        queue: &mut [QueuedOp],
         out: &mut [Ns],
     ) {
         let no_dirty = self.write_cache.is_empty();
-        for ((op, m), t) in ops.iter().zip(memos.iter_mut()).zip(out.iter_mut()) {
+        for (QueuedOp { op, memo: m }, t) in queue.iter_mut().zip(out.iter_mut()) {
             let end = op.lba.saturating_add(op.blocks.into());
             // A read that missed every cache when last asked about, and nothing that has
             // come into a cache since holds it: `position`, shorter.
@@ -510,32 +508,22 @@ impl Drive for Hdd {
         );
     }
 
-    fn positioning_times_memo(
-        &self,
-        now: Ns,
-        ops: &[MediaOp],
-        memos: &mut [OpMemo],
-        out: &mut Vec<Ns>,
-    ) {
+    fn positioning_times_memo(&self, now: Ns, queue: &mut [QueuedOp], out: &mut Vec<Ns>) {
         let origin = self.origin(now);
         // Memos were brought up to date at the last call, the oldest op's among them.
-        let since = memos.first().map_or(0, |m| m.miss_version);
+        let since = queue.first().map_or(0, |q| q.memo.miss_version);
         let cache = self.read_cache.miss_check(now, since);
         out.clear();
-        out.resize(ops.len(), 0);
+        out.resize(queue.len(), 0);
         if self.write_cache.is_empty() && self.seeks_below_3_revs {
             match *cache.grown() {
-                [] => self.missed_reads(now, &origin, &cache, [], ops, memos, out),
-                [a] => self.missed_reads(now, &origin, &cache, [a], ops, memos, out),
-                [a, b] => self.missed_reads(now, &origin, &cache, [a, b], ops, memos, out),
-                _ => self.positions(now, &origin, &cache, ops, memos, out),
+                [] => self.missed_reads(now, &origin, &cache, [], queue, out),
+                [a] => self.missed_reads(now, &origin, &cache, [a], queue, out),
+                [a, b] => self.missed_reads(now, &origin, &cache, [a, b], queue, out),
+                _ => self.positions(now, &origin, &cache, queue, out),
             }
         } else {
-            self.positions(now, &origin, &cache, ops, memos, out);
-        }
-        // Ops without a memo of their own use the model's.
-        for (op, t) in ops.iter().zip(out.iter_mut()).skip(memos.len()) {
-            *t = self.position_memoised(now, &origin, op);
+            self.positions(now, &origin, &cache, queue, out);
         }
     }
 

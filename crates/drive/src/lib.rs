@@ -33,8 +33,8 @@ pub struct Service {
 }
 
 /// What a model remembers about one op of a queue it is asked about again and again (see
-/// [`Drive::positioning_times_memo`]): opaque to the caller, who keeps it beside the op and
-/// starts it as `OpMemo::default()`. A memo handed in with another op is noticed and redone.
+/// [`Drive::positioning_times_memo`]): opaque to the caller, who keeps it beside the op
+/// ([`QueuedOp`]). A memo that came with another op is noticed and redone.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OpMemo {
     /// `lba + 1` of the op it describes (0: nothing known).
@@ -57,6 +57,23 @@ impl OpMemo {
     };
 }
 
+/// An op of a queue a model is asked about again and again, with the model's memo of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueuedOp {
+    pub op: MediaOp,
+    pub memo: OpMemo,
+}
+
+impl QueuedOp {
+    /// An op the model knows nothing about yet.
+    pub fn new(op: MediaOp) -> Self {
+        Self {
+            op,
+            memo: OpMemo::default(),
+        }
+    }
+}
+
 /// A timing model of a drive.
 pub trait Drive {
     /// How many operations the drive services at once: 1 for an HDD actuator (the device queue
@@ -76,18 +93,13 @@ pub trait Drive {
         out.extend(ops.iter().map(|op| self.positioning_time(now, op)));
     }
 
-    /// [`Self::positioning_times`] of a queue the caller asks about at every pick: `memos[i]`
-    /// belongs to `ops[i]` (one per op) and is kept by the caller between calls, so that a
-    /// model need not work out again what does not change while an op waits (its place on
-    /// the medium, that the read cache did not hold it).
-    fn positioning_times_memo(
-        &self,
-        now: Ns,
-        ops: &[MediaOp],
-        _memos: &mut [OpMemo],
-        out: &mut Vec<Ns>,
-    ) {
-        self.positioning_times(now, ops, out)
+    /// [`Self::positioning_times`] of a queue the caller asks about at every pick, each op
+    /// with its memo, kept by the caller between calls: a model need not work out again what
+    /// does not change while an op waits (its place on the medium, that the read cache did
+    /// not hold it).
+    fn positioning_times_memo(&self, now: Ns, queue: &mut [QueuedOp], out: &mut Vec<Ns>) {
+        out.clear();
+        out.extend(queue.iter().map(|q| self.positioning_time(now, &q.op)));
     }
 
     /// Estimated time from `now` until `op` would complete if started now (positioning plus
@@ -120,14 +132,8 @@ impl<D: Drive + ?Sized> Drive for Box<D> {
     fn positioning_times(&self, now: Ns, ops: &[MediaOp], out: &mut Vec<Ns>) {
         (**self).positioning_times(now, ops, out)
     }
-    fn positioning_times_memo(
-        &self,
-        now: Ns,
-        ops: &[MediaOp],
-        memos: &mut [OpMemo],
-        out: &mut Vec<Ns>,
-    ) {
-        (**self).positioning_times_memo(now, ops, memos, out)
+    fn positioning_times_memo(&self, now: Ns, queue: &mut [QueuedOp], out: &mut Vec<Ns>) {
+        (**self).positioning_times_memo(now, queue, out)
     }
     fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {
         (**self).service_time(now, op)

@@ -1,6 +1,8 @@
 //! HDD model against the datasheet numbers of spec/drive-model.md §1.
 
-use drive::{Drive, FaultRange, Hdd, HddProfile, MediaOp, MediaOutcome, Ns, OpMemo, ProfileError};
+use drive::{
+    Drive, FaultRange, Hdd, HddProfile, MediaOp, MediaOutcome, Ns, ProfileError, QueuedOp,
+};
 
 /// SplitMix64: a tiny seeded stream for test workloads.
 struct SplitMix(u64);
@@ -174,8 +176,7 @@ fn positioning_times_match_one_at_a_time() {
     let mut now = 0;
     let mut times = Vec::new();
     // Memos kept beside the queue as a policy keeps them, and memos of other ops.
-    let mut memos: Vec<OpMemo> = Vec::new();
-    let mut stray: Vec<OpMemo> = Vec::new();
+    let mut memos: Vec<QueuedOp> = Vec::new();
     let mut memo_times = Vec::new();
     for _ in 0..2_000 {
         while queue.len() < 32 {
@@ -186,7 +187,7 @@ fn positioning_times_match_one_at_a_time() {
                 _ => read(rng.below(1 << 35), 256),
             };
             queue.push(op);
-            memos.push(OpMemo::default());
+            memos.push(QueuedOp::new(op));
         }
         hdd.positioning_times(now, &queue, &mut times);
         let singly: Vec<Ns> = queue
@@ -194,12 +195,18 @@ fn positioning_times_match_one_at_a_time() {
             .map(|op| hdd.positioning_time(now, op))
             .collect();
         assert_eq!(times, singly, "at {now} ns");
-        hdd.positioning_times_memo(now, &queue, &mut memos, &mut memo_times);
+        hdd.positioning_times_memo(now, &mut memos, &mut memo_times);
         assert_eq!(memo_times, singly, "with memos at {now} ns");
-        // Memos of other ops, and too few of them.
-        stray.resize(queue.len() - 3, OpMemo::default());
-        stray.rotate_left(1);
-        hdd.positioning_times_memo(now, &queue, &mut stray, &mut memo_times);
+        // Memos of other ops.
+        let mut stray: Vec<QueuedOp> = memos
+            .iter()
+            .zip(memos.iter().cycle().skip(1))
+            .map(|(q, other)| QueuedOp {
+                op: q.op,
+                memo: other.memo,
+            })
+            .collect();
+        hdd.positioning_times_memo(now, &mut stray, &mut memo_times);
         assert_eq!(memo_times, singly, "with stray memos at {now} ns");
         let Some(i) = (0..queue.len()).min_by_key(|&i| times[i]) else {
             unreachable!("the queue is full")

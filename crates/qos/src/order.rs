@@ -16,7 +16,7 @@ pub use fifo::Fifo;
 pub use rpo::{Rpo, DEFAULT_RPO_FACTOR};
 pub use sptf::Sptf;
 
-use drive::{Drive, MediaOp, Ns, OpMemo};
+use drive::{Drive, MediaOp, Ns, QueuedOp};
 
 /// A command waiting in the device queue, as an ordering policy sees it.
 #[derive(Clone, Copy, Debug)]
@@ -63,41 +63,38 @@ pub fn sptf_cost(now: Ns, c: &Candidate, drive: &dyn Drive) -> Ns {
 /// queue at every pick without working out again what does not change while an op waits.
 #[derive(Clone, Debug, Default)]
 pub struct QueueMemos {
-    ops: Vec<MediaOp>,
-    memos: Vec<OpMemo>,
+    queue: Vec<QueuedOp>,
 }
 
 impl QueueMemos {
     /// An op joins the end of the queue.
     pub fn push(&mut self, op: MediaOp) {
-        self.ops.push(op);
-        self.memos.push(OpMemo::default());
+        self.queue.push(QueuedOp::new(op));
     }
 
     /// The op at `index` left the queue.
     pub fn remove(&mut self, index: usize) {
-        if index < self.ops.len() {
-            self.ops.remove(index);
-            self.memos.remove(index);
+        if index < self.queue.len() {
+            self.queue.remove(index);
         }
     }
 
-    /// The ops, in queue order.
-    pub fn ops(&self) -> &[MediaOp] {
-        &self.ops
+    /// The ops with their memos, in queue order.
+    pub fn ops(&self) -> &[QueuedOp] {
+        &self.queue
     }
 
     pub fn len(&self) -> usize {
-        self.ops.len()
+        self.queue.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.queue.is_empty()
     }
 
     /// The SPTF cost ([`sptf_cost`]) of each op at `now`, in queue order, into `out`.
     pub fn positioning_times(&mut self, now: Ns, drive: &dyn Drive, out: &mut Vec<Ns>) {
-        drive.positioning_times_memo(now, &self.ops, &mut self.memos, out);
+        drive.positioning_times_memo(now, &mut self.queue, out);
     }
 
     /// Takes `queue`'s ops, each with its memo from the previous pick. A queue only loses
@@ -107,33 +104,30 @@ impl QueueMemos {
         if let Some(k) = picked {
             self.remove(k);
         }
-        let kept = self.ops.len().min(queue.len());
+        let kept = self.queue.len().min(queue.len());
         let same = queue
             .iter()
-            .zip(&self.ops)
-            .take_while(|(c, o)| c.op == **o)
+            .zip(&self.queue)
+            .take_while(|(c, q)| c.op == q.op)
             .count();
         if same < kept {
             // Something else left: look for the rest in order.
             let mut j = same;
-            let mut memos = Vec::with_capacity(queue.len());
+            let mut rest = Vec::with_capacity(queue.len() - same);
             for c in queue.get(same..).unwrap_or_default() {
-                while self.ops.get(j).is_some_and(|o| *o != c.op) {
+                while self.queue.get(j).is_some_and(|q| q.op != c.op) {
                     j += 1;
                 }
-                memos.push(self.memos.get(j).copied().unwrap_or_default());
+                rest.push(self.queue.get(j).copied().unwrap_or(QueuedOp::new(c.op)));
                 j += 1;
             }
-            self.memos.truncate(same);
-            self.memos.append(&mut memos);
-            self.ops.truncate(same);
+            self.queue.truncate(same);
+            self.queue.append(&mut rest);
         } else {
-            self.memos.truncate(same);
-            self.ops.truncate(same);
-            self.memos.resize(queue.len(), OpMemo::default());
+            self.queue.truncate(same);
+            self.queue
+                .extend(queue.iter().skip(same).map(|c| QueuedOp::new(c.op)));
         }
-        self.ops
-            .extend(queue.iter().skip(self.ops.len()).map(|c| c.op));
     }
 }
 

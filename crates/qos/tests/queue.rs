@@ -400,7 +400,8 @@ impl qos::order::OrderingPolicy for Checked {
         drive: &dyn drive::Drive,
     ) -> usize {
         let ops: Vec<drive::MediaOp> = queue.iter().map(|c| c.op).collect();
-        assert_eq!(memos.ops(), ops, "memos out of step at {now}");
+        let kept: Vec<drive::MediaOp> = memos.ops().iter().map(|q| q.op).collect();
+        assert_eq!(kept, ops, "memos out of step at {now}");
         let pick = self.memoised.pick_memoised(now, queue, memos, drive);
         assert_eq!(pick, self.plain.pick(now, queue, drive), "at {now}");
         self.picks
