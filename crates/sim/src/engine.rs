@@ -125,12 +125,28 @@ impl Host {
 /// Bookkeeping of measured completions.
 struct Meter {
     result: PointResult,
+    /// The group of every command measured so far, while there is one: its statistics are
+    /// `total`'s, kept only there until a command of another group comes.
+    one_group: OneGroup,
+    /// Every command measured so far is a read: `reads` is `total`, kept only there until a
+    /// write comes. (When all commands are reads of one group, as in B1, one histogram takes
+    /// each latency instead of three.)
+    only_reads: bool,
     seen: u64,
     ramp: u64,
     started: Ns,
     last: Ns,
     stop: Stop,
     done: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OneGroup {
+    /// Nothing measured yet.
+    Unknown,
+    Is(usize),
+    /// Commands of several groups were measured: each group has its own statistics.
+    No,
 }
 
 impl Meter {
@@ -144,12 +160,24 @@ impl Meter {
         let latency = now.saturating_sub(slot.submitted_at);
         let bytes = if delivered { slot.io.bytes() } else { 0 };
         let g = group(slot.io.class, slot.io.dld);
-        let mut groups = [
-            Some(&mut self.result.total),
-            self.result.groups.get_mut(g).and_then(Option::as_mut),
-            None,
-        ];
-        if !slot.io.write {
+        // The copies kept in `total` part from it before this command makes them differ.
+        match self.one_group {
+            OneGroup::Unknown => self.one_group = OneGroup::Is(g),
+            OneGroup::Is(one) if one != g => {
+                self.copy_total_to_group(one);
+                self.one_group = OneGroup::No;
+            }
+            OneGroup::Is(_) | OneGroup::No => {}
+        }
+        if slot.io.write && self.only_reads {
+            self.result.reads = self.result.total.clone();
+            self.only_reads = false;
+        }
+        let mut groups = [Some(&mut self.result.total), None, None];
+        if self.one_group == OneGroup::No {
+            groups[1] = self.result.groups.get_mut(g).and_then(Option::as_mut);
+        }
+        if !slot.io.write && !self.only_reads {
             groups[2] = Some(&mut self.result.reads);
         }
         for g in groups.into_iter().flatten() {
@@ -169,6 +197,25 @@ impl Meter {
             Stop::Ios(n) => self.result.total.count() >= n,
             Stop::Runtime(t) => now.saturating_sub(self.started) >= t,
         };
+    }
+
+    /// Group `g`'s statistics are what `total` holds.
+    fn copy_total_to_group(&mut self, g: usize) {
+        if let Some(Some(stats)) = self.result.groups.get_mut(g) {
+            *stats = self.result.total.clone();
+        }
+    }
+
+    /// The result, every copy kept in `total` written out.
+    fn finish(mut self) -> PointResult {
+        if let OneGroup::Is(g) = self.one_group {
+            self.copy_total_to_group(g);
+        }
+        if self.only_reads {
+            self.result.reads = self.result.total.clone();
+        }
+        self.result.interval = self.last.saturating_sub(self.started);
+        self.result
     }
 }
 
@@ -228,6 +275,8 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
             groups: vec![None; GROUPS],
             ..PointResult::default()
         },
+        one_group: OneGroup::Unknown,
+        only_reads: true,
         seen: 0,
         ramp: setup.ramp,
         started: 0,
@@ -273,8 +322,7 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
             }
         }
     }
-    meter.result.interval = meter.last.saturating_sub(meter.started);
-    Ok(meter.result)
+    Ok(meter.finish())
 }
 
 fn advance(
@@ -575,6 +623,40 @@ mod tests {
         );
         // The re-served read is a read like the others (for read SLAs).
         assert_eq!(r.reads.count(), 3);
+    }
+
+    #[test]
+    fn groups_and_reads_kept_in_total_until_they_part() {
+        // One group of reads: its statistics and the reads' are the total's.
+        let r = run_point(
+            &mut instant_lu(),
+            &setup(vec![job("iodepth = 4")], Stop::Ios(500)),
+        )
+        .unwrap();
+        let total = r.total.summary(r.interval);
+        let (g, stats) = r.used_groups().next().unwrap();
+        assert_eq!(group_name(g), "medium");
+        assert_eq!(stats.summary(r.interval), total);
+        assert_eq!(r.reads.summary(r.interval), total);
+        // Reads and writes of two groups: each has its own, and they add up.
+        let r = run_point(
+            &mut instant_lu(),
+            &setup(
+                vec![job(
+                    "iodepth = 4\nrw = \"randrw\"\ncmdprio_percentage = 30\ncmdprio_hint = 2",
+                )],
+                Stop::Ios(2000),
+            ),
+        )
+        .unwrap();
+        let counts: Vec<u64> = r.used_groups().map(|(_, s)| s.count()).collect();
+        assert_eq!(counts.len(), 2);
+        assert_eq!(counts.iter().sum::<u64>(), 2000);
+        assert!(
+            (500..1500).contains(&r.reads.count()),
+            "{}",
+            r.reads.count()
+        );
     }
 
     #[test]
