@@ -91,8 +91,8 @@ impl Report {
     /// SLA verdict per variant if the experiment has one.
     pub fn table(&self, exp: &Experiment) -> String {
         let header = [
-            "variant", "qd", "class", "ios", "IOPS", "MiB/s", "mean ms", "p50", "p99", "p99.9",
-            "p99.99", "max", "missed", "unavail", "aborted",
+            "variant", "qd", "class", "ios", "IOPS", "MiB/s", "min ms", "mean", "p50", "p90",
+            "p99", "p99.9", "p99.99", "max", "missed", "unavail", "aborted",
         ];
         let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
         for p in &self.points {
@@ -109,8 +109,10 @@ impl Report {
                     s.ios.to_string(),
                     format!("{:.1}", s.iops),
                     format!("{:.1}", s.mib_s),
+                    format!("{:.2}", l.min),
                     format!("{:.2}", l.mean),
                     format!("{:.2}", l.p50),
+                    format!("{:.2}", l.p90),
                     format!("{:.2}", l.p99),
                     format!("{:.2}", l.p999),
                     format!("{:.2}", l.p9999),

@@ -57,7 +57,8 @@ fn every_spec_row_has_a_file_that_runs() {
         assert_eq!(report.points.len(), exp.variants.len() * exp.qd.len());
         for p in &report.points {
             assert_eq!(p.total.ios, 200, "{} {} qd {}", exp.id, p.variant, p.qd);
-            assert!(p.total.iops > 0.0 && p.total.lat_ms.max >= p.total.lat_ms.p50);
+            let l = &p.total.lat_ms;
+            assert!(p.total.iops > 0.0 && l.min <= l.p50 && l.p50 <= l.p90 && l.p90 <= l.max);
             let class_ios: u64 = p.classes.values().map(|s| s.ios).sum();
             assert_eq!(
                 class_ios, p.total.ios,
@@ -132,7 +133,7 @@ fn json_has_the_issue_3_shape() {
     );
     assert_eq!(
         keys(&p["total"]["lat_ms"]),
-        ["max", "mean", "p50", "p99", "p999", "p9999"]
+        ["max", "mean", "min", "p50", "p90", "p99", "p999", "p9999"]
     );
     assert_eq!(keys(&p["classes"]), ["medium", "medium-dld1"]);
     assert_eq!(keys(&v["sim"]), ["commands", "commands_per_s", "wall_s"]);

@@ -13,6 +13,7 @@ pub struct LatencyStats {
     hist: Histogram<u64>,
     count: u64,
     sum_ns: u128,
+    min_ns: u64,
     max_ns: u64,
     bytes: u64,
     limit_missed: u64,
@@ -29,8 +30,10 @@ impl Default for LatencyStats {
 /// Latency percentiles in ms (issue 3 JSON `lat_ms`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct LatencySummary {
+    pub min: f64,
     pub mean: f64,
     pub p50: f64,
+    pub p90: f64,
     pub p99: f64,
     pub p999: f64,
     pub p9999: f64,
@@ -61,6 +64,7 @@ impl LatencyStats {
             hist: Self::histogram(),
             count: 0,
             sum_ns: 0,
+            min_ns: u64::MAX,
             max_ns: 0,
             bytes: 0,
             limit_missed: 0,
@@ -81,6 +85,7 @@ impl LatencyStats {
         self.hist.saturating_record(us);
         self.count += 1;
         self.sum_ns += u128::from(latency_ns);
+        self.min_ns = self.min_ns.min(latency_ns);
         self.max_ns = self.max_ns.max(latency_ns);
         self.bytes += bytes;
     }
@@ -107,11 +112,11 @@ impl LatencyStats {
         if self.count == 0 {
             return 0;
         }
-        // Histogram buckets round up; never report more than the exact maximum.
+        // Histogram buckets hold whole µs; keep every quantile within the exact extremes.
         self.hist
             .value_at_quantile(q)
             .saturating_mul(1000)
-            .min(self.max_ns)
+            .clamp(self.min_ns, self.max_ns)
     }
 
     /// Fraction of recorded commands at or below `ns`.
@@ -143,6 +148,7 @@ impl LatencyStats {
         }
         self.count += other.count;
         self.sum_ns += other.sum_ns;
+        self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
         self.bytes += other.bytes;
         self.limit_missed += other.limit_missed;
@@ -165,8 +171,14 @@ impl LatencyStats {
             iops: per_s(self.count as f64),
             mib_s: per_s(self.bytes as f64 / (1u64 << 20) as f64),
             lat_ms: LatencySummary {
+                min: if self.count == 0 {
+                    0.0
+                } else {
+                    ms(self.min_ns)
+                },
                 mean: round3(mean_ns / 1e6),
                 p50: ms(self.quantile_ns(0.5)),
+                p90: ms(self.quantile_ns(0.9)),
                 p99: ms(self.quantile_ns(0.99)),
                 p999: ms(self.quantile_ns(0.999)),
                 p9999: ms(self.quantile_ns(0.9999)),
@@ -195,7 +207,9 @@ mod tests {
         assert_eq!(sum.iops, 500.0);
         assert!((sum.mib_s - 1000.0 * 4096.0 / 1048576.0 / 2.0).abs() < 1e-3);
         assert!((sum.lat_ms.mean - 500.5).abs() < 1e-9);
+        assert_eq!(sum.lat_ms.min, 1.0);
         assert!((sum.lat_ms.p50 - 500.0).abs() <= 0.5, "{:?}", sum.lat_ms);
+        assert!((sum.lat_ms.p90 - 900.0).abs() <= 1.0, "{:?}", sum.lat_ms);
         assert!((sum.lat_ms.p99 - 990.0).abs() <= 1.0, "{:?}", sum.lat_ms);
         assert_eq!(sum.lat_ms.max, 1000.0);
         assert_eq!(sum.aborted, 1);
@@ -211,7 +225,7 @@ mod tests {
         a.merge(&b);
         let s = a.summary(1_000_000_000);
         assert_eq!((s.ios, s.limit_missed), (2, 1));
-        assert_eq!(s.lat_ms.max, 9.0);
+        assert_eq!((s.lat_ms.min, s.lat_ms.max), (1.0, 9.0));
         assert_eq!(a.cdf().last().map(|p| p.1), Some(1.0));
     }
 
