@@ -584,6 +584,17 @@ async fn stats_count_the_commands_sent_per_descriptor() {
             assert!(i <= c && a <= c && e <= c, "{page} {n}: {out}");
         }
     }
+    // --reset zeroes every counter, and counting starts again from there.
+    let out = cdl_ok(&["stats", "--reset", &url]);
+    for page in ["T2A", "T2B"] {
+        for n in 1..=7 {
+            assert_eq!(stats_row(&out, page, n), [0, 0, 0, 0], "{page} {n}: {out}");
+        }
+    }
+    let (status, _) = run(&mut s, lun, &rw16(0x88, 0, 8, 1), &[], 4096).await;
+    assert_eq!(status, 0);
+    let out = cdl_ok(&["stats", &url]);
+    assert_eq!(stats_row(&out, "T2A", 1)[3], 1, "{out}");
     s.logout().await.unwrap();
     assert!(server.stop());
 }
@@ -653,6 +664,11 @@ fn info_tells_a_cdl_disk_from_a_plain_lun() {
         !ok && err.contains(
             "the LUN has no CDL statistics: LOG SENSE page 19h subpage 21h is not supported"
         ),
+        "{err}"
+    );
+    let (ok, _, err) = cdl(&["stats", "--reset", plain]);
+    assert!(
+        !ok && err.contains("resetting the CDL statistics (LOG SELECT, PCR=1, page 19h/21h) failed: CHECK CONDITION, ILLEGAL REQUEST"),
         "{err}"
     );
 

@@ -27,6 +27,9 @@ pub struct DeviceQueue {
 pub(crate) struct Scheduled {
     pub(crate) set: parking_lot::Mutex<TaskSet>,
     dld_classes: [Option<Class>; 8],
+    /// The queue's CDL counters at the last LOG SELECT reset: the log page reports the
+    /// difference, while the queue's own statistics (the simulator's) keep counting.
+    cdl_statistics_reset: parking_lot::Mutex<CdlStatistics>,
     /// Called when something became due earlier than the real-time driver expects.
     waker: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
@@ -37,6 +40,7 @@ impl Scheduled {
         Ok(Scheduled {
             set: parking_lot::Mutex::new(TaskSet::new(queue, q.dh)),
             dld_classes: q.dld_classes,
+            cdl_statistics_reset: parking_lot::Mutex::default(),
             waker: std::sync::OnceLock::new(),
         })
     }
@@ -276,23 +280,37 @@ impl LogicalUnit {
     }
 
     /// The Command Duration Limits statistics log page's counters (SPC-6 log page 19h
-    /// subpage 21h), from the queue's per-descriptor counters.
+    /// subpage 21h): the queue's per-descriptor counters since the last reset.
     pub(crate) fn cdl_statistics(&self) -> Option<CdlStatistics> {
-        let stats = self.queue_stats()?;
-        let page = |counters: &[qos::Counters; 7]| {
-            counters.map(|c| CdlDescriptorStatistics {
-                number_of_inactive_target_miss_commands: c.misses(LimitKind::Inactive).total(),
-                number_of_active_target_miss_commands: c.misses(LimitKind::Active).total(),
-                number_of_inactive_target_and_active_target_miss_commands: c
-                    .commands_missed_inactive_or_active,
-                number_of_commands: c.commands,
-            })
-        };
-        Some(CdlStatistics {
-            // No latency target is promised beyond the descriptors themselves.
-            achievable_latency_target: 0,
-            t2a: page(&stats.t2a),
-            t2b: page(&stats.t2b),
+        let s = self.scheduled.as_ref()?;
+        let counted = cdl_statistics_of(s.set.lock().queue().stats());
+        Some(counted.since(&s.cdl_statistics_reset.lock()))
+    }
+
+    /// LOG SELECT's parameter code reset of the page: its counters read zero from now on.
+    pub(crate) fn reset_cdl_statistics(&self) {
+        if let Some(s) = &self.scheduled {
+            let set = s.set.lock();
+            *s.cdl_statistics_reset.lock() = cdl_statistics_of(set.queue().stats());
+        }
+    }
+}
+
+/// The counters of the Command Duration Limits statistics log page in the queue's statistics.
+fn cdl_statistics_of(stats: &qos::Stats) -> CdlStatistics {
+    let page = |counters: &[qos::Counters; 7]| {
+        counters.map(|c| CdlDescriptorStatistics {
+            number_of_inactive_target_miss_commands: c.misses(LimitKind::Inactive).total(),
+            number_of_active_target_miss_commands: c.misses(LimitKind::Active).total(),
+            number_of_inactive_target_and_active_target_miss_commands: c
+                .commands_missed_inactive_or_active,
+            number_of_commands: c.commands,
         })
+    };
+    CdlStatistics {
+        // No latency target is promised beyond the descriptors themselves.
+        achievable_latency_target: 0,
+        t2a: page(&stats.t2a),
+        t2b: page(&stats.t2b),
     }
 }

@@ -468,6 +468,15 @@ impl LogicalUnit {
                     Err(sense) => check(sense),
                 }
             }
+            Command::LogSelect(l) => match scsi::log::log_select(&l, self.has_device_queue()) {
+                Ok(reset) => {
+                    if reset {
+                        self.reset_cdl_statistics();
+                    }
+                    Completion::GOOD
+                }
+                Err(sense) => check(sense),
+            },
             Command::StartStopUnit(s) => self.start_stop_unit(&s),
             Command::Reserve6 => {
                 let mut holder = self.reservation_holder.lock();

@@ -683,6 +683,26 @@ fn a_bad_policy_in_mode_select_is_refused_with_its_field_pointer() {
     assert_eq!((field.byte, field.bit), (8 + 8 + 6, Some(7)));
 }
 
+/// The four counters of one parameter of the CDL statistics log page (LOG SENSE 19h/21h):
+/// code (2 bytes), control, length 10h, then four big-endian counters.
+fn cdl_counters(b: &mut Bench, code: u16) -> [u32; 4] {
+    let cdb = [0x4D, 0, 0x40 | 0x19, 0x21, 0, 0, 0, 0x10, 0x00, 0];
+    let (c, page) = b.at_once(9, &cdb, &[]);
+    assert_eq!(c, Completion::GOOD);
+    let mut at = 4;
+    while at + 4 <= page.len() {
+        let len = usize::from(page[at + 3]);
+        if u16::from_be_bytes([page[at], page[at + 1]]) == code {
+            let c = &page[at + 4..at + 4 + len];
+            return std::array::from_fn(|i| {
+                u32::from_be_bytes([c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3]])
+            });
+        }
+        at += 4 + len;
+    }
+    panic!("no parameter {code:04x}");
+}
+
 #[test]
 fn log_sense_counts_commands_and_misses_per_descriptor() {
     let mut b = Bench::new(
@@ -698,29 +718,62 @@ fn log_sense_counts_commands_and_misses_per_descriptor() {
     assert!(b.read(0, 3, 300, 1).is_none());
     assert!(b.read(0, 4, 400, 1).is_none());
     b.run(u64::MAX);
-    let cdb = [0x4D, 0, 0x40 | 0x19, 0x21, 0, 0, 0, 0x10, 0x00, 0];
-    let (c, page) = b.at_once(9, &cdb, &[]);
-    assert_eq!(c, Completion::GOOD);
-    // Parameter n: code (2), control, length 10h, then four counters.
-    let counters = |code: u16| -> [u32; 4] {
-        let mut at = 4;
-        while at + 4 <= page.len() {
-            let len = usize::from(page[at + 3]);
-            if u16::from_be_bytes([page[at], page[at + 1]]) == code {
-                let c = &page[at + 4..at + 4 + len];
-                return std::array::from_fn(|i| {
-                    u32::from_be_bytes([c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3]])
-                });
-            }
-            at += 4 + len;
-        }
-        panic!("no parameter {code:04x}");
-    };
     // Descriptor 1: two commands; both waited past 15 ms (C started at 20, D at 30).
-    assert_eq!(counters(0x21), [2, 0, 2, 2]);
+    assert_eq!(cdl_counters(&mut b, 0x21), [2, 0, 2, 2]);
     // Descriptor 2: one command, within its 60 ms guideline, no inactive/active miss.
-    assert_eq!(counters(0x22), [0, 0, 0, 1]);
-    assert_eq!(counters(0x41), [0, 0, 0, 0]);
+    assert_eq!(cdl_counters(&mut b, 0x22), [0, 0, 0, 1]);
+    assert_eq!(cdl_counters(&mut b, 0x41), [0, 0, 0, 0]);
+}
+
+#[test]
+fn log_select_resets_the_cdl_statistics() {
+    let mut b = Bench::new(
+        &[descriptor("inactive", 15, Policy::CompleteEarliest)],
+        Box::new(Fifo),
+        DhCompletion::CheckCondition,
+    );
+    // 10 ms each, one after the other: the third starts at 20 ms, past its 15 ms.
+    for tag in 1..=3 {
+        assert!(b.read(0, tag, tag * 100, 1).is_none());
+    }
+    b.run(u64::MAX);
+    assert_eq!(cdl_counters(&mut b, 0x21), [1, 0, 1, 3]);
+    // SP = 1 (no log parameters are saved) and a parameter list (none is changeable) are
+    // refused at their fields, and change nothing.
+    let refused = |b: &mut Bench, cdb: &[u8]| {
+        let (c, _) = b.at_once(10, cdb, &[]);
+        let s = c.sense.expect("sense");
+        assert_eq!(
+            (s.key, s.asc),
+            (SenseKey::IllegalRequest, Asc::INVALID_FIELD_IN_CDB)
+        );
+        let f = s.field.expect("field pointer");
+        (f.byte, f.bit)
+    };
+    assert_eq!(
+        refused(&mut b, &[0x4C, 0x03, 0x59, 0x21, 0, 0, 0, 0, 0, 0]),
+        (1, Some(0))
+    );
+    assert_eq!(
+        refused(&mut b, &[0x4C, 0x02, 0x59, 0x21, 0, 0, 0, 0, 4, 0]),
+        (8, Some(2))
+    );
+    assert_eq!(
+        refused(&mut b, &[0x4C, 0x02, 0x59, 0x20, 0, 0, 0, 0, 0, 0]),
+        (3, None)
+    );
+    // A threshold reset changes nothing: the page keeps no thresholds.
+    let (c, _) = b.at_once(11, &[0x4C, 0x02, 0x19, 0x21, 0, 0, 0, 0, 0, 0], &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(cdl_counters(&mut b, 0x21), [1, 0, 1, 3]);
+    // PCR = 1, PC = 01b (cumulative values): the counters start again from zero.
+    let (c, _) = b.at_once(12, &[0x4C, 0x02, 0x59, 0x21, 0, 0, 0, 0, 0, 0], &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(cdl_counters(&mut b, 0x21), [0, 0, 0, 0]);
+    let later = 10_000_000_000;
+    assert!(b.read(later, 4, 400, 1).is_none());
+    b.run(u64::MAX);
+    assert_eq!(cdl_counters(&mut b, 0x21), [0, 0, 0, 1]);
 }
 
 #[test]

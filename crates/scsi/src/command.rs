@@ -127,6 +127,18 @@ pub struct LogSense {
     pub allocation_length: u16,
 }
 
+/// LOG SELECT (SPC-5 §6.8). The logical unit has no changeable or savable log parameters, so
+/// a parameter list and SP = 1 are refused; what remains is a parameter code reset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogSelect {
+    /// PCR: set the parameters the PC field names to their defaults.
+    pub pcr: bool,
+    pub pc: LogPageControl,
+    /// Page 00h subpage 00h: every log page.
+    pub page_code: u8,
+    pub subpage_code: u8,
+}
+
 /// START STOP UNIT (SBC-4 §5.31, table 95).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StartStopUnit {
@@ -195,6 +207,7 @@ pub enum Command {
     ModeSense(ModeSense),
     ModeSelect(ModeSelect),
     LogSense(LogSense),
+    LogSelect(LogSelect),
     StartStopUnit(StartStopUnit),
     /// RESERVE (6) / RELEASE (6) (SPC-2 §7.21, §7.16): whole-LU reservations for one nexus.
     Reserve6,
@@ -236,6 +249,7 @@ impl Command {
             | Command::SynchronizeCache(_)
             | Command::PreFetch(_)
             | Command::StartStopUnit(_)
+            | Command::LogSelect(_)
             | Command::PreventAllowMediumRemoval { .. }
             | Command::Reserve6
             | Command::Release6 => None,

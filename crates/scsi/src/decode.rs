@@ -358,18 +358,33 @@ pub(crate) fn mode_select10(c: &[u8]) -> Decoded {
 /// are outside the usage mask: no log parameters are saved, so SP = 1 fails the generic
 /// reserved-bit check with the pointer at byte 1 bit 0.
 pub(crate) fn log_sense(c: &[u8]) -> Decoded {
-    let pc = match u8_at(c, 2) >> 6 {
-        0 => LogPageControl::ThresholdValues,
-        1 => LogPageControl::CumulativeValues,
-        2 => LogPageControl::DefaultThresholdValues,
-        _ => LogPageControl::DefaultCumulativeValues,
-    };
     Ok(Command::LogSense(LogSense {
-        pc,
+        pc: log_page_control(c),
         page_code: u8_at(c, 2) & 0x3F,
         subpage_code: u8_at(c, 3),
         parameter_pointer: be16(c, 5),
         allocation_length: be16(c, 7),
+    }))
+}
+
+/// PC field, byte 2 bits 7:6, of LOG SENSE and LOG SELECT.
+fn log_page_control(c: &[u8]) -> LogPageControl {
+    match u8_at(c, 2) >> 6 {
+        0 => LogPageControl::ThresholdValues,
+        1 => LogPageControl::CumulativeValues,
+        2 => LogPageControl::DefaultThresholdValues,
+        _ => LogPageControl::DefaultCumulativeValues,
+    }
+}
+
+/// LOG SELECT (SPC-5 LOG SELECT command table). SP (byte 1 bit 0) and PARAMETER LIST LENGTH
+/// are outside the usage mask: no log parameter is saved or changeable.
+pub(crate) fn log_select(c: &[u8]) -> Decoded {
+    Ok(Command::LogSelect(LogSelect {
+        pcr: bit(c, 1, 1),
+        pc: log_page_control(c),
+        page_code: u8_at(c, 2) & 0x3F,
+        subpage_code: u8_at(c, 3),
     }))
 }
 

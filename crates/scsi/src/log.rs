@@ -1,7 +1,7 @@
 //! Log pages (SPC-5 §7.3, log page format): LOG SENSE parameter data for the pages a logical
 //! unit answers.
 
-use crate::command::{LogPageControl, LogSense};
+use crate::command::{LogPageControl, LogSelect, LogSense};
 use crate::sense::Sense;
 
 /// Page 00h: Supported Log Pages (subpage 00h) and Supported Log Pages and Subpages (subpage
@@ -41,6 +41,23 @@ pub struct CdlDescriptorStatistics {
 }
 
 impl CdlDescriptorStatistics {
+    fn since(&self, earlier: &Self) -> Self {
+        CdlDescriptorStatistics {
+            number_of_inactive_target_miss_commands: self
+                .number_of_inactive_target_miss_commands
+                .saturating_sub(earlier.number_of_inactive_target_miss_commands),
+            number_of_active_target_miss_commands: self
+                .number_of_active_target_miss_commands
+                .saturating_sub(earlier.number_of_active_target_miss_commands),
+            number_of_inactive_target_and_active_target_miss_commands: self
+                .number_of_inactive_target_and_active_target_miss_commands
+                .saturating_sub(earlier.number_of_inactive_target_and_active_target_miss_commands),
+            number_of_commands: self
+                .number_of_commands
+                .saturating_sub(earlier.number_of_commands),
+        }
+    }
+
     fn counters(&self) -> [u64; 4] {
         [
             self.number_of_inactive_target_miss_commands,
@@ -59,6 +76,20 @@ pub struct CdlStatistics {
     pub achievable_latency_target: u32,
     pub t2a: [CdlDescriptorStatistics; 7],
     pub t2b: [CdlDescriptorStatistics; 7],
+}
+
+impl CdlStatistics {
+    /// The counts since `earlier` (what the page reports after a LOG SELECT reset).
+    pub fn since(&self, earlier: &CdlStatistics) -> CdlStatistics {
+        let page = |now: &[CdlDescriptorStatistics; 7], then: &[CdlDescriptorStatistics; 7]| {
+            std::array::from_fn(|i| now[i].since(&then[i]))
+        };
+        CdlStatistics {
+            achievable_latency_target: self.achievable_latency_target,
+            t2a: page(&self.t2a, &earlier.t2a),
+            t2b: page(&self.t2b, &earlier.t2b),
+        }
+    }
 }
 
 /// Parameter codes (SPC-6): 0001h achievable latency target; 0021h–0027h the T2A descriptors
@@ -145,17 +176,44 @@ pub fn log_sense(
             out.extend_from_slice(&[0x80 | 0x40 | page, subpage, 0, 0]);
             cdl_statistics(stats, l.pc, l.parameter_pointer, out);
         }
-        _ => {
-            return Err(if implemented(cdl.is_some()).any(|p| p.0 == l.page_code) {
-                Sense::invalid_field_in_cdb(3, None)
-            } else {
-                Sense::invalid_field_in_cdb(2, Some(5))
-            })
-        }
+        _ => return Err(unsupported_page(l.page_code, cdl.is_some())),
     }
     let page_length = u16::try_from(out.len() - start - 4).unwrap_or(u16::MAX);
     out[start + 2..start + 4].copy_from_slice(&page_length.to_be_bytes());
     Ok(())
+}
+
+/// The refusal of a page the logical unit does not answer: INVALID FIELD IN CDB at SUBPAGE CODE
+/// when the page code exists, else at PAGE CODE.
+fn unsupported_page(page_code: u8, cdl: bool) -> Sense {
+    if implemented(cdl).any(|p| p.0 == page_code) {
+        Sense::invalid_field_in_cdb(3, None)
+    } else {
+        Sense::invalid_field_in_cdb(2, Some(5))
+    }
+}
+
+/// LOG SELECT without a parameter list (SPC-5 §6.8, processing when the parameter list length
+/// is zero): whether the Command Duration Limits Statistics counters are to be set to their
+/// default, zero. That is a parameter code reset (PCR = 1) of cumulative values (PC 01b or 11b)
+/// of the pages PAGE CODE and SUBPAGE CODE name: page 00h subpage 00h names every page,
+/// subpage FFh every subpage of its page. Resetting threshold values changes nothing, as no
+/// page keeps thresholds.
+pub fn log_select(l: &LogSelect, cdl: bool) -> Result<bool, Sense> {
+    let every_page = (l.page_code, l.subpage_code) == (SUPPORTED_LOG_PAGES, 0x00);
+    let names = |(page, subpage): (u8, u8)| {
+        every_page
+            || (page == l.page_code
+                && (l.subpage_code == ALL_SUBPAGES || subpage == l.subpage_code))
+    };
+    if !implemented(cdl).any(names) {
+        return Err(unsupported_page(l.page_code, cdl));
+    }
+    let cumulative = matches!(
+        l.pc,
+        LogPageControl::CumulativeValues | LogPageControl::DefaultCumulativeValues
+    );
+    Ok(cdl && l.pcr && cumulative && names(COMMAND_DURATION_LIMITS_STATISTICS))
 }
 
 #[cfg(test)]
@@ -305,6 +363,57 @@ mod tests {
         assert_eq!(
             sense(0x0D, 0x00, 0, Some(&s)).unwrap_err(),
             Sense::invalid_field_in_cdb(2, Some(5))
+        );
+    }
+
+    fn select(pcr: bool, pc: LogPageControl, page: u8, sub: u8, cdl: bool) -> Result<bool, Sense> {
+        let l = LogSelect {
+            pcr,
+            pc,
+            page_code: page,
+            subpage_code: sub,
+        };
+        log_select(&l, cdl)
+    }
+
+    #[test]
+    fn parameter_code_reset_of_cumulative_values_zeroes_the_cdl_counters() {
+        use LogPageControl::*;
+        for pc in [CumulativeValues, DefaultCumulativeValues] {
+            assert_eq!(select(true, pc, 0x19, 0x21, true), Ok(true));
+            assert_eq!(select(true, pc, 0x00, 0x00, true), Ok(true), "every page");
+            assert_eq!(
+                select(true, pc, 0x00, 0x00, false),
+                Ok(false),
+                "no CDL page"
+            );
+            assert_eq!(select(true, pc, 0x19, 0xFF, true), Ok(true), "all of 19h");
+            assert_eq!(
+                select(true, pc, 0x00, 0xFF, true),
+                Ok(false),
+                "only the lists"
+            );
+        }
+        // No thresholds to reset; without PCR nothing changes.
+        assert_eq!(select(true, ThresholdValues, 0x19, 0x21, true), Ok(false));
+        assert_eq!(select(true, DefaultThresholdValues, 0, 0, true), Ok(false));
+        assert_eq!(select(false, CumulativeValues, 0x19, 0x21, true), Ok(false));
+    }
+
+    #[test]
+    fn log_select_refuses_pages_as_log_sense_does() {
+        let pc = LogPageControl::CumulativeValues;
+        assert_eq!(
+            select(true, pc, 0x19, 0x21, false),
+            Err(Sense::invalid_field_in_cdb(2, Some(5)))
+        );
+        assert_eq!(
+            select(true, pc, 0x19, 0x00, true),
+            Err(Sense::invalid_field_in_cdb(3, None))
+        );
+        assert_eq!(
+            select(true, pc, 0x0D, 0x00, true),
+            Err(Sense::invalid_field_in_cdb(2, Some(5)))
         );
     }
 }

@@ -332,6 +332,17 @@ const TABLE: &[CommandInfo] = &[
         d::write_same10,
         [0x41, 0x08, F, F, F, F, 0x3F, F, F, NACA]
     ),
+    // No log parameter is changeable: PARAMETER LIST LENGTH is outside the usage mask, so
+    // a parameter list is refused at byte 7 (and with PCR = 1 SPC requires that anyway).
+    entry!(
+        "LOG SELECT",
+        None,
+        None,
+        false,
+        1,
+        d::log_select,
+        [0x4C, 0x02, F, F, 0, 0, 0, 0, 0, NACA]
+    ),
     entry!(
         "LOG SENSE",
         In,

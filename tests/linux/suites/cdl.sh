@@ -3,8 +3,9 @@
 # The kernel must see a rotational disk with CDL; REPORT SUPPORTED OPERATION CODES must name the
 # CDL page of READ(16); the T2A/T2B mode pages must be readable; cdl_enable must stick; fio's
 # prioritized I/Os (ioprio hint N) must reach the target as DLD N: the per-descriptor command
-# counts of LOG SENSE 19h/21h grow by exactly fio's own per-priority counts. Then ext4 on the
-# first GiB and fio verification, both with CDL enabled.
+# counts of LOG SENSE 19h/21h grow by exactly fio's own per-priority counts, and LOG SELECT
+# (sg_logs -R) sets them to zero. Then ext4 on the first GiB and fio verification, both with
+# CDL enabled.
 . /job/lib.sh
 COUNT_SECS=${COUNT_SECS:-15}
 login
@@ -72,6 +73,14 @@ for h in $H1 $H2; do
     check "dld${h}_write_count" "$([ "$F_write" -gt 0 ] && [ "$F_write" = "$tw" ] && echo 0 || echo 1)" \
         "(fio ${F_write} prioritized writes with hint $h, target T2B descriptor $h counted ${tw:-none})"
 done
+
+sec "LOG SELECT, PCR=1 (sg_logs -R -p 0x19,0x21): the counters start again from zero"
+sg_logs -R -p 0x19,0x21 "$D" > reset.log 2>&1; rc=$?; cat reset.log
+cdl_stats stats-reset || cat stats-reset.err
+sum=$(awk '{for (i = 2; i <= NF; i++) s += $i} END {if (NR) print s}' stats-reset.txt 2>/dev/null)
+kv cdl_stats_sum_after_reset "${sum:-none}"
+check cdl_stats_reset "$([ $rc = 0 ] && [ "$sum" = 0 ] && echo 0 || echo 1)" \
+    "(sg_logs -R rc=$rc; the page's counters sum to ${sum:-none} after it)"
 
 fs_check 1G 200
 fio_verify cdl_verify 20 1G --cmdprio_percentage=30 --cmdprio_class=2 --cmdprio_hint="${H1:-1}"

@@ -491,6 +491,13 @@ impl Lun {
         self.run(&cdb, list, 0).await
     }
 
+    /// LOG SELECT, PCR = 1, PC = 01b (cumulative values), page 19h subpage 21h, no
+    /// parameter list: the page's counters to their defaults (SPC-5 §6.8).
+    pub async fn log_select_reset_cdl_statistics(&mut self) -> anyhow::Result<Outcome> {
+        self.run(&[0x4C, 0x02, 0x40 | 0x19, 0x21, 0, 0, 0, 0, 0, 0], &[], 0)
+            .await
+    }
+
     /// LOG SENSE(10), PC = 01b (cumulative values), page 19h subpage 21h.
     pub async fn log_sense_cdl_statistics(&mut self) -> anyhow::Result<Outcome> {
         self.run(

@@ -100,14 +100,13 @@ The file format (lines starting with '#' and blank lines are ignored):
   ..."
     )]
     Upload(UploadArgs),
-    /// Show the CDL statistics log page.
+    /// Show (or reset) the CDL statistics log page.
     ///
     /// LOG SENSE page 19h subpage 21h, cumulative values: per descriptor of T2A (parameters
     /// 0021h-0027h) and of T2B (0041h-0047h), the commands that missed their inactive limit,
     /// their active limit, either of them, and the number of commands that used it. The
-    /// counters cannot be reset from here: SPC resets log parameters with LOG SELECT (PCR=1),
-    /// which stint's LUNs do not implement; they start at 0 when `stint serve` starts.
-    Stats(Target),
+    /// counters start at 0 when `stint serve` starts; --reset sets them to 0.
+    Stats(StatsArgs),
 }
 
 /// The LUN to talk to.
@@ -118,6 +117,16 @@ struct Target {
     /// Initiator name to log in with (a target with allowed_initiators must list it).
     #[arg(long, value_name = "IQN", default_value = "iqn.2026-11.dev.stint:cdl")]
     initiator_name: String,
+}
+
+#[derive(clap::Args)]
+struct StatsArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Set the counters to 0 first (LOG SELECT with PCR=1, PC=01b, page 19h subpage 21h:
+    /// SPC's parameter code reset of cumulative values), then show them.
+    #[arg(long)]
+    reset: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -739,8 +748,20 @@ fn counters(value: &[u8]) -> Option<[u32; 4]> {
     Some(c)
 }
 
-async fn stats(t: Target) -> anyhow::Result<()> {
+async fn stats(a: StatsArgs) -> anyhow::Result<()> {
+    let t = a.target;
     let mut lun = open(&t).await?;
+    if a.reset {
+        let outcome = lun.log_select_reset_cdl_statistics().await?;
+        if !matches!(outcome, Outcome::Good(_)) {
+            lun.close().await;
+            bail!(
+                "{}: resetting the CDL statistics (LOG SELECT, PCR=1, page 19h/21h) failed: \
+                 {outcome}",
+                t.url
+            );
+        }
+    }
     let outcome = lun.log_sense_cdl_statistics().await?;
     lun.close().await;
     let data = match outcome {
