@@ -48,6 +48,9 @@ pub struct BenchArgs {
     /// Class the prioritized commands are reported under (urgent, high, medium, low).
     #[arg(long, conflicts_with = "experiment")]
     pub cmdprio_class: Option<String>,
+    /// At most this many commands per second per job instance (fio's rate_iops).
+    #[arg(long, conflicts_with = "experiment")]
+    pub rate_iops: Option<f64>,
     /// Measured I/Os per point (after the ramp).
     #[arg(long, conflicts_with = "runtime")]
     pub ios: Option<u64>,

@@ -55,6 +55,34 @@ fn a_quick_job_from_flags_measures_a_ram_lun() {
     assert!(server.stop());
 }
 
+/// rate_iops caps each job instance: two sessions at 100 commands/s with room for 4 in flight
+/// each reach no more than 200 IOPS against a RAM LUN that could do a hundred times that.
+#[test]
+fn rate_iops_caps_each_instance() {
+    let server = Server::start(&["--lun", "ram:64MiB"], 1);
+    let url = &server.urls[0];
+    let r = json(&[
+        "bench",
+        "--url",
+        url,
+        "--iodepth",
+        "4",
+        "--numjobs",
+        "2",
+        "--rate-iops",
+        "100",
+        "--ios",
+        "200",
+        "--json",
+    ]);
+    let total = &r["points"][0]["total"];
+    let iops = total["iops"].as_f64().unwrap();
+    assert_eq!(total["ios"].as_u64(), Some(200), "{total}");
+    // A slow machine may fall behind the schedule, never get ahead of it.
+    assert!(iops <= 200.0 * 1.02 && iops > 50.0, "{total}");
+    assert!(server.stop());
+}
+
 /// The real-time run and the simulator run the same commands on the same device code: per
 /// class IOPS within 5 % and mean latency within 10 %, the point's p99 within 10 % (they differ
 /// by the real host's round trips and the wall clock's jitter). bench/two-clocks.sh checks p99

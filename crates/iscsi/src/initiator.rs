@@ -652,12 +652,27 @@ impl Initiator {
     /// Wait for the next submitted command to finish, sending solicited Data-Out and
     /// answering target pings meanwhile. Returns its ITT and result.
     pub async fn complete(&mut self) -> Result<(u32, CommandResult), Error> {
+        self.complete_before(None).await?.ok_or(Error::Timeout)
+    }
+
+    /// [`Self::complete`], or `None` once `deadline` passes with no command finished. A PDU
+    /// partly received by then stays buffered for the next call.
+    pub async fn complete_before(
+        &mut self,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Option<(u32, CommandResult)>, Error> {
         if let Some(done) = self.finished.pop_front() {
-            return Ok(done);
+            return Ok(Some(done));
         }
         loop {
-            let deadline = tokio::time::Instant::now() + self.timeout;
-            let (bhs, range) = self.recv_frame(deadline).await?.ok_or(Error::Timeout)?;
+            let timeout = tokio::time::Instant::now() + self.timeout;
+            let wait = deadline.map_or(timeout, |d| d.min(timeout));
+            let Some((bhs, range)) = self.recv_frame(wait).await? else {
+                return match deadline {
+                    Some(d) if d <= timeout => Ok(None),
+                    _ => Err(Error::Timeout),
+                };
+            };
             self.track(&bhs);
             let itt = bhs.itt();
             match bhs.opcode() {
@@ -671,7 +686,7 @@ impl Initiator {
                 }
                 _ => {
                     if let Some(done) = self.command_pdu(&bhs, range).await? {
-                        return Ok(done);
+                        return Ok(Some(done));
                     }
                 }
             }

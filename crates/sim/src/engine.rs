@@ -182,6 +182,9 @@ impl Meter {
         }
         for g in groups.into_iter().flatten() {
             g.record(latency, bytes);
+            if slot.io.dld != 0 {
+                g.count_limited();
+            }
             if missed {
                 g.count_limit_missed();
             }
@@ -409,6 +412,12 @@ fn submit(
         return Ok(None);
     };
     if job.number_ios.is_some_and(|n| *issued >= n) || job.runtime_ns.is_some_and(|t| now >= t) {
+        return Ok(None);
+    }
+    let due = job.issue_time(*issued);
+    if now < due {
+        // rate_iops: the slot waits for the job's next issue time.
+        host.schedule(due, HostEvent::Submit(s));
         return Ok(None);
     }
     *issued += 1;
@@ -678,5 +687,23 @@ mod tests {
         // One slot, 50 µs per cycle: 10 ms is 200 cycles.
         assert_eq!(r.interval, 10_000_000);
         assert_eq!(r.total.count(), 200);
+    }
+
+    #[test]
+    fn rate_iops_holds_each_instance_to_its_rate() {
+        // Alone the 4 slots would cycle every 50 µs (80,000 IOPS); at 1,000 commands/s per
+        // instance, two instances complete 2,000 commands in a second, none ahead of time.
+        let mut s = setup(
+            vec![
+                job("iodepth = 4
+rate_iops = 1000");
+                2
+            ],
+            Stop::Runtime(1_000_000_000),
+        );
+        s.ramp = 1;
+        let r = run_point(&mut instant_lu(), &s).unwrap();
+        assert_eq!(r.interval, 1_000_000_000);
+        assert_eq!(r.total.count(), 2000);
     }
 }

@@ -92,7 +92,7 @@ impl Report {
     pub fn table(&self, exp: &Experiment) -> String {
         let header = [
             "variant", "qd", "class", "ios", "IOPS", "MiB/s", "min ms", "mean", "p50", "p90",
-            "p99", "p99.9", "p99.99", "max", "missed", "unavail", "aborted",
+            "p99", "p99.9", "p99.99", "max", "met", "missed", "unavail", "aborted",
         ];
         let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
         for p in &self.points {
@@ -117,6 +117,7 @@ impl Report {
                     format!("{:.2}", l.p999),
                     format!("{:.2}", l.p9999),
                     format!("{:.2}", l.max),
+                    s.limit_met.to_string(),
                     s.limit_missed.to_string(),
                     s.completed_unavailable.to_string(),
                     s.aborted.to_string(),

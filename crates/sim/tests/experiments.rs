@@ -127,6 +127,7 @@ fn json_has_the_issue_3_shape() {
             "iops",
             "ios",
             "lat_ms",
+            "limit_met",
             "limit_missed",
             "mib_s"
         ]

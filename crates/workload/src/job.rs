@@ -1,5 +1,5 @@
 //! Job descriptions: the fio options stint understands (fio HOWTO: `rw`, `rwmixread`, `bs`,
-//! `bssplit`, `offset`, `size`, `iodepth`, `numjobs`, `number_ios`, `runtime`,
+//! `bssplit`, `offset`, `size`, `iodepth`, `numjobs`, `number_ios`, `runtime`, `rate_iops`,
 //! `cmdprio_percentage`, `cmdprio_class`, `cmdprio_hint`, `cmdprio_bssplit`), plus the
 //! submission-queue class a job feeds (for WRR, spec/drive-model.md §3.4).
 
@@ -94,6 +94,10 @@ pub struct JobSpec {
     pub number_ios: Option<u64>,
     /// Stop issuing after this many seconds.
     pub runtime: Option<f64>,
+    /// fio `rate_iops` with one value: each job instance issues at most this many commands per
+    /// second (fio's default `rate_process=linear`: command n is not issued before n / rate
+    /// seconds), still keeping at most `iodepth` outstanding.
+    pub rate_iops: Option<f64>,
     pub cmdprio_percentage: Option<f64>,
     pub cmdprio_class: Option<String>,
     pub cmdprio_hint: Option<u8>,
@@ -209,10 +213,23 @@ pub struct Job {
     pub number_ios: Option<u64>,
     /// Stop issuing after this many ns.
     pub runtime_ns: Option<u64>,
+    /// `rate_iops` as the time between issues, ns.
+    pub rate_interval_ns: Option<u64>,
+}
+
+impl Job {
+    /// The earliest time (ns from the start) the job instance may issue the command that
+    /// follows `issued` others.
+    pub fn issue_time(&self, issued: u64) -> u64 {
+        self.rate_interval_ns
+            .map_or(0, |interval| issued.saturating_mul(interval))
+    }
 }
 
 /// Longest `runtime` accepted (a day), so that ns arithmetic cannot overflow.
 const MAX_RUNTIME_S: f64 = 86_400.0;
+/// Slowest `rate_iops` accepted (one command a day), so that ns arithmetic cannot overflow.
+const MIN_RATE_IOPS: f64 = 1.0 / MAX_RUNTIME_S;
 /// Deepest per-job queue accepted.
 pub const MAX_IODEPTH: u32 = 65_536;
 
@@ -377,6 +394,16 @@ impl JobSpec {
         if self.number_ios == Some(0) {
             return Err(err("number_ios", "must be at least 1".into()));
         }
+        let rate_interval_ns = match self.rate_iops {
+            Some(r) if !(MIN_RATE_IOPS..=1e9).contains(&r) => {
+                return Err(err(
+                    "rate_iops",
+                    format!("{r} is outside [{MIN_RATE_IOPS}, 1e9] commands per second"),
+                ))
+            }
+            Some(r) => Some((1e9 / r).round() as u64),
+            None => None,
+        };
         let mut rules: Vec<(String, CmdPrio)> = self
             .cmdprio
             .iter()
@@ -487,6 +514,7 @@ impl JobSpec {
             prios,
             number_ios: self.number_ios,
             runtime_ns,
+            rate_interval_ns,
         })
     }
 }
@@ -509,6 +537,16 @@ mod tests {
         assert_eq!(job.read_probability, 1.0);
         assert_eq!((job.iodepth, job.class), (1, Class::Medium));
         assert_eq!((job.start, job.len), (0, TB));
+    }
+
+    #[test]
+    fn rate_iops_spaces_the_issues() {
+        let job = spec("").compile(TB).unwrap();
+        assert_eq!((job.rate_interval_ns, job.issue_time(1000)), (None, 0));
+        let job = spec("rate_iops = 200").compile(TB).unwrap();
+        assert_eq!(job.rate_interval_ns, Some(5_000_000));
+        assert_eq!(job.issue_time(0), 0);
+        assert_eq!(job.issue_time(3), 15_000_000);
     }
 
     #[test]
@@ -597,6 +635,9 @@ mod tests {
                 "cmdprio[0].direction",
             ),
             ("runtime = -1", "runtime"),
+            ("rate_iops = 0", "rate_iops"),
+            ("rate_iops = -5.0", "rate_iops"),
+            ("rate_iops = nan", "rate_iops"),
             ("number_ios = 0", "number_ios"),
         ];
         for (text, field) in cases {

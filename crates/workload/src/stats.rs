@@ -16,6 +16,8 @@ pub struct LatencyStats {
     min_ns: u64,
     max_ns: u64,
     bytes: u64,
+    /// Commands that carried a duration limit descriptor (DLD 1..=7).
+    limited: u64,
     limit_missed: u64,
     completed_unavailable: u64,
     aborted: u64,
@@ -48,6 +50,8 @@ pub struct StatsSummary {
     pub iops: f64,
     pub mib_s: f64,
     pub lat_ms: LatencySummary,
+    /// Commands with a duration limit descriptor that exceeded none of its limits.
+    pub limit_met: u64,
     pub limit_missed: u64,
     pub completed_unavailable: u64,
     pub aborted: u64,
@@ -67,6 +71,7 @@ impl LatencyStats {
             min_ns: u64::MAX,
             max_ns: 0,
             bytes: 0,
+            limited: 0,
             limit_missed: 0,
             completed_unavailable: 0,
             aborted: 0,
@@ -90,6 +95,10 @@ impl LatencyStats {
         self.bytes += bytes;
     }
 
+    /// Counts a command that carried a duration limit descriptor (met or missed).
+    pub fn count_limited(&mut self) {
+        self.limited += 1;
+    }
     /// Counts a command that exceeded a duration limit (whatever its policy did).
     pub fn count_limit_missed(&mut self) {
         self.limit_missed += 1;
@@ -151,6 +160,7 @@ impl LatencyStats {
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
         self.bytes += other.bytes;
+        self.limited += other.limited;
         self.limit_missed += other.limit_missed;
         self.completed_unavailable += other.completed_unavailable;
         self.aborted += other.aborted;
@@ -184,6 +194,7 @@ impl LatencyStats {
                 p9999: ms(self.quantile_ns(0.9999)),
                 max: ms(self.max_ns),
             },
+            limit_met: self.limited.saturating_sub(self.limit_missed),
             limit_missed: self.limit_missed,
             completed_unavailable: self.completed_unavailable,
             aborted: self.aborted,
@@ -221,10 +232,12 @@ mod tests {
         let (mut a, mut b) = (LatencyStats::new(), LatencyStats::new());
         a.record(1_000_000, 1);
         b.record(9_000_000, 1);
+        a.count_limited();
+        b.count_limited();
         b.count_limit_missed();
         a.merge(&b);
         let s = a.summary(1_000_000_000);
-        assert_eq!((s.ios, s.limit_missed), (2, 1));
+        assert_eq!((s.ios, s.limit_met, s.limit_missed), (2, 1, 1));
         assert_eq!((s.lat_ms.min, s.lat_ms.max), (1.0, 9.0));
         assert_eq!(a.cdf().last().map(|p| p.1), Some(1.0));
     }

@@ -152,6 +152,9 @@ pub fn flag_job(args: &BenchArgs) -> anyhow::Result<Experiment> {
     if let Some(c) = &args.cmdprio_class {
         job += &format!("cmdprio_class = {c:?}\n");
     }
+    if let Some(r) = args.rate_iops {
+        job += &format!("rate_iops = {r:?}\n");
+    }
     // The device tables are placeholders: the LUN is measured, not modelled.
     let text = format!(
         "id = \"bench\"\ntitle = \"{} {} QD{}\"\nqd = [{}]\nruntime = 10\n[drive]\nmodel = \"instant\"\n[[job]]\n{job}",
@@ -313,13 +316,19 @@ async fn session(
     let mut in_flight: FxHashMap<u32, (Io, u64, Check)> = FxHashMap::default();
     let mut issued = 0u64;
     loop {
-        // Refill to the queue depth (within the target's CmdSN window).
+        // Refill to the queue depth (within the target's CmdSN window), as rate_iops allows.
+        let mut next_issue = None;
         while in_flight.len() < job.iodepth as usize && s.window_open() {
             let now = shared.now();
             let open = !shared.stop.load(Ordering::Relaxed)
                 && job.number_ios.is_none_or(|n| issued < n)
                 && job.runtime_ns.is_none_or(|t| now < t);
             if !open {
+                break;
+            }
+            let due = job.issue_time(issued);
+            if now < due {
+                next_issue = Some(due);
                 break;
             }
             issued += 1;
@@ -342,10 +351,13 @@ async fn session(
             let itt = s.submit(lun, &cdb, data_out, data_in).await?;
             in_flight.insert(itt, (io, now, check));
         }
-        if in_flight.is_empty() {
+        if in_flight.is_empty() && next_issue.is_none() {
             break;
         }
-        let (itt, r) = s.complete().await?;
+        let deadline = next_issue.map(|due| (shared.t0 + Duration::from_nanos(due)).into());
+        let Some((itt, r)) = s.complete_before(deadline).await? else {
+            continue;
+        };
         let now = shared.now();
         let Some((io, at, check)) = in_flight.remove(&itt) else {
             bail!("a response for a command never sent (ITT {itt:#x})");

@@ -98,6 +98,9 @@ impl Meter {
         }
         for s in groups.into_iter().flatten() {
             s.record(latency, bytes);
+            if io.dld != 0 {
+                s.count_limited();
+            }
             if missed {
                 s.count_limit_missed();
             }
