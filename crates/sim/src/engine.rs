@@ -49,6 +49,8 @@ pub struct PointResult {
     pub groups: Vec<Option<LatencyStats>>,
     /// Reads only (for read SLAs, experiments A1–A4).
     pub reads: LatencyStats,
+    /// Per job of the experiment, its instances together, in file order: name, statistics.
+    pub jobs: Vec<(String, LatencyStats)>,
     /// Length of the measured interval.
     pub interval: Ns,
     /// Completions simulated, ramp included.
@@ -74,6 +76,29 @@ pub fn group_name(group: usize) -> String {
 }
 
 impl PointResult {
+    /// An empty result for `setup`, and the index in `jobs` of each job instance.
+    pub fn new(setup: &PointSetup) -> (PointResult, Vec<usize>) {
+        let mut jobs: Vec<(String, LatencyStats)> = Vec::new();
+        let job_of = setup
+            .jobs
+            .iter()
+            .map(|instance| {
+                jobs.iter()
+                    .position(|(name, _)| *name == instance.name)
+                    .unwrap_or_else(|| {
+                        jobs.push((instance.name.clone(), LatencyStats::new()));
+                        jobs.len() - 1
+                    })
+            })
+            .collect();
+        let result = PointResult {
+            groups: vec![None; GROUPS],
+            jobs,
+            ..PointResult::default()
+        };
+        (result, job_of)
+    }
+
     /// Used groups in class order, then DLD order.
     pub fn used_groups(&self) -> impl Iterator<Item = (usize, &LatencyStats)> {
         self.groups
@@ -132,6 +157,8 @@ struct Meter {
     /// write comes. (When all commands are reads of one group, as in B1, one histogram takes
     /// each latency instead of three.)
     only_reads: bool,
+    /// The job of each instance (an index in `result.jobs`); with one job, `total` is its.
+    job_of: Vec<usize>,
     seen: u64,
     ramp: u64,
     started: Ns,
@@ -173,12 +200,16 @@ impl Meter {
             self.result.reads = self.result.total.clone();
             self.only_reads = false;
         }
-        let mut groups = [Some(&mut self.result.total), None, None];
+        let mut groups = [Some(&mut self.result.total), None, None, None];
         if self.one_group == OneGroup::No {
             groups[1] = self.result.groups.get_mut(g).and_then(Option::as_mut);
         }
         if !slot.io.write && !self.only_reads {
             groups[2] = Some(&mut self.result.reads);
+        }
+        if self.result.jobs.len() > 1 {
+            let job = self.job_of.get(slot.job as usize).copied().unwrap_or(0);
+            groups[3] = self.result.jobs.get_mut(job).map(|(_, stats)| stats);
         }
         for g in groups.into_iter().flatten() {
             g.record(latency, bytes);
@@ -216,6 +247,9 @@ impl Meter {
         }
         if self.only_reads {
             self.result.reads = self.result.total.clone();
+        }
+        if let [(_, only)] = self.result.jobs.as_mut_slice() {
+            *only = self.result.total.clone();
         }
         self.result.interval = self.last.saturating_sub(self.started);
         self.result
@@ -273,13 +307,12 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
             host.schedule(0, HostEvent::Submit(slot));
         }
     }
+    let (result, job_of) = PointResult::new(setup);
     let mut meter = Meter {
-        result: PointResult {
-            groups: vec![None; GROUPS],
-            ..PointResult::default()
-        },
+        result,
         one_group: OneGroup::Unknown,
         only_reads: true,
+        job_of,
         seen: 0,
         ramp: setup.ramp,
         started: 0,
@@ -705,5 +738,24 @@ rate_iops = 1000");
         let r = run_point(&mut instant_lu(), &s).unwrap();
         assert_eq!(r.interval, 1_000_000_000);
         assert_eq!(r.total.count(), 2000);
+    }
+
+    #[test]
+    fn jobs_are_reported_with_their_instances_together() {
+        let named = |name: &str, text: &str| Job {
+            name: name.to_owned(),
+            ..job(text)
+        };
+        // Two instances of "a" at QD 1 and one of "b" at QD 2: a third each way, by slots.
+        let jobs = vec![named("a", ""), named("b", "iodepth = 2"), named("a", "")];
+        let r = run_point(&mut instant_lu(), &setup(jobs, Stop::Ios(4000))).unwrap();
+        let names: Vec<&str> = r.jobs.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        let (a, b) = (r.jobs[0].1.count(), r.jobs[1].1.count());
+        assert_eq!(a + b, r.total.count());
+        assert!((1900..=2100).contains(&a), "{a} of {}", r.total.count());
+        // One job: its statistics are the total's.
+        let r = run_point(&mut instant_lu(), &setup(vec![job("")], Stop::Ios(10))).unwrap();
+        assert_eq!(r.jobs[0].1.count(), 10);
     }
 }

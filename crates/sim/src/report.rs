@@ -16,6 +16,8 @@ pub struct PointReport {
     pub qd: u32,
     pub total: StatsSummary,
     pub classes: BTreeMap<String, StatsSummary>,
+    /// Per job of the experiment (its instances together).
+    pub jobs: BTreeMap<String, StatsSummary>,
     /// Completions that were not GOOD, by "sense key/ASC/ASCQ" in hex (`stint bench`; the
     /// simulator's CDL outcomes are in the class counters).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -76,6 +78,11 @@ impl PointReport {
             qd: point.qd,
             total: r.total.summary(r.interval),
             classes,
+            jobs: r
+                .jobs
+                .iter()
+                .map(|(name, stats)| (name.clone(), stats.summary(r.interval)))
+                .collect(),
             errors: BTreeMap::new(),
         }
     }
@@ -87,8 +94,8 @@ impl Report {
         serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
-    /// An aligned table: a row per point and per class (when a point has several), then the
-    /// SLA verdict per variant if the experiment has one.
+    /// An aligned table: a row per point, per class and per job (when a point has several of
+    /// them), then the SLA verdict per variant if the experiment has one.
     pub fn table(&self, exp: &Experiment) -> String {
         let header = [
             "variant", "qd", "class", "ios", "IOPS", "MiB/s", "min ms", "mean", "p50", "p90",
@@ -99,6 +106,9 @@ impl Report {
             let mut groups = vec![("all".to_owned(), &p.total)];
             if p.classes.len() > 1 {
                 groups.extend(p.classes.iter().map(|(n, s)| (n.clone(), s)));
+            }
+            if p.jobs.len() > 1 {
+                groups.extend(p.jobs.iter().map(|(n, s)| (format!("job:{n}"), s)));
             }
             for (name, s) in groups {
                 let l = &s.lat_ms;

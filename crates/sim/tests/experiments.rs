@@ -118,7 +118,7 @@ fn json_has_the_issue_3_shape() {
     assert_eq!(keys(&v), ["experiment", "points", "seed", "sim"]);
     assert_eq!(v["experiment"], "b2");
     let p = &v["points"][0];
-    assert_eq!(keys(p), ["classes", "qd", "total", "variant"]);
+    assert_eq!(keys(p), ["classes", "jobs", "qd", "total", "variant"]);
     assert_eq!(
         keys(&p["total"]),
         [

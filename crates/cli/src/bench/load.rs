@@ -377,7 +377,7 @@ async fn session(
         }
         let missed = ended.outcome.is_duration_limit() || target.past_guideline(&io, latency);
         let done = match shared.meter.lock() {
-            Ok(mut m) => m.record(now, latency, &io, &ended, missed),
+            Ok(mut m) => m.record(now, n, latency, &io, &ended, missed),
             Err(_) => bail!("the meter's lock is poisoned"),
         };
         if done {

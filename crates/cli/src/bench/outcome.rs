@@ -4,7 +4,7 @@
 
 use iscsi::initiator::CommandResult;
 use qos::Outcome;
-use sim::engine::{group, group_name, GROUPS};
+use sim::engine::{group, group_name};
 use sim::{PointResult, PointSetup, Stop};
 use std::collections::BTreeMap;
 use workload::{Io, LatencyStats};
@@ -45,15 +45,16 @@ pub struct Meter {
     done: bool,
     /// Completions that were not GOOD, by (sense key, ASC, ASCQ).
     errors: BTreeMap<(u8, u8, u8), u64>,
+    /// The job of each instance (an index in `result.jobs`).
+    job_of: Vec<usize>,
 }
 
 impl Meter {
     pub fn new(setup: &PointSetup) -> Meter {
+        let (result, job_of) = PointResult::new(setup);
         Meter {
-            result: PointResult {
-                groups: vec![None; GROUPS],
-                ..PointResult::default()
-            },
+            result,
+            job_of,
             seen: 0,
             ramp: setup.ramp,
             started: 0,
@@ -64,9 +65,18 @@ impl Meter {
         }
     }
 
-    /// Records one completion at `now`; returns whether the point has measured enough.
-    /// Completions after that (the commands still in flight) are not counted.
-    pub fn record(&mut self, now: u64, latency: u64, io: &Io, e: &Ended, missed: bool) -> bool {
+    /// Records one completion of job instance `instance` at `now`; returns whether the point
+    /// has measured enough. Completions after that (the commands still in flight) are not
+    /// counted.
+    pub fn record(
+        &mut self,
+        now: u64,
+        instance: usize,
+        latency: u64,
+        io: &Io,
+        e: &Ended,
+        missed: bool,
+    ) -> bool {
         if self.done {
             return true;
         }
@@ -88,13 +98,15 @@ impl Meter {
         if let Some(stats @ None) = self.result.groups.get_mut(g) {
             *stats = Some(LatencyStats::new());
         }
+        let job = self.job_of.get(instance).copied().unwrap_or(0);
         let mut groups = [
             Some(&mut self.result.total),
             self.result.groups.get_mut(g).and_then(Option::as_mut),
+            self.result.jobs.get_mut(job).map(|(_, stats)| stats),
             None,
         ];
         if !io.write {
-            groups[2] = Some(&mut self.result.reads);
+            groups[3] = Some(&mut self.result.reads);
         }
         for s in groups.into_iter().flatten() {
             s.record(latency, bytes);
