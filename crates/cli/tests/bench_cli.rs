@@ -26,14 +26,19 @@ fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
+/// `stint bench --json` with `flags` against a 64 MiB RAM LUN of its own.
+fn bench_ram(flags: &[&str]) -> serde_json::Value {
+    let server = Server::start(&["--lun", "ram:64MiB"], 1);
+    let mut args = vec!["bench", "--url", &server.urls[0], "--json"];
+    args.extend_from_slice(flags);
+    let r = json(&args);
+    assert!(server.stop());
+    r
+}
+
 #[test]
 fn a_quick_job_from_flags_measures_a_ram_lun() {
-    let server = Server::start(&["--lun", "ram:64MiB"], 1);
-    let url = &server.urls[0];
-    let r = json(&[
-        "bench",
-        "--url",
-        url,
+    let r = bench_ram(&[
         "--rw",
         "randrw",
         "--bs",
@@ -44,7 +49,6 @@ fn a_quick_job_from_flags_measures_a_ram_lun() {
         "2",
         "--runtime",
         "1s",
-        "--json",
     ]);
     let total = &r["points"][0]["total"];
     assert!(total["ios"].as_u64().unwrap() > 500, "{total}");
@@ -54,19 +58,13 @@ fn a_quick_job_from_flags_measures_a_ram_lun() {
     assert!(r["bench"]["commands"].as_u64().unwrap() >= total["ios"].as_u64().unwrap());
     assert!(r["points"][0].get("errors").is_none(), "{r}");
     assert!(r.get("sim").is_none());
-    assert!(server.stop());
 }
 
 /// rate_iops caps each job instance: two sessions at 100 commands/s with room for 4 in flight
 /// each reach no more than 200 IOPS against a RAM LUN that could do a hundred times that.
 #[test]
 fn rate_iops_caps_each_instance() {
-    let server = Server::start(&["--lun", "ram:64MiB"], 1);
-    let url = &server.urls[0];
-    let r = json(&[
-        "bench",
-        "--url",
-        url,
+    let r = bench_ram(&[
         "--iodepth",
         "4",
         "--numjobs",
@@ -75,14 +73,12 @@ fn rate_iops_caps_each_instance() {
         "100",
         "--ios",
         "200",
-        "--json",
     ]);
     let total = &r["points"][0]["total"];
     let iops = total["iops"].as_f64().unwrap();
     assert_eq!(total["ios"].as_u64(), Some(200), "{total}");
     // A slow machine may fall behind the schedule, never get ahead of it.
     assert!(iops <= 200.0 * 1.02 && iops > 50.0, "{total}");
-    assert!(server.stop());
 }
 
 /// The real-time run and the simulator run the same commands on the same device code: per

@@ -37,6 +37,26 @@ impl LogicalUnit {
         Ok((lba * bs, blocks as usize * bs as usize))
     }
 
+    /// For commands whose data-out is as long as their transfer length: the checks of
+    /// [`Self::range`] (MAXIMUM TRANSFER LENGTH, capacity) that their handlers make later.
+    pub(crate) fn check_data_out_range(
+        &self,
+        info: &CommandInfo,
+        cmd: &Command,
+    ) -> Result<(), Sense> {
+        match *cmd {
+            Command::Write(rw) | Command::OrWrite(rw) => {
+                self.range(info, rw.lba, rw.transfer_length)
+            }
+            Command::WriteAndVerify(w) => self.range(info, w.lba, w.transfer_length),
+            Command::Verify(v) if v.bytchk == ByteCheck::Compare => {
+                self.range(info, v.lba, v.verification_length)
+            }
+            _ => return Ok(()),
+        }
+        .map(|_| ())
+    }
+
     /// The medium access `cmd` makes, for a drive model, with its DLD; `None` for commands
     /// that move no blocks (or only the cache's: SYNCHRONIZE CACHE, PRE-FETCH). The range and
     /// write-protect checks the command's handler makes come first, so a command that would

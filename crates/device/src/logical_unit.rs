@@ -210,16 +210,18 @@ impl LogicalUnit {
         &*self.store
     }
 
-    /// The bytes `cmd` moves on this LU.
-    pub(crate) fn transfer(&self, cmd: &Command) -> Transfer {
+    /// The bytes `cmd` moves on this LU. A write whose length or range the command would
+    /// refuse is refused here, before the transport asks for (and buffers) any of its data.
+    pub(crate) fn transfer(&self, info: &CommandInfo, cmd: &Command) -> Result<Transfer, Sense> {
+        self.check_data_out_range(info, cmd)?;
         let bs = self.config.block_size;
-        match cmd.data_length() {
+        Ok(match cmd.data_length() {
             DataLength::None => Transfer::None,
             DataLength::InBytes(n) => Transfer::In(n),
             DataLength::OutBytes(n) => Transfer::Out(n),
             DataLength::InBlocks(b) => Transfer::In(b.saturating_mul(bs)),
             DataLength::OutBlocks(b) => Transfer::Out(b.saturating_mul(bs)),
-        }
+        })
     }
 
     /// LOGICAL UNIT RESET or a target reset (SAM-5 §6.3): every task is aborted (those of

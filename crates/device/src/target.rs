@@ -60,8 +60,8 @@ impl Target {
                 _ => Err(lun_not_supported()),
             };
         };
-        let (_, cmd) = decoded?;
-        Ok(lu.transfer(&cmd))
+        let (info, cmd) = decoded?;
+        lu.transfer(info, &cmd)
     }
 
     /// A command arrives at `now`: on a logical unit with a device queue a medium command

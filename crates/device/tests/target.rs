@@ -79,6 +79,26 @@ fn write16(lba: u64, blocks: u32, fua: bool) -> [u8; 16] {
     c
 }
 
+/// A write the command would refuse is refused before the transport asks for its data
+/// (issue 11: a WRITE longer than MAXIMUM TRANSFER LENGTH was R2T'd and buffered whole).
+#[test]
+fn a_write_too_long_or_out_of_range_is_refused_before_its_data() {
+    let t = target();
+    // The default maximum transfer: 8 MiB of 512-byte blocks.
+    let max = 16_384;
+    assert_eq!(
+        t.transfer(0, &write16(0, BLOCKS as u32, false)),
+        Ok(Transfer::Out(BLOCKS as u32 * 512))
+    );
+    let e = t.transfer(0, &write16(0, max + 1, false)).unwrap_err();
+    assert_eq!(e, Sense::invalid_field_in_cdb(10, None));
+    let e = t.transfer(0, &write16(BLOCKS - 1, 2, false)).unwrap_err();
+    assert_eq!(
+        (e.key, e.asc),
+        (SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE)
+    );
+}
+
 #[test]
 fn write_then_read_back() {
     let t = target();

@@ -24,6 +24,8 @@ enum Chunk {
 #[derive(Debug, Default)]
 pub struct BufferPool {
     free: Vec<Vec<u8>>,
+    /// Capacity of the buffers in `free`, bytes.
+    kept: usize,
 }
 
 impl BufferPool {
@@ -31,17 +33,25 @@ impl BufferPool {
     const KEEP: usize = 256;
     /// Buffers grown beyond this are not kept (a rare huge transfer must not pin memory).
     const KEEP_CAPACITY: usize = 4 << 20;
+    /// Most bytes a connection keeps in free buffers (issue 11: 128 freed 4 MiB buffers per
+    /// connection held 1 GB). 16 MiB holds a QD32 of 512 KiB transfers.
+    const KEEP_BYTES: usize = 16 << 20;
 
     pub fn get(&mut self) -> Vec<u8> {
-        self.free.pop().unwrap_or_default()
+        let buf = self.free.pop().unwrap_or_default();
+        self.kept -= buf.capacity();
+        buf
     }
 
     pub fn put(&mut self, mut buf: Vec<u8>) {
-        if buf.capacity() > 0
+        let capacity = buf.capacity();
+        if capacity > 0
             && self.free.len() < Self::KEEP
-            && buf.capacity() <= Self::KEEP_CAPACITY
+            && capacity <= Self::KEEP_CAPACITY
+            && self.kept + capacity <= Self::KEEP_BYTES
         {
             buf.clear();
+            self.kept += capacity;
             self.free.push(buf);
         }
     }
@@ -203,6 +213,24 @@ impl Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pool_keeps_a_bounded_number_of_bytes() {
+        let mut pool = BufferPool::default();
+        for _ in 0..128 {
+            pool.put(Vec::with_capacity(4 << 20));
+        }
+        assert_eq!(pool.kept, BufferPool::KEEP_BYTES);
+        assert_eq!(pool.free.len(), 4);
+        let buf = pool.get();
+        assert_eq!(pool.kept, BufferPool::KEEP_BYTES - buf.capacity());
+        // Small buffers fill the rest, up to the count.
+        for _ in 0..1000 {
+            pool.put(Vec::with_capacity(4096));
+        }
+        assert_eq!(pool.free.len(), BufferPool::KEEP);
+        assert!(pool.kept <= BufferPool::KEEP_BYTES);
+    }
     use crate::bhs::Opcode;
     use crate::pdu::{frame, FrameLimits};
 

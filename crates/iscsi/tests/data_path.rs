@@ -252,6 +252,47 @@ async fn bad_datasn_fails_the_command_not_the_session() {
     server.stop().await;
 }
 
+/// Immediate commands bypass the CmdSN window, so a session's tasks are capped on their own:
+/// past twice the window (128) every command gets TASK SET FULL and nothing is kept for it
+/// (issue 11: 2,000 immediate writes waiting for data grew the server by 518 MB).
+#[tokio::test]
+async fn a_flood_of_immediate_writes_meets_task_set_full() {
+    let server = Server::start(64).await;
+    let mut ini = server
+        .login_with(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
+        .await;
+    // Immediate commands carry the next CmdSN without taking it (RFC 7143 §3.2.2.1).
+    let (cmdsn, _) = ini.cmdsn();
+    for itt in 0..400u32 {
+        let cmd = ScsiCommand {
+            immediate: true,
+            final_bit: true,
+            read: false,
+            write: true,
+            attr: 1,
+            lun: 0,
+            itt,
+            expected_data_transfer_length: 1024,
+            cmdsn,
+            exp_statsn: 0,
+            cdb: Cdb::new(&write10(0, 2)).unwrap(),
+        };
+        ini.send(&cmd.to_bhs(), &[]).await.unwrap();
+    }
+    let (mut r2ts, mut full) = (0, 0);
+    while let Some(p) = ini.recv_timeout(Duration::from_millis(300)).await.unwrap() {
+        match p.bhs.opcode() {
+            Some(Opcode::ReadyToTransfer) => r2ts += 1,
+            // Status byte 3: TASK SET FULL (28h), no sense.
+            Some(Opcode::ScsiResponse) if p.bhs.0[3] == 0x28 => full += 1,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((r2ts, full), (256, 144));
+    drop(ini);
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn abort_task_of_a_write_waiting_for_data() {
     let server = Server::start(64).await;

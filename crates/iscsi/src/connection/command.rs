@@ -18,6 +18,17 @@ impl Session {
             return self.reject(RejectReason::ProtocolError, bhs, out);
         };
         let lun = lun::decode(cmd.lun);
+        if self.pending.len() + self.in_device.len() >= self.max_tasks() {
+            // Immediate commands bypass the CmdSN window (RFC 7143 §3.2.2.1) and an initiator
+            // may ignore MaxCmdSN: past this many tasks the session's task set is full
+            // (SAM-5 TASK SET FULL; Linux lowers its queue depth and retries).
+            let c = Completion {
+                status: Status::TaskSetFull,
+                sense: None,
+            };
+            let data_in = self.pool.get();
+            return self.respond(cmd.itt, cmd.lun, &c, data_in, 0, Residual::None, 0, out);
+        }
         let attr = task_attribute(cmd.attr);
         let transfer = match target.transfer(lun, cmd.cdb.as_slice()) {
             Ok(t) => t,
@@ -68,6 +79,11 @@ impl Session {
             return;
         }
         self.execute(&*target, task, Cow::Borrowed(&[]), out);
+    }
+
+    /// Tasks a session holds at most: its CmdSN window and as many immediate commands again.
+    fn max_tasks(&self) -> usize {
+        2 * self.window.depth as usize
     }
 
     /// Hands a task whose data is all here to the device: answers it if it completed at
