@@ -175,6 +175,7 @@ async fn serve_stream(
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let local = stream.local_addr()?.to_string();
+    let send_timeout = portal.nop_in_interval.unwrap_or(SEND_TIMEOUT);
     let mut conn = Connection::new(portal, local, clock::now());
     // Tasks of this connection that finish on a logical unit's clock come back through here.
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Finished>();
@@ -224,7 +225,7 @@ async fn serve_stream(
                         tokio::time::Instant::now()
                             + std::time::Duration::from_secs(u64::from(LOGOUT_GRACE_SECONDS)),
                     );
-                    if let Err(e) = write_output(stream, &out).await {
+                    if let Err(e) = send(stream, &out, send_timeout, kill, stop).await {
                         break Err(e);
                     }
                     conn.recycle(&mut out);
@@ -239,7 +240,7 @@ async fn serve_stream(
                         }
                         conn.complete(now, f, &mut out);
                     }
-                    if let Err(e) = write_output(stream, &out).await {
+                    if let Err(e) = send(stream, &out, send_timeout, kill, stop).await {
                         break Err(e);
                     }
                     conn.recycle(&mut out);
@@ -253,7 +254,7 @@ async fn serve_stream(
                     }
                     let next = conn.poll_timeout().map_or_else(far_future, clock::instant);
                     idle.as_mut().reset(next);
-                    if let Err(e) = write_output(stream, &out).await {
+                    if let Err(e) = send(stream, &out, send_timeout, kill, stop).await {
                         break Err(e);
                     }
                     conn.recycle(&mut out);
@@ -281,7 +282,7 @@ async fn serve_stream(
             registry.kill_node(conn.identity().and_then(|i| i.node), id);
         }
         if !out.is_empty() {
-            if let Err(e) = write_output(stream, &out).await {
+            if let Err(e) = send(stream, &out, send_timeout, kill, stop).await {
                 break Err(e);
             }
             conn.recycle(&mut out);
@@ -299,17 +300,40 @@ fn far_future() -> tokio::time::Instant {
     tokio::time::Instant::now() + std::time::Duration::from_secs(86_400 * 365)
 }
 
-/// Write a whole batch with as few `writev` calls as the kernel allows.
-pub async fn write_output(stream: &mut TcpStream, out: &Output) -> io::Result<()> {
-    let total = out.len();
-    let mut written = 0;
-    while written < total {
-        let slices = out.io_slices(written);
-        let n = stream.write_vectored(&slices).await?;
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
+/// How long a batch may wait for the peer to take any of it when no keepalive interval is
+/// set.
+const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Write a whole batch with as few `writev` calls as the kernel allows; given up when the peer takes nothing for `timeout` (it stopped reading:
+/// the same rule as a silent initiator), when another connection ends the session, or when
+/// the server stops: a stalled reader must not pin its session, reinstatement or shutdown
+/// (issue 11).
+async fn send(
+    stream: &mut TcpStream,
+    out: &Output,
+    timeout: std::time::Duration,
+    kill: &Notify,
+    stop: &mut watch::Receiver<bool>,
+) -> io::Result<()> {
+    let gone = |why: &str| io::Error::new(io::ErrorKind::TimedOut, why.to_owned());
+    let write = async {
+        let total = out.len();
+        let mut written = 0;
+        while written < total {
+            let slices = out.io_slices(written);
+            let n = tokio::time::timeout(timeout, stream.write_vectored(&slices))
+                .await
+                .map_err(|_| gone("the initiator stopped reading"))??;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            written += n;
         }
-        written += n;
+        Ok(())
+    };
+    tokio::select! {
+        r = write => r,
+        _ = kill.notified() => Err(gone("the session was closed by another connection")),
+        _ = stop.changed() => Err(gone("the server is stopping")),
     }
-    Ok(())
 }

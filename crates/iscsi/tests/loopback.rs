@@ -392,6 +392,79 @@ async fn idle_initiators_are_pinged_and_silent_ones_dropped() {
     server.await.unwrap().unwrap();
 }
 
+/// A portal with a 1 MiB disk and the given keepalive interval, and an initiator logged in
+/// to it that sends 64 reads of 1 MiB (far more than the socket buffers hold) and reads none.
+async fn stalled_reader(
+    nop_in_interval: Option<Duration>,
+) -> (
+    Initiator,
+    oneshot::Sender<()>,
+    JoinHandle<std::io::Result<()>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut portal = iscsi::Portal::new(vec![TargetNode {
+        name: TARGET.into(),
+        alias: None,
+        target: common::RamDisk::new(2048),
+        allowed_initiators: Vec::new(),
+        initiator_classes: Vec::new(),
+    }]);
+    portal.nop_in_interval = nop_in_interval;
+    let (tx, rx) = oneshot::channel::<()>();
+    let server = tokio::spawn(iscsi::server::serve_portal(
+        listener,
+        std::sync::Arc::new(portal),
+        async {
+            let _ = rx.await;
+        },
+    ));
+    let opts = LoginOptions::new(INITIATOR, Some(TARGET));
+    let mut stalled = Initiator::connect(addr, &opts).await.unwrap();
+    for _ in 0..64 {
+        stalled
+            .submit(0, &common::read10(0, 2048), Vec::new(), 1 << 20)
+            .await
+            .unwrap();
+    }
+    (stalled, tx, server)
+}
+
+/// A peer that stops reading is dropped once it takes nothing for a keepalive interval
+/// (issue 11: such connections were pinned forever).
+#[tokio::test]
+async fn a_peer_that_stops_reading_is_dropped() {
+    let (mut stalled, tx, server) = stalled_reader(Some(Duration::from_millis(300))).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // What it finally reads is what the buffers held, then the end of the connection.
+    let mut got = 0usize;
+    loop {
+        match stalled.recv_timeout(Duration::from_secs(2)).await {
+            Ok(Some(p)) => got += p.data.len(),
+            Ok(None) => panic!("the connection is still open after {got} bytes"),
+            Err(_) => break,
+        }
+    }
+    assert!(got < 64 << 20, "{got}");
+    let _ = tx.send(());
+    server.await.unwrap().unwrap();
+}
+
+/// Shutdown does not wait for a peer that stopped reading (issue 11: SIGTERM hung), even
+/// without a keepalive interval to drop it.
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_peer_that_stopped_reading() {
+    let (stalled, tx, server) = stalled_reader(None).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let _ = tx.send(());
+    tokio::time::timeout(Duration::from_secs(3), server)
+        .await
+        .expect("shutdown waited for a stalled reader")
+        .unwrap()
+        .unwrap();
+    drop(stalled);
+}
+
 #[tokio::test]
 async fn url_portal_login_and_cmdsn_window() {
     let server = Server::start().await;
