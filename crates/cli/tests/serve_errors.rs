@@ -59,3 +59,50 @@ fn bad_arguments_are_named() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// CPU time (clock ticks) the process has used: utime + stime of /proc/PID/stat.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/PID/stat");
+    // Fields after the command name, which ends at the last ')': state is field 3, utime 14.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Out of file descriptors, the accept loop waits for some to close instead of spinning
+/// (issue 11: 98 % of a CPU).
+#[test]
+fn out_of_descriptors_the_server_does_not_spin() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -n 32 && exec \"$0\" serve --listen 127.0.0.1:0 --lun ram:1MiB",
+            env!("CARGO_BIN_EXE_stint"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start stint serve");
+    let url = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("iscsi://"))
+        .expect("a URL");
+    let portal = url["iscsi://".len()..]
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    // More connections than the server has descriptors left for.
+    let clients: Vec<_> = (0..64)
+        .map(|_| std::net::TcpStream::connect(&portal).unwrap())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let before = cpu_ticks(child.id());
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let used = cpu_ticks(child.id()) - before;
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(clients);
+    // A spinning accept loop uses about 100 ticks in that second.
+    assert!(used < 30, "{used} ticks of CPU in one second");
+}

@@ -23,6 +23,9 @@ pub struct Portal {
     /// Ping an idle initiator with a NOP-In after this long, and drop the connection when
     /// it stays silent for as long again (also bounds how long a login may stall).
     pub nop_in_interval: Option<Duration>,
+    /// A connection not in full feature phase this long after it was accepted is closed,
+    /// however it trickles its login.
+    pub login_timeout: Duration,
     next_tsih: AtomicU16,
     next_nexus: AtomicU64,
     /// Task set generations: bumped when a task management function clears the task sets
@@ -76,6 +79,8 @@ impl Portal {
             limits: TargetLimits::default(),
             queue_depth: 128,
             nop_in_interval: Some(Duration::from_secs(30)),
+            // open-iscsi's own login timeout: an initiator that needs longer has given up.
+            login_timeout: Duration::from_secs(15),
             next_tsih: AtomicU16::new(1),
             next_nexus: AtomicU64::new(1),
             task_sets: Mutex::new(BTreeMap::new()),

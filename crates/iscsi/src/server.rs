@@ -61,9 +61,13 @@ pub async fn serve_portal(
             accepted = listener.accept() => {
                 let (stream, _) = match accepted {
                     Ok(a) => a,
-                    // Running out of descriptors or a connection reset before accept: keep
-                    // serving the others.
-                    Err(_) => continue,
+                    Err(_) => {
+                        // Keep serving the others. Out of descriptors the pending connection
+                        // stays pending and accept fails again at once: back off instead of
+                        // spinning (issue 11: 98 % CPU).
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        continue;
+                    }
                 };
                 let portal = portal.clone();
                 let stop = stop_rx.clone();
@@ -81,6 +85,9 @@ pub async fn serve_portal(
     drop(clocks);
     Ok(())
 }
+
+/// The pause after a failed accept.
+const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Sessions in full feature phase, for session reinstatement and TARGET COLD RESET.
 #[derive(Default)]

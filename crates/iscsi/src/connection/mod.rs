@@ -128,8 +128,7 @@ pub struct SessionIdentity {
 impl Connection {
     /// A connection accepted at `now`.
     pub fn new(portal: Arc<Portal>, local_address: String, now: Ns) -> Connection {
-        let mut keepalive = Keepalive::new(portal.nop_in_interval);
-        keepalive.input(now);
+        let keepalive = Keepalive::new(&portal, now);
         let login = Login::new(portal.limits.clone(), portal.portal_group_tag);
         let recv_limits = FrameLimits {
             header_digest: false,
