@@ -293,6 +293,47 @@ async fn a_flood_of_immediate_writes_meets_task_set_full() {
     server.stop().await;
 }
 
+/// A command with the tag of a task still in progress is refused with OVERLAPPED COMMANDS
+/// ATTEMPTED; the older task goes on (issue 11: duplicate tags were accepted).
+#[tokio::test]
+async fn a_duplicate_task_tag_is_an_overlapped_command() {
+    let server = Server::start(64).await;
+    let mut ini = server
+        .login_with(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
+        .await;
+    let itt = 0x700;
+    bare_write(&mut ini, itt).await;
+    let r2t = ini.recv().await.unwrap();
+    assert_eq!(r2t.bhs.opcode(), Some(Opcode::ReadyToTransfer));
+    bare_write(&mut ini, itt).await;
+    let p = ini.recv().await.unwrap();
+    assert_eq!(p.bhs.opcode(), Some(Opcode::ScsiResponse));
+    assert_eq!((p.bhs.itt(), p.bhs.0[3]), (itt, 0x02));
+    // SenseLength, then fixed sense: ABORTED COMMAND, 4Eh/00h.
+    assert_eq!(p.data[2 + 2] & 0x0F, 0x0B);
+    assert_eq!((p.data[2 + 12], p.data[2 + 13]), (0x4E, 0x00));
+    // The first write still takes its data and completes.
+    let d = Data {
+        final_bit: true,
+        lun: 0,
+        itt,
+        ttt: r2t.bhs.u32_at(20),
+        datasn: 0,
+        buffer_offset: 0,
+    };
+    ini.send(&d.to_data_out(0), &[0x5A; 1024]).await.unwrap();
+    let p = ini.recv().await.unwrap();
+    assert_eq!(
+        (p.bhs.opcode(), p.bhs.0[3]),
+        (Some(Opcode::ScsiResponse), 0x00)
+    );
+    assert!(server.disk.data.lock().unwrap()[..1024]
+        .iter()
+        .all(|b| *b == 0x5A));
+    drop(ini);
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn abort_task_of_a_write_waiting_for_data() {
     let server = Server::start(64).await;

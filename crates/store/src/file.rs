@@ -15,6 +15,10 @@ pub struct FileStore {
     path: PathBuf,
     len: u64,
     write_through: AtomicBool,
+    /// An `fdatasync` failed: the kernel may have dropped the dirty pages and a later
+    /// `fdatasync` reports success for what is left, so every later flush fails too (issue 11;
+    /// the "fsyncgate" behaviour of Linux).
+    sync_failed: parking_lot::Mutex<Option<io::ErrorKind>>,
 }
 
 impl FileStore {
@@ -58,6 +62,12 @@ impl FileStore {
                     let _ = std::fs::remove_file(path);
                     return Err(context(e, &format!("cannot set length to {size} bytes")));
                 }
+                // The new file's name must survive a crash too.
+                if let Err(e) = sync_parent(path) {
+                    drop(file);
+                    let _ = std::fs::remove_file(path);
+                    return Err(context(e, "cannot sync its directory"));
+                }
                 size
             }
             Some(size) if meta.len() != size => {
@@ -77,7 +87,27 @@ impl FileStore {
             path: path.to_owned(),
             len,
             write_through: AtomicBool::new(false),
+            sync_failed: parking_lot::Mutex::new(None),
         })
+    }
+
+    /// `fdatasync`, failing for good once it has failed.
+    fn sync(&self) -> io::Result<()> {
+        let mut failed = self.sync_failed.lock();
+        if let Some(kind) = *failed {
+            return Err(io::Error::new(
+                kind,
+                format!(
+                    "{}: an earlier fdatasync failed; data written since the LUN opened may be lost",
+                    self.path.display()
+                ),
+            ));
+        }
+        let result = self.file.sync_data();
+        if let Err(e) = &result {
+            *failed = Some(e.kind());
+        }
+        result
     }
 
     pub fn path(&self) -> &Path {
@@ -99,13 +129,13 @@ impl Store for FileStore {
         check_range(self.len, offset, buf.len())?;
         self.file.write_all_at(buf, offset)?;
         if self.write_through.load(Ordering::Relaxed) {
-            self.file.sync_data()?;
+            self.sync()?;
         }
         Ok(())
     }
 
     fn flush(&self) -> io::Result<()> {
-        self.file.sync_data()
+        self.sync()
     }
 
     fn set_write_through(&self, on: bool) {
@@ -144,9 +174,36 @@ impl Store for FileStore {
     }
 }
 
+/// `fsync` of the directory that holds `path`, so a newly created entry is durable.
+fn sync_parent(path: &Path) -> io::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    File::open(parent)?.sync_all()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_fdatasync_fails_every_later_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = FileStore::open(&dir.path().join("lun.img"), Some(1 << 20)).unwrap();
+        s.write_at(0, &[1; 512]).unwrap();
+        s.flush().unwrap();
+        // As if writeback had failed: the next fdatasync would report EIO once, then succeed.
+        *s.sync_failed.lock() = Some(io::ErrorKind::Other);
+        let e = s.flush().unwrap_err();
+        assert!(e.to_string().contains("an earlier fdatasync failed"), "{e}");
+        assert!(s.flush().is_err(), "still failing");
+        s.set_write_through(true);
+        assert!(
+            s.write_at(0, &[2; 512]).is_err(),
+            "write-through writes cannot be durable"
+        );
+    }
 
     #[test]
     fn creates_sparse_file_and_survives_reopen() {

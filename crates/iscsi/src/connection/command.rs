@@ -29,6 +29,16 @@ impl Session {
             let data_in = self.pool.get();
             return self.respond(cmd.itt, cmd.lun, &c, data_in, 0, Residual::None, 0, out);
         }
+        if self.in_device.contains_key(&cmd.itt) || self.pending.iter().any(|t| t.itt == cmd.itt) {
+            // The tag of a task still in progress (SAM-5 §5.10, overlapped commands; issue 11:
+            // duplicates were accepted). The new command ends; the older one goes on.
+            let c = Completion::check_condition(Sense::new(
+                SenseKey::AbortedCommand,
+                Asc::OVERLAPPED_COMMANDS_ATTEMPTED,
+            ));
+            let data_in = self.pool.get();
+            return self.respond(cmd.itt, cmd.lun, &c, data_in, 0, Residual::None, 0, out);
+        }
         let attr = task_attribute(cmd.attr);
         let transfer = match target.transfer(lun, cmd.cdb.as_slice()) {
             Ok(t) => t,
