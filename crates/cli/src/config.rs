@@ -21,7 +21,10 @@ pub struct Config {
     pub listen: SocketAddr,
     #[serde(default, rename = "target")]
     pub targets: Vec<TargetConfig>,
-    /// Directory relative `profile` paths are taken from: the config file's.
+    /// CHAP that discovery sessions must pass, and the target's answer to mutual CHAP.
+    pub discovery_chap: Option<ChapConfig>,
+    pub discovery_mutual_chap: Option<ChapConfig>,
+    /// Directory relative `profile` and `secret_file` paths are taken from: the config file's.
     #[serde(skip)]
     pub base: PathBuf,
 }
@@ -41,6 +44,92 @@ pub struct TargetConfig {
     /// queue, e.g. `{ "iqn.1994-05.com.example:db" = "high" }`.
     #[serde(default)]
     pub initiator_classes: BTreeMap<String, String>,
+    /// CHAP that initiators must pass to log in (RFC 7143 §12.1.3).
+    pub chap: Option<ChapConfig>,
+    /// What the target proves when an initiator asks for mutual CHAP.
+    pub mutual_chap: Option<ChapConfig>,
+}
+
+/// A CHAP name and its secret, given inline or in a file only its owner can read.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChapConfig {
+    pub user: String,
+    pub secret: Option<String>,
+    pub secret_file: Option<PathBuf>,
+}
+
+/// Shortest secret taken: 96 bits, as RFC 7143 §12.1.3 asks of CHAP secrets.
+const MIN_SECRET_LEN: usize = 12;
+
+impl ChapConfig {
+    /// The name and secret; `at` names the table in errors.
+    fn credentials(&self, base: &Path, at: &str) -> anyhow::Result<iscsi::chap::Credentials> {
+        if self.user.is_empty() {
+            bail!("{at}: user must not be empty");
+        }
+        let secret = match (&self.secret, &self.secret_file) {
+            (Some(s), None) => s.clone().into_bytes(),
+            (None, Some(file)) => {
+                use std::os::unix::fs::PermissionsExt;
+                let path = base.join(file);
+                let mode = std::fs::metadata(&path)
+                    .with_context(|| format!("{at}: secret_file {}", path.display()))?
+                    .permissions()
+                    .mode();
+                if mode & 0o004 != 0 {
+                    bail!(
+                        "{at}: secret_file {} is readable by everyone (mode {:o}); \
+                         `chmod o-r` it",
+                        path.display(),
+                        mode & 0o777
+                    );
+                }
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("{at}: secret_file {}", path.display()))?;
+                text.trim_end_matches(['\n', '\r']).as_bytes().to_vec()
+            }
+            _ => bail!("{at}: give exactly one of secret and secret_file"),
+        };
+        if secret.len() < MIN_SECRET_LEN {
+            bail!(
+                "{at}: the secret has {} bytes; CHAP secrets need at least {MIN_SECRET_LEN} \
+                 (96 bits, RFC 7143 §12.1.3)",
+                secret.len()
+            );
+        }
+        Ok(iscsi::chap::Credentials {
+            user: self.user.clone(),
+            secret,
+        })
+    }
+}
+
+/// The CHAP a target (or discovery) requires, from its `chap` and `mutual_chap` tables.
+pub fn chap(
+    chap: Option<&ChapConfig>,
+    mutual: Option<&ChapConfig>,
+    base: &Path,
+    at: &str,
+) -> anyhow::Result<Option<iscsi::chap::Chap>> {
+    let Some(c) = chap else {
+        if mutual.is_some() {
+            bail!("{at}: mutual_chap needs chap (the initiator authenticates first)");
+        }
+        return Ok(None);
+    };
+    let initiator = c.credentials(base, &format!("{at}.chap"))?;
+    let target = match mutual {
+        Some(m) => Some(m.credentials(base, &format!("{at}.mutual_chap"))?),
+        None => None,
+    };
+    if target
+        .as_ref()
+        .is_some_and(|t| t.secret == initiator.secret)
+    {
+        bail!("{at}: mutual_chap must not use the initiator's secret (RFC 7143 §12.1.3)");
+    }
+    Ok(Some(iscsi::chap::Chap { initiator, target }))
 }
 
 #[derive(Clone, Debug, Deserialize)]

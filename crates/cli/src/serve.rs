@@ -44,10 +44,14 @@ impl ServeArgs {
                     allowed_initiators: vec![],
                     luns,
                     initiator_classes: Default::default(),
+                    chap: None,
+                    mutual_chap: None,
                 };
                 let config = Config {
                     listen: DEFAULT_LISTEN.parse()?,
                     targets: vec![target],
+                    discovery_chap: None,
+                    discovery_mutual_chap: None,
                     base: PathBuf::from("."),
                 };
                 config.validate()?;
@@ -138,7 +142,28 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .iter()
                 .filter_map(|(name, class)| Some((name.clone(), qos::Class::from_name(class)?)))
                 .collect(),
+            chap: crate::config::chap(
+                t.chap.as_ref(),
+                t.mutual_chap.as_ref(),
+                &config.base,
+                &format!("target {}", t.name),
+            )?,
         });
+    }
+    let mut portal = iscsi::Portal::new(nodes);
+    portal.discovery_chap = crate::config::chap(
+        config.discovery_chap.as_ref(),
+        config.discovery_mutual_chap.as_ref(),
+        &config.base,
+        "discovery",
+    )?;
+    let authenticated = portal.nodes.iter().all(|n| n.chap.is_some());
+    if !config.listen.ip().is_loopback() && !authenticated {
+        eprintln!(
+            "warning: listening on {} with targets any initiator can log in to (no chap); \
+             anyone who can reach this address can read and write their LUNs",
+            config.listen
+        );
     }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -152,7 +177,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         for (name, lun) in &urls {
             println!("iscsi://{addr}/{name}/{lun}");
         }
-        iscsi::server::serve(listener, nodes, shutdown_signal()).await?;
+        iscsi::server::serve_portal(listener, Arc::new(portal), shutdown_signal()).await?;
         anyhow::Ok(())
     })?;
     for unit in units {

@@ -68,3 +68,60 @@ fn iscsi_perf_runs_random_reads() {
         .unwrap_or_else(|| panic!("no iops average in: {out}"));
     assert!(iops > 100.0, "{out}");
 }
+
+/// CHAP (issue 11): libiscsi logs in with the right secret (one-way, and mutual with the
+/// target's secret from a file only its owner reads), and is refused with a wrong secret,
+/// without one, or when the target answers mutual CHAP with another secret than it expects.
+#[test]
+fn chap_one_way_and_mutual_with_libiscsi() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("target.secret");
+    std::fs::write(&secret_file, "target-secret-34\n").unwrap();
+    std::fs::set_permissions(&secret_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = dir.path().join("chap.toml");
+    std::fs::write(
+        &config,
+        r#"
+[[target]]
+name = "iqn.2026-11.dev.stint:secure"
+chap = { user = "alice", secret = "alice-secret-12" }
+mutual_chap = { user = "stint", secret_file = "target.secret" }
+[[target.lun]]
+store = "ram"
+size = "16MiB"
+"#,
+    )
+    .unwrap();
+    let server = Server::start(&["--config", config.to_str().unwrap()], 1);
+    let at = |credentials: &str, query: &str| {
+        let rest = server.urls[0].trim_start_matches("iscsi://");
+        format!("iscsi://{credentials}{rest}{query}")
+    };
+    let mutual = "?target_user=stint&target_password=target-secret-34";
+    for url in [
+        at("alice%alice-secret-12@", ""),
+        at("alice%alice-secret-12@", mutual),
+    ] {
+        let (ok, out) = tool("iscsi-inq", &[&url]);
+        assert!(ok && out.contains("Vendor:STINT"), "{url}: {out}");
+    }
+    for url in [
+        at("alice%wrong-secret-99@", ""),
+        at("mallory%alice-secret-12@", ""),
+        at("", ""),
+    ] {
+        let (ok, out) = tool("iscsi-inq", &[&url]);
+        assert!(
+            !ok && out.contains("Authentication failure"),
+            "{url}: {out}"
+        );
+    }
+    let wrong_target = "?target_user=stint&target_password=wrong-target-99";
+    let (ok, out) = tool("iscsi-inq", &[&at("alice%alice-secret-12@", wrong_target)]);
+    assert!(
+        !ok && out.contains("Invalid CHAP_R response from the target"),
+        "{out}"
+    );
+    assert!(server.stop());
+}

@@ -51,6 +51,44 @@ fn bad_arguments_are_named() {
             "reading",
         ),
     ];
+    // CHAP tables (issue 11): each mistake is named; nothing listens.
+    let open_secret = dir.path().join("open.secret");
+    std::fs::write(&open_secret, "readable-by-all-99\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let everyone = std::fs::Permissions::from_mode(0o644);
+        std::fs::set_permissions(&open_secret, everyone).unwrap();
+    }
+    let lun = "[[target.lun]]\nstore = \"ram\"\nsize = \"1MiB\"\n";
+    let chap_cases = [
+        (
+            "chap = { user = \"a\", secret_file = \"open.secret\" }",
+            "is readable by everyone (mode 644); `chmod o-r` it",
+        ),
+        (
+            "chap = { user = \"a\", secret = \"short\" }",
+            "the secret has 5 bytes; CHAP secrets need at least 12",
+        ),
+        (
+            "chap = { user = \"a\", secret = \"same-secret-12\" }\nmutual_chap = { user = \"t\", secret = \"same-secret-12\" }",
+            "mutual_chap must not use the initiator's secret",
+        ),
+        (
+            "mutual_chap = { user = \"t\", secret = \"target-secret-12\" }",
+            "mutual_chap needs chap",
+        ),
+        (
+            "chap = { user = \"a\", secret = \"inline-secret-12\", secret_file = \"open.secret\" }",
+            "give exactly one of secret and secret_file",
+        ),
+    ];
+    let mut cases = cases;
+    for (i, (chap, want)) in chap_cases.into_iter().enumerate() {
+        let path = dir.path().join(format!("chap{i}.toml"));
+        let text = format!("[[target]]\nname = \"iqn.2026-11.t:c\"\n{chap}\n{lun}");
+        std::fs::write(&path, text).unwrap();
+        cases.push((vec!["--config".into(), path.display().to_string()], want));
+    }
     for (args, want) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (ok, err) = serve(&args);

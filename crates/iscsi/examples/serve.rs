@@ -16,6 +16,7 @@ async fn main() -> std::io::Result<()> {
         target: Arc::new(device::Target::default()),
         allowed_initiators: Vec::new(),
         initiator_classes: Vec::new(),
+        chap: None,
     };
     iscsi::server::serve(listener, vec![node], async {
         let _ = tokio::signal::ctrl_c().await;

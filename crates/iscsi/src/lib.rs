@@ -15,6 +15,7 @@
 //!   side; [`url`]: `iscsi://host:port/target/lun`.
 
 pub mod bhs;
+pub mod chap;
 pub mod clock;
 pub mod connection;
 pub mod digest;

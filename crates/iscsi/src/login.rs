@@ -2,6 +2,7 @@
 //! as a pure state machine: one Login Request in, one Login Response's fields out.
 
 use crate::bhs::Bhs;
+use crate::chap::{self, Chap};
 use crate::negotiation::{self, Parameters, SessionType, TargetLimits};
 use crate::node::TargetNode;
 use crate::text;
@@ -156,6 +157,12 @@ pub struct Login {
     params: Parameters,
     declared: bool,
     auth_none_agreed: bool,
+    /// What discovery sessions must prove.
+    discovery_chap: Option<Chap>,
+    /// What this login must prove, known once the first request named its target.
+    required: Option<Chap>,
+    /// The CHAP exchange, once AuthMethod=CHAP is agreed.
+    exchange: Option<chap::Exchange>,
 }
 
 impl Login {
@@ -172,7 +179,21 @@ impl Login {
             params: Parameters::default(),
             declared: false,
             auth_none_agreed: false,
+            discovery_chap: None,
+            required: None,
+            exchange: None,
         }
+    }
+
+    /// Discovery sessions must authenticate with CHAP too.
+    pub fn with_discovery_chap(mut self, chap: Option<Chap>) -> Login {
+        self.discovery_chap = chap;
+        self
+    }
+
+    /// Whether the initiator has proved what this login requires.
+    fn authenticated(&self) -> bool {
+        self.required.is_none() || matches!(self.exchange, Some(chap::Exchange::Authenticated))
     }
 
     /// Handle one Login Request with its data segment.
@@ -224,6 +245,8 @@ impl Login {
         };
         let mut out = Vec::new();
         let first = self.initiator_name.is_none();
+        let mut auth_offer = None;
+        let mut chap_keys = Vec::new();
         for (key, value) in &pairs {
             // Who logs in to what is declared once, in the first Login Request (RFC 7143 §13.4,
             // §13.5, §13.21) and authorized there; a later request must not change it.
@@ -231,7 +254,8 @@ impl Login {
                 return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
             }
             // Security keys belong to the security stage (RFC 7143 §6.3, §12).
-            if csg != Stage::SecurityNegotiation && key == "AuthMethod" {
+            let security_key = key == "AuthMethod" || key.starts_with("CHAP_");
+            if csg != Stage::SecurityNegotiation && security_key {
                 return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
             }
             match key.as_str() {
@@ -255,15 +279,9 @@ impl Login {
                     None => return LoginStep::Fail(LoginReply::failure(LoginStatus::NOT_FOUND)),
                 },
                 "InitiatorAlias" => {}
-                // Only AuthMethod=None for now; CHAP is a later issue.
-                "AuthMethod" => {
-                    if value.split(',').any(|v| v == "None") {
-                        self.auth_none_agreed = true;
-                        text::push(&mut out, "AuthMethod", "None");
-                    } else {
-                        text::push(&mut out, "AuthMethod", "Reject");
-                    }
-                }
+                // Answered below, once the target (and so what it requires) is known.
+                "AuthMethod" => auth_offer = Some(value.as_str()),
+                k if k.starts_with("CHAP_") => chap_keys.push((key.clone(), value.clone())),
                 _ => {
                     if let Some(ans) = negotiation::answer(
                         key,
@@ -290,6 +308,7 @@ impl Login {
                 if !node.allows(initiator) {
                     return LoginStep::Fail(LoginReply::failure(LoginStatus::NOT_FOUND));
                 }
+                self.required = node.chap.clone();
                 // RFC 7143 §13.9: the portal group tag answers the first request naming a target.
                 let mut head = Vec::new();
                 text::push(
@@ -302,6 +321,44 @@ impl Login {
                 }
                 head.append(&mut out);
                 out = head;
+            } else {
+                self.required = self.discovery_chap.clone();
+            }
+            // RFC 7143 §6.3: a target that requires authentication refuses a login that skips
+            // the security stage.
+            if self.required.is_some() && csg != Stage::SecurityNegotiation {
+                return LoginStep::Fail(LoginReply::failure(LoginStatus::AUTHENTICATION_FAILURE));
+            }
+        }
+        if let Some(offer) = auth_offer {
+            let offers = |m: &str| offer.split(',').any(|v| v == m);
+            let answer = match (&self.required, &self.exchange) {
+                (Some(_), None) if offers("CHAP") => {
+                    self.exchange = Some(chap::Exchange::Algorithm);
+                    "CHAP"
+                }
+                (None, None) if offers("None") => {
+                    self.auth_none_agreed = true;
+                    "None"
+                }
+                (_, None) => "Reject",
+                // AuthMethod was agreed already.
+                (_, Some(_)) => {
+                    return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR))
+                }
+            };
+            text::push(&mut out, "AuthMethod", answer);
+        }
+        if !chap_keys.is_empty() {
+            let (Some(chap), Some(exchange)) = (&self.required, &mut self.exchange) else {
+                return LoginStep::Fail(LoginReply::failure(LoginStatus::AUTHENTICATION_FAILURE));
+            };
+            let mut answers = Vec::new();
+            if exchange.step(chap, &chap_keys, &mut answers).is_err() {
+                return LoginStep::Fail(LoginReply::failure(LoginStatus::AUTHENTICATION_FAILURE));
+            }
+            for (k, v) in answers {
+                text::push(&mut out, k, &v);
             }
         }
         let mut nsg = 0;
@@ -310,14 +367,25 @@ impl Login {
             let Some(next) = Stage::from_bits(req.nsg).filter(|n| *n > csg) else {
                 return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
             };
-            if csg == Stage::SecurityNegotiation
+            let security = csg == Stage::SecurityNegotiation;
+            if security && self.required.is_some() && !self.authenticated() {
+                // A CHAP exchange under way keeps the stage: the response clears T (RFC 7143
+                // §6.3); with none agreed the initiator cannot authenticate at all.
+                if self.exchange.is_none() {
+                    return LoginStep::Fail(LoginReply::failure(
+                        LoginStatus::AUTHENTICATION_FAILURE,
+                    ));
+                }
+            } else if security
+                && self.required.is_none()
                 && !self.auth_none_agreed
                 && pairs.iter().any(|(k, _)| k == "AuthMethod")
             {
                 return LoginStep::Fail(LoginReply::failure(LoginStatus::AUTHENTICATION_FAILURE));
+            } else {
+                transit = true;
+                nsg = next as u8;
             }
-            transit = true;
-            nsg = next as u8;
         }
         // Declare our receive limit in the operational stage (RFC 7143 §13.12); open-iscsi
         // refuses operational keys in a security-stage response (usr/login.c).
@@ -371,6 +439,7 @@ mod tests {
             target: Arc::new(device::Target::default()),
             allowed_initiators: vec!["iqn.ok".into()],
             initiator_classes: Vec::new(),
+            chap: None,
         }]
     }
 
@@ -488,6 +557,90 @@ HeaderDigest=None,CRC32C\0InitialR2T=No\0MaxRecvDataSegmentLength=262144\0X-foo=
         assert!(!keys(&r.text)
             .iter()
             .any(|(k, _)| k == "TargetPortalGroupTag"));
+    }
+
+    fn chap_node() -> Vec<TargetNode> {
+        let mut n = nodes();
+        n[0].chap = Some(Chap {
+            initiator: chap::Credentials {
+                user: "alice".into(),
+                secret: b"twelve-bytes-or-more".to_vec(),
+            },
+            target: None,
+        });
+        n
+    }
+
+    /// Offers CHAP, takes the challenge and answers it with `secret`; the step of the answer.
+    fn chap_login(l: &mut Login, n: &[TargetNode], secret: &[u8]) -> LoginStep {
+        let LoginStep::Continue(r) = l.step(
+            &req(0, 1, false),
+            b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=CHAP,None\0",
+            n,
+        ) else {
+            panic!("AuthMethod")
+        };
+        assert!(keys(&r.text).contains(&("AuthMethod".into(), "CHAP".into())));
+        let LoginStep::Continue(r) = l.step(&req(0, 1, false), b"CHAP_A=5\0", n) else {
+            panic!("CHAP_A")
+        };
+        let k = keys(&r.text);
+        let get = |name: &str| k.iter().find(|(key, _)| key == name).unwrap().1.clone();
+        let id: u8 = get("CHAP_I").parse().unwrap();
+        let challenge = chap::decode_hex(&get("CHAP_C")).unwrap();
+        let answer = chap::encode_hex(&chap::response(id, secret, &challenge));
+        let text = format!("CHAP_N=alice\0CHAP_R={answer}\0");
+        l.step(&req(0, 1, true), text.as_bytes(), n)
+    }
+
+    #[test]
+    fn chap_with_the_right_secret_logs_in() {
+        let n = chap_node();
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let LoginStep::Continue(r) = chap_login(&mut l, &n, b"twelve-bytes-or-more") else {
+            panic!("CHAP_R")
+        };
+        assert!(r.transit && r.nsg == 1);
+        assert!(matches!(
+            l.step(&req(1, 3, true), b"", &n),
+            LoginStep::Complete(..)
+        ));
+    }
+
+    #[test]
+    fn chap_with_a_wrong_secret_or_none_fails() {
+        let n = chap_node();
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let step = chap_login(&mut l, &n, b"a-wrong-secret!!");
+        assert!(fails_with(step, LoginStatus::AUTHENTICATION_FAILURE));
+        // Skipping the security stage, offering only None, or leaving it unauthenticated.
+        let first = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0";
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let step = l.step(&req(1, 3, true), first, &n);
+        assert!(fails_with(step, LoginStatus::AUTHENTICATION_FAILURE));
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let mut text = first.to_vec();
+        text.extend_from_slice(b"AuthMethod=None\0");
+        let step = l.step(&req(0, 1, true), &text, &n);
+        assert!(fails_with(step, LoginStatus::AUTHENTICATION_FAILURE));
+        // CHAP keys before CHAP was agreed.
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let mut text = first.to_vec();
+        text.extend_from_slice(b"CHAP_A=5\0");
+        let step = l.step(&req(0, 1, false), &text, &n);
+        assert!(fails_with(step, LoginStatus::AUTHENTICATION_FAILURE));
+    }
+
+    #[test]
+    fn discovery_can_require_chap() {
+        let chap = chap_node()[0].chap.clone();
+        let mut l = Login::new(TargetLimits::default(), 1).with_discovery_chap(chap);
+        let step = l.step(
+            &req(1, 3, true),
+            b"InitiatorName=iqn.any\0SessionType=Discovery\0",
+            &nodes(),
+        );
+        assert!(fails_with(step, LoginStatus::AUTHENTICATION_FAILURE));
     }
 
     fn fails_with(step: LoginStep, expected: LoginStatus) -> bool {

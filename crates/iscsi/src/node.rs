@@ -121,6 +121,8 @@ pub struct TargetNode {
     /// Priority class of every command of an initiator (by name) on logical units with a
     /// device queue, as NVMe weighted round robin gives each submission queue a class.
     pub initiator_classes: Vec<(String, qos::Class)>,
+    /// CHAP that initiators must pass to log in (RFC 7143 §12.1.3); `None`: no authentication.
+    pub chap: Option<crate::chap::Chap>,
 }
 
 impl TargetNode {
@@ -137,6 +139,7 @@ impl std::fmt::Debug for TargetNode {
             .field("alias", &self.alias)
             .field("allowed_initiators", &self.allowed_initiators)
             .field("initiator_classes", &self.initiator_classes)
+            .field("chap", &self.chap)
             .finish()
     }
 }

@@ -26,6 +26,8 @@ pub struct Portal {
     /// A connection not in full feature phase this long after it was accepted is closed,
     /// however it trickles its login.
     pub login_timeout: Duration,
+    /// CHAP that discovery sessions must pass; `None`: discovery is open.
+    pub discovery_chap: Option<crate::chap::Chap>,
     next_tsih: AtomicU16,
     next_nexus: AtomicU64,
     /// Task set generations: bumped when a task management function clears the task sets
@@ -81,6 +83,7 @@ impl Portal {
             nop_in_interval: Some(Duration::from_secs(30)),
             // open-iscsi's own login timeout: an initiator that needs longer has given up.
             login_timeout: Duration::from_secs(15),
+            discovery_chap: None,
             next_tsih: AtomicU16::new(1),
             next_nexus: AtomicU64::new(1),
             task_sets: Mutex::new(BTreeMap::new()),

@@ -30,6 +30,7 @@ async fn pattern_written_in_one_session_reads_back_in_another() {
         target: Arc::new(device::Target::new(vec![(0, Arc::new(lu))])),
         allowed_initiators: Vec::new(),
         initiator_classes: Vec::new(),
+        chap: None,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

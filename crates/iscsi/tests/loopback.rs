@@ -34,6 +34,7 @@ impl Server {
             target: common::RamDisk::new(8),
             allowed_initiators: allowed,
             initiator_classes: Vec::new(),
+            chap: None,
         };
         let nodes = vec![
             node(TARGET, Vec::new()),
@@ -340,6 +341,7 @@ async fn idle_initiators_are_pinged_and_silent_ones_dropped() {
         target: common::RamDisk::new(8),
         allowed_initiators: Vec::new(),
         initiator_classes: Vec::new(),
+        chap: None,
     }]);
     portal.nop_in_interval = Some(Duration::from_millis(150));
     let (tx, rx) = oneshot::channel::<()>();
@@ -409,6 +411,7 @@ async fn stalled_reader(
         target: common::RamDisk::new(2048),
         allowed_initiators: Vec::new(),
         initiator_classes: Vec::new(),
+        chap: None,
     }]);
     portal.nop_in_interval = nop_in_interval;
     let (tx, rx) = oneshot::channel::<()>();

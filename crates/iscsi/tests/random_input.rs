@@ -32,6 +32,7 @@ fn portal() -> Arc<Portal> {
         target: Arc::new(device::Target::default()),
         allowed_initiators: Vec::new(),
         initiator_classes: Vec::new(),
+        chap: None,
     }]))
 }
 

@@ -129,7 +129,8 @@ impl Connection {
     /// A connection accepted at `now`.
     pub fn new(portal: Arc<Portal>, local_address: String, now: Ns) -> Connection {
         let keepalive = Keepalive::new(&portal, now);
-        let login = Login::new(portal.limits.clone(), portal.portal_group_tag);
+        let login = Login::new(portal.limits.clone(), portal.portal_group_tag)
+            .with_discovery_chap(portal.discovery_chap.clone());
         let recv_limits = FrameLimits {
             header_digest: false,
             data_digest: false,
@@ -438,6 +439,7 @@ mod tests {
                 target: Arc::new(device::Target::default()),
                 allowed_initiators: Vec::new(),
                 initiator_classes: Vec::new(),
+                chap: None,
             })
             .collect();
         Arc::new(Portal::new(nodes))
@@ -624,6 +626,7 @@ mod tests {
             target: Arc::new(Firehose),
             allowed_initiators: Vec::new(),
             initiator_classes: Vec::new(),
+            chap: None,
         }]));
         let mut c = logged_in(
             &portal,

@@ -130,6 +130,7 @@ impl Server {
             target: disk.clone(),
             allowed_initiators: Vec::new(),
             initiator_classes: Vec::new(),
+            chap: None,
         };
         let (tx, rx) = oneshot::channel();
         let task = tokio::spawn(iscsi::server::serve(listener, vec![node], async {
