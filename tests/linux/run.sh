@@ -2,7 +2,7 @@
 # stint against the real Linux iSCSI initiator: a Debian guest (kernel 6.12, open-iscsi, sd,
 # sg3-utils, fio) under QEMU logs in to `stint serve` on the host's 127.0.0.1 and checks what a
 # host sees. See tests/linux/README.md.
-#   tests/linux/run.sh                    every suite: plain reconnect cdl fast-fail cdl-reconnect
+#   tests/linux/run.sh                    every suite: plain reconnect cdl fast-fail cdl-reconnect chap
 #   SUITES="plain cdl" tests/linux/run.sh  some of them
 # Env: STINT (stint binary; default: cargo build -p stint, then ${CARGO_TARGET_DIR:-target}/debug/stint)
 #      STINT_VM_DIR (/tmp/stint-vm: image cache, results)  OUT (results of this run)
@@ -16,7 +16,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 export VMDIR=${STINT_VM_DIR:-/tmp/stint-vm}
-SUITES=${SUITES:-plain reconnect cdl fast-fail cdl-reconnect}
+SUITES=${SUITES:-plain reconnect cdl fast-fail cdl-reconnect chap}
 ATTEMPTS=${VM_ATTEMPTS:-3}
 BUDGET=${LINUX_VM_BUDGET:-2400}
 export VM_TIMEOUT=${VM_TIMEOUT:-480} VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-420}
@@ -25,8 +25,8 @@ FAST_FAIL_CONFIG=${FAST_FAIL_CONFIG:-$ROOT/examples/fast-fail.toml}
 T_START=$(date +%s)
 log() { echo "[linux-vm $(date +%T)] $*"; }
 for s in $SUITES; do
-    case $s in plain|reconnect|cdl|fast-fail|cdl-reconnect) ;;
-    *) echo "unknown suite '$s' (plain reconnect cdl fast-fail cdl-reconnect)" >&2; exit 2 ;; esac
+    case $s in plain|reconnect|cdl|fast-fail|cdl-reconnect|chap) ;;
+    *) echo "unknown suite '$s' (plain reconnect cdl fast-fail cdl-reconnect chap)" >&2; exit 2 ;; esac
 done
 
 # ---- host packages ------------------------------------------------------------------------
@@ -134,6 +134,13 @@ attempt() {
     if [ -n "$cfg" ] && [ ! -e "$cfg" ]; then echo "FAIL target: no config $cfg" > "$A/status"; return; fi
     case $suite in
     plain) args=(serve --listen "127.0.0.1:$port" --lun ram:512MiB) ;;
+    chap)
+        # The names and secrets suites/chap.sh logs in with.
+        printf '%s\n' '[[target]]' 'name = "iqn.2026-11.dev.stint:chap"' \
+            'chap = { user = "alice", secret = "alice-secret-12" }' \
+            'mutual_chap = { user = "stint", secret = "target-secret-34" }' \
+            '[[target.lun]]' 'store = "ram"' 'size = "64MiB"' > "$A/chap.toml"
+        args=(serve --config "$A/chap.toml" --listen "127.0.0.1:$port") ;;
     reconnect)
         LUNDIR=$(lun_dir "$A"); lunimg=$LUNDIR/lun.img
         args=(serve --listen "127.0.0.1:$port" --lun "file:$lunimg:512MiB") ;;

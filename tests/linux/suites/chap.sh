@@ -1,0 +1,43 @@
+#!/bin/bash
+# Suite "chap", INSIDE the guest: a RAM LUN behind CHAP (issue 11). open-iscsi logs in with
+# the right secret, one-way and mutual; it is refused with a wrong secret, without CHAP, and
+# (its own check) when the target proves a wrong mutual secret. The host writes the target's
+# config with the names and secrets below.
+. /job/lib.sh
+sec discovery
+iscsiadm -m discovery -t st -p "$P"; rc=$?
+check discovery $rc "(iscsiadm -m discovery rc=$rc)"
+[ $rc = 0 ] || abort "discovery failed"
+T=$(iscsiadm -m node | awk '{print $2; exit}')
+kv target "$T"
+node() { iscsiadm -m node -T "$T" -p "$P" "$@"; }
+set_auth() {   # METHOD USER SECRET [USER_IN SECRET_IN]
+    node -o update -n node.session.auth.authmethod -v "$1"
+    node -o update -n node.session.auth.username -v "${2:-}"
+    node -o update -n node.session.auth.password -v "${3:-}"
+    node -o update -n node.session.auth.username_in -v "${4:-}"
+    node -o update -n node.session.auth.password_in -v "${5:-}"
+}
+node -o update -n node.session.initial_login_retry_max -v 1
+try_login() {  # NAME WANT(0=succeeds, 1=refused): one login attempt, logged out again
+    local rc
+    sec "login: $1"
+    timeout 60 iscsiadm -m node -T "$T" -p "$P" --login; rc=$?
+    kv "login_${1}_rc" $rc
+    if [ $rc = 0 ]; then
+        sleep 1
+        iscsiadm -m session -P 3 | grep -E 'Target:|State|Attached'
+        local d; d=$(iscsiadm -m session -P 3 | awk '/Attached scsi disk/ {print "/dev/"$4; exit}')
+        [ -n "$d" ] && dd if="$d" of=/dev/null bs=1M count=4 iflag=direct status=none && kv "login_${1}_read" ok
+        iscsiadm -m node -T "$T" -p "$P" --logout
+        sleep 1
+    fi
+    if [ "$2" = 0 ]; then check "chap_$1" $rc "(iscsiadm --login rc=$rc, want success)"
+    else check "chap_$1" "$([ $rc != 0 ] && echo 0 || echo 1)" "(iscsiadm --login rc=$rc, want refusal)"; fi
+}
+set_auth None;                                                     try_login no_chap_refused 1
+set_auth CHAP alice wrong-secret-99;                               try_login wrong_secret_refused 1
+set_auth CHAP alice alice-secret-12;                               try_login one_way 0
+set_auth CHAP alice alice-secret-12 stint target-secret-34;        try_login mutual 0
+set_auth CHAP alice alice-secret-12 stint wrong-target-secret;     try_login wrong_target_secret_refused 1
+finish
