@@ -331,19 +331,26 @@ async fn cold_reset_ends_every_session_of_the_target() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn idle_initiators_are_pinged_and_silent_ones_dropped() {
+/// The server task of a test portal.
+type Served = JoinHandle<std::io::Result<()>>;
+
+/// A portal on 127.0.0.1 serving one RAM disk of `blocks` with the given keepalive interval;
+/// sending on the channel stops it.
+async fn keepalive_portal(
+    blocks: usize,
+    nop_in_interval: Option<Duration>,
+) -> (SocketAddr, oneshot::Sender<()>, Served) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut portal = iscsi::Portal::new(vec![TargetNode {
         name: TARGET.into(),
         alias: None,
-        target: common::RamDisk::new(8),
+        target: common::RamDisk::new(blocks),
         allowed_initiators: Vec::new(),
         initiator_classes: Vec::new(),
         chap: None,
     }]);
-    portal.nop_in_interval = Some(Duration::from_millis(150));
+    portal.nop_in_interval = nop_in_interval;
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(iscsi::server::serve_portal(
         listener,
@@ -352,6 +359,12 @@ async fn idle_initiators_are_pinged_and_silent_ones_dropped() {
             let _ = rx.await;
         },
     ));
+    (addr, tx, server)
+}
+
+#[tokio::test]
+async fn idle_initiators_are_pinged_and_silent_ones_dropped() {
+    let (addr, tx, server) = keepalive_portal(8, Some(Duration::from_millis(150))).await;
     let opts = LoginOptions::new(INITIATOR, Some(TARGET));
 
     // An initiator that answers the ping stays connected.
@@ -398,30 +411,8 @@ async fn idle_initiators_are_pinged_and_silent_ones_dropped() {
 /// to it that sends 64 reads of 1 MiB (far more than the socket buffers hold) and reads none.
 async fn stalled_reader(
     nop_in_interval: Option<Duration>,
-) -> (
-    Initiator,
-    oneshot::Sender<()>,
-    JoinHandle<std::io::Result<()>>,
-) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let mut portal = iscsi::Portal::new(vec![TargetNode {
-        name: TARGET.into(),
-        alias: None,
-        target: common::RamDisk::new(2048),
-        allowed_initiators: Vec::new(),
-        initiator_classes: Vec::new(),
-        chap: None,
-    }]);
-    portal.nop_in_interval = nop_in_interval;
-    let (tx, rx) = oneshot::channel::<()>();
-    let server = tokio::spawn(iscsi::server::serve_portal(
-        listener,
-        std::sync::Arc::new(portal),
-        async {
-            let _ = rx.await;
-        },
-    ));
+) -> (Initiator, oneshot::Sender<()>, Served) {
+    let (addr, tx, server) = keepalive_portal(2048, nop_in_interval).await;
     let opts = LoginOptions::new(INITIATOR, Some(TARGET));
     let mut stalled = Initiator::connect(addr, &opts).await.unwrap();
     for _ in 0..64 {
