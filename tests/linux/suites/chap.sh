@@ -35,6 +35,9 @@ try_login() {  # NAME WANT(0=succeeds, 1=refused): one login attempt, logged out
     if [ "$2" = 0 ]; then check "chap_$1" $rc "(iscsiadm --login rc=$rc, want success)"
     else check "chap_$1" "$([ $rc != 0 ] && echo 0 || echo 1)" "(iscsiadm --login rc=$rc, want refusal)"; fi
 }
+# Tearing down a refused login, iscsid may queue a PDU on the connection while the kernel still
+# counts it as logging in; the kernel then logs this line (seen in some runs, not in others).
+KWARN_ALLOW='connection[0-9]+:0: Login/Text in progress\. Cannot start new task\.'
 set_auth None;                                                     try_login no_chap_refused 1
 set_auth CHAP alice wrong-secret-99;                               try_login wrong_secret_refused 1
 set_auth CHAP alice alice-secret-12;                               try_login one_way 0
