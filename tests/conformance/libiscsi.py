@@ -2,7 +2,7 @@
 """Run libiscsi's iscsi-test-cu conformance suite against stint (or any target) and compare the
 result with the checked-in expectations file.
 
-Each suite runs in its own process (spec/iscsi.md: Debian's 1.19.0 tool corrupts later 16-byte
+Each suite runs in its own process (Debian's 1.19.0 tool corrupts later 16-byte
 CDBs when an earlier suite bails out early), with the URL given twice so MultipathIO runs.
 CUnit counts a skipped test as passed; a test that printed [SKIPPED] is counted as skipped.
 
@@ -137,7 +137,7 @@ def main():
     try:
         if args.stint:
             # One LUN per parallel worker so suites that write never see each other's data, plus
-            # LUNs of the flavours some suites need (spec/iscsi.md "LU flavours"): those suites
+            # LUNs of the flavours some suites need: those suites
             # skip on a plain fixed disk.
             port = free_port()
             flavours = [

@@ -1,4 +1,4 @@
-//! `stint.toml`: targets, their logical units and stores (DESIGN rule 6). Every field has a
+//! `stint.toml`: targets, their logical units and stores (README, `stint.toml`). Every field has a
 //! working default; the README documents them. The quick-case CLI flags build the same structure.
 
 use anyhow::{bail, Context};

@@ -1,4 +1,4 @@
-//! Hard disk timing model (spec/drive-model.md §1): command overhead, seek (with write settle),
+//! Hard disk timing model (parameters and sources: profiles/hdd-22tb-cmr.toml): command overhead, seek (with write settle),
 //! rotational wait and media transfer at the zone's rate, with a segmented read cache, an
 //! optional write-back cache and fault ranges. One actuator, so `parallelism` is 1.
 
@@ -146,7 +146,7 @@ impl Hdd {
         &self.geometry
     }
 
-    /// Seek time for a move of `cylinders` (read or write curve, spec §1.2).
+    /// Seek time for a move of `cylinders` (read or write curve).
     pub fn seek_time(&self, cylinders: u32, write: bool) -> Ns {
         if write {
             self.seek_write.time(cylinders)
@@ -170,7 +170,7 @@ impl Hdd {
         self.overhead
     }
 
-    /// Host turnaround of a closed loop driving this drive (spec §1.6; not used by the drive).
+    /// Host turnaround of a closed loop driving this drive (not used by the drive).
     pub fn host_turnaround(&self) -> Ns {
         self.host_turnaround
     }
@@ -190,7 +190,7 @@ impl Hdd {
         self.write_cache.dirty_sectors()
     }
 
-    /// Replaces the fault ranges (e.g. seeded by a simulation's fault stream, spec §6).
+    /// Replaces the fault ranges (e.g. seeded by a simulation's fault stream).
     pub fn set_faults(&mut self, ranges: Vec<FaultRange>) -> Result<(), ProfileError> {
         for (i, f) in ranges.iter().enumerate() {
             f.validate(i, self.geometry.capacity_sectors)?;
@@ -455,7 +455,7 @@ impl Hdd {
         }
     }
 
-    /// Destages while the actuator would have been idle before `now` (spec §1.5: destage when idle).
+    /// Destages while the actuator would have been idle before `now` (destage when idle).
     fn destage_idle(&mut self, now: Ns) {
         while !self.write_cache.is_empty() && self.free_at < now {
             self.destage_one();
@@ -542,7 +542,7 @@ impl Drive for Hdd {
         if op.write {
             self.read_cache.invalidate(op.lba, end);
             if self.caches_write(op) {
-                // Full: the write is accepted once destage has made room (spec §1.5).
+                // Full: the write is accepted once destage has made room.
                 let mut ready = now;
                 while !self.write_cache.has_room(blocks) && !self.write_cache.is_empty() {
                     self.destage_one();

@@ -1,6 +1,6 @@
 //! Flash drive timing model: N parallel units with per-op read/program latency, LBA→unit
 //! striping, per-unit queueing and one shared host interface (enough for the WRR and NCQ-depth
-//! experiments, spec/drive-model.md §4 C1, C2, D1).
+//! experiments, experiments/README.md, C1, C2, D1).
 
 use serde::Deserialize;
 

@@ -1,4 +1,4 @@
-//! HDD model against the datasheet numbers of spec/drive-model.md §1.
+//! HDD model against the datasheet numbers the default profile cites.
 
 use drive::{
     Drive, FaultRange, Hdd, HddProfile, MediaOp, MediaOutcome, Ns, ProfileError, QueuedOp,
@@ -41,7 +41,7 @@ fn ms(ns: Ns) -> f64 {
     ns as f64 / 1e6
 }
 
-/// Datasheet-style average: Σ(C−d)·t(d) / Σ(C−d) over d = 1..C−1 (spec §1.2).
+/// Datasheet-style average: Σ(C−d)·t(d) / Σ(C−d) over d = 1..C−1.
 fn weighted_average(hdd: &Hdd, write: bool) -> f64 {
     let c = u64::from(hdd.geometry().cylinders);
     let (mut sum, mut weight) = (0.0, 0.0);
@@ -69,7 +69,7 @@ fn seek_curve_hits_datasheet_averages() {
     assert_eq!(hdd.seek_time(0, false), 0);
     // The Atlas 10K motion (shape above its 0.115 settle floor) scaled to the 7.4 ms average,
     // plus the 0.23 ms modern settle: 0.23 + (7.4 − 0.23)/(5.60/10.83 − 0.115) · (1 − 0.115)
-    // ≈ 16.0 ms. (Scaling the whole Atlas curve, settle included, gives spec §1.2's 14.3 ms but
+    // ≈ 16.0 ms. (Scaling the whole Atlas curve, settle included, gives a 14.3 ms average but
     // makes every short seek ~1 ms too slow: see crates/qos/tests/calibration.rs.)
     let full = ms(hdd.full_stroke());
     assert!((full - 16.0).abs() < 0.2, "full stroke {full} ms");
@@ -101,7 +101,7 @@ fn media_rate_at_od_and_id() {
     let id = g.media_rate(g.capacity_sectors - 1) / 1e6;
     assert!((od - 285.0).abs() < 0.5, "OD {od} MB/s");
     assert!((id / od - 0.47).abs() < 0.005, "ID/OD {}", id / od);
-    // LBA-uniform mean rate is 0.767 × OD (spec §1.4).
+    // LBA-uniform mean rate is 0.767 × OD (uniform in radius²).
     let n = 10_000u64;
     let mean: f64 = (0..n)
         .map(|i| g.media_rate(i * (g.capacity_sectors / n)))
@@ -129,7 +129,7 @@ fn qd1_mean(blocks: u32, n: u64) -> f64 {
 
 #[test]
 fn random_4k_read_at_qd1_takes_about_12_ms() {
-    // overhead 0.15 + average seek 7.4 + half a revolution 4.17 ≈ 11.7 ms (spec §2.3: 86 IOPS).
+    // overhead 0.15 + average seek 7.4 + half a revolution 4.17 ≈ 11.7 ms (86 IOPS).
     let mean = qd1_mean(8, 4000);
     assert!((11.4..12.5).contains(&mean), "4 KiB QD1 mean {mean} ms");
 }
@@ -335,12 +335,8 @@ fn default_profile_parses_and_every_line_cites() {
         if l.contains(" = ") && !l.starts_with('#') && !l.starts_with("name") && !l.starts_with('[')
         {
             let comment = lines.get(i.wrapping_sub(1)).copied().unwrap_or("");
-            let cited = ["[", "spec §", "spec/drive-model.md"]
-                .iter()
-                .any(|k| comment.contains(k))
-                || lines
-                    .get(i.wrapping_sub(2))
-                    .is_some_and(|c| c.contains("spec §"));
+            let cites = |c: &str| ["[", "assumed"].iter().any(|k| c.contains(k));
+            let cited = cites(comment) || lines.get(i.wrapping_sub(2)).is_some_and(|c| cites(c));
             assert!(
                 comment.trim_start().starts_with('#') && cited,
                 "line {} `{l}` has no cited source",

@@ -2,7 +2,7 @@
 //!
 //! Every key has a result function: list (first match in the offerer's list), numerical
 //! minimum or maximum, boolean OR or AND, or declarative. The responder answers with the
-//! result, never with its own limit (spec/iscsi.md: libiscsi assigns answers verbatim).
+//! result, never with its own limit (libiscsi assigns answers verbatim).
 
 /// Session type (RFC 7143 §13.21).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

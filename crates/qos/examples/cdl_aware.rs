@@ -1,4 +1,4 @@
-//! Tuning bench for the CDL-aware policy: a closed loop (/work/briefs/closed-loop.md) of 128 KiB
+//! Tuning bench for the CDL-aware policy: a closed loop of 128 KiB
 //! random reads on the default 22 TB HDD model, 20 % of them with a 50 ms guideline
 //! (experiment B2), against the same loop with no CDL, both over the same base ordering policy.
 //! Run: cargo run --release -p qos --example cdl_aware [ios [bonus [base policy]]]

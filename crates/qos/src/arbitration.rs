@@ -1,5 +1,5 @@
 //! Arbitration between the per-class submission queues: which class the device fetches its next
-//! command from when a device-queue slot is free (spec/drive-model.md §3.4).
+//! command from when a device-queue slot is free (NVMe weighted round robin arbitration).
 
 use crate::class::{Class, CLASSES};
 

@@ -1,4 +1,4 @@
-//! Priority classes: one submission queue each (NVMe queue priorities, spec/drive-model.md §3.4;
+//! Priority classes: one submission queue each (NVMe queue priorities and WRR;
 //! usable as Linux ioprio classes RT/BE/IDLE, §3.1).
 
 /// Number of classes, and so of submission queues.
@@ -9,7 +9,7 @@ pub const CLASSES: usize = 4;
 pub enum Class {
     /// NVMe Urgent: strictly above the weighted classes under WRR.
     Urgent = 0,
-    /// NVMe High; Linux RT (spec/drive-model.md §3.4 suggested mapping).
+    /// NVMe High; Linux RT (NVMe priorities to Linux I/O priority classes).
     High = 1,
     /// NVMe Medium; Linux BE (and NONE).
     Medium = 2,

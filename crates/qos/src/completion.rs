@@ -1,4 +1,4 @@
-//! What the queue reports when a command leaves it (spec/cdl.md §4 completion encoding).
+//! What the queue reports when a command leaves it (SPC-6 command duration limit policies).
 
 use crate::cdl::{LimitKind, Policy};
 use drive::Ns;
@@ -44,7 +44,7 @@ impl Outcome {
         }
     }
 
-    /// (sense key, ASC, ASCQ) for a duration-limit outcome (spec/cdl.md §4); `None` for
+    /// (sense key, ASC, ASCQ) for a duration-limit outcome (SPC-6 CDL policies); `None` for
     /// `Good` and `MediumError` (the latter's sense depends on the command).
     pub fn cdl_sense(self) -> Option<(u8, u8, u8)> {
         match self {
@@ -71,7 +71,7 @@ impl Outcome {
     }
 
     /// Whether no data was transferred because a duration limit ended the command (the host
-    /// sees -ETIME: spec/cdl.md §4 "What Linux does").
+    /// sees -ETIME).
     pub fn is_duration_limit(self) -> bool {
         self.cdl_sense().is_some()
     }

@@ -12,7 +12,7 @@ pub const MAX_DEPTH: usize = 256;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueConfig {
     /// Device queue depth: commands fetched by the device, queued plus in service (1..=256;
-    /// 32 = SATA NCQ, spec/drive-model.md §1.6).
+    /// 32 = SATA NCQ).
     pub depth: usize,
     pub arbitration: Arbitration,
     pub admission: Admission,

@@ -1,8 +1,8 @@
-//! The CDL-aware ordering policy (spec/drive-model.md §2.5): a base ordering policy (by default
+//! The CDL-aware ordering policy (experiments/README.md, B2): a base ordering policy (by default
 //! the calibrated one of [`crate::order`]) whose pick a duration-limited command may take over
 //! when its positioning time minus a deferral bonus is lower. The bonus grows as the command's
 //! slack shrinks; the extra positioning time spent on it is budgeted by
-//! perf_vs_duration_guideline (spec/cdl.md §8). Late commands go in deadline order (EDF is the
+//! perf_vs_duration_guideline (SPC-6 T2A mode page). Late commands go in deadline order (EDF is the
 //! fallback), and unlimited commands keep the base policy's ordering and tail control.
 
 use crate::cdl::PerfVsDurationGuideline;
@@ -73,7 +73,7 @@ const DECAY: f64 = 1.0 / 1024.0;
 /// the head then starts the next pick from a worse place. Measured on the 22 TB HDD model at
 /// QD 8–32 (1.3–1.4); with 1.5 the IOPS loss stays within perf_vs_duration_guideline.
 const LOSS_PER_EXTRA_POSITIONING: f64 = 1.5;
-/// Service time assumed before any was observed (an HDD random access, spec/drive-model.md §2.2).
+/// Service time assumed before any was observed (an HDD random access, experiments/README.md, B1).
 const INITIAL_SERVICE_NS: f64 = 12e6;
 
 /// The CDL-aware policy. [`crate::Queue`] feeds it observed service times and the

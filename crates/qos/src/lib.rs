@@ -6,10 +6,10 @@
 //! submit ─► class submission queues ─(admission order, arbitration)─► device queue (depth N)
 //!        ─(ordering policy)─► drive ─► Completion
 //! ```
-//! CDL limits (spec/cdl.md §4) run from submission (inactive, guideline) and from start
+//! CDL limits (SPC-6 CDL policies) run from submission (inactive, guideline) and from start
 //! (active); each expiry applies its policy at that instant.
 //!
-//! Choices where spec/cdl.md leaves room (§10), made here:
+//! Choices where SPC-6 leaves room, made here:
 //! - a command completing exactly at a limit meets it; one started exactly at its inactive
 //!   limit meets it;
 //! - 1h switches to descriptor n+1 of the pages snapshotted at submission, whose limits count

@@ -1,8 +1,8 @@
 //! Ordering policies inside the device queue: which queued command the drive starts next.
 //!
-//! FIFO, SPTF and aged SPTF follow DiskSim's queue policies (spec/drive-model.md §2.1); the
+//! FIFO, SPTF and aged SPTF follow DiskSim's queue policies; the
 //! default, [`Rpo`], is aged SPTF with a queue-scaled window, calibrated against WD's 22 TB
-//! measurements (spec §2.2–2.3; crates/qos/tests/calibration.rs).
+//! measurements (crates/qos/tests/calibration.rs).
 
 pub mod aged;
 pub mod config;
@@ -52,7 +52,7 @@ pub trait OrderingPolicy {
 }
 
 /// SPTF cost of a candidate: the drive's estimate of the time from `now` until its media
-/// transfer could begin (overhead + seek + settle + rotational wait; spec §1.1).
+/// transfer could begin (overhead + seek + settle + rotational wait).
 #[inline]
 pub fn sptf_cost(now: Ns, c: &Candidate, drive: &dyn Drive) -> Ns {
     drive.positioning_time(now, &c.op)

@@ -1,4 +1,4 @@
-//! Counters per class and per CDL descriptor: what LOG SENSE 19h/21h (spec/cdl.md §5) and the
+//! Counters per class and per CDL descriptor: what LOG SENSE 19h/21h (SPC-6 CDL statistics log page) and the
 //! reports need. Latency histograms are kept by the caller from [`crate::Completion`]s.
 
 use crate::cdl::{LimitKind, Policy};
@@ -38,7 +38,7 @@ impl OutcomeCounts {
 }
 
 /// The counters kept per class and per descriptor. For a descriptor they are the LOG SENSE
-/// 19h/21h parameter (spec/cdl.md §5; 0021h+n−1 for T2A, 0041h+n−1 for T2B): offset 4
+/// 19h/21h parameter (SPC-6 CDL statistics; 0021h+n−1 for T2A, 0041h+n−1 for T2B): offset 4
 /// `misses(Inactive).total()`, 8 `misses(Active).total()`, 12
 /// `commands_missed_inactive_or_active`, 16 `commands`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Classes, arbitration (strict, round robin, NVMe WRR with burst, spec/drive-model.md §3.4),
+//! Classes, arbitration (strict, round robin, NVMe WRR with burst),
 //! device queue depth and admission order, in virtual time with an exact drive.
 
 mod common;

@@ -1,11 +1,11 @@
-//! HDD calibration (spec/drive-model.md §2.2, issue 3 "How it must be shown" 1): the default
+//! HDD calibration (experiments/README.md, B1, issue 3 "How it must be shown" 1): the default
 //! drive profile with the default ordering policy, 128 KiB random reads over the full span in a
-//! closed loop (/work/briefs/closed-loop.md) at QD 1–32, against WD's published IOPS and p99.
+//! closed loop at QD 1–32, against WD's published IOPS and p99.
 
 use drive::{Drive, Hdd, MediaOp, Ns};
 use qos::order::{Candidate, OrderConfig, OrderingPolicy};
 
-/// SplitMix64 (seeding and a small uniform stream; spec §5 "SplitMix64 seeding").
+/// SplitMix64 (seeding and a small uniform stream "SplitMix64 seeding").
 struct SplitMix(u64);
 impl SplitMix {
     fn next(&mut self) -> u64 {
@@ -109,7 +109,7 @@ fn run(qd: usize, ios: usize, seed: u64, policy: &mut dyn OrderingPolicy) -> Poi
     }
 }
 
-/// WD cdl-tools 22 TB baseline (spec/drive-model.md §2.2): (QD, IOPS, p99 ms).
+/// WD cdl-tools 22 TB baseline (experiments/README.md, B1): (QD, IOPS, p99 ms).
 const PUBLISHED: [(usize, f64, f64); 7] = [
     (1, 82.0, 20.0),
     (2, 88.0, 40.0),

@@ -1,4 +1,4 @@
-//! T2A/T2B page encoding, decoding and validation (spec/cdl.md §2.1, §4, §8) and T2CDLUNITS.
+//! T2A/T2B page encoding, decoding and validation (SPC-6 T2A/T2B mode pages, CDL policies) and T2CDLUNITS.
 
 use qos::{
     CdlDescriptor, CdlError, CdlPage, CdlPageKind, LimitKind, PerfVsDurationGuideline, Policy,

@@ -1,4 +1,4 @@
-//! CDL limits and policies in virtual time with an exact drive (spec/cdl.md §4, §8): every
+//! CDL limits and policies in virtual time with an exact drive (SPC-6 CDL policies): every
 //! policy for every limit kind, with exact outcomes and timestamps.
 
 mod common;

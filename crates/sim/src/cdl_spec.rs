@@ -1,5 +1,5 @@
 //! Duration limit descriptors as an experiment file writes them (milliseconds and cdladm policy
-//! names), turned into the T2A/T2B pages of spec/cdl.md §2.1.
+//! names), turned into SPC-6 T2A/T2B mode pages.
 
 use crate::error::SimError;
 use qos::{CdlDescriptor, CdlPage, CdlPages, PerfVsDurationGuideline, Policy, T2CdlUnits};
@@ -10,7 +10,7 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 pub struct CdlSpec {
     /// PERF VS DURATION GUIDELINES in percent: one of 0, 0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 8, 10,
-    /// 15, 20 (spec/cdl.md §8).
+    /// 15, 20 (SPC-6 T2A PERF_VS_DURATION_GUIDELINE).
     #[serde(default)]
     pub perf_vs_duration_guideline: f64,
     /// T2A descriptors (reads).
@@ -21,7 +21,7 @@ pub struct CdlSpec {
     pub write: Vec<DescriptorSpec>,
 }
 
-/// One T2 descriptor (spec/cdl.md §2.1); absent limits are unused.
+/// One T2 descriptor (SPC-6 T2A/T2B mode pages); absent limits are unused.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DescriptorSpec {

@@ -27,7 +27,7 @@ use std::path::Path;
 use toml::{Table, Value};
 use workload::{Job, JobSpec};
 
-/// Host turnaround default: 50 µs (spec/drive-model.md §1.6, /work/briefs/closed-loop.md).
+/// Host turnaround default: 50 µs (a host that turns a completion into its next command at once).
 const HOST_TURNAROUND_US: f64 = 50.0;
 /// Largest queue depth a sweep may ask for.
 pub const MAX_QD: u32 = workload::MAX_IODEPTH;

@@ -1,5 +1,5 @@
 //! `stint sim`: the device (qos queue + drive model) in virtual time, driven by closed-loop
-//! workloads, over the experiments of spec/drive-model.md §4.
+//! workloads, over the experiments of experiments/README.md.
 //!
 //! ```no_run
 //! let exp = sim::Experiment::load(std::path::Path::new("experiments/b1.toml"))?;

@@ -1,4 +1,4 @@
-//! The replica a fast-failed read is re-served from (spec/drive-model.md §6: "an external
+//! The replica a fast-failed read is re-served from (experiments/README.md, B4: "an external
 //! latency distribution"): a fixed network/decode cost plus an exponential tail.
 
 use drive::Ns;

@@ -1,5 +1,5 @@
-//! A latency SLA checked per point, e.g. "99.99 % of reads under 100 ms" (spec/drive-model.md
-//! §4 A1–A4), and the highest queue depth that meets it.
+//! A latency SLA checked per point, e.g. "99.99 % of reads under 100 ms" (experiments/README.md,
+//! A1–A4), and the highest queue depth that meets it.
 
 use crate::engine::PointResult;
 use crate::error::SimError;

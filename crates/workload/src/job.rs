@@ -1,7 +1,7 @@
 //! Job descriptions: the fio options stint understands (fio HOWTO: `rw`, `rwmixread`, `bs`,
 //! `bssplit`, `offset`, `size`, `iodepth`, `numjobs`, `number_ios`, `runtime`, `rate_iops`,
 //! `cmdprio_percentage`, `cmdprio_class`, `cmdprio_hint`, `cmdprio_bssplit`), plus the
-//! submission-queue class a job feeds (for WRR, spec/drive-model.md §3.4).
+//! submission-queue class a job feeds (for WRR, NVMe weighted round robin arbitration).
 
 use crate::size::parse_size;
 use crate::{WorkloadError, SECTOR};
@@ -32,7 +32,7 @@ impl Rw {
     }
 }
 
-/// Whether `rwmixread` counts operations or bytes (spec/drive-model.md §7 item 1: the Seagate
+/// Whether `rwmixread` counts operations or bytes (experiments/README.md, A1–A4: the Seagate
 /// 60/40 mix is published without saying which, so both are supported).
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -52,7 +52,7 @@ pub struct CmdPrio {
     /// Submission-queue class; defaults to the job's class.
     pub class: Option<String>,
     /// Duration limit descriptor index, 0..=7 (Linux `IOPRIO_HINT_DEV_DURATION_LIMIT_n`,
-    /// spec/drive-model.md §3.1).
+    /// Linux I/O priority classes).
     #[serde(default)]
     pub hint: u8,
     /// Only commands of this block size (e.g. "128k").

@@ -19,5 +19,5 @@ pub use size::parse_size;
 pub use stats::{LatencyStats, LatencySummary, StatsSummary};
 
 /// Logical block size the generators address in (fio and the published experiments use
-/// 512-byte sectors: /work/briefs/closed-loop.md).
+/// 512-byte sectors).
 pub const SECTOR: u64 = 512;

@@ -1,5 +1,5 @@
 //! Seeded random streams: one xoshiro256++ per stream, seeded through SplitMix64
-//! (spec/drive-model.md §5: "SplitMix64 seeding a xoshiro-family RNG per stream").
+//! (one independent, reproducible stream per job and per fault set).
 
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::{SplitMix64, Xoshiro256PlusPlus};

@@ -1,4 +1,4 @@
-//! Media faults and error recovery (spec/drive-model.md §6): LBA ranges that read back only
+//! Media faults and error recovery (experiments/README.md, B4): LBA ranges that read back only
 //! after k retry revolutions ("weak"), or never ("bad"); recovery is capped per command.
 
 use serde::Deserialize;

@@ -1,5 +1,5 @@
 //! LBA → (cylinder, angle, media rate) for a zoned-recording disk with constant linear density
-//! (spec/drive-model.md §1.4): LBA 0 at the outer diameter, tracks spread uniformly in radius,
+//! (profiles/hdd-22tb-cmr.toml): LBA 0 at the outer diameter, tracks spread uniformly in radius,
 //! track capacity and media rate proportional to radius.
 
 use crate::hdd::profile::GeometryProfile;
@@ -22,7 +22,7 @@ pub struct Geometry {
     pub sector_bytes: u32,
     pub cylinders: u32,
     pub heads: u32,
-    /// Revolution time (spec §1.3: integer ns, so runs are deterministic).
+    /// Revolution time (integer ns, so runs are deterministic).
     pub rev_ns: Ns,
     /// r_ID / r_OD.
     ratio: f64,
@@ -41,7 +41,7 @@ impl Geometry {
         let rate_od = p.media_rate_od_mb_s * 1e6;
         let ratio = p.id_od_rate_ratio;
         // Capacity = heads × cylinders × mean track capacity, where the mean over a radius-uniform
-        // track spread is rate_OD × T_rev × (1 + ratio) / 2 (spec §1.4).
+        // track spread is rate_OD × T_rev × (1 + ratio) / 2.
         let bytes = p.capacity_sectors as f64 * f64::from(p.sector_bytes);
         let mean_track = rate_od * (rev_ns as f64 / 1e9) * (1.0 + ratio) / 2.0;
         let cylinders = (bytes / (mean_track * f64::from(p.heads))).round().max(1.0);
@@ -60,7 +60,7 @@ impl Geometry {
         }
     }
 
-    /// Normalised radius (r / r_OD) of an LBA: r² = r_ID² + (1 − u)(r_OD² − r_ID²), spec §1.4.
+    /// Normalised radius (r / r_OD) of an LBA: r² = r_ID² + (1 − u)(r_OD² − r_ID²).
     fn radius(&self, lba: u64) -> f64 {
         let u = (lba as f64 * self.inv_capacity).min(1.0);
         (self.ratio * self.ratio + (1.0 - u) * self.r2_span).sqrt()
@@ -89,7 +89,7 @@ impl Geometry {
         }
     }
 
-    /// Media rate at an LBA in bytes per second (rate_OD × r / r_OD, spec §1.4).
+    /// Media rate at an LBA in bytes per second (rate_OD × r / r_OD).
     pub fn media_rate(&self, lba: u64) -> f64 {
         f64::from(self.sector_bytes) / self.locate(lba).ns_per_sector * 1e9
     }

@@ -1,14 +1,14 @@
-//! HDD profiles as data: the TOML schema (spec/drive-model.md §1.6) and its checks.
+//! HDD profiles as data: the TOML schema and its checks.
 
 use serde::Deserialize;
 
 use crate::error::{check_range, ProfileError};
 use crate::hdd::fault::FaultRange;
 
-/// The checked-in default profile, "22 TB 7200 rpm CMR" (spec/drive-model.md §1.6).
+/// The checked-in default profile, "22 TB 7200 rpm CMR", with a source for every value.
 pub const DEFAULT_HDD_PROFILE: &str = include_str!("../../profiles/hdd-22tb-cmr.toml");
 
-/// An HDD profile (spec/drive-model.md §1.6). All times in the units their names say.
+/// An HDD profile. All times in the units their names say.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct HddProfile {
@@ -18,12 +18,12 @@ pub struct HddProfile {
     pub timing: TimingProfile,
     pub cache: CacheProfile,
     pub recovery: RecoveryProfile,
-    /// Fault ranges (spec/drive-model.md §6); TOML `[[fault]]`.
+    /// Fault ranges (experiments/README.md, B4); TOML `[[fault]]`.
     #[serde(default, rename = "fault")]
     pub faults: Vec<FaultRange>,
 }
 
-/// Recording geometry: zoned (continuous) layout, spec/drive-model.md §1.4.
+/// Recording geometry: zoned (continuous) layout.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct GeometryProfile {
@@ -35,7 +35,7 @@ pub struct GeometryProfile {
     pub id_od_rate_ratio: f64,
 }
 
-/// Seek curve anchors, spec/drive-model.md §1.2.
+/// Seek curve anchors.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SeekProfile {
@@ -51,7 +51,7 @@ pub struct SeekProfile {
     pub shape_settle: f64,
 }
 
-/// Per-command timing, spec/drive-model.md §1.6.
+/// Per-command timing.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TimingProfile {
@@ -59,7 +59,7 @@ pub struct TimingProfile {
     pub host_turnaround_us: f64,
 }
 
-/// Read and write caches, spec/drive-model.md §1.5.
+/// Read and write caches.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CacheProfile {
@@ -72,7 +72,7 @@ pub struct CacheProfile {
     pub write_hit_overhead_ms: f64,
 }
 
-/// Error recovery, spec/drive-model.md §6.
+/// Error recovery, experiments/README.md, B4.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RecoveryProfile {

@@ -1,4 +1,4 @@
-//! Segmented read cache with sequential detection (spec/drive-model.md §1.5; DiskSim-style
+//! Segmented read cache with sequential detection (DiskSim-style
 //! segments, [DS] valid/atlas10k.diskspecs). After a media read the head keeps reading ahead
 //! into the read's segment while the actuator stays idle; a read that starts inside what is
 //! already buffered (or being streamed) is served without a seek.

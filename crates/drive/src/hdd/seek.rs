@@ -1,4 +1,4 @@
-//! Seek time versus distance (spec/drive-model.md §1.2): the Atlas 10K shape ([DS]
+//! Seek time versus distance: the Atlas 10K shape ([DS]
 //! valid/atlas10k.seek) scaled so that the cylinder-weighted average equals the datasheet
 //! average, with single-track times for short seeks and a √d blend in between
 //! (Ruemmler–Wilkes: short seeks grow with √distance). Precomputed into integer tables so a
@@ -89,7 +89,7 @@ fn seek_ms_at<const N: usize>(
 
 impl SeekCurve {
     /// Scales the shape's motion component so the average over all seek distances, weighted as
-    /// datasheets do (Σ(max+1−n)(T_in+T_out)/((max+1)·max), spec §1.2), equals `a.average_ms`.
+    /// datasheets do (Σ(max+1−n)(T_in+T_out)/((max+1)·max)), equals `a.average_ms`.
     pub fn new(cylinders: u32, a: &SeekAnchors<'_>) -> Result<Self, ProfileError> {
         let c = u64::from(cylinders.max(2));
         // The average is affine in the motion scale: avg(m) = base + slope · m. Exact sum over

@@ -1,4 +1,4 @@
-//! Write-back cache (WCE=1, spec/drive-model.md §1.5): writes are acknowledged once in the
+//! Write-back cache (WCE=1): writes are acknowledged once in the
 //! buffer; dirty data is destaged by the actuator when idle or when the buffer is full.
 
 use std::collections::VecDeque;

@@ -6,7 +6,7 @@
 //! Files follow the protocol's phases: `login_phase` (§6.3), `command` (the SCSI command path),
 //! `task` (Data-Out and R2T), `task_management`, `text_exchange`, `nop`, `logout`, `keepalive`.
 //!
-//! A command is handed to the device on the caller's thread (DESIGN rule 5): immediate data as
+//! A command is handed to the device on the caller's thread (README, Architecture): immediate data as
 //! a slice of the receive buffer, read data out of pooled buffers. A plain logical unit
 //! answers at once; one with a device queue keeps the task, and its completion arrives either
 //! while this connection advances the queue or from the logical unit's clock.

@@ -1,5 +1,5 @@
 //! Aged SPTF: DiskSim ASPTF_OPT (queue policy 14) as in `ioqueue_get_request_from_opt_sptf_queue`
-//! ([DS] src/disksim_ioqueue.c; spec/drive-model.md §2.1). The effective cost of a command is
+//! (DiskSim src/disksim_ioqueue.c). The effective cost of a command is
 //! its positioning time lowered by its age, so long-waiting commands eventually win.
 
 use super::{sptf_cost, Candidate, OrderingPolicy};
@@ -9,7 +9,7 @@ use drive::{Drive, Ns};
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Aging {
     /// `eff = pos − rate · age`: `rate` ns of cost per ns waited (DiskSim's `to_time`·0.001;
-    /// spec §2.3 tries 0.02–0.03).
+    /// calibration tried 0.02–0.03).
     Additive { rate: f64 },
     /// `eff = pos · (W − age) / W` with the window `W` in ns (DiskSim multiplicative aging).
     Multiplicative { window: Ns },

@@ -11,7 +11,7 @@ use super::{AgedSptf, Aging, Fifo, OrderingPolicy, Rpo, Sptf, DEFAULT_RPO_FACTOR
 pub enum OrderConfig {
     Fifo,
     Sptf,
-    /// Aged SPTF (spec/drive-model.md §2.1).
+    /// Aged SPTF (DiskSim's queue policies).
     Asptf(Aging),
     /// The default: aged SPTF whose window is `factor` × queue length × mean service interval.
     Rpo {
@@ -165,7 +165,7 @@ impl fmt::Display for OrderConfig {
     }
 }
 
-/// The calibrated default (spec/drive-model.md §2.2): `rpo:factor=2.2`.
+/// The calibrated default (experiments/README.md, B1): `rpo:factor=2.2`.
 impl Default for OrderConfig {
     fn default() -> Self {
         Self::Rpo {

@@ -1,11 +1,11 @@
-//! The default ordering: SPTF with DiskSim's multiplicative aging (spec/drive-model.md §2.1,
-//! [DS] src/disksim_ioqueue.c `ioqueue_get_request_from_opt_sptf_queue`) whose aging window
+//! The default ordering: SPTF with DiskSim's multiplicative aging
+//! ([DS] src/disksim_ioqueue.c `ioqueue_get_request_from_opt_sptf_queue`) whose aging window
 //! follows the load: `W = factor × queued commands × mean time between dispatches`, i.e. a
 //! multiple of the time the drive needs to work through its queue once.
 //!
-//! Why: plain SPTF matches the published IOPS but its p99 is ~3× too high at QD32 (spec §2.3);
+//! Why: plain SPTF matches the published IOPS but its p99 is ~3× too high at QD32;
 //! a fixed window either does nothing at high QD or costs IOPS at low QD. Scaling W with the
-//! queue keeps p99 ≈ 1.6–1.7 × mean at every depth, as WD's measurements show (spec §2.2), for a
+//! queue keeps p99 ≈ 1.6–1.7 × mean at every depth, as WD's measurements show, for a
 //! few percent of IOPS (calibration table in crates/qos/tests/calibration.rs).
 
 use super::{
@@ -13,7 +13,7 @@ use super::{
 };
 use drive::{Drive, Ns};
 
-/// Default `factor` (calibrated against spec §2.2 B1).
+/// Default `factor` (calibrated against B1, experiments/README.md).
 pub const DEFAULT_RPO_FACTOR: f64 = 2.2;
 
 /// Weight of one new interval in the running mean (about the last 64 dispatches).

@@ -1,5 +1,5 @@
 //! Shortest positioning time first: DiskSim SPTF_OPT (queue policy 8, [DS]
-//! src/disksim_ioqueue.h); spec/drive-model.md §2.1. Greedy over the whole queue.
+//! src/disksim_ioqueue.h). Greedy over the whole queue.
 
 use super::{sptf_cost, Candidate, OrderingPolicy};
 use drive::{Drive, Ns};

@@ -1,5 +1,5 @@
 //! CDL limits of queued and running commands: arming them from a descriptor and applying the
-//! policy when one expires (spec/cdl.md §4, §8).
+//! policy when one expires (SPC-6 CDL policies, perf_vs_duration_guideline).
 
 use super::slot::{Limit, State};
 use super::{EventKind, Queue};
@@ -107,7 +107,7 @@ impl<D: Drive> Queue<D> {
     }
 
     /// Policy 1h: continue under descriptor n+1's limits. There is no descriptor 8, so at
-    /// n = 7 the command continues with no limit, as under 2h (spec/cdl.md §4 leaves it open).
+    /// n = 7 the command continues with no limit, as under 2h (SPC-6 leaves it open).
     pub(super) fn chain(&mut self, r: SlotRef, t: Ns) {
         let Some(s) = self.slot_mut(r) else { return };
         let next = s.desc.saturating_add(1);
