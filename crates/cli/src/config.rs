@@ -59,6 +59,9 @@ pub struct ChapConfig {
     pub secret_file: Option<PathBuf>,
 }
 
+/// Longest serial: what the T10 vendor ID designator of VPD 83h carries whole.
+const MAX_SERIAL_LEN: usize = 64;
+
 /// Shortest secret taken: 96 bits, as RFC 7143 §12.1.3 asks of CHAP secrets.
 const MIN_SECRET_LEN: usize = 12;
 
@@ -217,26 +220,44 @@ fn yes() -> bool {
     true
 }
 
-/// Parses "1GiB", "512MiB", "4096" (binary multiples: "1G" is 2^30 bytes).
+/// Parses a capacity as `truncate -s` reads one: "1GiB" and "1G" are 2^30 bytes, "1GB" is
+/// 10^9 (as disk vendors count), a plain number is bytes.
 pub fn parse_size(s: &str) -> anyhow::Result<u64> {
-    parse_size::Config::new()
-        .with_binary()
-        .parse_size(s)
-        .with_context(|| format!("invalid size {s:?} (examples: 1GiB, 512MiB, 1073741824)"))
+    let text = s.trim();
+    // A bare multiple letter ("1G") is binary; with a "B" ("1GB") it is decimal, "iB" binary.
+    let config =
+        if text.ends_with(|c: char| c.is_ascii_alphabetic() && !c.eq_ignore_ascii_case(&'b')) {
+            parse_size::Config::new().with_binary()
+        } else {
+            parse_size::Config::new()
+        };
+    config.parse_size(text).map_err(|e| {
+        anyhow::anyhow!(
+            "invalid size {s:?}: {e} (a byte count or a number with a unit: 512MiB, 1GiB or 1G \
+             = 2^30 bytes, 1GB = 10^9 bytes)"
+        )
+    })
 }
 
+/// A `size`: a non-negative byte count or a string for [`parse_size`].
 fn size_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Size {
-        Bytes(u64),
-        Text(String),
+    struct Size;
+    impl serde::de::Visitor<'_> for Size {
+        type Value = u64;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a byte count or a size such as \"1GiB\"")
+        }
+        fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<u64, E> {
+            Ok(n)
+        }
+        fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<u64, E> {
+            u64::try_from(n).map_err(|_| E::custom(format!("size must not be negative, not {n}")))
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<u64, E> {
+            parse_size(s).map_err(E::custom)
+        }
     }
-    Ok(match Option::<Size>::deserialize(d)? {
-        None => None,
-        Some(Size::Bytes(n)) => Some(n),
-        Some(Size::Text(s)) => Some(parse_size(&s).map_err(serde::de::Error::custom)?),
-    })
+    d.deserialize_any(Size).map(Some)
 }
 
 /// The configuration `--lun hdd` and `stint serve` without arguments use for a CDL hard
@@ -366,11 +387,15 @@ impl Config {
         let mut names = std::collections::BTreeSet::new();
         for (t, target) in self.targets.iter().enumerate() {
             let at = format!("target[{t}] ({})", target.name);
-            if !(target.name.starts_with("iqn.")
-                || target.name.starts_with("eui.")
-                || target.name.starts_with("naa."))
+            iscsi::name::check(&target.name)
+                .map_err(|e| anyhow::anyhow!("{at}: name {:?} {e}", target.name))?;
+            for initiator in target
+                .allowed_initiators
+                .iter()
+                .chain(target.initiator_classes.keys())
             {
-                bail!("{at}: name must be an iSCSI name (iqn.*, eui.* or naa.*)");
+                iscsi::name::check(initiator)
+                    .map_err(|e| anyhow::anyhow!("{at}: initiator name {initiator:?} {e}"))?;
             }
             if !names.insert(target.name.to_ascii_lowercase()) {
                 bail!("{at}: duplicate target name");
@@ -400,9 +425,16 @@ impl Config {
                 if !matches!(lun.inquiry_version, 0x04..=0x07 | 0x0D) {
                     bail!("{at}: inquiry_version must be 4, 5, 6, 7 (SPC-2..SPC-5) or 13 (SPC-6)");
                 }
+                // INQUIRY and VPD 80h fields are ASCII data: 20h..7Eh (SPC-6 4.3.1).
+                let printable = |s: &str| s.bytes().all(|b| (0x20..=0x7e).contains(&b));
                 if let Some(p) = &lun.product {
-                    if p.len() > 16 || !p.is_ascii() {
-                        bail!("{at}: product must be at most 16 ASCII characters");
+                    if p.len() > 16 || !printable(p) {
+                        bail!("{at}: product {p:?} must be at most 16 printable ASCII characters (SPC-6 INQUIRY PRODUCT IDENTIFICATION)");
+                    }
+                }
+                if let Some(serial) = &lun.serial {
+                    if serial.is_empty() || serial.len() > MAX_SERIAL_LEN || !printable(serial) {
+                        bail!("{at}: serial {serial:?} must be 1 to {MAX_SERIAL_LEN} printable ASCII characters (SPC-6 Unit Serial Number VPD page)");
                     }
                 }
                 let device = lun.device(&self.base).with_context(|| at.clone())?;
@@ -461,6 +493,11 @@ mod tests {
             Some(1 << 30)
         );
         assert_eq!(LunConfig::parse_flag("ram:1G").unwrap().size, Some(1 << 30));
+        assert_eq!(
+            LunConfig::parse_flag("ram:1GB").unwrap().size,
+            Some(1_000_000_000)
+        );
+        assert_eq!(LunConfig::parse_flag("ram:4k").unwrap().size, Some(4096));
         let f = LunConfig::parse_flag("file:/tmp/a:b.img:64MiB").unwrap();
         assert_eq!(
             (f.path.unwrap(), f.size),
@@ -515,20 +552,158 @@ mod tests {
     #[test]
     fn bad_configs_name_the_problem() {
         let cases = [
-            ("[[target]]\nname = \"x\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "iSCSI name"),
+            ("[[target]]\nname = \"x\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "must start with iqn."),
+            ("[[target]]\nname = \"iqn.bad name\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "contains ' '"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\nallowed_initiators = [\"host1\"]\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "initiator name \"host1\""),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = -5", "size must not be negative, not -5"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 1.5", "a byte count or a size"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nserial = \"h\u{e9}llo\"", "printable ASCII"),
             ("bogus = 1", "unknown field `bogus`"),
-            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 1000", "multiple of the block size"),
-            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nblock_size = 1024", "512 or 4096"),
-            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"file\"", "needs a path"),
-            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"tape\"", "unknown variant"),
-            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"ram\"\nsize = \"big\"", "invalid size"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 1000", "multiple of the block size"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nblock_size = 1024", "512 or 4096"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"file\"", "needs a path"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"tape\"", "unknown variant"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = \"big\"", "invalid size"),
             ("", "no [[target]]"),
-            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\ninquiry_version = 9", "inquiry_version"),
-            ("[[target]]\nname = \"iqn.a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\n[[target.lun]]\nid = 0\nstore = \"ram\"\nsize = 512", "duplicate LUN 0"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\ninquiry_version = 9", "inquiry_version"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\n[[target.lun]]\nid = 0\nstore = \"ram\"\nsize = 512", "duplicate LUN 0"),
         ];
         for (text, want) in cases {
             let err = format!("{:#}", parse(text).unwrap_err());
             assert!(err.contains(want), "{text:?}: {err}");
         }
+    }
+}
+
+/// The examples of the docs are real: every ```toml block of docs/configuration.md and
+/// docs/cdl.md is a complete stint.toml, every ```toml fragment block a part of one, merged over
+/// a minimal file (tables key by key, arrays of tables element by element). Each must parse and
+/// pass the checks `stint serve --config` makes, relative paths taken from the repository root.
+#[cfg(test)]
+mod doc_examples {
+    use super::{chap, Config};
+    use std::path::{Path, PathBuf};
+    use toml::{Table, Value};
+
+    /// What a fragment is merged over: one target with one 1 MiB RAM LUN.
+    const MINIMAL: &str = "[[target]]\nname = \"iqn.2026-11.dev.stint:docs\"\n\
+                           [[target.lun]]\nstore = \"ram\"\nsize = \"1MiB\"\n";
+
+    fn repository() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    /// (line, info string, text) of every fenced block whose language is toml.
+    fn toml_blocks(doc: &str) -> Vec<(usize, String, String)> {
+        let mut blocks = Vec::new();
+        let mut open: Option<(usize, String, String)> = None;
+        for (n, line) in doc.lines().enumerate() {
+            let fence = line.trim_start().strip_prefix("```");
+            match (&mut open, fence) {
+                (None, Some(info)) => open = Some((n + 1, info.trim().to_owned(), String::new())),
+                (Some(_), Some("")) => {
+                    let block = open.take().expect("a block is open");
+                    if block.1.split_whitespace().next() == Some("toml") {
+                        blocks.push(block);
+                    }
+                }
+                (Some((_, _, text)), _) => {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+                (None, None) => {}
+            }
+        }
+        assert!(open.is_none(), "a fenced block is not closed");
+        blocks
+    }
+
+    fn merge(base: &mut Table, over: &Table) {
+        for (key, value) in over {
+            match (base.get_mut(key), value) {
+                (Some(Value::Table(b)), Value::Table(o)) => merge(b, o),
+                (Some(Value::Array(b)), Value::Array(o)) => {
+                    for (i, item) in o.iter().enumerate() {
+                        match (b.get_mut(i), item) {
+                            (Some(Value::Table(bt)), Value::Table(ot)) => merge(bt, ot),
+                            (Some(slot), _) => *slot = item.clone(),
+                            (None, _) => b.push(item.clone()),
+                        }
+                    }
+                }
+                _ => {
+                    base.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+
+    /// A block as `stint serve --config` would take it; CHAP tables with inline secrets are
+    /// checked too (a `secret_file` of an example names no file in the repository).
+    fn load(info: &str, body: &str) -> anyhow::Result<Config> {
+        let text = match info {
+            "toml" => body.to_owned(),
+            "toml fragment" => {
+                let mut doc: Table = MINIMAL.parse()?;
+                merge(&mut doc, &body.parse::<Table>()?);
+                toml::to_string(&doc)?
+            }
+            other => anyhow::bail!("unknown block kind ```{other} (toml or toml fragment)"),
+        };
+        let mut config: Config = toml::from_str(&text)?;
+        config.base = repository();
+        config.validate()?;
+        let inline =
+            |c: &[Option<&super::ChapConfig>]| c.iter().flatten().all(|c| c.secret_file.is_none());
+        let discovery = [
+            config.discovery_chap.as_ref(),
+            config.discovery_mutual_chap.as_ref(),
+        ];
+        if inline(&discovery) {
+            chap(discovery[0], discovery[1], &config.base, "discovery")?;
+        }
+        for t in &config.targets {
+            let pair = [t.chap.as_ref(), t.mutual_chap.as_ref()];
+            if inline(&pair) {
+                chap(pair[0], pair[1], &config.base, &t.name)?;
+            }
+        }
+        Ok(config)
+    }
+
+    /// Checks every toml block of `doc`; returns how many there are.
+    fn check(doc: &str) -> usize {
+        let path = repository().join(doc);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{doc}: {e}"));
+        let blocks = toml_blocks(&text);
+        for (line, info, body) in &blocks {
+            if let Err(e) = load(info, body) {
+                panic!("{doc}:{line}: the ```{info} block does not load: {e:#}");
+            }
+        }
+        blocks.len()
+    }
+
+    #[test]
+    fn configuration_md_examples_load() {
+        assert!(check("docs/configuration.md") >= 8);
+    }
+
+    #[test]
+    fn cdl_md_examples_load() {
+        assert!(check("docs/cdl.md") >= 1);
+    }
+
+    #[test]
+    fn a_bad_example_would_fail() {
+        assert!(load("toml fragment", "[[target]]\n[[target.lun]]\nbogus = 1\n").is_err());
+        assert!(load("toml fragment", "[[target]]\n[[target.lun]]\nsize = 1000\n").is_err());
+        assert!(load("toml", "[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n").is_err());
+        assert!(load(
+            "toml fragment",
+            "discovery_chap = { user = \"d\", secret = \"short\" }"
+        )
+        .is_err());
+        assert!(load("toml fragment", "[[target]]\nalias = \"a\"\n").is_ok());
     }
 }

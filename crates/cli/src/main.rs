@@ -7,6 +7,7 @@ mod serve;
 mod sim;
 
 use clap::{Parser, Subcommand};
+use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(
@@ -15,6 +16,10 @@ use clap::{Parser, Subcommand};
     about = "A software SCSI disk with command-level quality of service"
 )]
 struct Cli {
+    /// On an error, print its full detail (Rust's Debug form, with a backtrace when
+    /// RUST_BACKTRACE=1) instead of one line of causes.
+    #[arg(long, global = true)]
+    debug: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -30,11 +35,24 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
-fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Cdl(args) => cdl::run(args),
         Command::Bench(args) => bench::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // A user's mistake is one line of causes whatever RUST_BACKTRACE says; --debug shows all.
+        Err(e) if cli.debug => {
+            eprintln!("error: {e:?}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -20,11 +20,17 @@ pub struct ServeArgs {
     #[arg(long = "lun", value_name = "SPEC", value_parser = LunConfig::parse_flag, conflicts_with = "config")]
     luns: Vec<LunConfig>,
     /// Name of the target node for --lun.
-    #[arg(long, value_name = "IQN", default_value = DEFAULT_TARGET, conflicts_with = "config")]
+    #[arg(long, value_name = "IQN", default_value = DEFAULT_TARGET, conflicts_with = "config",
+          value_parser = iscsi_name)]
     target_name: String,
     /// Full description of targets and LUNs (see the README).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+}
+
+/// An iSCSI name flag, checked as RFC 7143 §4.2.7 writes them.
+fn iscsi_name(name: &str) -> Result<String, String> {
+    iscsi::name::check(name).map(|()| name.to_owned())
 }
 
 impl ServeArgs {
@@ -74,11 +80,14 @@ fn build_lun(
     let device = lun.device(base)?;
     // A timed LUN reports its drive's capacity unless told less.
     let size = lun.size.or(device.as_ref().map(|d| d.drive.capacity));
+    let at = || format!("target {target} LUN {id}");
     let store: Box<dyn store::Store> = match lun.store {
-        StoreKind::Ram => Box::new(store::RamStore::new(size.unwrap_or(DEFAULT_RAM_SIZE))?),
+        StoreKind::Ram => {
+            Box::new(store::RamStore::new(size.unwrap_or(DEFAULT_RAM_SIZE)).with_context(at)?)
+        }
         StoreKind::File => {
             let path = lun.path.as_deref().context("file store without path")?;
-            Box::new(store::FileStore::open(path, size)?)
+            Box::new(store::FileStore::open(path, size).with_context(at)?)
         }
     };
     let mut config = device::LuConfig::new(target, id, store.len());

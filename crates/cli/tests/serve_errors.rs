@@ -22,7 +22,7 @@ fn bad_arguments_are_named() {
     let bad_toml = dir.path().join("bad.toml");
     std::fs::write(
         &bad_toml,
-        "[[target]]\nname = \"iqn.x\"\n[[target.lun]]\nstore = \"ram\"\nsize = 1000\n",
+        "[[target]]\nname = \"iqn.2026-11.dev.stint:x\"\n[[target.lun]]\nstore = \"ram\"\nsize = 1000\n",
     )
     .unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![

@@ -3,7 +3,7 @@
 //! ([`initiator`]) built on the same codec.
 //!
 //! Layout, bottom up:
-//! - [`bhs`], [`pdu`], [`digest`], [`text`], [`lun`], [`tmf`]: the wire format;
+//! - [`bhs`], [`pdu`], [`digest`], [`text`], [`lun`], [`tmf`], [`name`]: the wire format;
 //! - [`negotiation`], [`login`]: operational parameters and the login phase;
 //! - [`session`]: the CmdSN window; [`connection`]: the target side of one connection
 //!   (bytes and time in, an [`output::Output`] batch out, completions back in), handing
@@ -22,6 +22,7 @@ pub mod digest;
 pub mod initiator;
 pub mod login;
 pub mod lun;
+pub mod name;
 pub mod negotiation;
 pub mod node;
 pub mod output;

@@ -55,8 +55,10 @@ impl RamStore {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
-                    "a RAM store of {len} bytes is larger than the limit of {} bytes",
-                    Self::MAX_LEN
+                    "a RAM store of {len} bytes ({:.1} PiB) is larger than the {} PiB it can \
+                     address",
+                    len as f64 / (1u64 << 50) as f64,
+                    Self::MAX_LEN >> 50
                 ),
             ));
         }
