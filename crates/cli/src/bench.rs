@@ -88,12 +88,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         .parse()
         .map_err(|e| anyhow::anyhow!("--url {}: {e}", args.url))?;
     if let Some(dir) = &args.plot {
-        // Refuse a bad --plot before a long run, not after it.
-        std::fs::create_dir_all(dir).with_context(|| format!("--plot {}", dir.display()))?;
+        crate::sim::plot_dir(dir)?;
     }
     let mut exp = match &args.experiment {
         Some(path) => {
-            sim::Experiment::load(path).with_context(|| format!("in {}", path.display()))?
+            sim::shipped::resolve(path).with_context(|| format!("in {}", path.display()))?
         }
         None => load::flag_job(&args)?,
     };

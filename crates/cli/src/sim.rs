@@ -3,12 +3,16 @@
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct SimArgs {
-    /// Experiment file, e.g. experiments/b1.toml.
-    pub experiment: PathBuf,
+    /// Experiment file, e.g. experiments/b1.toml, or a shipped experiment's id, e.g. b1.
+    #[arg(required_unless_present = "list")]
+    pub experiment: Option<PathBuf>,
+    /// List the shipped experiments (their ids and titles) and exit.
+    #[arg(long, exclusive = true)]
+    pub list: bool,
     /// Seed of every random stream (default: the file's `seed`, else 1).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -40,9 +44,28 @@ pub struct SimArgs {
     pub device: Option<PathBuf>,
 }
 
+/// Makes `dir` ready for figures, so a bad --plot is refused before a long run, not after it.
+pub fn plot_dir(dir: &Path) -> anyhow::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        bail!(
+            "--plot {}: not a directory (--plot names the directory the SVG figures go into)",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("--plot {}", dir.display()))
+}
+
 pub fn run(args: SimArgs) -> anyhow::Result<()> {
-    let mut exp = sim::Experiment::load(&args.experiment)
-        .with_context(|| format!("in {}", args.experiment.display()))?;
+    let Some(path) = &args.experiment else {
+        for (id, title) in sim::shipped::list() {
+            println!("{id:<4} {title}");
+        }
+        return Ok(());
+    };
+    let mut exp = sim::shipped::resolve(path).with_context(|| format!("in {}", path.display()))?;
+    if let Some(dir) = &args.plot {
+        plot_dir(dir)?;
+    }
     match (args.ios, args.runtime) {
         (Some(0), _) => bail!("--ios must be at least 1"),
         (Some(n), _) => exp.set_stop(sim::Stop::Ios(n)),

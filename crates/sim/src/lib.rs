@@ -17,6 +17,7 @@ pub mod faults;
 pub mod plot;
 pub mod replica;
 pub mod report;
+pub mod shipped;
 pub mod sla;
 pub mod sweep;
 
