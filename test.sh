@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test of stint: formatting and lints, unit and integration tests (cargo test), then
 # libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
-# tests/conformance/libiscsi-expected.txt, then the Linux kernel initiator in a QEMU VM against
-# `stint serve` (tests/linux/run.sh, about 10 minutes). Installs what the tests need (Debian's
-# libiscsi-bin; qemu-system-x86 and debootstrap for the VM, whose guest image is cached in /tmp).
+# tests/conformance/libiscsi-expected.txt, then the README followed as a newcomer would
+# (tests/newcomer.py: the install step, the examples, bad inputs, a 100 TiB LUN's memory), then
+# the Linux kernel initiator in a QEMU VM against `stint serve` (tests/linux/run.sh, about 10
+# minutes). Installs what the tests need (Debian's libiscsi-bin; qemu-system-x86 and debootstrap
+# for the VM, whose guest image is cached in /tmp).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -22,5 +24,7 @@ cargo test --workspace
 echo "== libiscsi conformance (iscsi-test-cu, one suite per process)"
 cargo build -q -p stint
 python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint"
+echo "== the README as a newcomer follows it (tests/newcomer.py)"
+python3 tests/newcomer.py
 echo "== Linux initiator in a VM (tests/linux/run.sh)"
 STINT="${CARGO_TARGET_DIR:-target}/debug/stint" tests/linux/run.sh
