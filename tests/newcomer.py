@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A newcomer's first hour, checked: install stint as the README says, run its example commands
+"""A newcomer's first hour, checked: the README's and docs' links lead somewhere in the repository;
+install stint as the README says, run its example commands
 (each on a free port, in a scratch directory), then every bad input a newcomer is likely to type.
 Examples must succeed; each bad input must exit non-zero with a short message naming the field,
 with RUST_BACKTRACE=1 set as many shells have it. Last, the memory a 100 TiB RAM LUN costs before
@@ -212,10 +213,34 @@ def memory(env, work):
               f"after 1 GiB written: {after / 1024:.1f} MiB of RSS (1 GiB + {over:.1f} MiB)")
 
 
+def documents():
+    """What the README and docs point a reader to exists, inside the repository."""
+    texts = ["README.md", "experiments/README.md"]
+    texts += [os.path.join("docs", f) for f in sorted(os.listdir(os.path.join(REPO, "docs")))]
+    links, broken = 0, []
+    for text in texts:
+        with open(os.path.join(REPO, text)) as f:
+            body = f.read()
+        for target in re.findall(r"\]\(([^)#\s]+)", body):
+            if "://" in target:
+                continue
+            links += 1
+            path = os.path.normpath(os.path.join(REPO, os.path.dirname(text), target))
+            if not (os.path.exists(path) and path.startswith(REPO + os.sep)):
+                broken.append(f"{text} -> {target}")
+    check(links > 0 and not broken, f"{links} links of the README and docs lead to files in "
+          f"the repository" + (f"; broken: {broken}" if broken else ""))
+    outside = subprocess.run(["grep", "-rln", r"spec/\|shared/", "crates", "experiments",
+                              "README.md", "docs"], cwd=REPO, capture_output=True, text=True)
+    check(outside.stdout == "", "no citation of files outside the repository (spec/, shared/)"
+          + (f": {outside.stdout.split()}" if outside.stdout else ""))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--stint", help="use this binary instead of installing (for a quick rerun)")
     args = ap.parse_args()
+    documents()
     with tempfile.TemporaryDirectory(prefix="stint-newcomer-") as work:
         env = dict(os.environ, RUST_BACKTRACE="1")
         env.setdefault("CARGO_TARGET_DIR", os.path.join(REPO, "target"))

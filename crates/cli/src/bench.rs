@@ -34,16 +34,18 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "experiment")]
     pub rwmixread: Option<f64>,
     /// Commands each job instance keeps outstanding.
-    #[arg(long, default_value_t = 1, conflicts_with_all = ["experiment", "qd"])]
+    #[arg(long, default_value_t = 1, conflicts_with_all = ["experiment", "qd"],
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub iodepth: u32,
     /// Job instances, each on its own iSCSI session.
-    #[arg(long, default_value_t = 1, conflicts_with = "experiment")]
+    #[arg(long, default_value_t = 1, conflicts_with = "experiment",
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub numjobs: u32,
     /// Share of commands (percent) sent with `--cmdprio-hint` as DLD.
     #[arg(long, conflicts_with = "experiment")]
     pub cmdprio_percentage: Option<f64>,
     /// Duration limit descriptor (1..=7) of the prioritized commands.
-    #[arg(long, conflicts_with = "experiment")]
+    #[arg(long, conflicts_with = "experiment", value_parser = clap::value_parser!(u8).range(1..=7))]
     pub cmdprio_hint: Option<u8>,
     /// Class the prioritized commands are reported under (urgent, high, medium, low).
     #[arg(long, conflicts_with = "experiment")]
