@@ -179,6 +179,8 @@ def bad_inputs(env, work):
         (["serve", "--lun", "file:no/such/dir/disk.img:1GiB"], "no/such/dir/disk.img"),
         (["serve", "--config", "stint.toml"], "stint.toml"),
         (["serve", "--listen", "nowhere"], "--listen"),
+        (["sim", write(work, "si.toml", 'id = "si"\nqd = [1]\n[drive]\nmodel = "instant"\n[[job]]\n'
+                                         'name = "j"\nbs = "4kB"\n')], "4KiB or 4K"),
         (["sim", "b9"], "not a shipped experiment (a1, a2"),
         # The whole b1 sweep takes minutes: refused within the timeout means refused first.
         (["sim", "b1", "--plot", "a-file"], "--plot a-file: not a directory"),
