@@ -385,6 +385,8 @@ impl Config {
             bail!("no [[target]] defined");
         }
         let mut names = std::collections::BTreeSet::new();
+        // The device identifiers (VPD 83h) derive from the serial: two LUNs would be one to a host.
+        let mut serials = BTreeMap::new();
         for (t, target) in self.targets.iter().enumerate() {
             let at = format!("target[{t}] ({})", target.name);
             iscsi::name::check(&target.name)
@@ -436,6 +438,9 @@ impl Config {
                     if serial.is_empty() || serial.len() > MAX_SERIAL_LEN || !printable(serial) {
                         bail!("{at}: serial {serial:?} must be 1 to {MAX_SERIAL_LEN} printable ASCII characters (SPC-6 Unit Serial Number VPD page)");
                     }
+                    if let Some(first) = serials.insert(serial.clone(), at.clone()) {
+                        bail!("{at}: serial {serial:?} is also {first}'s; a host would take both for one device (VPD 83h)");
+                    }
                 }
                 let device = lun.device(&self.base).with_context(|| at.clone())?;
                 if let Some(d) = &device {
@@ -455,7 +460,7 @@ impl Config {
                 }
                 for (initiator, class) in &target.initiator_classes {
                     if qos::Class::from_name(class).is_none() {
-                        bail!("{at}: initiator_classes.{initiator:?}: unknown class {class:?} (urgent, high, medium, low)");
+                        bail!("{at}: initiator_classes.{initiator:?}: unknown class {class:?} (urgent, high, medium, low; rt, be, idle)");
                     }
                 }
                 match (lun.store, &lun.path, lun.size) {
@@ -565,6 +570,7 @@ mod tests {
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"tape\"", "unknown variant"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = \"big\"", "invalid size"),
             ("", "no [[target]]"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nserial = \"S1\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nserial = \"S1\"", "serial \"S1\" is also target[0] (iqn.2026-11.dev.stint:a).lun[0]'s"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\ninquiry_version = 9", "inquiry_version"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\n[[target.lun]]\nid = 0\nstore = \"ram\"\nsize = 512", "duplicate LUN 0"),
         ];

@@ -122,6 +122,12 @@ fn page(field: &str, specs: &[DescriptorSpec]) -> Result<CdlPage, SimError> {
     let mut page = CdlPage::default();
     for (i, spec) in specs.iter().enumerate() {
         let at = format!("cdl.{field}[{i}]");
+        if let Some(j) = specs[..i].iter().position(|s| s.dld == spec.dld) {
+            return Err(SimError::field(
+                &format!("{at}.dld"),
+                format!("descriptor {} is already set by cdl.{field}[{j}]", spec.dld),
+            ));
+        }
         let slot = usize::from(spec.dld)
             .checked_sub(1)
             .and_then(|n| page.descriptors.get_mut(n))
@@ -218,6 +224,10 @@ mod tests {
                 "cdl.perf_vs_duration_guideline",
             ),
             ("[[read]]\ndld = 8\nguideline_ms = 5", "cdl.read[0].dld"),
+            (
+                "[[read]]\ndld = 2\nguideline_ms = 5\n[[read]]\ndld = 2\nguideline_ms = 9",
+                "cdl.read[1].dld: descriptor 2 is already set by cdl.read[0]",
+            ),
             (
                 "[[read]]\ndld = 1\nguideline_ms = 5\nguideline_policy = \"Eh\"",
                 "cdl.read[0]",

@@ -95,6 +95,12 @@ impl Default for QueueSpec {
 impl QueueSpec {
     /// The queue configuration with `cdl` pages; checked by qos.
     pub fn config(&self, cdl: CdlPages) -> Result<QueueConfig, SimError> {
+        if self.burst.is_some() && self.arbitration != "wrr" {
+            return Err(SimError::field(
+                "queue.burst",
+                "burst applies to arbitration = \"wrr\" only",
+            ));
+        }
         let arbitration = match (self.arbitration.as_str(), self.weights) {
             ("strict", None) => Arbitration::Strict,
             ("rr", None) => Arbitration::RoundRobin,

@@ -164,6 +164,10 @@ fn bad_files_name_the_field() {
         ("[queue]\narbitration = \"wrr\"\n", "queue.weights"),
         ("[queue]\narbitration = \"lottery\"\n", "queue.arbitration"),
         (
+            "[queue]\nburst = 4\n",
+            "queue.burst: burst applies to arbitration = \"wrr\" only",
+        ),
+        (
             "[cdl]\nread = [{ dld = 1, guideline_ms = 50, guideline_policy = \"Eh\" }]\n",
             "cdl.read[0]",
         ),
