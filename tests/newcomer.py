@@ -38,9 +38,11 @@ class Serve:
     """`stint serve ARGS --listen 127.0.0.1:0`; the URLs it prints; stopped by SIGTERM."""
 
     def __init__(self, args, env, cwd, luns=1):
+        # Its log goes to a file: a pipe nobody drains would stall the server when full.
+        self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(["stint", "serve", "--listen", "127.0.0.1:0", *args],
                                      env=env, cwd=cwd, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=self.log, text=True)
         # serve prints one URL per LUN once it listens, then nothing until it stops.
         self.urls = []
         watchdog = threading.Timer(30, self.proc.kill)  # a server that never listens
@@ -50,8 +52,9 @@ class Serve:
             if not line:
                 watchdog.cancel()
                 self.stop()
+                self.log.seek(0)
                 raise RuntimeError(f"stint serve {' '.join(args)} printed {self.urls}, "
-                                   f"then ended: {self.proc.stderr.read()}")
+                                   f"then ended: {self.log.read()}")
             if line.startswith("iscsi://"):
                 self.urls.append(line.strip())
         watchdog.cancel()

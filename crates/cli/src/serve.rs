@@ -23,9 +23,40 @@ pub struct ServeArgs {
     #[arg(long, value_name = "IQN", default_value = DEFAULT_TARGET, conflicts_with = "config",
           value_parser = iscsi_name)]
     target_name: String,
-    /// Full description of targets and LUNs (see the README).
+    /// Full description of targets and LUNs (docs/configuration.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Log lines on stderr as text or one JSON object per line; RUST_LOG filters them
+    /// (default "info": logins, refused logins, rejected PDUs, resets; "debug" adds every
+    /// connection).
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Structured logs on stderr (stdout carries the URLs), filtered by RUST_LOG.
+fn init_logging(format: LogFormat) -> anyhow::Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) => {
+            EnvFilter::try_new(&spec).map_err(|e| anyhow::anyhow!("RUST_LOG={spec:?}: {e}"))?
+        }
+        Err(_) => EnvFilter::new("info"),
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+    Ok(())
 }
 
 /// An iSCSI name flag, checked as RFC 7143 §4.2.7 writes them.
@@ -128,6 +159,7 @@ fn build_lun(
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    init_logging(args.log_format)?;
     let config = args.into_config()?;
     let mut nodes = Vec::new();
     let mut urls = Vec::new();
@@ -168,9 +200,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     )?;
     let authenticated = portal.nodes.iter().all(|n| n.chap.is_some());
     if !config.listen.ip().is_loopback() && !authenticated {
-        eprintln!(
-            "warning: listening on {} with targets any initiator can log in to (no chap); \
-             anyone who can reach this address can read and write their LUNs",
+        tracing::warn!(
+            "listening on {} with targets any initiator can log in to (no chap); anyone who \
+             can reach this address can read and write their LUNs",
             config.listen
         );
     }
@@ -183,6 +215,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        tracing::info!(%addr, luns = urls.len(), "listening");
         for (name, lun) in &urls {
             println!("iscsi://{addr}/{name}/{lun}");
         }
@@ -205,8 +238,12 @@ async fn shutdown_signal() {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
         },
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
+        Err(e) => {
+            tracing::warn!(error = %e, "no SIGTERM handler; only Ctrl-C stops the server");
+            if let Err(e) = tokio::signal::ctrl_c().await {
+                tracing::error!(error = %e, "no Ctrl-C handler either; serving until killed");
+                std::future::pending::<()>().await;
+            }
         }
     }
 }

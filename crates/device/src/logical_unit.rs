@@ -665,6 +665,8 @@ impl LogicalUnit {
         asc: Asc,
         lba: Option<u64>,
     ) -> Completion {
+        // The host sees only the sense; the operator needs the cause (ENOSPC, EIO, ...).
+        tracing::error!(error = %e, ?key, ?asc, lba, "store I/O failed");
         let mut sense = if e.kind() == std::io::ErrorKind::InvalidInput {
             Sense::new(SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE)
         } else {

@@ -85,6 +85,17 @@ pub enum ChapError {
     Random,
 }
 
+impl std::fmt::Display for ChapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoAlgorithm => f.write_str("no algorithm offered that stint speaks (MD5)"),
+            Self::Protocol(what) | Self::Mutual(what) => f.write_str(what),
+            Self::Refused => f.write_str("wrong name or wrong response"),
+            Self::Random => f.write_str("no randomness for a challenge"),
+        }
+    }
+}
+
 /// The target's side of one CHAP exchange.
 #[derive(Debug)]
 pub enum Exchange {

@@ -94,10 +94,13 @@ pub struct LoginReply {
     pub nsg: u8,
     pub status: LoginStatus,
     pub text: Vec<u8>,
+    /// Why a login failed, for the target's log (not sent: the status is all an initiator
+    /// learns, RFC 7143 §11.13.5).
+    pub reason: String,
 }
 
 impl LoginReply {
-    fn failure(status: LoginStatus) -> LoginReply {
+    fn failure(status: LoginStatus, reason: impl Into<String>) -> LoginReply {
         LoginReply {
             transit: false,
             continues: false,
@@ -105,6 +108,7 @@ impl LoginReply {
             nsg: 0,
             status,
             text: Vec::new(),
+            reason: reason.into(),
         }
     }
 
@@ -192,6 +196,11 @@ impl Login {
     }
 
     /// Whether the initiator has proved what this login requires.
+    /// The InitiatorName the first Login Request declared, if it has come.
+    pub fn initiator_name(&self) -> Option<&str> {
+        self.initiator_name.as_deref()
+    }
+
     fn authenticated(&self) -> bool {
         self.required.is_none() || matches!(self.exchange, Some(chap::Exchange::Authenticated))
     }
@@ -200,30 +209,45 @@ impl Login {
     pub fn step(&mut self, req: &LoginRequest, data: &[u8], nodes: &[TargetNode]) -> LoginStep {
         // RFC 7143 §11.12.4: we speak version 0x00 only.
         if req.version_min > 0 {
-            return LoginStep::Fail(LoginReply::failure(LoginStatus::UNSUPPORTED_VERSION));
+            return LoginStep::Fail(LoginReply::failure(
+                LoginStatus::UNSUPPORTED_VERSION,
+                "Version-min above 0",
+            ));
         }
         let Some(csg) = Stage::from_bits(req.csg).filter(|s| *s != Stage::FullFeaturePhase) else {
-            return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+            return LoginStep::Fail(LoginReply::failure(
+                LoginStatus::INITIATOR_ERROR,
+                "CSG is not a login stage",
+            ));
         };
         match self.stage {
             // The first request may skip the security stage: we require no authentication.
             None => self.stage = Some(csg),
             Some(s) if s != csg => {
-                return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+                return LoginStep::Fail(LoginReply::failure(
+                    LoginStatus::INITIATOR_ERROR,
+                    "CSG changed without a stage transition",
+                ));
             }
             Some(_) => {}
         }
         match self.isid {
             None => self.isid = Some(req.isid),
             Some(isid) if isid != req.isid => {
-                return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+                return LoginStep::Fail(LoginReply::failure(
+                    LoginStatus::INITIATOR_ERROR,
+                    "ISID changed during login",
+                ));
             }
             Some(_) => {}
         }
         // One connection per session: a login that adds a connection to an existing
         // session (TSIH ≠ 0, RFC 7143 §6.3.1) names a session we cannot join.
         if req.tsih != 0 {
-            return LoginStep::Fail(LoginReply::failure(LoginStatus::SESSION_DOES_NOT_EXIST));
+            return LoginStep::Fail(LoginReply::failure(
+                LoginStatus::SESSION_DOES_NOT_EXIST,
+                "TSIH names a session to join (one connection per session)",
+            ));
         }
         let text = match self.assembler.push(data, req.continues) {
             Ok(Some(text)) => text,
@@ -236,12 +260,21 @@ impl Login {
                     nsg: 0,
                     status: LoginStatus::SUCCESS,
                     text: Vec::new(),
+                    reason: String::new(),
                 })
             }
-            Err(_) => return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR)),
+            Err(_) => {
+                return LoginStep::Fail(LoginReply::failure(
+                    LoginStatus::INITIATOR_ERROR,
+                    "login text too long or badly continued",
+                ))
+            }
         };
         let Ok(pairs) = text::parse(&text) else {
-            return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+            return LoginStep::Fail(LoginReply::failure(
+                LoginStatus::INITIATOR_ERROR,
+                "login text is not key=value pairs",
+            ));
         };
         let mut out = Vec::new();
         let first = self.initiator_name.is_none();
@@ -251,17 +284,26 @@ impl Login {
             // Who logs in to what is declared once, in the first Login Request (RFC 7143 §13.4,
             // §13.5, §13.21) and authorized there; a later request must not change it.
             if !first && LEADING_KEYS.contains(&key.as_str()) {
-                return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+                return LoginStep::Fail(LoginReply::failure(
+                    LoginStatus::INITIATOR_ERROR,
+                    format!("{key} after the first Login Request"),
+                ));
             }
             // Security keys belong to the security stage (RFC 7143 §6.3, §12).
             let security_key = key == "AuthMethod" || key.starts_with("CHAP_");
             if csg != Stage::SecurityNegotiation && security_key {
-                return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+                return LoginStep::Fail(LoginReply::failure(
+                    LoginStatus::INITIATOR_ERROR,
+                    format!("{key} outside the security stage"),
+                ));
             }
             match key.as_str() {
                 "InitiatorName" => {
                     if value.is_empty() {
-                        return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+                        return LoginStep::Fail(LoginReply::failure(
+                            LoginStatus::INITIATOR_ERROR,
+                            "empty InitiatorName",
+                        ));
                     }
                     self.initiator_name = Some(value.clone());
                 }
@@ -271,12 +313,18 @@ impl Login {
                     _ => {
                         return LoginStep::Fail(LoginReply::failure(
                             LoginStatus::SESSION_TYPE_NOT_SUPPORTED,
+                            format!("SessionType={value}"),
                         ))
                     }
                 },
                 "TargetName" => match nodes.iter().position(|n| n.name == *value) {
                     Some(i) => self.node = Some(i),
-                    None => return LoginStep::Fail(LoginReply::failure(LoginStatus::NOT_FOUND)),
+                    None => {
+                        return LoginStep::Fail(LoginReply::failure(
+                            LoginStatus::NOT_FOUND,
+                            format!("no target named {value:?}"),
+                        ))
+                    }
                 },
                 "InitiatorAlias" => {}
                 // Answered below, once the target (and so what it requires) is known.
@@ -297,16 +345,28 @@ impl Login {
         }
         if first {
             let Some(initiator) = &self.initiator_name else {
-                return LoginStep::Fail(LoginReply::failure(LoginStatus::MISSING_PARAMETER));
+                return LoginStep::Fail(LoginReply::failure(
+                    LoginStatus::MISSING_PARAMETER,
+                    "no InitiatorName",
+                ));
             };
             if self.session_type == SessionType::Normal {
                 let Some(node) = self.node.and_then(|i| nodes.get(i)) else {
-                    return LoginStep::Fail(LoginReply::failure(LoginStatus::MISSING_PARAMETER));
+                    return LoginStep::Fail(LoginReply::failure(
+                        LoginStatus::MISSING_PARAMETER,
+                        "no TargetName for a normal session",
+                    ));
                 };
                 // Answered like an unknown name, so that an initiator cannot probe which
                 // protected targets exist.
                 if !node.allows(initiator) {
-                    return LoginStep::Fail(LoginReply::failure(LoginStatus::NOT_FOUND));
+                    return LoginStep::Fail(LoginReply::failure(
+                        LoginStatus::NOT_FOUND,
+                        format!(
+                            "{initiator} is not in the allowed_initiators of {}",
+                            node.name
+                        ),
+                    ));
                 }
                 self.required = node.chap.clone();
                 // RFC 7143 §13.9: the portal group tag answers the first request naming a target.
@@ -327,7 +387,10 @@ impl Login {
             // RFC 7143 §6.3: a target that requires authentication refuses a login that skips
             // the security stage.
             if self.required.is_some() && csg != Stage::SecurityNegotiation {
-                return LoginStep::Fail(LoginReply::failure(LoginStatus::AUTHENTICATION_FAILURE));
+                return LoginStep::Fail(LoginReply::failure(
+                    LoginStatus::AUTHENTICATION_FAILURE,
+                    "CHAP required, security stage skipped",
+                ));
             }
         }
         if let Some(offer) = auth_offer {
@@ -344,18 +407,27 @@ impl Login {
                 (_, None) => "Reject",
                 // AuthMethod was agreed already.
                 (_, Some(_)) => {
-                    return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR))
+                    return LoginStep::Fail(LoginReply::failure(
+                        LoginStatus::INITIATOR_ERROR,
+                        "AuthMethod offered again",
+                    ))
                 }
             };
             text::push(&mut out, "AuthMethod", answer);
         }
         if !chap_keys.is_empty() {
             let (Some(chap), Some(exchange)) = (&self.required, &mut self.exchange) else {
-                return LoginStep::Fail(LoginReply::failure(LoginStatus::AUTHENTICATION_FAILURE));
+                return LoginStep::Fail(LoginReply::failure(
+                    LoginStatus::AUTHENTICATION_FAILURE,
+                    "CHAP keys without an agreed CHAP exchange",
+                ));
             };
             let mut answers = Vec::new();
-            if exchange.step(chap, &chap_keys, &mut answers).is_err() {
-                return LoginStep::Fail(LoginReply::failure(LoginStatus::AUTHENTICATION_FAILURE));
+            if let Err(e) = exchange.step(chap, &chap_keys, &mut answers) {
+                return LoginStep::Fail(LoginReply::failure(
+                    LoginStatus::AUTHENTICATION_FAILURE,
+                    format!("CHAP: {e}"),
+                ));
             }
             for (k, v) in answers {
                 text::push(&mut out, k, &v);
@@ -365,7 +437,10 @@ impl Login {
         let mut transit = false;
         if req.transit {
             let Some(next) = Stage::from_bits(req.nsg).filter(|n| *n > csg) else {
-                return LoginStep::Fail(LoginReply::failure(LoginStatus::INITIATOR_ERROR));
+                return LoginStep::Fail(LoginReply::failure(
+                    LoginStatus::INITIATOR_ERROR,
+                    "NSG is not after CSG",
+                ));
             };
             let security = csg == Stage::SecurityNegotiation;
             if security && self.required.is_some() && !self.authenticated() {
@@ -374,6 +449,7 @@ impl Login {
                 if self.exchange.is_none() {
                     return LoginStep::Fail(LoginReply::failure(
                         LoginStatus::AUTHENTICATION_FAILURE,
+                        "CHAP required, none agreed",
                     ));
                 }
             } else if security
@@ -381,7 +457,10 @@ impl Login {
                 && !self.auth_none_agreed
                 && pairs.iter().any(|(k, _)| k == "AuthMethod")
             {
-                return LoginStep::Fail(LoginReply::failure(LoginStatus::AUTHENTICATION_FAILURE));
+                return LoginStep::Fail(LoginReply::failure(
+                    LoginStatus::AUTHENTICATION_FAILURE,
+                    "no acceptable AuthMethod",
+                ));
             } else {
                 transit = true;
                 nsg = next as u8;
@@ -405,6 +484,7 @@ impl Login {
             nsg,
             status: LoginStatus::SUCCESS,
             text: out,
+            reason: String::new(),
         };
         if transit {
             self.stage = Stage::from_bits(nsg);

@@ -15,6 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use device::Finished;
 
@@ -54,17 +55,26 @@ pub async fn serve_portal(
     let (stop_tx, stop_rx) = watch::channel(false);
     let registry = Arc::new(Registry::default());
     let mut tasks = JoinSet::new();
+    let mut accept_failing = false;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(a) => a,
-                    Err(_) => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => {
+                        if std::mem::take(&mut accept_failing) {
+                            tracing::info!("accepting connections again");
+                        }
+                        a
+                    }
+                    Err(e) => {
                         // Keep serving the others. Out of descriptors the pending connection
                         // stays pending and accept fails again at once: back off instead of
-                        // spinning (issue 11: 98 % CPU).
+                        // spinning (issue 11: 98 % CPU), and say so once, not 20 times a second.
+                        if !std::mem::replace(&mut accept_failing, true) {
+                            tracing::warn!(error = %e, "accept failed; retrying every 50 ms");
+                        }
                         tokio::time::sleep(ACCEPT_BACKOFF).await;
                         continue;
                     }
@@ -72,14 +82,24 @@ pub async fn serve_portal(
                 let portal = portal.clone();
                 let stop = stop_rx.clone();
                 let registry = registry.clone();
-                tasks.spawn(async move {
-                    // A failed connection only ends itself.
-                    let _ = run_connection(stream, portal, stop, registry).await;
-                });
+                let span = tracing::info_span!("connection", %peer);
+                tasks.spawn(
+                    async move {
+                        tracing::debug!("accepted");
+                        // A failed connection only ends itself.
+                        match run_connection(stream, portal, stop, registry).await {
+                            Ok(()) => tracing::debug!("closed"),
+                            Err(e) => tracing::info!(error = %e, "closed"),
+                        }
+                    }
+                    .instrument(span),
+                );
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
         }
     }
+    tracing::info!(connections = tasks.len(), "stopping");
+    // Fails only when no connection is left to receive it.
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
     drop(clocks);
@@ -117,6 +137,10 @@ impl Registry {
         entries.retain(|e| {
             let same = e.identity == identity;
             if same {
+                tracing::info!(
+                    initiator = %identity.initiator_name,
+                    "session reinstated: the older one is closed (RFC 7143 §6.3.5)"
+                );
                 e.kill.notify_one();
             }
             !same
@@ -133,12 +157,18 @@ impl Registry {
     /// Close every other session of `node` (TARGET COLD RESET, RFC 7143 §11.5.1).
     fn kill_node(&self, node: Option<usize>, except: u64) {
         if let Ok(entries) = self.entries.lock() {
+            let mut closed = 0;
             for e in entries
                 .iter()
                 .filter(|e| e.id != except && e.identity.node == node)
             {
                 e.kill.notify_one();
+                closed += 1;
             }
+            tracing::info!(
+                sessions = closed,
+                "TARGET COLD RESET closes the node's other sessions"
+            );
         }
     }
 }
@@ -167,6 +197,7 @@ async fn run_connection(
     if registered {
         registry.remove(id);
     }
+    // The peer may be gone already; the socket closes on drop either way.
     let _ = stream.shutdown().await;
     result
 }

@@ -19,6 +19,11 @@ impl Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_stint"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
+            // Logins and connections are logged at info: keep test output to what went wrong.
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

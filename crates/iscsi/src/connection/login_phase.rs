@@ -28,8 +28,26 @@ impl Connection {
         let step = login.step(&req, data, &self.portal.nodes);
         let (reply, tsih, established) = match step {
             LoginStep::Continue(r) => (r, 0, None),
-            LoginStep::Complete(r, est) => (r, self.portal.allocate_tsih(), Some(est)),
-            LoginStep::Fail(r) => (r, 0, None),
+            LoginStep::Complete(r, est) => {
+                let tsih = self.portal.allocate_tsih();
+                let target = est.node.and_then(|i| self.portal.nodes.get(i));
+                tracing::info!(
+                    initiator = %est.initiator_name,
+                    target = target.map_or("(discovery)", |n| n.name.as_str()),
+                    tsih,
+                    "login"
+                );
+                (r, tsih, Some(est))
+            }
+            LoginStep::Fail(r) => {
+                tracing::warn!(
+                    initiator = login.initiator_name().unwrap_or("(not yet named)"),
+                    status = format_args!("{:02X}{:02X}h", r.status.0, r.status.1),
+                    reason = %r.reason,
+                    "login refused"
+                );
+                (r, 0, None)
+            }
         };
         let mut b = Bhs::new(Opcode::LoginResponse);
         b.set_flags(reply.flags());

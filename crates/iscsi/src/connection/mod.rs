@@ -368,6 +368,11 @@ impl Session {
     }
 
     fn reject(&mut self, reason: RejectReason, bhs: &Bhs, out: &mut Output) {
+        tracing::warn!(
+            ?reason,
+            opcode = format_args!("{:02X}h", bhs.0[0] & 0x3F),
+            "PDU rejected"
+        );
         let n = self.numbers_with_status();
         out.pdu(&pdu::reject(reason, n), &bhs.0);
     }

@@ -16,6 +16,7 @@ impl Session {
                 tmf::Response::TaskAllegianceReassignmentNotSupported
             }
             Some(function) => {
+                tracing::info!(?function, lun, "task management");
                 let Some(target) = self.target.clone() else {
                     return self.tmf_reply(bhs, tmf::Response::FunctionRejected, out);
                 };
