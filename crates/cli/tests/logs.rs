@@ -90,3 +90,52 @@ fn rust_log_filters_the_text_log() {
         "info events pass a warn filter: {text}"
     );
 }
+
+/// Guessing costs time: after three refusals in a minute, each further one from the same
+/// address is answered after a pause (0.5 s, 1 s, ...), and the server says so once.
+#[test]
+fn repeated_failed_logins_are_slowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stint"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--lun", "ram:1MiB"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("start stint serve");
+    let url = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("iscsi://"))
+        .expect("a URL");
+    let portal = url
+        .trim_start_matches("iscsi://")
+        .split('/')
+        .next()
+        .unwrap();
+    let missing = format!("iscsi://{portal}/iqn.2026-11.dev.stint:guess/0");
+    let mut took = Vec::new();
+    for _ in 0..5 {
+        let start = std::time::Instant::now();
+        let (ok, out) = common::tool("iscsi-inq", &[&missing]);
+        assert!(!ok, "{out}");
+        took.push(start.elapsed());
+    }
+    // Lower bounds only: a slow machine makes every attempt slower, never faster.
+    assert!(took[3].as_millis() >= 500, "{took:?}");
+    assert!(took[4].as_millis() >= 1000, "{took:?}");
+    let (ok, out) = common::tool("iscsi-inq", &[&url]);
+    assert!(ok, "a right login is not refused: {out}");
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text.matches("repeated failed logins").count(),
+        1,
+        "said once: {text}"
+    );
+}

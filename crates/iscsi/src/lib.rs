@@ -10,9 +10,10 @@
 //!   commands to the device through [`ScsiTarget`];
 //! - [`portal`]: what connections share, including the router that delivers a task finished
 //!   elsewhere to its nexus's connection;
-//! - [`server`]: the tokio shell (accept, read, `writev`, timers); [`clock`]: device time and
-//!   the thread that drives each logical unit with a device queue; [`initiator`]: the client
-//!   side; [`url`]: `iscsi://host:port/target/lun`.
+//! - [`server`]: the tokio shell (accept, read, `writev`, timers), with [`throttle`] slowing
+//!   repeated failed logins; [`clock`]: device time and the thread that drives each logical
+//!   unit with a device queue; [`initiator`]: the client side; [`url`]:
+//!   `iscsi://host:port/target/lun`.
 
 pub mod bhs;
 pub mod chap;
@@ -31,6 +32,7 @@ pub mod portal;
 pub mod server;
 pub mod session;
 pub mod text;
+pub mod throttle;
 pub mod tmf;
 pub mod url;
 

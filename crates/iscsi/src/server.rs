@@ -24,6 +24,7 @@ use crate::connection::{Connection, SessionIdentity};
 use crate::node::TargetNode;
 use crate::output::Output;
 use crate::portal::Portal;
+use crate::throttle::LoginThrottle;
 
 /// Seconds a stopping server gives initiators to log out after asking them to.
 const LOGOUT_GRACE_SECONDS: u16 = 2;
@@ -87,7 +88,7 @@ pub async fn serve_portal(
                     async move {
                         tracing::debug!("accepted");
                         // A failed connection only ends itself.
-                        match run_connection(stream, portal, stop, registry).await {
+                        match run_connection(stream, peer, portal, stop, registry).await {
                             Ok(()) => tracing::debug!("closed"),
                             Err(e) => tracing::info!(error = %e, "closed"),
                         }
@@ -114,6 +115,7 @@ const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50)
 struct Registry {
     entries: Mutex<Vec<Entry>>,
     next_id: AtomicU64,
+    throttle: Mutex<LoginThrottle>,
 }
 
 struct Entry {
@@ -177,6 +179,7 @@ impl Registry {
 /// connection ends its session (reinstatement, cold reset).
 async fn run_connection(
     mut stream: TcpStream,
+    peer: std::net::SocketAddr,
     portal: Arc<Portal>,
     mut stop: watch::Receiver<bool>,
     registry: Arc<Registry>,
@@ -186,6 +189,7 @@ async fn run_connection(
     let mut registered = false;
     let result = serve_stream(
         &mut stream,
+        peer,
         portal,
         &mut stop,
         &registry,
@@ -204,6 +208,7 @@ async fn run_connection(
 
 async fn serve_stream(
     stream: &mut TcpStream,
+    peer: std::net::SocketAddr,
     portal: Arc<Portal>,
     stop: &mut watch::Receiver<bool>,
     registry: &Registry,
@@ -318,6 +323,26 @@ async fn serve_stream(
         }
         if conn.take_cold_reset() {
             registry.kill_node(conn.identity().and_then(|i| i.node), id);
+        }
+        if conn.take_login_refused() {
+            // The map stays consistent whatever panicked while holding it.
+            let (pause, starts) = registry
+                .throttle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .refused(peer.ip(), std::time::Instant::now());
+            if starts {
+                tracing::warn!(
+                    ip = %peer.ip(),
+                    "repeated failed logins from this address: its refusals now come after a \
+                     pause (up to 8 s)"
+                );
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = kill.notified() => break Ok(()),
+                _ = stop.changed() => break Ok(()),
+            }
         }
         if !out.is_empty() {
             if let Err(e) = send(stream, &out, send_timeout, kill, stop).await {

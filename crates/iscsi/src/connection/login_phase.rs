@@ -72,6 +72,7 @@ impl Connection {
         out.pdu(&b, &reply.text);
         *statsn = statsn.wrapping_add(1);
         if reply.status != crate::login::LoginStatus::SUCCESS {
+            self.login_refused = true;
             return Flow::Close;
         }
         if let Some(est) = established {

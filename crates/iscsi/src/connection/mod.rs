@@ -62,6 +62,8 @@ pub struct Connection {
     phase: Phase,
     identity: Option<SessionIdentity>,
     cold_reset: bool,
+    /// The login was refused (the shell may hold the refusal back, see [`crate::throttle`]).
+    login_refused: bool,
     /// Where tasks of this connection's nexus that finish elsewhere are delivered.
     mailbox: Option<Mailbox>,
     /// The time of the latest input.
@@ -147,6 +149,7 @@ impl Connection {
             },
             identity: None,
             cold_reset: false,
+            login_refused: false,
             mailbox: None,
             now,
             keepalive,
@@ -243,6 +246,11 @@ impl Connection {
     /// all sessions of the target end).
     pub fn take_cold_reset(&mut self) -> bool {
         std::mem::take(&mut self.cold_reset)
+    }
+
+    /// True once, after this connection's login was refused (its output holds the refusal).
+    pub fn take_login_refused(&mut self) -> bool {
+        std::mem::take(&mut self.login_refused)
     }
 
     /// Empty `out` after it was written, keeping its data buffers for reuse.
