@@ -187,17 +187,13 @@ async fn run_connection(
     let id = registry.id();
     let kill = Arc::new(Notify::new());
     let mut registered = false;
-    let result = serve_stream(
-        &mut stream,
+    let link = Link {
         peer,
-        portal,
-        &mut stop,
-        &registry,
         id,
-        &kill,
-        &mut registered,
-    )
-    .await;
+        kill: &kill,
+        registry: &registry,
+    };
+    let result = serve_stream(&mut stream, link, portal, &mut stop, &mut registered).await;
     if registered {
         registry.remove(id);
     }
@@ -206,16 +202,29 @@ async fn run_connection(
     result
 }
 
+/// What the shell knows of a connection besides its socket.
+struct Link<'a> {
+    peer: std::net::SocketAddr,
+    /// The connection's number in the registry.
+    id: u64,
+    /// Notified when another connection ends this one's session.
+    kill: &'a Arc<Notify>,
+    registry: &'a Registry,
+}
+
 async fn serve_stream(
     stream: &mut TcpStream,
-    peer: std::net::SocketAddr,
+    link: Link<'_>,
     portal: Arc<Portal>,
     stop: &mut watch::Receiver<bool>,
-    registry: &Registry,
-    id: u64,
-    kill: &Arc<Notify>,
     registered: &mut bool,
 ) -> io::Result<()> {
+    let Link {
+        peer,
+        id,
+        kill,
+        registry,
+    } = link;
     stream.set_nodelay(true)?;
     let local = stream.local_addr()?.to_string();
     let send_timeout = portal.nop_in_interval.unwrap_or(SEND_TIMEOUT);
