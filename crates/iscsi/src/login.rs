@@ -11,6 +11,11 @@ use crate::text;
 /// Request only, where the initiator is authorized for the target.
 const LEADING_KEYS: [&str; 3] = ["InitiatorName", "SessionType", "TargetName"];
 
+/// Longest Login Response text: the MaxRecvDataSegmentLength every initiator accepts (its
+/// default, RFC 7143 §13.12). Only a request of thousands of keys (each answered, unknown ones
+/// with NotUnderstood) needs more, and such a login is refused rather than answered in pieces.
+const ANSWER_LIMIT: usize = 8192;
+
 /// Login stages (RFC 7143 §11.12.3, CSG/NSG).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stage {
@@ -477,6 +482,16 @@ impl Login {
                 &self.limits.max_recv_data_segment_length.to_string(),
             );
         }
+        if out.len() > ANSWER_LIMIT {
+            return LoginStep::Fail(LoginReply::failure(
+                LoginStatus::INITIATOR_ERROR,
+                format!(
+                    "the answer to {} keys takes {} bytes, more than {ANSWER_LIMIT}",
+                    pairs.len(),
+                    out.len()
+                ),
+            ));
+        }
         let reply = LoginReply {
             transit,
             continues: false,
@@ -721,6 +736,27 @@ HeaderDigest=None,CRC32C\0InitialR2T=No\0MaxRecvDataSegmentLength=262144\0X-foo=
             &nodes(),
         );
         assert!(fails_with(step, LoginStatus::AUTHENTICATION_FAILURE));
+    }
+
+    /// Issue 11: 64,945 bytes were answered to an initiator that takes 8,192.
+    #[test]
+    fn an_answer_beyond_8192_bytes_is_refused_not_sent() {
+        let mut text = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0".to_vec();
+        for i in 0..700 {
+            text.extend_from_slice(format!("X-unknown-{i}=1\0").as_bytes());
+        }
+        let step = login(&text);
+        assert!(
+            matches!(&step, LoginStep::Fail(r) if r.status == LoginStatus::INITIATOR_ERROR
+                && r.reason.contains("more than 8192")),
+            "{step:?}"
+        );
+        // The same keys in a few hundreds fit.
+        let mut text = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0".to_vec();
+        for i in 0..200 {
+            text.extend_from_slice(format!("X-unknown-{i}=1\0").as_bytes());
+        }
+        assert!(!matches!(login(&text), LoginStep::Fail(_)));
     }
 
     fn fails_with(step: LoginStep, expected: LoginStatus) -> bool {
