@@ -158,6 +158,9 @@ pub struct LunConfig {
     /// Caching mode page WCE: false makes every write durable before GOOD.
     #[serde(default = "yes")]
     pub write_cache: bool,
+    /// Whether an initiator may change WCE with MODE SELECT; default: only when `write_cache`
+    /// is true, so a LUN configured write-through stays so.
+    pub write_cache_changeable: Option<bool>,
     #[serde(default)]
     pub read_only: bool,
     /// Removable medium (RMB): START STOP UNIT with LOEJ ejects and loads it.
@@ -316,6 +319,7 @@ impl LunConfig {
             product: None,
             serial: None,
             write_cache: true,
+            write_cache_changeable: None,
             read_only: false,
             removable: false,
             inquiry_version: default_inquiry_version(),

@@ -126,6 +126,7 @@ fn build_lun(
     config.physical_block_exponent = lun.physical_block_exponent;
     config.serial = lun.serial.clone();
     config.write_cache = lun.write_cache;
+    config.write_cache_changeable = lun.write_cache_changeable.unwrap_or(lun.write_cache);
     config.read_only = lun.read_only;
     config.removable = lun.removable;
     config.inquiry_version = lun.inquiry_version;

@@ -23,6 +23,9 @@ pub struct LuConfig {
     pub serial: Option<String>,
     /// Default (and power-on) value of WCE in the Caching mode page.
     pub write_cache: bool,
+    /// Whether MODE SELECT may change WCE; false pins it at `write_cache`, whatever an
+    /// initiator selects or a saved page says.
+    pub write_cache_changeable: bool,
     /// Software write protect: every write answers DATA PROTECT / WRITE PROTECTED.
     pub read_only: bool,
     /// Removable medium (RMB in standard INQUIRY): START STOP UNIT with LOEJ ejects and loads
@@ -59,6 +62,7 @@ impl LuConfig {
                 .collect(),
             serial: None,
             write_cache: true,
+            write_cache_changeable: true,
             read_only: false,
             removable: false,
             inquiry_version: 0x0D,

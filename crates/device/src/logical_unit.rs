@@ -282,6 +282,11 @@ impl LogicalUnit {
     }
 
     fn apply_mode(&self, mode: &mut ModeParameters, new: ModeParameters) {
+        let mut new = new;
+        if !self.config.write_cache_changeable {
+            // A saved page from before the pin does not turn the cache back on.
+            new.wce = self.config.write_cache;
+        }
         if let (Some(pages), Some(s)) = (new.cdl, &self.scheduled) {
             if mode.cdl != new.cdl {
                 // Commands already in the task set keep the descriptors they arrived with.
@@ -449,6 +454,7 @@ impl LogicalUnit {
                     default: &self.default_mode,
                     saved: saved.as_ref(),
                     write_protected: self.write_protected(),
+                    wce_changeable: self.config.write_cache_changeable,
                     number_of_blocks: self.blocks,
                     block_length: self.config.block_size,
                 };
@@ -590,6 +596,7 @@ impl LogicalUnit {
             default: &self.default_mode,
             saved: saved.as_ref(),
             write_protected: self.write_protected(),
+            wce_changeable: self.config.write_cache_changeable,
             number_of_blocks: self.blocks,
             block_length: self.config.block_size,
         };

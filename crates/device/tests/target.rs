@@ -533,6 +533,30 @@ fn software_write_protect_via_control_page() {
     );
 }
 
+/// Issue 11: a LUN configured without a write cache stays so whatever an initiator selects.
+#[test]
+fn a_pinned_write_cache_cannot_be_turned_on() {
+    let mut config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
+    config.write_cache = false;
+    config.write_cache_changeable = false;
+    let t = Target::new(vec![(0, ram_lu(config))]);
+    let n = ready(&t, 1);
+    let (_, changeable) = run(&t, &n, 0, &[0x1A, 0x08, 0x48, 0, 255, 0], &[]);
+    assert_eq!(changeable[4 + 2] & 0x04, 0, "WCE is not changeable");
+    let (_, mut page) = run(&t, &n, 0, &[0x1A, 0x08, 0x08, 0, 255, 0], &[]);
+    assert_eq!(page[4 + 2] & 0x04, 0, "WCE off");
+    page[0] = 0;
+    page[4 + 2] |= 0x04;
+    let len = page.len() as u8;
+    let (c, _) = run(&t, &n, 0, &[0x15, 0x10, 0, 0, len, 0], &page);
+    assert_eq!(
+        c.sense,
+        Some(Sense::invalid_field_in_parameter_list(6, Some(2)))
+    );
+    let (_, after) = run(&t, &n, 0, &[0x1A, 0x08, 0x08, 0, 255, 0], &[]);
+    assert_eq!(after[4 + 2] & 0x04, 0, "still off");
+}
+
 #[test]
 fn mode_select_errors() {
     let t = target();

@@ -60,8 +60,14 @@ fn cdl_page(pages: &CdlPages, kind: CdlPageKind) -> &CdlPage {
     }
 }
 
-/// The page (from byte 0, PS = 0) holding `values`, or with `None` its changeable-values mask.
-fn page_bytes(page: u8, subpage: u8, values: Option<&ModeParameters>) -> Vec<u8> {
+/// The page (from byte 0, PS = 0) holding `values`, or with `None` its changeable-values mask,
+/// where WCE is changeable when `wce_changeable`.
+fn page_bytes(
+    page: u8,
+    subpage: u8,
+    values: Option<&ModeParameters>,
+    wce_changeable: bool,
+) -> Vec<u8> {
     match (page, subpage) {
         // Read-Write Error Recovery (SBC-4 §6.5.8, table 245): AWRE, ARRE; nothing changeable.
         (READ_WRITE_ERROR_RECOVERY, 0) => {
@@ -73,14 +79,14 @@ fn page_bytes(page: u8, subpage: u8, values: Option<&ModeParameters>) -> Vec<u8>
             }
             p
         }
-        // Caching (SBC-4 §6.5.5, table 231): WCE changeable.
+        // Caching (SBC-4 §6.5.5, table 231): WCE changeable unless the LU's owner pinned it.
         (CACHING, 0) => {
             let mut p = vec![0u8; 20];
             p[0] = CACHING;
             p[1] = 18;
             p[2] = match values {
                 Some(v) => u8::from(v.wce) << 2,
-                None => 0x04,
+                None => u8::from(wce_changeable) << 2,
             };
             p
         }
@@ -157,6 +163,8 @@ pub struct ModeContext<'a> {
     /// SP = 1 are accepted); `None` when it cannot.
     pub saved: Option<&'a ModeParameters>,
     pub write_protected: bool,
+    /// Whether MODE SELECT may change WCE (its bit in the changeable values).
+    pub wce_changeable: bool,
     pub number_of_blocks: u64,
     pub block_length: u32,
 }
@@ -208,7 +216,7 @@ pub fn mode_sense(m: &ModeSense, ctx: &ModeContext, out: &mut Vec<u8>) -> Result
     // PS (byte 0 bit 7 of every page, SPC-5 mode page formats): all pages can be saved, or none.
     let ps = u8::from(ctx.saved.is_some()) << 7;
     for (p, s) in pages {
-        let page = page_bytes(p, s, values);
+        let page = page_bytes(p, s, values, ctx.wce_changeable);
         if let Some((&byte0, rest)) = page.split_first() {
             out.push(byte0 | ps);
             out.extend_from_slice(rest);
@@ -331,8 +339,8 @@ pub fn mode_select(m: &ModeSelect, data: &[u8], ctx: &ModeContext) -> Result<Mod
         if !implemented(cdl).any(|x| x == (page, subpage)) || (spf != (subpage != 0)) {
             return Err(param_error(at, Some(5)));
         }
-        let cur = page_bytes(page, subpage, Some(current));
-        let mask = page_bytes(page, subpage, None);
+        let cur = page_bytes(page, subpage, Some(current), ctx.wce_changeable);
+        let mask = page_bytes(page, subpage, None, ctx.wce_changeable);
         if body_len + header != cur.len() {
             return Err(param_error(if spf { at + 2 } else { at + 1 }, None));
         }
@@ -387,6 +395,7 @@ mod tests {
         current: ModeParameters,
         default: ModeParameters,
         saved: Option<ModeParameters>,
+        wce_changeable: bool,
     }
 
     impl Lu {
@@ -395,6 +404,7 @@ mod tests {
                 current: DEF,
                 default: DEF,
                 saved: None,
+                wce_changeable: true,
             }
         }
 
@@ -415,6 +425,7 @@ mod tests {
                 current,
                 default,
                 saved: saves.then_some(default),
+                wce_changeable: true,
             }
         }
 
@@ -424,6 +435,7 @@ mod tests {
                 default: &self.default,
                 saved: self.saved.as_ref(),
                 write_protected: false,
+                wce_changeable: self.wce_changeable,
                 number_of_blocks: 2048,
                 block_length: 512,
             }
@@ -848,7 +860,7 @@ mod tests {
 
     fn caching_select(wce: bool) -> Vec<u8> {
         let mut d = vec![0u8; 4];
-        let mut p = page_bytes(CACHING, 0, Some(&DEF));
+        let mut p = page_bytes(CACHING, 0, Some(&DEF), true);
         p[2] = u8::from(wce) << 2;
         d.extend_from_slice(&p);
         d
@@ -856,6 +868,28 @@ mod tests {
 
     fn select6(data: &[u8]) -> Result<ModeParameters, Sense> {
         Lu::plain().select(false, false, data).map(|s| s.parameters)
+    }
+
+    /// A LUN whose owner pinned the write cache off: WCE is not changeable, and selecting it
+    /// is refused at its bit (issue 11: an initiator turned WCE back on over write_cache = false).
+    #[test]
+    fn a_pinned_wce_is_not_changeable() {
+        let pinned = Lu {
+            current: ModeParameters { wce: false, ..DEF },
+            default: ModeParameters { wce: false, ..DEF },
+            saved: None,
+            wce_changeable: false,
+        };
+        let mut d = vec![0u8; 4];
+        let mut p = page_bytes(CACHING, 0, Some(&pinned.current), false);
+        p[2] = 0x04;
+        d.extend_from_slice(&p);
+        assert_eq!(
+            pinned.select(false, false, &d).unwrap_err(),
+            Sense::invalid_field_in_parameter_list(6, Some(2))
+        );
+        assert_eq!(page_bytes(CACHING, 0, None, false)[2], 0, "changeable mask");
+        assert_eq!(page_bytes(CACHING, 0, None, true)[2], 0x04);
     }
 
     #[test]
