@@ -585,68 +585,23 @@ mod tests {
     }
 }
 
+#[cfg(test)]
+#[path = "../../sim/tests/doc_blocks/mod.rs"]
+mod doc_blocks;
+
 /// The examples of the docs are real: every ```toml block of docs/configuration.md and
 /// docs/cdl.md is a complete stint.toml, every ```toml fragment block a part of one, merged over
 /// a minimal file (tables key by key, arrays of tables element by element). Each must parse and
 /// pass the checks `stint serve --config` makes, relative paths taken from the repository root.
 #[cfg(test)]
 mod doc_examples {
+    use super::doc_blocks::{merge, repository, toml_blocks};
     use super::{chap, Config};
-    use std::path::{Path, PathBuf};
-    use toml::{Table, Value};
+    use toml::Table;
 
     /// What a fragment is merged over: one target with one 1 MiB RAM LUN.
     const MINIMAL: &str = "[[target]]\nname = \"iqn.2026-11.dev.stint:docs\"\n\
                            [[target.lun]]\nstore = \"ram\"\nsize = \"1MiB\"\n";
-
-    fn repository() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-    }
-
-    /// (line, info string, text) of every fenced block whose language is toml.
-    fn toml_blocks(doc: &str) -> Vec<(usize, String, String)> {
-        let mut blocks = Vec::new();
-        let mut open: Option<(usize, String, String)> = None;
-        for (n, line) in doc.lines().enumerate() {
-            let fence = line.trim_start().strip_prefix("```");
-            match (&mut open, fence) {
-                (None, Some(info)) => open = Some((n + 1, info.trim().to_owned(), String::new())),
-                (Some(_), Some("")) => {
-                    let block = open.take().expect("a block is open");
-                    if block.1.split_whitespace().next() == Some("toml") {
-                        blocks.push(block);
-                    }
-                }
-                (Some((_, _, text)), _) => {
-                    text.push_str(line);
-                    text.push('\n');
-                }
-                (None, None) => {}
-            }
-        }
-        assert!(open.is_none(), "a fenced block is not closed");
-        blocks
-    }
-
-    fn merge(base: &mut Table, over: &Table) {
-        for (key, value) in over {
-            match (base.get_mut(key), value) {
-                (Some(Value::Table(b)), Value::Table(o)) => merge(b, o),
-                (Some(Value::Array(b)), Value::Array(o)) => {
-                    for (i, item) in o.iter().enumerate() {
-                        match (b.get_mut(i), item) {
-                            (Some(Value::Table(bt)), Value::Table(ot)) => merge(bt, ot),
-                            (Some(slot), _) => *slot = item.clone(),
-                            (None, _) => b.push(item.clone()),
-                        }
-                    }
-                }
-                _ => {
-                    base.insert(key.clone(), value.clone());
-                }
-            }
-        }
-    }
 
     /// A block as `stint serve --config` would take it; CHAP tables with inline secrets are
     /// checked too (a `secret_file` of an example names no file in the repository).

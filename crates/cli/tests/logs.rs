@@ -6,17 +6,15 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-/// Serves a 1 MiB RAM LUN with `args` and RUST_LOG=`filter`, logs in once to it and once to a
-/// target that does not exist, stops the server and returns its stderr.
-fn logged(args: &[&str], filter: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("stderr");
+/// `stint serve` of a 1 MiB RAM LUN with `args`, RUST_LOG=`filter` and stderr in `log`; the
+/// child and its LUN's URL.
+fn serve(args: &[&str], filter: &str, log: &std::path::Path) -> (std::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_stint"))
         .args(["serve", "--listen", "127.0.0.1:0", "--lun", "ram:1MiB"])
         .args(args)
         .env("RUST_LOG", filter)
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(log).unwrap())
         .spawn()
         .expect("start stint serve");
     let url = BufReader::new(child.stdout.take().unwrap())
@@ -24,6 +22,15 @@ fn logged(args: &[&str], filter: &str) -> String {
         .map_while(Result::ok)
         .find(|l| l.starts_with("iscsi://"))
         .expect("a URL");
+    (child, url)
+}
+
+/// Serves a 1 MiB RAM LUN with `args` and RUST_LOG=`filter`, logs in once to it and once to a
+/// target that does not exist, stops the server and returns its stderr.
+fn logged(args: &[&str], filter: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stderr");
+    let (mut child, url) = serve(args, filter, &log);
     let (ok, out) = common::tool("iscsi-inq", &[&url]);
     assert!(ok, "{out}");
     let portal = url
@@ -97,18 +104,7 @@ fn rust_log_filters_the_text_log() {
 fn repeated_failed_logins_are_slowed() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("stderr");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stint"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--lun", "ram:1MiB"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("start stint serve");
-    let url = BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map_while(Result::ok)
-        .find(|l| l.starts_with("iscsi://"))
-        .expect("a URL");
+    let (mut child, url) = serve(&[], "warn", &log);
     let portal = url
         .trim_start_matches("iscsi://")
         .split('/')
