@@ -38,6 +38,10 @@ pub struct TargetConfig {
     /// Initiator names allowed to log in; empty means any.
     #[serde(default)]
     pub allowed_initiators: Vec<String>,
+    /// Initiator names (or "*": all) that may stop or eject a LUN, switch its write cache or
+    /// write protection, or reset the target; others are refused.
+    #[serde(default)]
+    pub privileged_initiators: Vec<String>,
     #[serde(default, rename = "lun")]
     pub luns: Vec<LunConfig>,
     /// Priority class of every command of an initiator on this target's LUNs with a device
@@ -395,10 +399,12 @@ impl Config {
             let at = format!("target[{t}] ({})", target.name);
             iscsi::name::check(&target.name)
                 .map_err(|e| anyhow::anyhow!("{at}: name {:?} {e}", target.name))?;
+            let privileged = target.privileged_initiators.iter().filter(|i| *i != "*");
             for initiator in target
                 .allowed_initiators
                 .iter()
                 .chain(target.initiator_classes.keys())
+                .chain(privileged)
             {
                 iscsi::name::check(initiator)
                     .map_err(|e| anyhow::anyhow!("{at}: initiator name {initiator:?} {e}"))?;

@@ -19,6 +19,11 @@ pub struct ServeArgs {
     /// examples/hdd-cdl.toml); repeatable (LUN 0, 1, ...). Default: ram:1GiB and hdd.
     #[arg(long = "lun", value_name = "SPEC", value_parser = LunConfig::parse_flag, conflicts_with = "config")]
     luns: Vec<LunConfig>,
+    /// An initiator (by iSCSI name, or "*" for all) that may stop or eject a LUN, switch its
+    /// write cache or write protection, or reset the target; repeatable. Default: none.
+    #[arg(long = "privileged", value_name = "IQN", conflicts_with = "config",
+          value_parser = privileged_name)]
+    privileged: Vec<String>,
     /// Name of the target node for --lun.
     #[arg(long, value_name = "IQN", default_value = DEFAULT_TARGET, conflicts_with = "config",
           value_parser = iscsi_name)]
@@ -64,6 +69,14 @@ fn iscsi_name(name: &str) -> Result<String, String> {
     iscsi::name::check(name).map(|()| name.to_owned())
 }
 
+/// `--privileged`: an iSCSI name or "*".
+fn privileged_name(name: &str) -> Result<String, String> {
+    if name == "*" {
+        return Ok(name.to_owned());
+    }
+    iscsi_name(name)
+}
+
 impl ServeArgs {
     fn into_config(self) -> anyhow::Result<Config> {
         let mut config = match self.config {
@@ -79,6 +92,7 @@ impl ServeArgs {
                     name: self.target_name,
                     alias: None,
                     allowed_initiators: vec![],
+                    privileged_initiators: self.privileged,
                     luns,
                     initiator_classes: Default::default(),
                     chap: None,
@@ -179,6 +193,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             alias: t.alias.clone(),
             target: Arc::new(device::Target::new(luns)),
             allowed_initiators: t.allowed_initiators.clone(),
+            privileged_initiators: t.privileged_initiators.clone(),
             initiator_classes: t
                 .initiator_classes
                 .iter()

@@ -53,6 +53,8 @@ fn a_quick_job_from_flags_measures_a_ram_lun() {
     let total = &r["points"][0]["total"];
     assert!(total["ios"].as_u64().unwrap() > 500, "{total}");
     assert!(total["iops"].as_f64().unwrap() > 0.0);
+    // A RAM LUN fails nothing: every command brought its data.
+    assert_eq!(total["data_ios"], total["ios"], "{total}");
     // The flag job's two instances are reported together as job "job".
     assert_eq!(r["points"][0]["jobs"]["job"]["ios"], total["ios"], "{r}");
     assert!(r["bench"]["commands"].as_u64().unwrap() >= total["ios"].as_u64().unwrap());

@@ -27,6 +27,7 @@ fn measure(target: &Arc<Target>, threads: u64, opcode: u8, blocks: u16) -> (f64,
                         id: t,
                         initiator_port: format!("bench{t}"),
                         class: None,
+                        privileged: true,
                     };
                     let data_out = vec![0xA5u8; usize::from(blocks) * 512];
                     let mut data_in = Vec::with_capacity(data_out.len());

@@ -36,6 +36,11 @@ pub struct Nexus {
     /// queue, where configured for its initiator (like an NVMe submission queue's class);
     /// `None`: the command's DLD decides.
     pub class: Option<qos::Class>,
+    /// May change what every other initiator relies on: STOP or eject the medium (START
+    /// STOP UNIT), switch the write cache or software write protect (MODE SELECT of WCE or
+    /// SWP); the transport adds TARGET WARM and COLD RESET. Granted per initiator by the
+    /// target's configuration; others get ACCESS DENIED - NO ACCESS RIGHTS.
+    pub privileged: bool,
 }
 
 /// Task attribute (SAM-5 §8.6), from the iSCSI ATTR field.

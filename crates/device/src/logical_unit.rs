@@ -485,6 +485,10 @@ impl LogicalUnit {
                 }
                 Err(sense) => check(sense),
             },
+            // Stopping or ejecting the medium takes it from every initiator.
+            Command::StartStopUnit(s) if !s.start && s.power_condition == 0 => self
+                .privileged(req)
+                .unwrap_or_else(|| self.start_stop_unit(&s)),
             Command::StartStopUnit(s) => self.start_stop_unit(&s),
             Command::Reserve6 => {
                 let mut holder = self.reservation_holder.lock();
@@ -605,6 +609,15 @@ impl LogicalUnit {
             Err(sense) => return check(sense),
         };
         let new = selected.parameters;
+        // The write cache and software write protect apply to every initiator.
+        let shared = |p: &ModeParameters| (p.wce, p.swp);
+        let disruptive = shared(&new) != shared(&mode)
+            || (selected.save && saved.is_some_and(|s| shared(&s) != shared(&new)));
+        if disruptive {
+            if let Some(denied) = self.privileged(req) {
+                return denied;
+            }
+        }
         if selected.save {
             if let Err(e) = self.save_mode(&new) {
                 return self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, None);
@@ -617,6 +630,23 @@ impl LogicalUnit {
                 .raise(Asc::MODE_PARAMETERS_CHANGED, Some(req.nexus.id));
         }
         Completion::GOOD
+    }
+
+    /// `None` when the command's nexus may disrupt other initiators, else the refusal: ACCESS
+    /// DENIED - NO ACCESS RIGHTS (SPC-6: the initiator lacks the right to what it asked).
+    fn privileged(&self, req: &Request) -> Option<Completion> {
+        if req.nexus.privileged {
+            return None;
+        }
+        tracing::warn!(
+            initiator = %req.nexus.initiator_port,
+            opcode = format_args!("{:02X}h", req.cdb.first().copied().unwrap_or(0)),
+            "refused: the initiator is not privileged"
+        );
+        Some(check(Sense::new(
+            SenseKey::IllegalRequest,
+            Asc::ACCESS_DENIED_NO_ACCESS_RIGHTS,
+        )))
     }
 
     /// MODE SELECT with SP = 1: the new values are the saved ones, in the file if there is one.

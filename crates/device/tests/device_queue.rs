@@ -136,6 +136,7 @@ impl Bench {
                 id,
                 initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
                 class: None,
+                privileged: true,
             };
             // Consume the power-on unit attention.
             let mut data_in = Vec::new();
@@ -929,6 +930,7 @@ fn the_exclusive_api_answers_as_the_shared_one() {
             id,
             initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
             class: None,
+            privileged: true,
         })
         .collect();
     let mut x: u64 = 5;

@@ -27,6 +27,7 @@ fn nexus(id: u64) -> Nexus {
         id,
         initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
         class: None,
+        privileged: true,
     }
 }
 
@@ -531,6 +532,59 @@ fn software_write_protect_via_control_page() {
         run(&t, &n, 0, &write16(0, 1, false), &[0; 512]).0,
         Completion::GOOD
     );
+}
+
+/// Issue 11: an initiator without the privilege cannot stop the unit or switch the write
+/// cache or write protection for everyone; harmless changes (START, D_SENSE) it may make.
+#[test]
+fn disruptive_commands_need_the_privilege() {
+    let t = target();
+    let mut n = ready(&t, 1);
+    n.privileged = false;
+    let denied = (
+        SenseKey::IllegalRequest,
+        Asc::ACCESS_DENIED_NO_ACCESS_RIGHTS,
+    );
+    let (c, _) = run(&t, &n, 0, &[0x1B, 0, 0, 0, 0, 0], &[]);
+    assert_eq!(sense_of(&c), denied, "STOP");
+    assert_eq!(
+        run(&t, &n, 0, &read10(0, 1), &[]).0,
+        Completion::GOOD,
+        "still ready"
+    );
+    assert_eq!(
+        run(&t, &n, 0, &[0x1B, 0, 0, 0, 1, 0], &[]).0,
+        Completion::GOOD,
+        "START"
+    );
+    let (_, mut control) = run(&t, &n, 0, &[0x1A, 0x08, 0x0A, 0, 255, 0], &[]);
+    control[0] = 0;
+    let len = control.len() as u8;
+    let mut swp = control.clone();
+    swp[4 + 4] |= 0x08;
+    let (c, _) = run(&t, &n, 0, &[0x15, 0x10, 0, 0, len, 0], &swp);
+    assert_eq!(sense_of(&c), denied, "SWP");
+    let (_, mut caching) = run(&t, &n, 0, &[0x1A, 0x08, 0x08, 0, 255, 0], &[]);
+    caching[0] = 0;
+    caching[4 + 2] ^= 0x04;
+    let (c, _) = run(
+        &t,
+        &n,
+        0,
+        &[0x15, 0x10, 0, 0, caching.len() as u8, 0],
+        &caching,
+    );
+    assert_eq!(sense_of(&c), denied, "WCE");
+    let mut d_sense = control;
+    d_sense[4 + 2] |= 0x04;
+    assert_eq!(
+        run(&t, &n, 0, &[0x15, 0x10, 0, 0, len, 0], &d_sense).0,
+        Completion::GOOD,
+        "D_SENSE is the initiator's own business"
+    );
+    let owner = ready(&t, 2);
+    let (c, _) = run(&t, &owner, 0, &[0x15, 0x10, 0, 0, len, 0], &swp);
+    assert_eq!(c, Completion::GOOD, "a privileged initiator may");
 }
 
 /// Issue 11: a LUN configured without a write cache stays so whatever an initiator selects.

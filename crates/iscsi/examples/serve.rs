@@ -17,6 +17,7 @@ async fn main() -> std::io::Result<()> {
         allowed_initiators: Vec::new(),
         initiator_classes: Vec::new(),
         chap: None,
+        privileged_initiators: vec!["*".into()],
     };
     iscsi::server::serve(listener, vec![node], async {
         let _ = tokio::signal::ctrl_c().await;

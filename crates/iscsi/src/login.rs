@@ -535,6 +535,7 @@ mod tests {
             allowed_initiators: vec!["iqn.ok".into()],
             initiator_classes: Vec::new(),
             chap: None,
+            privileged_initiators: vec!["*".into()],
         }]
     }
 

@@ -123,12 +123,23 @@ pub struct TargetNode {
     pub initiator_classes: Vec<(String, qos::Class)>,
     /// CHAP that initiators must pass to log in (RFC 7143 §12.1.3); `None`: no authentication.
     pub chap: Option<crate::chap::Chap>,
+    /// Initiator names whose sessions may run disruptive operations (see
+    /// [`device::Nexus::privileged`]; TARGET WARM and COLD RESET); `"*"` grants every
+    /// initiator that may log in.
+    pub privileged_initiators: Vec<String>,
 }
 
 impl TargetNode {
     /// Whether `initiator` may log in (and see this node in SendTargets).
     pub fn allows(&self, initiator: &str) -> bool {
         self.allowed_initiators.is_empty() || self.allowed_initiators.iter().any(|i| i == initiator)
+    }
+
+    /// Whether `initiator`'s sessions may run disruptive operations.
+    pub fn privileged(&self, initiator: &str) -> bool {
+        self.privileged_initiators
+            .iter()
+            .any(|i| i == "*" || i == initiator)
     }
 }
 
@@ -140,6 +151,7 @@ impl std::fmt::Debug for TargetNode {
             .field("allowed_initiators", &self.allowed_initiators)
             .field("initiator_classes", &self.initiator_classes)
             .field("chap", &self.chap)
+            .field("privileged_initiators", &self.privileged_initiators)
             .finish()
     }
 }

@@ -31,6 +31,7 @@ async fn pattern_written_in_one_session_reads_back_in_another() {
         allowed_initiators: Vec::new(),
         initiator_classes: Vec::new(),
         chap: None,
+        privileged_initiators: vec!["*".into()],
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

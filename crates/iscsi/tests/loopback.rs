@@ -28,17 +28,18 @@ impl Server {
     async fn start() -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let node = |name: &str, allowed: Vec<String>| TargetNode {
+        let node = |name: &str, allowed: Vec<String>, privileged: Vec<String>| TargetNode {
             name: name.into(),
             alias: None,
             target: common::RamDisk::new(8),
             allowed_initiators: allowed,
             initiator_classes: Vec::new(),
             chap: None,
+            privileged_initiators: privileged,
         };
         let nodes = vec![
-            node(TARGET, Vec::new()),
-            node(OTHER, vec!["iqn.only-this-one".into()]),
+            node(TARGET, Vec::new(), vec!["*".into()]),
+            node(OTHER, vec!["iqn.only-this-one".into()], Vec::new()),
         ];
         let (tx, rx) = oneshot::channel();
         let task = tokio::spawn(iscsi::server::serve(listener, nodes, async {
@@ -331,6 +332,29 @@ async fn cold_reset_ends_every_session_of_the_target() {
     server.stop().await;
 }
 
+/// An initiator without the privilege cannot reset the target: RFC 7143 §11.6.1 response 6,
+/// and every session carries on (issue 11: any initiator could close the others' sessions).
+#[tokio::test]
+async fn target_resets_need_the_privilege() {
+    let server = Server::start().await;
+    let options = LoginOptions::new("iqn.only-this-one", Some(OTHER));
+    let mut a = Initiator::connect(server.addr, &options).await.unwrap();
+    let mut b_options = options.clone();
+    b_options.isid[5] ^= 0xFF;
+    let mut b = Initiator::connect(server.addr, &b_options).await.unwrap();
+    for function in [Function::TargetWarmReset, Function::TargetColdReset] {
+        assert_eq!(
+            a.task_management(function, 0, 0xFFFF_FFFF).await.unwrap(),
+            Response::FunctionAuthorizationFailed
+        );
+    }
+    assert_eq!(a.nop(b"a").await.unwrap(), b"a");
+    assert_eq!(b.nop(b"b").await.unwrap(), b"b");
+    drop(a);
+    drop(b);
+    server.stop().await;
+}
+
 /// The server task of a test portal.
 type Served = JoinHandle<std::io::Result<()>>;
 
@@ -349,6 +373,7 @@ async fn keepalive_portal(
         allowed_initiators: Vec::new(),
         initiator_classes: Vec::new(),
         chap: None,
+        privileged_initiators: vec!["*".into()],
     }]);
     portal.nop_in_interval = nop_in_interval;
     let (tx, rx) = oneshot::channel::<()>();

@@ -33,6 +33,7 @@ fn portal() -> Arc<Portal> {
         allowed_initiators: Vec::new(),
         initiator_classes: Vec::new(),
         chap: None,
+        privileged_initiators: vec!["*".into()],
     }]))
 }
 

@@ -38,6 +38,8 @@ impl Asc {
     pub const INVALID_FIELD_IN_CDB: Asc = Asc(0x24, 0x00);
     pub const LOGICAL_UNIT_NOT_SUPPORTED: Asc = Asc(0x25, 0x00);
     pub const INVALID_FIELD_IN_PARAMETER_LIST: Asc = Asc(0x26, 0x00);
+    /// ACCESS DENIED - NO ACCESS RIGHTS (SPC-6 table of ASC/ASCQ assignments).
+    pub const ACCESS_DENIED_NO_ACCESS_RIGHTS: Asc = Asc(0x20, 0x02);
     pub const SAVING_PARAMETERS_NOT_SUPPORTED: Asc = Asc(0x39, 0x00);
     pub const WRITE_PROTECTED: Asc = Asc(0x27, 0x00);
     pub const POWER_ON_RESET_OR_BUS_DEVICE_RESET: Asc = Asc(0x29, 0x00);

@@ -185,7 +185,7 @@ impl Meter {
             return;
         }
         let latency = now.saturating_sub(slot.submitted_at);
-        let bytes = if delivered { slot.io.bytes() } else { 0 };
+        let data = delivered.then(|| slot.io.bytes());
         let g = group(slot.io.class, slot.io.dld);
         // The copies kept in `total` part from it before this command makes them differ.
         match self.one_group {
@@ -212,7 +212,7 @@ impl Meter {
             groups[3] = self.result.jobs.get_mut(job).map(|(_, stats)| stats);
         }
         for g in groups.into_iter().flatten() {
-            g.record(latency, bytes);
+            g.record(latency, data);
             if slot.io.dld != 0 {
                 g.count_limited();
             }
@@ -264,6 +264,8 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
             id,
             initiator_port: format!("sim-{},i,0x000000000001", class.name()),
             class: Some(class),
+            // The simulator's jobs own the device.
+            privileged: true,
         })
         .collect();
     // Every nexus starts with the power-on unit attention: clear it as an initiator would.

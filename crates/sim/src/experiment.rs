@@ -101,6 +101,9 @@ pub struct Experiment {
     pub title: String,
     pub qd: Vec<u32>,
     pub variants: Vec<Variant>,
+    /// How many variants the file defines: `--variant` may keep fewer, and a figure of a
+    /// subset says which it holds.
+    pub variants_in_file: usize,
     pub stop: Stop,
     pub ramp_ios: Option<u64>,
     pub turnaround: u64,
@@ -362,6 +365,7 @@ impl Experiment {
             title: file.title.clone().unwrap_or_else(|| file.id.clone()),
             id: file.id,
             qd: file.qd,
+            variants_in_file: variants.len(),
             variants,
             stop,
             ramp_ios: file.ramp_ios,

@@ -97,9 +97,10 @@ impl Report {
     /// An aligned table: a row per point, per class and per job (when a point has several of
     /// them), then the SLA verdict per variant if the experiment has one.
     pub fn table(&self, exp: &Experiment) -> String {
+        #[rustfmt::skip]
         let header = [
-            "variant", "qd", "class", "ios", "IOPS", "MiB/s", "min ms", "mean", "p50", "p90",
-            "p99", "p99.9", "p99.99", "max", "met", "missed", "unavail", "aborted",
+            "variant", "qd", "class", "ios", "IOPS", "data IOPS", "MiB/s", "min ms", "mean",
+            "p50", "p90", "p99", "p99.9", "p99.99", "max", "met", "missed", "unavail", "aborted",
         ];
         let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
         for p in &self.points {
@@ -118,6 +119,7 @@ impl Report {
                     name,
                     s.ios.to_string(),
                     format!("{:.1}", s.iops),
+                    format!("{:.1}", s.data_iops),
                     format!("{:.1}", s.mib_s),
                     format!("{:.2}", l.min),
                     format!("{:.2}", l.mean),
@@ -158,6 +160,12 @@ impl Report {
                 .collect();
             let _ = writeln!(out, "{}", cells.join("  ").trim_end());
         }
+        // IOPS and MiB/s count different commands once a policy fails some fast; say which.
+        let _ = writeln!(
+            out,
+            "data IOPS and MiB/s: commands that brought their data (a replica's answer included); \
+             IOPS and latencies also count those ended without it (unavail: Dh, aborted: Eh/Fh, errors)"
+        );
         for p in self.points.iter().filter(|p| !p.errors.is_empty()) {
             let list: Vec<String> = p.errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
             let _ = writeln!(

@@ -90,11 +90,11 @@ mod tests {
         let mut r = PointResult::default();
         assert!(!s.met(&r));
         for _ in 0..99 {
-            r.reads.record(10_000_000, 1);
+            r.reads.record(10_000_000, Some(1));
         }
-        r.reads.record(500_000_000, 1);
+        r.reads.record(500_000_000, Some(1));
         assert!(s.met(&r));
-        r.reads.record(500_000_000, 1);
+        r.reads.record(500_000_000, Some(1));
         assert!(!s.met(&r));
     }
 

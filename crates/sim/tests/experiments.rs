@@ -97,12 +97,56 @@ fn same_file_and_seed_give_the_same_json() {
         .find(|p| p.variant == "Fh" && p.qd == 32)
         .unwrap();
     assert!(fh.total.aborted > 0, "{:?}", fh.total);
+    // The replica brings every failed read its data.
+    assert_eq!(fh.total.data_ios, fh.total.ios, "{:?}", fh.total);
     let dh = a
         .points
         .iter()
         .find(|p| p.variant == "Dh" && p.qd == 32)
         .unwrap();
     assert!(dh.total.completed_unavailable > 0, "{:?}", dh.total);
+}
+
+/// Without a replica a read failed fast is a completion without data: IOPS count it, data
+/// IOPS and MiB/s do not, and the table shows both columns.
+#[test]
+fn aborted_reads_without_a_replica_bring_no_data() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/b4.toml");
+    let mut exp = small(Experiment::load(&file).unwrap(), 1500);
+    exp.select_variants(&["Fh-weak".to_owned()]).unwrap();
+    exp.qd = vec![32];
+    for v in &mut exp.variants {
+        v.replica = None;
+    }
+    let report = sim::sweep::run(&exp, 7, 0, &|| {}).unwrap();
+    let limited = &report.points[0].classes["medium-dld1"];
+    assert!(limited.aborted > 0, "{limited:?}");
+    assert_eq!(
+        limited.data_ios,
+        limited.ios - limited.aborted,
+        "{limited:?}"
+    );
+    assert!(limited.data_iops < limited.iops, "{limited:?}");
+    // 128 KiB reads: MiB/s is data IOPS / 8, whatever IOPS says.
+    assert!(
+        (limited.mib_s - limited.data_iops / 8.0).abs() < 0.01,
+        "{limited:?}"
+    );
+    let table = report.table(&exp);
+    let header = table.lines().nth(1).unwrap();
+    assert!(header.contains("IOPS  data IOPS  MiB/s"), "{table}");
+    let row = table.lines().find(|l| l.contains("medium-dld1")).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells[4..7],
+        [
+            format!("{:.1}", limited.iops),
+            format!("{:.1}", limited.data_iops),
+            format!("{:.1}", limited.mib_s)
+        ],
+        "{table}"
+    );
+    assert!(table.contains("data IOPS and MiB/s: commands that brought their data"));
 }
 
 #[test]
@@ -124,6 +168,8 @@ fn json_has_the_issue_3_shape() {
         [
             "aborted",
             "completed_unavailable",
+            "data_iops",
+            "data_ios",
             "iops",
             "ios",
             "lat_ms",

@@ -16,6 +16,8 @@ pub struct LatencyStats {
     min_ns: u64,
     max_ns: u64,
     bytes: u64,
+    /// Commands whose data reached the host (`bytes` counts theirs).
+    with_data: u64,
     /// Commands that carried a duration limit descriptor (DLD 1..=7).
     limited: u64,
     limit_missed: u64,
@@ -44,10 +46,17 @@ pub struct LatencySummary {
 
 /// A group's results over a measured interval (issue 3 JSON `STATS`; field order is the
 /// output order).
+///
+/// `ios`, `iops` and `lat_ms` count every completion, the ones a duration limit policy ended
+/// early included: how fast a command was failed is what fast fail is judged by. `data_ios`,
+/// `data_iops` and `mib_s` count only the commands whose data reached the host (a replica's
+/// answer to a failed read included), so `mib_s` = `data_iops` × the transfer size.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct StatsSummary {
     pub ios: u64,
     pub iops: f64,
+    pub data_ios: u64,
+    pub data_iops: f64,
     pub mib_s: f64,
     pub lat_ms: LatencySummary,
     /// Commands with a duration limit descriptor that exceeded none of its limits.
@@ -71,6 +80,7 @@ impl LatencyStats {
             min_ns: u64::MAX,
             max_ns: 0,
             bytes: 0,
+            with_data: 0,
             limited: 0,
             limit_missed: 0,
             completed_unavailable: 0,
@@ -84,15 +94,20 @@ impl LatencyStats {
         Histogram::new_with_bounds(1, MAX_US, 3).expect("constant histogram bounds are valid")
     }
 
-    /// Records one command that took `latency_ns` and moved `bytes` of data.
-    pub fn record(&mut self, latency_ns: u64, bytes: u64) {
+    /// Records one command that took `latency_ns`: `data` is the bytes it brought to or from
+    /// the host, `None` when it ended without its data (aborted, DATA CURRENTLY UNAVAILABLE,
+    /// an error).
+    pub fn record(&mut self, latency_ns: u64, data: Option<u64>) {
         let us = (latency_ns / 1000).clamp(1, MAX_US);
         self.hist.saturating_record(us);
         self.count += 1;
         self.sum_ns += u128::from(latency_ns);
         self.min_ns = self.min_ns.min(latency_ns);
         self.max_ns = self.max_ns.max(latency_ns);
-        self.bytes += bytes;
+        if let Some(bytes) = data {
+            self.with_data += 1;
+            self.bytes += bytes;
+        }
     }
 
     /// Counts a command that carried a duration limit descriptor (met or missed).
@@ -160,6 +175,7 @@ impl LatencyStats {
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
         self.bytes += other.bytes;
+        self.with_data += other.with_data;
         self.limited += other.limited;
         self.limit_missed += other.limit_missed;
         self.completed_unavailable += other.completed_unavailable;
@@ -179,6 +195,8 @@ impl LatencyStats {
         StatsSummary {
             ios: self.count,
             iops: per_s(self.count as f64),
+            data_ios: self.with_data,
+            data_iops: per_s(self.with_data as f64),
             mib_s: per_s(self.bytes as f64 / (1u64 << 20) as f64),
             lat_ms: LatencySummary {
                 min: if self.count == 0 {
@@ -210,12 +228,12 @@ mod tests {
     fn percentiles_mean_and_rates() {
         let mut s = LatencyStats::new();
         for ms in 1..=1000u64 {
-            s.record(ms * 1_000_000, 4096);
+            s.record(ms * 1_000_000, Some(4096));
         }
-        s.count_aborted();
         let sum = s.summary(2_000_000_000);
         assert_eq!(sum.ios, 1000);
         assert_eq!(sum.iops, 500.0);
+        assert_eq!((sum.data_ios, sum.data_iops), (1000, 500.0));
         assert!((sum.mib_s - 1000.0 * 4096.0 / 1048576.0 / 2.0).abs() < 1e-3);
         assert!((sum.lat_ms.mean - 500.5).abs() < 1e-9);
         assert_eq!(sum.lat_ms.min, 1.0);
@@ -223,15 +241,35 @@ mod tests {
         assert!((sum.lat_ms.p90 - 900.0).abs() <= 1.0, "{:?}", sum.lat_ms);
         assert!((sum.lat_ms.p99 - 990.0).abs() <= 1.0, "{:?}", sum.lat_ms);
         assert_eq!(sum.lat_ms.max, 1000.0);
-        assert_eq!(sum.aborted, 1);
         assert!((s.fraction_below(100_000_000) - 0.1).abs() < 0.002);
+    }
+
+    /// An aborted command is a completion (IOPS, latency) that brought no data (data IOPS,
+    /// MiB/s): a class whose every command is failed fast shows IOPS but no data IOPS.
+    #[test]
+    fn aborted_commands_count_as_completions_without_data() {
+        let mut s = LatencyStats::new();
+        for _ in 0..3 {
+            s.record(30_000_000, Some(1 << 20));
+        }
+        s.record(50_000_000, None);
+        s.count_aborted();
+        let sum = s.summary(1_000_000_000);
+        assert_eq!((sum.ios, sum.iops), (4, 4.0));
+        assert_eq!((sum.data_ios, sum.data_iops, sum.mib_s), (3, 3.0, 3.0));
+        assert_eq!((sum.aborted, sum.lat_ms.max), (1, 50.0));
+        let mut none = LatencyStats::new();
+        none.record(50_000_000, None);
+        none.merge(&s);
+        let sum = none.summary(1_000_000_000);
+        assert_eq!((sum.ios, sum.data_ios, sum.aborted), (5, 3, 1));
     }
 
     #[test]
     fn merge_adds_up() {
         let (mut a, mut b) = (LatencyStats::new(), LatencyStats::new());
-        a.record(1_000_000, 1);
-        b.record(9_000_000, 1);
+        a.record(1_000_000, Some(1));
+        b.record(9_000_000, Some(1));
         a.count_limited();
         b.count_limited();
         b.count_limit_missed();

@@ -86,11 +86,7 @@ impl Meter {
             self.started = now;
             return false;
         }
-        let bytes = if e.outcome == Outcome::Good {
-            io.bytes()
-        } else {
-            0
-        };
+        let data = (e.outcome == Outcome::Good).then(|| io.bytes());
         if let Some(sense) = e.sense {
             *self.errors.entry(sense).or_default() += 1;
         }
@@ -109,7 +105,7 @@ impl Meter {
             groups[3] = Some(&mut self.result.reads);
         }
         for s in groups.into_iter().flatten() {
-            s.record(latency, bytes);
+            s.record(latency, data);
             if io.dld != 0 {
                 s.count_limited();
             }
@@ -156,5 +152,52 @@ impl Meter {
     pub fn into_result(mut self) -> (PointResult, BTreeMap<(u8, u8, u8), u64>) {
         self.result.interval = self.last.saturating_sub(self.started);
         (self.result, self.errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qos::Class;
+    use sim::Experiment;
+
+    /// `stint bench` counts as the simulator does: an aborted read is a completion (IOPS,
+    /// latency) without data (data IOPS, MiB/s), and its sense is listed.
+    #[test]
+    fn an_aborted_read_is_a_completion_without_data() {
+        let mut exp = Experiment::parse(
+            "id = \"t\"\nqd = [2]\nios = 2\n[drive]\nmodel = \"instant\"\n[[job]]\nname = \"r\"\n",
+        )
+        .unwrap();
+        exp.ramp_ios = Some(0);
+        let setup = exp
+            .points()
+            .first()
+            .map(|p| exp.setup_on(*p, 1, 1 << 30))
+            .unwrap()
+            .unwrap();
+        let mut meter = Meter::new(&setup);
+        let io = Io {
+            lba: 0,
+            blocks: 256,
+            write: false,
+            class: Class::Medium,
+            dld: 1,
+        };
+        let good = Ended {
+            outcome: Outcome::Good,
+            sense: None,
+        };
+        let aborted = Ended {
+            outcome: Outcome::AbortedDuringProcessing,
+            sense: Some((0x0B, 0x2E, 0x02)),
+        };
+        assert!(!meter.record(0, 0, 10_000_000, &io, &good, false));
+        assert!(meter.record(1_000_000_000, 1, 50_000_000, &io, &aborted, true));
+        let (result, errors) = meter.into_result();
+        let s = result.total.summary(result.interval);
+        assert_eq!((s.ios, s.data_ios, s.aborted), (2, 1, 1), "{s:?}");
+        assert_eq!((s.iops, s.data_iops, s.mib_s), (2.0, 1.0, 0.125), "{s:?}");
+        assert_eq!(errors.get(&(0x0B, 0x2E, 0x02)), Some(&1));
     }
 }

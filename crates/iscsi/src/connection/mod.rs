@@ -314,6 +314,7 @@ impl Session {
                         .find(|(name, _)| *name == est.initiator_name)
                         .map(|(_, class)| *class)
                 }),
+                privileged: node.is_some_and(|n| n.privileged(&est.initiator_name)),
             },
             initiator_name: est.initiator_name,
             params: est.params,
@@ -453,6 +454,7 @@ mod tests {
                 allowed_initiators: Vec::new(),
                 initiator_classes: Vec::new(),
                 chap: None,
+                privileged_initiators: vec!["*".into()],
             })
             .collect();
         Arc::new(Portal::new(nodes))
@@ -640,6 +642,7 @@ mod tests {
             allowed_initiators: Vec::new(),
             initiator_classes: Vec::new(),
             chap: None,
+            privileged_initiators: vec!["*".into()],
         }]));
         let mut c = logged_in(
             &portal,

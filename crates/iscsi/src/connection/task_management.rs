@@ -20,6 +20,16 @@ impl Session {
                 let Some(target) = self.target.clone() else {
                     return self.tmf_reply(bhs, tmf::Response::FunctionRejected, out);
                 };
+                // Resetting the target disrupts every initiator's sessions (RFC 7143 §11.6.1:
+                // response 6 when the initiator may not).
+                let target_reset = matches!(
+                    function,
+                    tmf::Function::TargetWarmReset | tmf::Function::TargetColdReset
+                );
+                if target_reset && !self.nexus.privileged {
+                    tracing::warn!(?function, "refused: the initiator is not privileged");
+                    return self.tmf_reply(bhs, tmf::Response::FunctionAuthorizationFailed, out);
+                }
                 let all_luns = matches!(
                     function,
                     tmf::Function::TargetWarmReset | tmf::Function::TargetColdReset

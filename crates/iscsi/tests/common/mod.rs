@@ -131,6 +131,7 @@ impl Server {
             allowed_initiators: Vec::new(),
             initiator_classes: Vec::new(),
             chap: None,
+            privileged_initiators: vec!["*".into()],
         };
         let (tx, rx) = oneshot::channel();
         let task = tokio::spawn(iscsi::server::serve(listener, vec![node], async {
