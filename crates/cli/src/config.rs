@@ -165,6 +165,10 @@ pub struct LunConfig {
     /// Whether an initiator may change WCE with MODE SELECT; default: only when `write_cache`
     /// is true, so a LUN configured write-through stays so.
     pub write_cache_changeable: Option<bool>,
+    /// LUN masking: the initiators that may see this LUN (REPORT LUNS) and use it; empty: all
+    /// that may log in to the target.
+    #[serde(default)]
+    pub allowed_initiators: Vec<String>,
     #[serde(default)]
     pub read_only: bool,
     /// Removable medium (RMB): START STOP UNIT with LOEJ ejects and loads it.
@@ -324,6 +328,7 @@ impl LunConfig {
             serial: None,
             write_cache: true,
             write_cache_changeable: None,
+            allowed_initiators: Vec::new(),
             read_only: false,
             removable: false,
             inquiry_version: default_inquiry_version(),
@@ -419,6 +424,16 @@ impl Config {
             for (i, lun) in target.luns.iter().enumerate() {
                 let id = lun.id.unwrap_or(i as u64);
                 let at = format!("{at}.lun[{i}]");
+                for initiator in &lun.allowed_initiators {
+                    iscsi::name::check(initiator)
+                        .map_err(|e| anyhow::anyhow!("{at}: initiator name {initiator:?} {e}"))?;
+                    // A LUN only initiators barred from the target may see is nobody's.
+                    if !target.allowed_initiators.is_empty()
+                        && !target.allowed_initiators.contains(initiator)
+                    {
+                        bail!("{at}: allowed_initiators names {initiator:?}, which the target's allowed_initiators does not let log in");
+                    }
+                }
                 if id > 16383 {
                     bail!("{at}: id {id} is beyond the flat addressing range 0..=16383");
                 }

@@ -181,17 +181,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut units = Vec::new();
     for t in &config.targets {
         let mut luns = Vec::new();
+        let mut masks = Vec::new();
         for (i, lun) in t.luns.iter().enumerate() {
             let id = lun.id.unwrap_or(i as u64);
             let unit = Arc::new(build_lun(&t.name, id, lun, &config.base)?);
             units.push(unit.clone());
             luns.push((id, unit));
             urls.push((t.name.clone(), id));
+            if !lun.allowed_initiators.is_empty() {
+                masks.push((id, lun.allowed_initiators.clone()));
+            }
         }
+        let target = masks
+            .into_iter()
+            .fold(device::Target::new(luns), |t, (lun, initiators)| {
+                t.with_mask(lun, initiators)
+            });
         nodes.push(iscsi::TargetNode {
             name: t.name.clone(),
             alias: t.alias.clone(),
-            target: Arc::new(device::Target::new(luns)),
+            target: Arc::new(target),
             allowed_initiators: t.allowed_initiators.clone(),
             privileged_initiators: t.privileged_initiators.clone(),
             initiator_classes: t

@@ -17,6 +17,42 @@ fn iscsi_ls_lists_the_target_and_luns() {
     assert!(server.stop(), "serve did not stop cleanly on SIGTERM");
 }
 
+/// LUN masking through a real client: iscsi-ls under the granted initiator name lists both
+/// LUNs, under another only the unmasked one.
+#[test]
+fn a_masked_lun_is_invisible_to_iscsi_ls() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("stint.toml");
+    std::fs::write(
+        &config,
+        "[[target]]\nname = \"iqn.2026-11.dev.stint:masked\"\n\
+         [[target.lun]]\nstore = \"ram\"\nsize = \"1MiB\"\n\
+         [[target.lun]]\nstore = \"ram\"\nsize = \"1MiB\"\n\
+         allowed_initiators = [\"iqn.2026-11.dev.stint:owner\"]\n",
+    )
+    .unwrap();
+    let server = Server::start(&["--config", config.to_str().unwrap()], 2);
+    let portal = format!("iscsi://{}", server.portal());
+    let luns = |initiator: &str| {
+        let (ok, out) = tool("iscsi-ls", &["-s", "-i", initiator, &portal]);
+        assert!(ok, "{out}");
+        (out.contains("Lun:0"), out.contains("Lun:1"))
+    };
+    assert_eq!(luns("iqn.2026-11.dev.stint:owner"), (true, true));
+    assert_eq!(luns("iqn.2026-11.dev.stint:someone"), (true, false));
+    let masked = server.urls[1].clone();
+    let (ok, out) = tool(
+        "iscsi-inq",
+        &["-i", "iqn.2026-11.dev.stint:someone", &masked],
+    );
+    // libiscsi's connect sends TEST UNIT READY, which a masked LUN fails like an absent one.
+    assert!(
+        !ok && out.contains("LOGICAL_UNIT_NOT_SUPPORTED"),
+        "the masked LUN: {out}"
+    );
+    assert!(server.stop());
+}
+
 #[test]
 fn iscsi_inq_standard_and_device_identification() {
     let server = Server::start(&["--lun", "ram:16MiB"], 1);

@@ -61,7 +61,7 @@ fn measure(target: &Arc<Target>, threads: u64, opcode: u8, blocks: u16) -> (f64,
                                 data_out: out,
                             };
                             data_in.clear();
-                            let _ = target.transfer(0, &c);
+                            let _ = target.transfer(&nexus, 0, &c);
                             target.execute(&req, &mut data_in);
                             lba = lba.wrapping_add(u32::from(blocks));
                             n += 1;

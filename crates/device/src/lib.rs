@@ -43,6 +43,15 @@ pub struct Nexus {
     pub privileged: bool,
 }
 
+impl Nexus {
+    /// The initiator's iSCSI name: the initiator port name up to ",i,0x" (RFC 7143 §4.2.7.1).
+    pub fn initiator_name(&self) -> &str {
+        self.initiator_port
+            .split_once(",i,")
+            .map_or(self.initiator_port.as_str(), |(name, _)| name)
+    }
+}
+
 /// Task attribute (SAM-5 §8.6), from the iSCSI ATTR field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TaskAttribute {

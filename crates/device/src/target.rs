@@ -13,6 +13,10 @@ use std::sync::Arc;
 #[derive(Default)]
 pub struct Target {
     luns: BTreeMap<u64, Arc<LogicalUnit>>,
+    /// LUN masking: the initiators (by iSCSI name) that may see a LUN; a LUN without an entry
+    /// is everyone's. To anyone else a masked LUN is absent (SPC-5 §4.4.3): REPORT LUNS leaves
+    /// it out and commands get LOGICAL UNIT NOT SUPPORTED.
+    masks: BTreeMap<u64, Vec<String>>,
 }
 
 fn lun_not_supported() -> Sense {
@@ -25,7 +29,23 @@ impl Target {
     pub fn new(luns: Vec<(u64, Arc<LogicalUnit>)>) -> Self {
         Target {
             luns: luns.into_iter().collect(),
+            masks: BTreeMap::new(),
         }
+    }
+
+    /// The target with `lun` visible to `initiators` (iSCSI names) only.
+    pub fn with_mask(mut self, lun: u64, initiators: Vec<String>) -> Self {
+        self.masks.insert(lun, initiators);
+        self
+    }
+
+    /// The logical unit at `lun` as `nexus` sees it: `None` when absent or masked.
+    fn unit(&self, nexus: &Nexus, lun: u64) -> Option<&Arc<LogicalUnit>> {
+        let visible = self
+            .masks
+            .get(&lun)
+            .is_none_or(|allowed| allowed.iter().any(|i| i == nexus.initiator_name()));
+        self.luns.get(&lun).filter(|_| visible)
     }
 
     pub fn lun(&self, lun: u64) -> Option<&Arc<LogicalUnit>> {
@@ -37,10 +57,11 @@ impl Target {
         self.luns.keys().copied()
     }
 
-    /// Direction and length `cdb` asks for, or the sense to fail it with before any data moves.
-    pub fn transfer(&self, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
+    /// Direction and length `cdb` from `nexus` asks for, or the sense to fail it with before
+    /// any data moves.
+    pub fn transfer(&self, nexus: &Nexus, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
         let decoded = scsi::decode(cdb);
-        let Some(lu) = self.luns.get(&lun) else {
+        let Some(lu) = self.unit(nexus, lun) else {
             // Same answers as `absent_lun`: only INQUIRY, REQUEST SENSE and REPORT LUNS run.
             return match decoded {
                 Ok((_, Command::Inquiry(i))) => Ok(Transfer::In(i.allocation_length.into())),
@@ -67,7 +88,7 @@ impl Target {
     /// A command arrives at `now`: on a logical unit with a device queue a medium command
     /// enters its task set; everything else runs at once, as [`Self::execute`].
     pub fn submit(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
-        match self.luns.get(&req.lun) {
+        match self.unit(req.nexus, req.lun) {
             Some(lu) if req.cdb.first() != Some(&0xA0) => lu.submit(now, req, data_in),
             _ => Submitted::Done(self.execute(req, data_in)),
         }
@@ -78,7 +99,7 @@ impl Target {
         if req.cdb.first() == Some(&0xA0) {
             return self.report_luns(req, data_in);
         }
-        match self.luns.get(&req.lun) {
+        match self.unit(req.nexus, req.lun) {
             Some(lu) => lu.execute(req, data_in),
             None => self.absent_lun(req, data_in),
         }
@@ -107,12 +128,15 @@ impl Target {
                 Ok(_) => check(Sense::invalid_command_operation_code()),
             };
         };
-        if let Some(lu) = self.luns.get(&req.lun) {
+        if let Some(lu) = self.unit(req.nexus, req.lun) {
             lu.unit_attentions.register(req.nexus.id);
         }
         let start = data_in.len();
+        let visible = self
+            .luns()
+            .filter(|&lun| self.unit(req.nexus, lun).is_some());
         match select_report {
-            0x00 | 0x02 | 0x11 => scsi::report_luns::report_luns(self.luns(), data_in),
+            0x00 | 0x02 | 0x11 => scsi::report_luns::report_luns(visible, data_in),
             0x01 | 0x10 | 0x12 => scsi::report_luns::report_luns(std::iter::empty(), data_in),
             _ => return check(Sense::invalid_field_in_cdb(2, None)),
         }
@@ -180,7 +204,7 @@ impl Target {
         if let TaskManagement::TargetColdReset = tmf {
             return all(Asc::POWER_ON_OCCURRED);
         }
-        let Some(lu) = self.luns.get(&lun) else {
+        let Some(lu) = self.unit(nexus, lun) else {
             return TmfResponse::IncorrectLun;
         };
         match tmf {

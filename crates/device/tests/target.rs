@@ -88,12 +88,16 @@ fn a_write_too_long_or_out_of_range_is_refused_before_its_data() {
     // The default maximum transfer: 8 MiB of 512-byte blocks.
     let max = 16_384;
     assert_eq!(
-        t.transfer(0, &write16(0, BLOCKS as u32, false)),
+        t.transfer(&nexus(1), 0, &write16(0, BLOCKS as u32, false)),
         Ok(Transfer::Out(BLOCKS as u32 * 512))
     );
-    let e = t.transfer(0, &write16(0, max + 1, false)).unwrap_err();
+    let e = t
+        .transfer(&nexus(1), 0, &write16(0, max + 1, false))
+        .unwrap_err();
     assert_eq!(e, Sense::invalid_field_in_cdb(10, None));
-    let e = t.transfer(0, &write16(BLOCKS - 1, 2, false)).unwrap_err();
+    let e = t
+        .transfer(&nexus(1), 0, &write16(BLOCKS - 1, 2, false))
+        .unwrap_err();
     assert_eq!(
         (e.key, e.asc),
         (SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE)
@@ -106,14 +110,17 @@ fn write_then_read_back() {
     let n = ready(&t, 1);
     let data: Vec<u8> = (0..4 * 512).map(|i| (i * 7 % 256) as u8).collect();
     assert_eq!(
-        t.transfer(0, &write16(10, 4, false)),
+        t.transfer(&nexus(1), 0, &write16(10, 4, false)),
         Ok(Transfer::Out(2048))
     );
     assert_eq!(
         run(&t, &n, 0, &write16(10, 4, true), &data).0,
         Completion::GOOD
     );
-    assert_eq!(t.transfer(0, &read10(10, 4)), Ok(Transfer::In(2048)));
+    assert_eq!(
+        t.transfer(&nexus(1), 0, &read10(10, 4)),
+        Ok(Transfer::In(2048))
+    );
     let (c, back) = run(&t, &n, 0, &read10(10, 4), &[]);
     assert_eq!(c, Completion::GOOD);
     assert_eq!(back, data);
@@ -243,6 +250,44 @@ fn read_capacity() {
     assert_eq!(c.sense, Some(Sense::invalid_field_in_cdb(2, None)));
 }
 
+/// LUN masking (issue 11): to an initiator it is not granted to, a LUN is absent; REPORT
+/// LUNS leaves it out, INQUIRY answers "no logical unit", nothing else runs, and no data is
+/// asked for; the granted initiator sees and uses it.
+#[test]
+fn a_masked_lun_is_absent_to_other_initiators() {
+    let t = Target::new(vec![
+        (0, ram_lu(LuConfig::new("iqn.test:t", 0, 1 << 20))),
+        (1, ram_lu(LuConfig::new("iqn.test:t", 1, 1 << 20))),
+    ])
+    .with_mask(1, vec!["iqn.test:i1".into()]);
+    let (owner, other) = (nexus(1), nexus(2));
+    assert_eq!(other.initiator_name(), "iqn.test:i2");
+    let report = [0xA0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+    let (_, d) = run(&t, &owner, 0, &report, &[]);
+    assert_eq!(&d[0..4], &16u32.to_be_bytes(), "the owner sees LUN 0 and 1");
+    let (_, d) = run(&t, &other, 0, &report, &[]);
+    assert_eq!(&d[0..4], &8u32.to_be_bytes(), "the other sees LUN 0 only");
+    assert_eq!(d[8 + 1], 0);
+    let (_, d) = run(&t, &other, 1, &[0x12, 0, 0, 0, 96, 0], &[]);
+    assert_eq!(d[0], 0x7F, "INQUIRY: peripheral qualifier 011b");
+    let (c, _) = run(&t, &other, 1, &read10(0, 1), &[]);
+    assert_eq!(
+        sense_of(&c),
+        (SenseKey::IllegalRequest, Asc::LOGICAL_UNIT_NOT_SUPPORTED)
+    );
+    assert_eq!(
+        t.transfer(&other, 1, &write16(0, 1, false))
+            .unwrap_err()
+            .asc,
+        Asc::LOGICAL_UNIT_NOT_SUPPORTED,
+        "refused before any R2T"
+    );
+    assert_eq!(
+        t.transfer(&owner, 1, &write16(0, 1, false)),
+        Ok(Transfer::Out(512))
+    );
+}
+
 #[test]
 fn report_luns_and_absent_luns() {
     let t = Target::new(vec![
@@ -272,7 +317,7 @@ fn report_luns_and_absent_luns() {
         (SenseKey::IllegalRequest, Asc::LOGICAL_UNIT_NOT_SUPPORTED)
     );
     assert_eq!(
-        t.transfer(7, &read10(0, 1)).unwrap_err().asc,
+        t.transfer(&nexus(1), 7, &read10(0, 1)).unwrap_err().asc,
         Asc::LOGICAL_UNIT_NOT_SUPPORTED
     );
     let (c, d) = run(&t, &n, 7, &[0x03, 0, 0, 0, 18, 0], &[]);
@@ -295,7 +340,7 @@ fn unit_attentions_are_per_nexus() {
     page[4 + 2] &= !0x04;
     let len = page.len() as u8;
     assert_eq!(
-        t.transfer(0, &[0x15, 0x10, 0, 0, len, 0]),
+        t.transfer(&nexus(1), 0, &[0x15, 0x10, 0, 0, len, 0]),
         Ok(Transfer::Out(len.into()))
     );
     assert_eq!(
@@ -400,7 +445,7 @@ fn verify_compares_and_reports_offset() {
     let data: Vec<u8> = (0..1024).map(|i| (i % 199) as u8).collect();
     run(&t, &n, 0, &write16(100, 2, false), &data);
     let mut v = [0x2F, 0x02, 0, 0, 0, 100, 0, 0, 2, 0];
-    assert_eq!(t.transfer(0, &v), Ok(Transfer::Out(1024)));
+    assert_eq!(t.transfer(&nexus(1), 0, &v), Ok(Transfer::Out(1024)));
     assert_eq!(run(&t, &n, 0, &v, &data).0, Completion::GOOD);
     let mut bad = data.clone();
     bad[700] ^= 0x58;
@@ -416,12 +461,12 @@ fn verify_compares_and_reports_offset() {
     );
     // BYTCHK = 0: no data, medium check only.
     v[1] = 0;
-    assert_eq!(t.transfer(0, &v), Ok(Transfer::None));
+    assert_eq!(t.transfer(&nexus(1), 0, &v), Ok(Transfer::None));
     assert_eq!(run(&t, &n, 0, &v, &[]).0, Completion::GOOD);
     // BYTCHK = 11b: one block compared with each block.
     run(&t, &n, 0, &write16(200, 2, false), &[9u8; 1024]);
     let v3 = [0x2F, 0x06, 0, 0, 0, 200, 0, 0, 2, 0];
-    assert_eq!(t.transfer(0, &v3), Ok(Transfer::Out(512)));
+    assert_eq!(t.transfer(&nexus(1), 0, &v3), Ok(Transfer::Out(512)));
     assert_eq!(run(&t, &n, 0, &v3, &[9u8; 512]).0, Completion::GOOD);
     assert_eq!(
         run(&t, &n, 0, &v3, &[8u8; 512]).0.sense.unwrap().key,
@@ -430,7 +475,7 @@ fn verify_compares_and_reports_offset() {
     // BYTCHK = 10b is reserved.
     let v2 = [0x2F, 0x04, 0, 0, 0, 200, 0, 0, 2, 0];
     assert_eq!(
-        t.transfer(0, &v2),
+        t.transfer(&nexus(1), 0, &v2),
         Err(Sense::invalid_field_in_cdb(1, Some(2)))
     );
 }
@@ -678,7 +723,7 @@ fn random_commands_never_panic() {
             }
         }
         let lun = next() % 3;
-        let _ = t.transfer(lun, &cdb);
+        let _ = t.transfer(&nexus(1), lun, &cdb);
         let out = &data_out[..(next() % 8192) as usize];
         data_in.clear();
         let req = Request {
@@ -736,7 +781,10 @@ fn four_k_blocks_and_512e() {
     let (_, d) = run(&t, &n, 0, &[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0], &[]);
     assert_eq!(u32::from_be_bytes([d[0], d[1], d[2], d[3]]), 1023);
     assert_eq!(u32::from_be_bytes([d[4], d[5], d[6], d[7]]), 4096);
-    assert_eq!(t.transfer(0, &read10(0, 2)), Ok(Transfer::In(8192)));
+    assert_eq!(
+        t.transfer(&nexus(1), 0, &read10(0, 2)),
+        Ok(Transfer::In(8192))
+    );
     let data = vec![0x77u8; 8192];
     assert_eq!(
         run(&t, &n, 0, &write16(1022, 2, false), &data).0,
@@ -788,7 +836,7 @@ fn orwrite_ors_into_the_medium() {
     run(&t, &n, 0, &write16(5, 2, false), &[0xA5; 1024]);
     let mut ow = write16(5, 2, false);
     ow[0] = 0x8B;
-    assert_eq!(t.transfer(0, &ow), Ok(Transfer::Out(1024)));
+    assert_eq!(t.transfer(&nexus(1), 0, &ow), Ok(Transfer::Out(1024)));
     assert_eq!(run(&t, &n, 0, &ow, &[0x5A; 1024]).0, Completion::GOOD);
     assert_eq!(run(&t, &n, 0, &read10(5, 2), &[]).1, vec![0xFF; 1024]);
     let mut beyond = write16(BLOCKS - 1, 2, false);
@@ -800,7 +848,7 @@ fn orwrite_ors_into_the_medium() {
     // ORPROTECT must be zero.
     ow[1] = 0x20;
     assert_eq!(
-        t.transfer(0, &ow),
+        t.transfer(&nexus(1), 0, &ow),
         Err(Sense::invalid_field_in_cdb(1, Some(7)))
     );
 }
@@ -812,7 +860,7 @@ fn rsoc_and_rstmf_through_the_device() {
     // Linux's CDL probe: one command, READ(16), allocation length 4 + 16 = 20 (Linux's
     // scsi_cdl_check_cmd).
     let probe = [0xA3, 0x0C, 0x01, 0x88, 0, 0, 0, 0, 0, 20, 0, 0];
-    assert_eq!(t.transfer(0, &probe), Ok(Transfer::In(20)));
+    assert_eq!(t.transfer(&nexus(1), 0, &probe), Ok(Transfer::In(20)));
     let (c, d) = run(&t, &n, 0, &probe, &[]);
     assert_eq!(c, Completion::GOOD);
     assert_eq!(d.len(), 20);
@@ -870,7 +918,10 @@ fn write_same_fills_the_range() {
         c[7..9].copy_from_slice(&blocks.to_be_bytes());
         c
     };
-    assert_eq!(t.transfer(0, &ws10(3, 300)), Ok(Transfer::Out(512)));
+    assert_eq!(
+        t.transfer(&nexus(1), 0, &ws10(3, 300)),
+        Ok(Transfer::Out(512))
+    );
     let block: Vec<u8> = (0..512).map(|i| i as u8).collect();
     assert_eq!(run(&t, &n, 0, &ws10(3, 300), &block).0, Completion::GOOD);
     let (_, back) = run(&t, &n, 0, &read10(2, 302), &[]);
@@ -920,7 +971,10 @@ fn compare_and_write_is_all_or_nothing() {
         c[13] = blocks;
         c
     };
-    assert_eq!(t.transfer(0, &caw(40, 2)), Ok(Transfer::Out(2048)));
+    assert_eq!(
+        t.transfer(&nexus(1), 0, &caw(40, 2)),
+        Ok(Transfer::Out(2048))
+    );
     let mut data = vec![b'A'; 1024];
     data.extend_from_slice(&[b'B'; 1024]);
     assert_eq!(run(&t, &n, 0, &caw(40, 2), &data).0, Completion::GOOD);
@@ -998,7 +1052,7 @@ fn removable_medium_eject_load_and_prevention() {
     assert_eq!(run(&t, &a, 0, &eject, &[]).0, Completion::GOOD);
     // Obsolete PREVENT values.
     assert_eq!(
-        t.transfer(0, &[0x1E, 0, 0, 0, 2, 0]),
+        t.transfer(&nexus(1), 0, &[0x1E, 0, 0, 0, 2, 0]),
         Err(Sense::invalid_field_in_cdb(4, Some(1)))
     );
 }

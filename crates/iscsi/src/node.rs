@@ -13,8 +13,9 @@ use scsi::Sense;
 /// `device::Target` contract, as a trait so tests can stand in a small fake that runs every
 /// command at once (only `transfer` and `execute` are required).
 pub trait ScsiTarget: Send + Sync {
-    /// Direction and length `cdb` asks for, or the sense to fail it with before data moves.
-    fn transfer(&self, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense>;
+    /// Direction and length `cdb` from `nexus` asks for, or the sense to fail it with before
+    /// data moves.
+    fn transfer(&self, nexus: &Nexus, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense>;
     /// Execute one command inline; read data is appended to `data_in`.
     fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion;
     /// A command arrives at `now`: it completes at once or enters its LU's task set, and a
@@ -57,8 +58,8 @@ pub trait ScsiTarget: Send + Sync {
 }
 
 impl ScsiTarget for device::Target {
-    fn transfer(&self, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
-        device::Target::transfer(self, lun, cdb)
+    fn transfer(&self, nexus: &Nexus, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
+        device::Target::transfer(self, nexus, lun, cdb)
     }
 
     fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {

@@ -40,7 +40,7 @@ impl Session {
             return self.respond(cmd.itt, cmd.lun, &c, data_in, 0, Residual::None, 0, out);
         }
         let attr = task_attribute(cmd.attr);
-        let transfer = match target.transfer(lun, cmd.cdb.as_slice()) {
+        let transfer = match target.transfer(&self.nexus, lun, cmd.cdb.as_slice()) {
             Ok(t) => t,
             Err(sense) => {
                 let c = Completion::check_condition(sense);

@@ -624,7 +624,7 @@ mod tests {
     struct Firehose;
 
     impl ScsiTarget for Firehose {
-        fn transfer(&self, _: u64, _: &[u8]) -> Result<Transfer, Sense> {
+        fn transfer(&self, _: &Nexus, _: u64, _: &[u8]) -> Result<Transfer, Sense> {
             Ok(Transfer::In(1 << 20))
         }
         fn execute(&self, _: &Request, data_in: &mut Vec<u8>) -> Completion {

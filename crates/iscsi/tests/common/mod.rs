@@ -50,7 +50,7 @@ fn invalid_opcode() -> Sense {
 }
 
 impl ScsiTarget for RamDisk {
-    fn transfer(&self, _lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
+    fn transfer(&self, _nexus: &Nexus, _lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
         if cdb.first() == Some(&0x00) {
             return Ok(Transfer::None);
         }
