@@ -595,6 +595,8 @@ mod tests {
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"tape\"", "unknown variant"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = \"big\"", "invalid size"),
             ("", "no [[target]]"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\nallowed_initiators = [\"iqn.2026-11.x:a\"]\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nallowed_initiators = [\"iqn.2026-11.x:b\"]", "which the target's allowed_initiators does not let log in"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\nprivileged_initiators = [\"root\"]\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "initiator name \"root\""),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nserial = \"S1\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nserial = \"S1\"", "serial \"S1\" is also target[0] (iqn.2026-11.dev.stint:a).lun[0]'s"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\ninquiry_version = 9", "inquiry_version"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\n[[target.lun]]\nid = 0\nstore = \"ram\"\nsize = 512", "duplicate LUN 0"),
