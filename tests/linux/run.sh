@@ -139,7 +139,9 @@ attempt() {
         printf '%s\n' '[[target]]' 'name = "iqn.2026-11.dev.stint:chap"' \
             'chap = { user = "alice", secret = "alice-secret-12" }' \
             'mutual_chap = { user = "stint", secret = "target-secret-34" }' \
-            '[[target.lun]]' 'store = "ram"' 'size = "64MiB"' > "$A/chap.toml"
+            '[[target.lun]]' 'store = "ram"' 'size = "64MiB"' \
+            '[[target.lun]]' 'store = "ram"' 'size = "64MiB"' \
+            'allowed_initiators = ["iqn.2026-11.dev.stint:someone-else"]' > "$A/chap.toml"
         args=(serve --config "$A/chap.toml" --listen "127.0.0.1:$port") ;;
     reconnect)
         LUNDIR=$(lun_dir "$A"); lunimg=$LUNDIR/lun.img

@@ -2,7 +2,8 @@
 # Suite "chap", INSIDE the guest: a RAM LUN behind CHAP (issue 11). open-iscsi logs in with
 # the right secret, one-way and mutual; it is refused with a wrong secret, without CHAP, and
 # (its own check) when the target proves a wrong mutual secret. The host writes the target's
-# config with the names and secrets below.
+# config with the names and secrets below, and a second LUN masked to another initiator: the
+# guest must attach LUN 0 only.
 . /job/lib.sh
 sec discovery
 iscsiadm -m discovery -t st -p "$P"; rc=$?
@@ -26,7 +27,9 @@ try_login() {  # NAME WANT(0=succeeds, 1=refused): one login attempt, logged out
     kv "login_${1}_rc" $rc
     if [ $rc = 0 ]; then
         sleep 1
-        iscsiadm -m session -P 3 | grep -E 'Target:|State|Attached'
+        iscsiadm -m session -P 3 | grep -E 'Target:|State|Attached|Lun:'
+        DISKS=$(iscsiadm -m session -P 3 | grep -c 'Attached scsi disk')
+        kv "login_${1}_disks" "$DISKS"
         local d; d=$(iscsiadm -m session -P 3 | awk '/Attached scsi disk/ {print "/dev/"$4; exit}')
         [ -n "$d" ] && dd if="$d" of=/dev/null bs=1M count=4 iflag=direct status=none && kv "login_${1}_read" ok
         iscsiadm -m node -T "$T" -p "$P" --logout
@@ -41,6 +44,8 @@ KWARN_ALLOW='connection[0-9]+:0: Login/Text in progress\. Cannot start new task\
 set_auth None;                                                     try_login no_chap_refused 1
 set_auth CHAP alice wrong-secret-99;                               try_login wrong_secret_refused 1
 set_auth CHAP alice alice-secret-12;                               try_login one_way 0
+check masked_lun_invisible "$([ "${DISKS:-0}" = 1 ] && echo 0 || echo 1)" \
+    "(disks attached: ${DISKS:-none}; LUN 1 is masked to another initiator)"
 set_auth CHAP alice alice-secret-12 stint target-secret-34;        try_login mutual 0
 set_auth CHAP alice alice-secret-12 stint wrong-target-secret;     try_login wrong_target_secret_refused 1
 finish
