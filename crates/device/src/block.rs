@@ -162,15 +162,15 @@ impl LogicalUnit {
                 Asc::INTERNAL_TARGET_FAILURE,
             ));
         };
-        if let Err(e) = self.store.write_at(offset, data) {
+        // FUA with the write cache on: this write is stable before GOOD (SBC-4 §4.15). With
+        // WCE = 0 the store is in write-through mode already.
+        let written = if fua && self.wce.load(Ordering::Relaxed) {
+            self.store.write_durable(offset, data)
+        } else {
+            self.store.write_at(offset, data)
+        };
+        if let Err(e) = written {
             return self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, Some(lba));
-        }
-        // FUA with the write cache on: stable before GOOD (SBC-4 §4.15). With WCE = 0 the
-        // store is in write-through mode already.
-        if fua && self.wce.load(Ordering::Relaxed) {
-            if let Err(e) = self.store.flush() {
-                return self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, Some(lba));
-            }
         }
         Completion::GOOD
     }

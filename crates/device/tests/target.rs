@@ -5,6 +5,7 @@ use device::{
     TmfResponse, Transfer,
 };
 use scsi::{Asc, Sense, SenseKey, Status};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use store::{FileStore, RamStore, Store};
 
@@ -541,6 +542,56 @@ fn config_errors_are_reported() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("524288"), "{e}");
+}
+
+/// A RAM store that counts the durable writes and flushes the device asks of it.
+struct Counting {
+    ram: RamStore,
+    durable: Arc<AtomicU64>,
+    flushes: Arc<AtomicU64>,
+}
+
+impl Store for Counting {
+    fn len(&self) -> u64 {
+        self.ram.len()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.ram.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, buf: &[u8]) -> std::io::Result<()> {
+        self.ram.write_at(offset, buf)
+    }
+    fn write_durable(&self, offset: u64, buf: &[u8]) -> std::io::Result<()> {
+        self.durable.fetch_add(1, Relaxed);
+        self.ram.write_at(offset, buf)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.flushes.fetch_add(1, Relaxed);
+        Ok(())
+    }
+}
+
+/// FUA makes its own write durable, not every cached one (issue 11: FUA synced the whole
+/// file); without FUA nothing is synced.
+#[test]
+fn fua_asks_for_one_durable_write_and_no_flush() {
+    let (durable, flushes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let store = Counting {
+        ram: RamStore::new(BLOCKS * 512).unwrap(),
+        durable: durable.clone(),
+        flushes: flushes.clone(),
+    };
+    let lu = LogicalUnit::new(
+        LuConfig::new("iqn.test:t", 0, BLOCKS * 512),
+        Box::new(store),
+    );
+    let t = Target::new(vec![(0, Arc::new(lu.unwrap()))]);
+    let n = ready(&t, 1);
+    let counts = || (durable.load(Relaxed), flushes.load(Relaxed));
+    let (c, _) = run(&t, &n, 0, &write16(0, 1, false), &[1; 512]);
+    assert_eq!((c, counts()), (Completion::GOOD, (0, 0)));
+    let (c, _) = run(&t, &n, 0, &write16(8, 1, true), &[2; 512]);
+    assert_eq!((c, counts()), (Completion::GOOD, (1, 0)));
 }
 
 #[test]

@@ -4,7 +4,7 @@ use crate::{check_range, Store};
 use rustix::fs::{self, FallocateFlags, SeekFrom};
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// write-through is on; `flush` is `fdatasync`.
 pub struct FileStore {
     file: File,
+    /// The same file opened O_DSYNC: a write through it is on stable storage when it returns,
+    /// with no flush of the file's other cached writes (FUA, write-through).
+    dsync: File,
     path: PathBuf,
     len: u64,
     write_through: AtomicBool,
@@ -97,8 +100,14 @@ impl FileStore {
             }
             _ => meta.len(),
         };
+        let dsync = OpenOptions::new()
+            .write(true)
+            .custom_flags(fs::OFlags::DSYNC.bits() as i32)
+            .open(path)
+            .map_err(|e| context(e, "cannot open for synchronous writes"))?;
         Ok(FileStore {
             file,
+            dsync,
             path: path.to_owned(),
             len,
             write_through: AtomicBool::new(false),
@@ -125,6 +134,23 @@ impl FileStore {
         result
     }
 
+    /// A write through the O_DSYNC descriptor; its failure is as sticky as a failed
+    /// `fdatasync`'s (the kernel reports a lost writeback once).
+    fn write_sync(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        if let Some(kind) = *self.sync_failed.lock() {
+            return Err(io::Error::new(
+                kind,
+                format!(
+                    "{}: an earlier fdatasync failed; data written since the LUN opened may be lost",
+                    self.path.display()
+                ),
+            ));
+        }
+        self.dsync.write_all_at(buf, offset).inspect_err(|e| {
+            *self.sync_failed.lock() = Some(e.kind());
+        })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -142,11 +168,15 @@ impl Store for FileStore {
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
         check_range(self.len, offset, buf.len())?;
-        self.file.write_all_at(buf, offset)?;
         if self.write_through.load(Ordering::Relaxed) {
-            self.sync()?;
+            return self.write_sync(offset, buf);
         }
-        Ok(())
+        self.file.write_all_at(buf, offset)
+    }
+
+    fn write_durable(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        check_range(self.len, offset, buf.len())?;
+        self.write_sync(offset, buf)
     }
 
     fn flush(&self) -> io::Result<()> {
@@ -250,6 +280,19 @@ mod tests {
             s.write_at(0, &[2; 512]).is_err(),
             "write-through writes cannot be durable"
         );
+    }
+
+    #[test]
+    fn a_durable_write_lands_and_fails_once_syncing_has_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = FileStore::open(&dir.path().join("lun.img"), Some(1 << 20)).unwrap();
+        s.write_durable(4096, &[7; 512]).unwrap();
+        let mut back = [0; 512];
+        s.read_at(4096, &mut back).unwrap();
+        assert_eq!(back, [7; 512]);
+        assert!(s.write_durable(1 << 20, &[0; 512]).is_err(), "past the end");
+        *s.sync_failed.lock() = Some(io::ErrorKind::Other);
+        assert!(s.write_durable(0, &[1; 512]).is_err());
     }
 
     #[test]

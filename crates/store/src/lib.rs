@@ -29,8 +29,16 @@ pub trait Store: Send + Sync {
     /// Store `buf` at `offset`. With write-through on, the bytes are on stable storage on return.
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()>;
 
-    /// Put every completed write on stable storage (SYNCHRONIZE CACHE, FUA).
+    /// Put every completed write on stable storage (SYNCHRONIZE CACHE).
     fn flush(&self) -> io::Result<()>;
+
+    /// Store `buf` at `offset` on stable storage before returning, whatever the cache mode: a
+    /// write with FUA (SBC-4 §4.15), which asks for this write only. The default flushes
+    /// everything after the write; a store that can do less overrides it.
+    fn write_durable(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.write_at(offset, buf)?;
+        self.flush()
+    }
 
     /// Write-through mode: every `write_at` is durable before it returns (write cache disabled,
     /// SBC-4 §6.5.5 WCE = 0). Stores without a volatile cache ignore it.
