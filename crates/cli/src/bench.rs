@@ -88,7 +88,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let url: IscsiUrl = args
         .url
         .parse()
-        .map_err(|e| anyhow::anyhow!("--url {}: {e}", args.url))?;
+        .map_err(|e| anyhow::anyhow!("--url: {e}"))?;
     if let Some(dir) = &args.plot {
         crate::sim::plot_dir(dir)?;
     }

@@ -12,7 +12,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::bhs::{Bhs, Opcode, RESERVED_TAG};
-use crate::login::LoginStatus;
+use crate::chap::{Answerer, Chap};
+use crate::login::{LoginStatus, Stage};
 use crate::negotiation::{self, Parameters, SessionType};
 use crate::pdu::{self, Cdb, Data, FrameLimits, Residual, ScsiCommand};
 use crate::text;
@@ -20,6 +21,10 @@ use crate::tmf;
 
 /// Our MaxRecvDataSegmentLength, declared at login.
 const INITIATOR_MRDSL: u32 = 262_144;
+
+const SECURITY: u8 = Stage::SecurityNegotiation as u8;
+const OPERATIONAL: u8 = Stage::LoginOperationalNegotiation as u8;
+const FULL_FEATURE: u8 = Stage::FullFeaturePhase as u8;
 
 /// Initiator errors.
 #[derive(Debug)]
@@ -37,13 +42,13 @@ impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Error::Io(e) => write!(f, "i/o error: {e}"),
-            Error::LoginFailed(s) => {
-                write!(
-                    f,
-                    "login failed: status class {:#04x} detail {:#04x}",
-                    s.0, s.1
-                )
-            }
+            Error::LoginFailed(s) => write!(
+                f,
+                "login failed: {} (status class {:02X}h, detail {:02X}h)",
+                s.meaning(),
+                s.0,
+                s.1
+            ),
             Error::Protocol(m) => write!(f, "protocol error: {m}"),
             Error::Timeout => write!(f, "no response from the target"),
         }
@@ -73,6 +78,9 @@ pub struct LoginOptions {
     pub extra_keys: Vec<(String, String)>,
     /// How long to wait for each response.
     pub timeout: Duration,
+    /// Authenticate with CHAP: `initiator` is what we prove, `target` (mutual CHAP) what the
+    /// target must prove.
+    pub chap: Option<Chap>,
 }
 
 impl LoginOptions {
@@ -84,6 +92,7 @@ impl LoginOptions {
             digests: false,
             extra_keys: Vec::new(),
             timeout: Duration::from_secs(10),
+            chap: None,
         }
     }
 }
@@ -236,25 +245,103 @@ impl Initiator {
             }
             None => text::push(&mut keys, "SessionType", "Discovery"),
         }
+        let itt = self.take_itt();
+        if let Some(chap) = &opts.chap {
+            self.authenticate(itt, &opts.isid, chap, &mut keys).await?;
+        }
         // Extra keys replace offered keys of the same name, so each key is sent once.
         let mut offer = negotiation::initiator_offer(session, INITIATOR_MRDSL, opts.digests);
         offer.retain(|(k, _)| !opts.extra_keys.iter().any(|(e, _)| e == k));
         for (k, v) in offer.iter().chain(&opts.extra_keys) {
             text::push(&mut keys, k, v);
         }
-        let itt = self.take_itt();
+        // Operational negotiation, then straight to full feature phase.
+        loop {
+            let (transit, pairs) = self
+                .login_exchange(itt, &opts.isid, (OPERATIONAL, FULL_FEATURE), &keys)
+                .await?;
+            keys.clear();
+            for (k, v) in &pairs {
+                negotiation::apply_answer(k, v, &mut self.params);
+            }
+            self.login_keys.extend(pairs);
+            if transit {
+                break;
+            }
+        }
+        self.limits.header_digest = self.params.header_digest;
+        self.limits.data_digest = self.params.data_digest;
+        Ok(())
+    }
+
+    /// The security stage with CHAP (RFC 7143 §12.1.3): offer AuthMethod=CHAP with the first
+    /// keys, name our algorithms, answer the challenge (challenging the target in turn for
+    /// mutual CHAP), check the target's proof, and leave `keys` empty for the operational stage.
+    async fn authenticate(
+        &mut self,
+        itt: u32,
+        isid: &[u8; 6],
+        chap: &Chap,
+        keys: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        let stages = (SECURITY, OPERATIONAL);
+        text::push(keys, "AuthMethod", "CHAP");
+        let (_, pairs) = self.login_exchange(itt, isid, stages, keys).await?;
+        keys.clear();
+        self.login_keys.extend(pairs.iter().cloned());
+        let method = pairs.iter().find(|(k, _)| k == "AuthMethod");
+        if method.map(|(_, v)| v.as_str()) != Some("CHAP") {
+            return Err(Error::Protocol(format!(
+                "CHAP credentials given but the target answered AuthMethod={}",
+                method.map_or("(nothing)", |(_, v)| v.as_str())
+            )));
+        }
+        let (mut answerer, algorithms) = Answerer::offer();
+        text::push(keys, "CHAP_A", &algorithms);
+        let (_, challenge) = self.login_exchange(itt, isid, stages, keys).await?;
+        keys.clear();
+        let answer = answerer
+            .answer(chap, &challenge)
+            .map_err(|e| Error::Protocol(e.to_string()))?;
+        for (k, v) in &answer {
+            text::push(keys, k, v);
+        }
+        // The target transits to the operational stage once it accepts our answer.
+        let mut proof = Vec::new();
+        loop {
+            let (transit, pairs) = self.login_exchange(itt, isid, stages, keys).await?;
+            keys.clear();
+            proof.extend(pairs);
+            if transit {
+                break;
+            }
+        }
+        answerer
+            .verify(chap, &proof)
+            .map_err(|e| Error::Protocol(e.to_string()))
+    }
+
+    /// One Login Request asking to go from stage `csg` to `nsg`, and the target's answer keys
+    /// (continued responses reassembled); whether the target made the transition.
+    async fn login_exchange(
+        &mut self,
+        itt: u32,
+        isid: &[u8; 6],
+        (csg, nsg): (u8, u8),
+        keys: &[u8],
+    ) -> Result<(bool, Vec<(String, String)>), Error> {
         let mut reassembled = Vec::new();
+        let mut keys = keys;
         loop {
             let mut b = Bhs::new(Opcode::LoginRequest);
             b.set_immediate(true);
-            // Transit from operational negotiation straight to full feature phase.
-            b.set_flags(0x80 | (1 << 2) | 3);
-            b.0[8..14].copy_from_slice(&opts.isid);
+            b.set_flags(0x80 | (csg << 2) | nsg);
+            b.0[8..14].copy_from_slice(isid);
             b.set_itt(itt);
             b.set_u32_at(24, self.cmdsn);
             b.set_u32_at(28, self.exp_statsn);
-            self.send(&b, &keys).await?;
-            keys.clear();
+            self.send(&b, keys).await?;
+            keys = &[];
             let p = self.recv().await?;
             if p.bhs.opcode() != Some(Opcode::LoginResponse) {
                 return Err(Error::Protocol(format!(
@@ -272,19 +359,12 @@ impl Initiator {
                 continue; // C bit: more text follows
             }
             let pairs = text::parse(&reassembled).map_err(|e| Error::Protocol(e.to_string()))?;
-            reassembled.clear();
-            for (k, v) in &pairs {
-                negotiation::apply_answer(k, v, &mut self.params);
-            }
-            self.login_keys.extend(pairs);
-            if p.bhs.flags() & 0x83 == 0x83 {
+            let transit = p.bhs.flags() & 0x80 != 0;
+            if transit && p.bhs.flags() & 3 == FULL_FEATURE {
                 self.tsih = p.bhs.u16_at(14);
-                break;
             }
+            return Ok((transit, pairs));
         }
-        self.limits.header_digest = self.params.header_digest;
-        self.limits.data_digest = self.params.data_digest;
-        Ok(())
     }
 
     /// Update ExpStatSN/MaxCmdSN from a target PDU that carries them.

@@ -49,6 +49,22 @@ impl LoginStatus {
     pub const SESSION_TYPE_NOT_SUPPORTED: LoginStatus = LoginStatus(0x02, 0x09);
     pub const SESSION_DOES_NOT_EXIST: LoginStatus = LoginStatus(0x02, 0x0A);
     pub const INVALID_DURING_LOGIN: LoginStatus = LoginStatus(0x02, 0x0B);
+
+    /// What the status tells an initiator's user (RFC 7143 §11.13.5).
+    pub fn meaning(self) -> &'static str {
+        match (self.0, self.1) {
+            (0x00, _) => "success",
+            (0x01, _) => "the target moved (redirection)",
+            (0x02, 0x01) => "authentication failure",
+            (0x02, 0x02) => "this initiator is not allowed to log in (authorization failure)",
+            (0x02, 0x03) => "no target of that name at this portal (not found)",
+            (0x02, 0x04) => "the target was removed",
+            (0x02, 0x07) => "a required key is missing",
+            (0x02, _) => "initiator error",
+            (0x03, _) => "target error",
+            _ => "refused",
+        }
+    }
 }
 
 /// The fields of a Login Request this machine reads (RFC 7143 §11.12).
@@ -206,8 +222,19 @@ impl Login {
         self.initiator_name.as_deref()
     }
 
+    /// How the initiator authenticated, for the log: "none" or e.g. "CHAP SHA-256, mutual".
+    pub fn authentication(&self) -> String {
+        match &self.exchange {
+            Some(chap::Exchange::Authenticated { algorithm, mutual }) => {
+                format!("CHAP {algorithm}{}", if *mutual { ", mutual" } else { "" })
+            }
+            _ => "none".to_owned(),
+        }
+    }
+
     fn authenticated(&self) -> bool {
-        self.required.is_none() || matches!(self.exchange, Some(chap::Exchange::Authenticated))
+        self.required.is_none()
+            || matches!(self.exchange, Some(chap::Exchange::Authenticated { .. }))
     }
 
     /// Handle one Login Request with its data segment.
@@ -683,8 +710,8 @@ HeaderDigest=None,CRC32C\0InitialR2T=No\0MaxRecvDataSegmentLength=262144\0X-foo=
         let k = keys(&r.text);
         let get = |name: &str| k.iter().find(|(key, _)| key == name).unwrap().1.clone();
         let id: u8 = get("CHAP_I").parse().unwrap();
-        let challenge = chap::decode_hex(&get("CHAP_C")).unwrap();
-        let answer = chap::encode_hex(&chap::response(id, secret, &challenge));
+        let challenge = chap::decode_binary(&get("CHAP_C")).unwrap();
+        let answer = chap::encode_hex(&chap::Algorithm::Md5.response(id, secret, &challenge));
         let text = format!("CHAP_N=alice\0CHAP_R={answer}\0");
         l.step(&req(0, 1, true), text.as_bytes(), n)
     }

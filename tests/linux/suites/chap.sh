@@ -1,7 +1,7 @@
 #!/bin/bash
 # Suite "chap", INSIDE the guest: a RAM LUN behind CHAP (issue 11). open-iscsi logs in with
 # the right secret, one-way and mutual; it is refused with a wrong secret, without CHAP, and
-# (its own check) when the target proves a wrong mutual secret. The host writes the target's
+# (its own check) when the target proves a wrong mutual secret; each CHAP algorithm alone logs in. The host writes the target's
 # config with the names and secrets below, and a second LUN masked to another initiator: the
 # guest must attach LUN 0 only.
 . /job/lib.sh
@@ -48,4 +48,11 @@ check masked_lun_invisible "$([ "${DISKS:-0}" = 1 ] && echo 0 || echo 1)" \
     "(disks attached: ${DISKS:-none}; LUN 1 is masked to another initiator)"
 set_auth CHAP alice alice-secret-12 stint target-secret-34;        try_login mutual 0
 set_auth CHAP alice alice-secret-12 stint wrong-target-secret;     try_login wrong_target_secret_refused 1
+# Each CHAP algorithm alone (RFC 9140's SHA-256 and SHA3-256, and MD5): a target that did not
+# speak it would find nothing it knows in the offer and refuse the login.
+set_auth CHAP alice alice-secret-12 stint target-secret-34
+for alg in SHA3-256 SHA256 MD5; do
+    node -o update -n node.session.auth.chap_algs -v "$alg"
+    try_login "alg_${alg/-/_}" 0
+done
 finish

@@ -110,6 +110,7 @@ impl Target {
     /// A session whose unit attentions are cleared (session `n` gets its own ISID).
     async fn login(&self, n: usize) -> anyhow::Result<Initiator> {
         let mut opts = LoginOptions::new(&self.initiator, Some(&self.url.target));
+        opts.chap = self.url.chap.clone();
         opts.isid[2..6].copy_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_be_bytes());
         opts.timeout = Duration::from_secs(60);
         let mut s = Initiator::connect_portal(&self.url.portal, &opts)

@@ -287,6 +287,7 @@ impl Lun {
     pub async fn open(url: &str, initiator: &str) -> anyhow::Result<Lun> {
         let parsed: IscsiUrl = url.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut opts = LoginOptions::new(initiator, Some(&parsed.target));
+        opts.chap = parsed.chap.clone();
         opts.isid = isid();
         opts.timeout = TIMEOUT;
         let connect = Initiator::connect_portal(&parsed.portal, &opts);
@@ -302,16 +303,7 @@ impl Lun {
                 parsed.portal
             ),
             Ok(Err(IscsiError::LoginFailed(s))) => {
-                let why = match (s.0, s.1) {
-                    (0x02, 0x01) => "authentication failure",
-                    (0x02, 0x02) => {
-                        "this initiator is not allowed to log in (authorization failure)"
-                    }
-                    (0x02, 0x03) => "no target of that name at this portal (not found)",
-                    (0x02, 0x04) => "the target was removed",
-                    (0x03, _) => "target error",
-                    _ => "refused",
-                };
+                let why = s.meaning();
                 bail!(
                     "login to {} at {} as {initiator} failed: {why} (status class {:02X}h, detail \
                      {:02X}h)",
@@ -331,7 +323,8 @@ impl Lun {
         let mut lun = Lun {
             session,
             lun: parsed.lun,
-            url: url.to_string(),
+            // What is shown of the LUN: without its secrets.
+            url: iscsi::url::redacted(url),
             target: parsed.target,
         };
         let inquiry = lun.inquiry().await?;

@@ -313,7 +313,7 @@ impl Probe {
 async fn open(t: &Target) -> anyhow::Result<Lun> {
     Lun::open(&t.url, &t.initiator_name)
         .await
-        .with_context(|| format!("stint cdl: {}", t.url))
+        .with_context(|| format!("stint cdl: {}", iscsi::url::redacted(&t.url)))
 }
 
 async fn info(t: Target) -> anyhow::Result<()> {

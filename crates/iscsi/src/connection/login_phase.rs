@@ -35,6 +35,7 @@ impl Connection {
                     initiator = %est.initiator_name,
                     target = target.map_or("(discovery)", |n| n.name.as_str()),
                     tsih,
+                    auth = %login.authentication(),
                     "login"
                 );
                 (r, tsih, Some(est))
