@@ -1,9 +1,10 @@
 //! A network portal and its portal group (RFC 7143 §4.4.1): the target nodes reachable
 //! through it, the negotiation limits, and the session-wide identifiers it hands out.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use device::Finished;
 use std::time::Duration;
@@ -28,6 +29,11 @@ pub struct Portal {
     pub login_timeout: Duration,
     /// CHAP that discovery sessions must pass; `None`: discovery is open.
     pub discovery_chap: Option<crate::chap::Chap>,
+    /// Connections served at once, in all and from one IP address: beyond them a new
+    /// connection is closed as soon as it is accepted, so that no client can take every file
+    /// descriptor or the memory of thousands of sessions (each session has one connection).
+    pub max_connections: usize,
+    pub max_connections_per_address: usize,
     next_tsih: AtomicU16,
     next_nexus: AtomicU64,
     /// Task set generations: bumped when a task management function clears the task sets
@@ -43,7 +49,7 @@ pub type Mailbox = Arc<dyn Fn(Finished) + Send + Sync>;
 /// The mailboxes of the nexuses in full feature phase, by nexus id.
 #[derive(Default)]
 pub struct Router {
-    mailboxes: parking_lot::Mutex<HashMap<u64, Mailbox>>,
+    mailboxes: Mutex<HashMap<u64, Mailbox>>,
 }
 
 impl Router {
@@ -84,6 +90,8 @@ impl Portal {
             // open-iscsi's own login timeout: an initiator that needs longer has given up.
             login_timeout: Duration::from_secs(15),
             discovery_chap: None,
+            max_connections: 1024,
+            max_connections_per_address: 256,
             next_tsih: AtomicU16::new(1),
             next_nexus: AtomicU64::new(1),
             task_sets: Mutex::new(BTreeMap::new()),
@@ -110,9 +118,7 @@ impl Portal {
     /// while another session cleared the task set (LOGICAL UNIT RESET, CLEAR TASK SET,
     /// TARGET RESET: SAM-5 §7.6, §7.7, §7.9) sees a different value and is not executed.
     pub fn task_set_generation(&self, node: usize, lun: u64) -> u64 {
-        let Ok(sets) = self.task_sets.lock() else {
-            return 0;
-        };
+        let sets = self.task_sets.lock();
         let get = |k| sets.get(&k).copied().unwrap_or(0);
         get((node, Some(lun))) + get((node, None))
     }
@@ -120,8 +126,6 @@ impl Portal {
     /// Record that the task sets of `lun` (or, with `None`, of every LU) on `node` were
     /// cleared.
     pub fn clear_task_sets(&self, node: usize, lun: Option<u64>) {
-        if let Ok(mut sets) = self.task_sets.lock() {
-            *sets.entry((node, lun)).or_insert(0) += 1;
-        }
+        *self.task_sets.lock().entry((node, lun)).or_insert(0) += 1;
     }
 }

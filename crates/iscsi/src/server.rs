@@ -6,10 +6,13 @@
 //! into a large buffer, lets the connection handle every complete PDU in it, then writes all
 //! responses of the batch with vectored writes.
 
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -57,6 +60,7 @@ pub async fn serve_portal(
     let registry = Arc::new(Registry::default());
     let mut tasks = JoinSet::new();
     let mut accept_failing = false;
+    let mut refusing = false;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -80,12 +84,28 @@ pub async fn serve_portal(
                         continue;
                     }
                 };
+                let Some(slot) = registry.admit(&portal, peer.ip()) else {
+                    if !std::mem::replace(&mut refusing, true) {
+                        tracing::warn!(
+                            ip = %peer.ip(),
+                            total = portal.max_connections,
+                            per_address = portal.max_connections_per_address,
+                            "connection limit reached: new connections are closed at once"
+                        );
+                    }
+                    drop(stream);
+                    continue;
+                };
+                if std::mem::take(&mut refusing) {
+                    tracing::info!("below the connection limits again");
+                }
                 let portal = portal.clone();
                 let stop = stop_rx.clone();
                 let registry = registry.clone();
                 let span = tracing::info_span!("connection", %peer);
                 tasks.spawn(
                     async move {
+                        let _slot = slot;
                         tracing::debug!("accepted");
                         // A failed connection only ends itself.
                         match run_connection(stream, peer, portal, stop, registry).await {
@@ -110,12 +130,33 @@ pub async fn serve_portal(
 /// The pause after a failed accept.
 const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Sessions in full feature phase, for session reinstatement and TARGET COLD RESET.
+/// Sessions in full feature phase, for session reinstatement and TARGET COLD RESET. Its locks
+/// do not poison: a connection task that panics ends alone, and the registry stays usable.
 #[derive(Default)]
 struct Registry {
     entries: Mutex<Vec<Entry>>,
     next_id: AtomicU64,
     throttle: Mutex<LoginThrottle>,
+    /// Open connections by peer address (their sum is the total).
+    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+/// A connection's place under the portal's limits, given back when it is dropped.
+struct Slot {
+    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.open.lock();
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
 }
 
 struct Entry {
@@ -125,6 +166,21 @@ struct Entry {
 }
 
 impl Registry {
+    /// A slot for a new connection from `ip`, unless that would pass the portal's limits.
+    fn admit(&self, portal: &Portal, ip: IpAddr) -> Option<Slot> {
+        let mut open = self.open.lock();
+        let total: usize = open.values().sum();
+        let from_ip = open.get(&ip).copied().unwrap_or(0);
+        if total >= portal.max_connections || from_ip >= portal.max_connections_per_address {
+            return None;
+        }
+        open.insert(ip, from_ip + 1);
+        Some(Slot {
+            open: self.open.clone(),
+            ip,
+        })
+    }
+
     fn id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
@@ -133,9 +189,7 @@ impl Registry {
     /// ISID) to the same node is closed: session reinstatement at ErrorRecoveryLevel 0
     /// (RFC 7143 §6.3.5).
     fn register(&self, id: u64, identity: SessionIdentity, kill: Arc<Notify>) {
-        let Ok(mut entries) = self.entries.lock() else {
-            return;
-        };
+        let mut entries = self.entries.lock();
         entries.retain(|e| {
             let same = e.identity == identity;
             if same {
@@ -151,27 +205,24 @@ impl Registry {
     }
 
     fn remove(&self, id: u64) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.retain(|e| e.id != id);
-        }
+        self.entries.lock().retain(|e| e.id != id);
     }
 
     /// Close every other session of `node` (TARGET COLD RESET, RFC 7143 §11.5.1).
     fn kill_node(&self, node: Option<usize>, except: u64) {
-        if let Ok(entries) = self.entries.lock() {
-            let mut closed = 0;
-            for e in entries
-                .iter()
-                .filter(|e| e.id != except && e.identity.node == node)
-            {
-                e.kill.notify_one();
-                closed += 1;
-            }
-            tracing::info!(
-                sessions = closed,
-                "TARGET COLD RESET closes the node's other sessions"
-            );
+        let entries = self.entries.lock();
+        let mut closed = 0;
+        for e in entries
+            .iter()
+            .filter(|e| e.id != except && e.identity.node == node)
+        {
+            e.kill.notify_one();
+            closed += 1;
         }
+        tracing::info!(
+            sessions = closed,
+            "TARGET COLD RESET closes the node's other sessions"
+        );
     }
 }
 
@@ -334,11 +385,9 @@ async fn serve_stream(
             registry.kill_node(conn.identity().and_then(|i| i.node), id);
         }
         if conn.take_login_refused() {
-            // The map stays consistent whatever panicked while holding it.
             let (pause, starts) = registry
                 .throttle
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .refused(peer.ip(), std::time::Instant::now());
             if starts {
                 tracing::warn!(

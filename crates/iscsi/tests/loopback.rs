@@ -364,6 +364,14 @@ async fn keepalive_portal(
     blocks: usize,
     nop_in_interval: Option<Duration>,
 ) -> (SocketAddr, oneshot::Sender<()>, Served) {
+    test_portal(blocks, |p| p.nop_in_interval = nop_in_interval).await
+}
+
+/// A portal on 127.0.0.1 serving one RAM disk of `blocks`, set up by `tweak`.
+async fn test_portal(
+    blocks: usize,
+    tweak: impl FnOnce(&mut iscsi::Portal),
+) -> (SocketAddr, oneshot::Sender<()>, Served) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut portal = iscsi::Portal::new(vec![TargetNode {
@@ -375,7 +383,7 @@ async fn keepalive_portal(
         chap: None,
         privileged_initiators: vec!["*".into()],
     }]);
-    portal.nop_in_interval = nop_in_interval;
+    tweak(&mut portal);
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(iscsi::server::serve_portal(
         listener,
@@ -503,4 +511,48 @@ async fn url_portal_login_and_cmdsn_window() {
     assert_eq!(ini.nop(b"u").await.unwrap(), b"u");
     ini.logout().await.unwrap();
     server.stop().await;
+}
+
+/// A TCP connection to `addr` from the loopback address `from`; whether the server closed it
+/// within half a second.
+async fn closed_at_once(addr: SocketAddr, from: [u8; 4]) -> (tokio::net::TcpStream, bool) {
+    use tokio::io::AsyncReadExt;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind((from, 0).into()).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(Duration::from_millis(500), stream.read(&mut byte)).await;
+    let closed = matches!(read, Ok(Ok(0)) | Ok(Err(_)));
+    (stream, closed)
+}
+
+/// Beyond its connection limits (here 2 per address, 3 in all) the portal closes a new
+/// connection at once; below them again it serves one.
+#[tokio::test]
+async fn connections_beyond_the_limits_are_closed() {
+    let (addr, tx, server) = test_portal(8, |p| {
+        p.max_connections = 3;
+        p.max_connections_per_address = 2;
+    })
+    .await;
+    let opts = |n: u8| LoginOptions {
+        isid: [0x80, 0, 0, 0, 0, n],
+        ..LoginOptions::new(INITIATOR, Some(TARGET))
+    };
+    let first = Initiator::connect(addr, &opts(1)).await.unwrap();
+    let mut second = Initiator::connect(addr, &opts(2)).await.unwrap();
+    let (_third, closed) = closed_at_once(addr, [127, 0, 0, 1]).await;
+    assert!(closed, "a third connection from 127.0.0.1 was served");
+    let (_other, closed) = closed_at_once(addr, [127, 0, 0, 2]).await;
+    assert!(!closed, "the first connection from 127.0.0.2 was closed");
+    let (_fourth, closed) = closed_at_once(addr, [127, 0, 0, 3]).await;
+    assert!(closed, "a fourth connection in all was served");
+    assert_eq!(second.nop(b"alive").await.unwrap(), b"alive");
+    drop(first);
+    // The server sees the close and gives the slot back.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = Initiator::connect(addr, &opts(3)).await.unwrap();
+    assert_eq!(again.nop(b"again").await.unwrap(), b"again");
+    let _ = tx.send(());
+    server.await.unwrap().unwrap();
 }
