@@ -131,7 +131,11 @@ pub fn decode_binary(value: &str) -> Option<Vec<u8>> {
 }
 
 fn decode_hex_digits(digits: &str) -> Option<Vec<u8>> {
-    if digits.is_empty() || !digits.len().is_multiple_of(2) {
+    // Digits only: from_str_radix alone would take "+4" as a byte.
+    if digits.is_empty()
+        || !digits.len().is_multiple_of(2)
+        || !digits.bytes().all(|b| b.is_ascii_hexdigit())
+    {
         return None;
     }
     (0..digits.len())
@@ -428,7 +432,7 @@ mod tests {
         assert_eq!(decode_binary("0x00ff10"), Some(vec![0, 255, 16]));
         assert_eq!(decode_binary("0XAB"), Some(vec![0xAB]));
         assert_eq!(decode_binary("0bAP8Q"), Some(vec![0, 255, 16]));
-        for bad in ["00ff", "0x", "0x0", "0xzz", "0b", "0b!!", "AAAA", "é"] {
+        for bad in ["00ff", "0x", "0x0", "0xzz", "0x21+4", "0x-1", "0b", "0b!!", "AAAA", "é"] {
             assert_eq!(decode_binary(bad), None, "{bad}");
         }
     }
