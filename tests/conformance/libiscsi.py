@@ -144,6 +144,10 @@ def main():
                 ("inquiry_version = 6", ["SCSI.Inquiry"], "@inquiry_version=6"),
                 ("read_only = true", ["SCSI.ReadOnly"], ""),
                 ("removable = true", ["SCSI.PreventAllow", "SCSI.StartStopUnit", "SCSI.NoMedia"], ""),
+                # 512e (8 logical blocks per physical block): the unaligned-unmap and data-out
+                # size cases of these suites skip unless LBPPB >= 2.
+                ("physical_block_exponent = 3",
+                 ["SCSI.WriteSame10", "SCSI.WriteSame16", "SCSI.CompareAndWrite"], "@lbppb=8"),
                 # The whole suite once more on 4 KiB logical blocks.
                 ("block_size = 4096", ["*"], "@block_size=4096"),
             ]

@@ -174,6 +174,9 @@ pub struct LunConfig {
     /// Removable medium (RMB): START STOP UNIT with LOEJ ejects and loads it.
     #[serde(default)]
     pub removable: bool,
+    /// Thin provisioning (UNMAP, WRITE SAME with UNMAP, LBPME): default on for a LUN without
+    /// a drive model, off for a modelled drive (hard disks are fully provisioned).
+    pub thin_provisioning: Option<bool>,
     /// INQUIRY VERSION: 0Dh (SPC-6) by default, which Linux requires before it probes CDL
     /// (it skips devices below SPC-5); 06h for initiators that reject later versions (libiscsi
     /// 1.19).
@@ -331,6 +334,7 @@ impl LunConfig {
             allowed_initiators: Vec::new(),
             read_only: false,
             removable: false,
+            thin_provisioning: None,
             inquiry_version: default_inquiry_version(),
             drive: None,
             queue: None,

@@ -143,6 +143,7 @@ fn build_lun(
     config.write_cache_changeable = lun.write_cache_changeable.unwrap_or(lun.write_cache);
     config.read_only = lun.read_only;
     config.removable = lun.removable;
+    config.thin_provisioning = lun.thin_provisioning.unwrap_or(device.is_none());
     config.inquiry_version = lun.inquiry_version;
     if let Some(product) = &lun.product {
         config.product = product.clone();

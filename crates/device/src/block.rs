@@ -4,7 +4,10 @@
 use crate::logical_unit::{check, LogicalUnit};
 use crate::Completion;
 use drive::MediaOp;
-use scsi::command::{ByteCheck, CacheRange, Command, ReadWrite, Verify, WriteAndVerify, WriteSame};
+use scsi::command::{
+    ByteCheck, CacheRange, Command, ReadWrite, Unmap, Verify, WriteAndVerify, WriteSame,
+};
+use scsi::provisioning::{self, ProvisioningStatus};
 use scsi::{Asc, CommandInfo, Sense, SenseKey};
 use std::sync::atomic::Ordering;
 
@@ -283,8 +286,11 @@ impl LogicalUnit {
     }
 
     /// WRITE SAME (10)/(16) (SBC-4 §5.46–5.47): the one data-out block written to every block
-    /// of the range, in writes of up to 128 KiB. WSNZ = 1, so 0 blocks is an invalid field, as
-    /// is more than MAXIMUM WRITE SAME LENGTH (the NUMBER OF LOGICAL BLOCKS field).
+    /// of the range, in writes of up to 128 KiB. WSNZ = 0: 0 blocks means every block from the
+    /// LBA to the last one. More than MAXIMUM WRITE SAME LENGTH is an invalid NUMBER OF LOGICAL
+    /// BLOCKS. With UNMAP on a thin-provisioned unit the range is deallocated instead, whatever
+    /// the block holds, and reads back as zeros (LBPRZ = 1), as Linux LIO does and libiscsi's
+    /// WriteSame*.UnmapUntilEnd expects (SBC-4 §4.7.3.4.2 leaves it to the device server).
     pub(crate) fn write_same(
         &self,
         info: &CommandInfo,
@@ -294,23 +300,39 @@ impl LogicalUnit {
         if let Err(sense) = self.check_writable() {
             return check(sense);
         }
-        // Thin provisioning (LBPWS, LBPWS10 in VPD B2h) is not offered yet.
-        if w.unmap {
+        // LBPWS/LBPWS10 are set only with thin provisioning.
+        if w.unmap && !self.config().thin_provisioning {
             return check(Sense::invalid_field_in_cdb(1, Some(3)));
         }
         let number_field = if info.cdb_length() == 10 { 7 } else { 10 };
-        let blocks = u64::from(w.number_of_logical_blocks);
-        if blocks == 0 || blocks > self.max_write_same_length() {
+        if w.lba >= self.blocks() {
+            return check(Sense::lba_out_of_range());
+        }
+        let blocks = match u64::from(w.number_of_logical_blocks) {
+            0 => self.blocks() - w.lba,
+            n => n,
+        };
+        if blocks > self.max_write_same_length() {
             return check(Sense::invalid_field_in_cdb(number_field, None));
         }
         match w.lba.checked_add(blocks) {
             Some(end) if end <= self.blocks() => {}
             _ => return check(Sense::lba_out_of_range()),
         }
+        if w.unmap {
+            return self.deallocate(w.lba, blocks);
+        }
         let bs = self.block_size() as usize;
-        // As with WRITE, a short data-out (no whole block) writes nothing.
-        let Some(block) = data_out.get(..bs) else {
-            return Completion::GOOD;
+        let zeros;
+        let block = if w.ndob {
+            zeros = vec![0u8; bs];
+            &zeros[..]
+        } else {
+            // As with WRITE, a short data-out (no whole block) writes nothing.
+            let Some(block) = data_out.get(..bs) else {
+                return Completion::GOOD;
+            };
+            block
         };
         let per_write = ((128 << 10) / bs).max(1) as u64;
         let pattern = block.repeat(per_write.min(blocks) as usize);
@@ -323,6 +345,133 @@ impl LogicalUnit {
             }
             lba += n as u64;
         }
+        Completion::GOOD
+    }
+
+    /// Deallocate `blocks` from `lba` (the range is checked): the store frees what its
+    /// granularity allows and zeroes the rest. With the write cache off the change is made
+    /// durable before GOOD, as a write's would be.
+    fn deallocate(&self, lba: u64, blocks: u64) -> Completion {
+        let bs = u64::from(self.block_size());
+        let mut done = self.store.punch_hole(lba * bs, blocks * bs);
+        if done.is_ok() && !self.wce.load(Ordering::Relaxed) {
+            done = self.store.flush();
+        }
+        match done {
+            Ok(()) => Completion::GOOD,
+            Err(e) => self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, Some(lba)),
+        }
+    }
+
+    /// UNMAP (SBC-4 §5.30): every descriptor is checked (LBA range, MAXIMUM UNMAP LBA COUNT
+    /// and BLOCK DESCRIPTOR COUNT) before any range is deallocated. A PARAMETER LIST LENGTH of
+    /// 0 unmaps nothing.
+    pub(crate) fn unmap(&self, u: &Unmap, data_out: &[u8]) -> Completion {
+        if let Err(sense) = self.check_writable() {
+            return check(sense);
+        }
+        if u.parameter_list_length == 0 {
+            return Completion::GOOD;
+        }
+        let Some(list) = data_out.get(..usize::from(u.parameter_list_length)) else {
+            return check(Sense::new(
+                SenseKey::IllegalRequest,
+                Asc::PARAMETER_LIST_LENGTH_ERROR,
+            ));
+        };
+        let descriptors = match provisioning::unmap_descriptors(list) {
+            Ok(d) => d,
+            Err(sense) => return check(sense),
+        };
+        let limits = self.block_limits();
+        if descriptors.len() as u64 > u64::from(limits.maximum_unmap_block_descriptor_count) {
+            return check(Sense::invalid_field_in_parameter_list(2, None));
+        }
+        let mut total: u64 = 0;
+        for (i, d) in descriptors.iter().enumerate() {
+            let blocks = u64::from(d.number_of_logical_blocks);
+            match d.lba.checked_add(blocks) {
+                Some(end) if end <= self.blocks() => {}
+                _ => return check(Sense::lba_out_of_range()),
+            }
+            total += blocks;
+            if total > u64::from(limits.maximum_unmap_lba_count) {
+                // The NUMBER OF LOGICAL BLOCKS of the descriptor that passed the limit.
+                let field = u16::try_from(8 + 16 * i + 8).unwrap_or(u16::MAX);
+                return check(Sense::invalid_field_in_parameter_list(field, None));
+            }
+        }
+        for d in descriptors
+            .iter()
+            .filter(|d| d.number_of_logical_blocks != 0)
+        {
+            let done = self.deallocate(d.lba, d.number_of_logical_blocks.into());
+            if done != Completion::GOOD {
+                return done;
+            }
+        }
+        Completion::GOOD
+    }
+
+    /// GET LBA STATUS (SBC-4 §5.8): the extents from `lba` on, each mapped or deallocated, as
+    /// many as fit the allocation length (at least one; at most 64 per command). A fully
+    /// provisioned unit reports every block mapped.
+    pub(crate) fn get_lba_status(
+        &self,
+        lba: u64,
+        allocation_length: u32,
+        data_in: &mut Vec<u8>,
+    ) -> Completion {
+        if lba >= self.blocks() {
+            return check(Sense::lba_out_of_range());
+        }
+        let bs = u64::from(self.block_size());
+        let wanted = (allocation_length.saturating_sub(8) / 16).clamp(1, 64) as usize;
+        let mut extents = Vec::with_capacity(wanted);
+        let mut at = lba;
+        while extents.len() < wanted && at < self.blocks() {
+            // A descriptor counts at most u32::MAX blocks.
+            let span = (self.blocks() - at).min(u64::from(u32::MAX));
+            // Every block of a fully provisioned unit is mapped, whatever the store holds.
+            let extent = if self.config().thin_provisioning {
+                self.store.extent(at * bs, span * bs)
+            } else {
+                Ok((true, span * bs))
+            };
+            let (mapped, bytes) = match extent {
+                Ok(e) => e,
+                Err(e) => {
+                    return self.io_error(
+                        &e,
+                        SenseKey::MediumError,
+                        Asc::UNRECOVERED_READ_ERROR,
+                        Some(at),
+                    )
+                }
+            };
+            // Extents are whole blocks: a block partly allocated counts as mapped.
+            let blocks = if mapped {
+                bytes.div_ceil(bs)
+            } else {
+                bytes / bs
+            };
+            let (status, blocks) = match blocks {
+                0 => (ProvisioningStatus::Mapped, 1),
+                n => {
+                    let s = if mapped {
+                        ProvisioningStatus::Mapped
+                    } else {
+                        ProvisioningStatus::Deallocated
+                    };
+                    (s, n)
+                }
+            };
+            extents.push((at, blocks as u32, status));
+            at += blocks;
+        }
+        let start = data_in.len();
+        provisioning::lba_status(&extents, data_in);
+        crate::logical_unit::truncate(data_in, start, allocation_length);
         Completion::GOOD
     }
 

@@ -37,6 +37,10 @@ pub struct LuConfig {
     pub inquiry_version: u8,
     /// MEDIUM ROTATION RATE in VPD B1h: 1 = non-rotating, or the RPM of a modelled disk.
     pub medium_rotation_rate: u16,
+    /// Thin provisioning (SBC-4 §4.7.3.2): LBPME and LBPRZ in READ CAPACITY (16), UNMAP and
+    /// WRITE SAME with UNMAP deallocate what the store can free; otherwise fully provisioned
+    /// (UNMAP is not supported).
+    pub thin_provisioning: bool,
     /// MAXIMUM TRANSFER LENGTH in VPD B0h, in bytes (converted to blocks).
     pub max_transfer_bytes: u32,
     /// Where a logical unit that can save mode parameters (one with a device queue) keeps
@@ -67,6 +71,7 @@ impl LuConfig {
             removable: false,
             inquiry_version: 0x0D,
             medium_rotation_rate: 1,
+            thin_provisioning: true,
             max_transfer_bytes: 8 << 20,
             saved_mode_path: None,
         }

@@ -205,7 +205,7 @@ impl LogicalUnit {
     /// or `req.data_out`) when its verdict lets it, and returns its status.
     pub fn complete(&self, f: &Finished, req: &Request, data_in: &mut Vec<u8>) -> Completion {
         match &f.verdict {
-            Verdict::Run => match scsi::decode(req.cdb) {
+            Verdict::Run => match self.decode(req.cdb) {
                 Ok((info, cmd)) => self.run(req, info, cmd, data_in),
                 Err(sense) => check(sense),
             },

@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use scsi::command::{Command, DataLength, Inquiry, ModeSelect, StartStopUnit};
 use scsi::inquiry::{self, vpd, BlockLimits, DeviceIdentifiers, StandardInquiry};
 use scsi::mode::{self, ModeContext, ModeParameters};
+use scsi::provisioning;
 use scsi::{rsoc, Asc, CommandInfo, Sense, SenseKey, Status};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,8 +109,24 @@ impl LogicalUnit {
             maximum_transfer_length: max_blocks,
             optimal_transfer_length: max_blocks.min((1 << 20) / config.block_size),
             maximum_prefetch_length: max_blocks,
-            // Bounded so one command cannot hold a connection for long (32 MiB at 512 B).
-            maximum_write_same_length: 1 << 16,
+            // Bounded so one command cannot hold a connection for long (32 MiB at 512 B). One
+            // block short of 2^16: libiscsi 1.19's WriteSame16.Unmap writes as many blocks as
+            // this allows from 65,536 with one WRITE(16), beyond our MAXIMUM TRANSFER LENGTH.
+            maximum_write_same_length: (1 << 16) - 1,
+            // Deallocating is cheap (chunks dropped, holes punched) whatever the length.
+            maximum_unmap_lba_count: if config.thin_provisioning {
+                u32::MAX
+            } else {
+                0
+            },
+            maximum_unmap_block_descriptor_count: if config.thin_provisioning { 256 } else { 0 },
+            optimal_unmap_granularity: if config.thin_provisioning {
+                u32::try_from(store.unmap_granularity() / u64::from(config.block_size))
+                    .unwrap_or(u32::MAX)
+                    .max(1)
+            } else {
+                0
+            },
         };
         let default_mode = ModeParameters {
             wce: config.write_cache,
@@ -194,6 +211,23 @@ impl LogicalUnit {
     /// MAXIMUM WRITE SAME LENGTH (VPD B0h) in logical blocks.
     pub fn max_write_same_length(&self) -> u64 {
         self.block_limits.maximum_write_same_length
+    }
+
+    /// What this logical unit supports of the command table.
+    pub fn features(&self) -> rsoc::Features {
+        rsoc::Features {
+            cdl: self.has_device_queue(),
+            thin_provisioning: self.config.thin_provisioning,
+        }
+    }
+
+    /// A CDB through the command table, refusing what this unit does not support.
+    pub(crate) fn decode(&self, cdb: &[u8]) -> Result<(&'static CommandInfo, Command), Sense> {
+        let (info, cmd) = scsi::decode(cdb)?;
+        if !self.features().supports(info) {
+            return Err(Sense::invalid_command_operation_code());
+        }
+        Ok((info, cmd))
     }
 
     /// Whether sense data should be in descriptor format (Control mode page D_SENSE).
@@ -355,7 +389,7 @@ impl LogicalUnit {
                 Asc::INVALID_MESSAGE_ERROR,
             )));
         }
-        let (info, cmd) = scsi::decode(req.cdb).map_err(check)?;
+        let (info, cmd) = self.decode(req.cdb).map_err(check)?;
         let needs_medium = cmd.accesses_medium()
             || matches!(
                 cmd,
@@ -428,6 +462,9 @@ impl LogicalUnit {
                 p[0..8].copy_from_slice(&(self.blocks - 1).to_be_bytes());
                 p[8..12].copy_from_slice(&self.config.block_size.to_be_bytes());
                 p[13] = self.config.physical_block_exponent & 0x0F; // LBPPBE
+                if self.config.thin_provisioning {
+                    p[14] = 0x80 | 0x40; // LBPME, LBPRZ: deallocated blocks read as zeros
+                }
                 data_in.extend_from_slice(&p);
                 truncate(data_in, start, allocation_length);
                 Completion::GOOD
@@ -443,6 +480,11 @@ impl LogicalUnit {
             Command::CompareAndWrite(rw) => self.compare_and_write(&rw, req.data_out),
             Command::WriteAndVerify(w) => self.write_and_verify(info, &w, req.data_out),
             Command::WriteSame(w) => self.write_same(info, &w, req.data_out),
+            Command::Unmap(u) => self.unmap(&u, req.data_out),
+            Command::GetLbaStatus {
+                lba,
+                allocation_length,
+            } => self.get_lba_status(lba, allocation_length, data_in),
             Command::Verify(v) => self.verify(info, &v, req.data_out),
             Command::SynchronizeCache(r) => self.synchronize_cache(&r),
             Command::PreFetch(r) => self.pre_fetch(&r),
@@ -523,7 +565,7 @@ impl LogicalUnit {
                 Completion::GOOD
             }
             Command::ReportSupportedOperationCodes(r) => {
-                match rsoc::report_supported_operation_codes(&r, self.has_device_queue(), data_in) {
+                match rsoc::report_supported_operation_codes(&r, self.features(), data_in) {
                     Ok(()) => {
                         truncate(data_in, start, r.allocation_length);
                         Completion::GOOD
@@ -575,7 +617,11 @@ impl LogicalUnit {
                     p,
                     self.config.medium_rotation_rate,
                 ),
-                vpd::LOGICAL_BLOCK_PROVISIONING => inquiry::logical_block_provisioning(data_in, p),
+                vpd::LOGICAL_BLOCK_PROVISIONING => provisioning::logical_block_provisioning(
+                    data_in,
+                    p,
+                    self.config.thin_provisioning,
+                ),
                 _ => return check(Sense::invalid_field_in_cdb(2, None)),
             }
         }

@@ -81,7 +81,7 @@ impl Target {
                 _ => Err(lun_not_supported()),
             };
         };
-        let (info, cmd) = decoded?;
+        let (info, cmd) = lu.decode(cdb)?;
         lu.transfer(info, &cmd)
     }
 

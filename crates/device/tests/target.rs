@@ -987,27 +987,45 @@ fn write_same_fills_the_range() {
         back[512 * 301..].iter().all(|&b| b == 0),
         "block after untouched"
     );
-    // WSNZ: zero blocks is refused; so is the range end past capacity.
+    // WSNZ = 0: zero blocks is every block from the LBA on; the range end past capacity is
+    // refused.
     assert_eq!(
-        run(&t, &n, 0, &ws10(0, 0), &block).0.sense,
-        Some(Sense::invalid_field_in_cdb(7, None))
+        run(&t, &n, 0, &ws10(BLOCKS as u32 - 4, 0), &block).0,
+        Completion::GOOD
     );
+    let (_, back) = run(&t, &n, 0, &read10(BLOCKS as u32 - 4, 4), &[]);
+    assert!(back.chunks(512).all(|b| b == &block[..]));
     assert_eq!(
         sense_of(&run(&t, &n, 0, &ws10(BLOCKS as u32 - 1, 2), &block).0).1,
         Asc::LBA_OUT_OF_RANGE
     );
-    // UNMAP without thin provisioning (after the write-protect check, as libiscsi's ReadOnly
-    // test expects).
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &ws10(BLOCKS as u32, 0), &block).0).1,
+        Asc::LBA_OUT_OF_RANGE
+    );
+    // UNMAP on a fully provisioned unit (after the write-protect check, as libiscsi's
+    // ReadOnly test expects).
+    let full = Target::new(vec![(
+        0,
+        ram_lu(LuConfig {
+            thin_provisioning: false,
+            ..LuConfig::new("iqn.test:t", 0, BLOCKS * 512)
+        }),
+    )]);
+    let fnx = ready(&full, 1);
     let mut unmap = ws10(0, 1);
     unmap[1] = 0x08;
     assert_eq!(
-        run(&t, &n, 0, &unmap, &block).0.sense,
+        run(&full, &fnx, 0, &unmap, &block).0.sense,
         Some(Sense::invalid_field_in_cdb(1, Some(3)))
     );
-    // Block Limits advertises WSNZ and the maximum length.
+    // Block Limits advertises WSNZ = 0 and the maximum length.
     let (_, bl) = run(&t, &n, 0, &[0x12, 1, 0xB0, 0, 255, 0], &[]);
-    assert_eq!(bl[4] & 1, 1);
-    assert_eq!(u64::from_be_bytes(bl[36..44].try_into().unwrap()), 1 << 16);
+    assert_eq!(bl[4] & 1, 0);
+    assert_eq!(
+        u64::from_be_bytes(bl[36..44].try_into().unwrap()),
+        (1 << 16) - 1
+    );
 }
 
 #[test]
@@ -1193,4 +1211,201 @@ fn read_defect_data_reports_empty_lists() {
     // Reserved bits are refused with the field pointer (byte 2 bit 5).
     let (c, _) = run(&t, &n, 0, &[0x37, 0, 0x20, 0, 0, 0, 0, 0, 32, 0], &[]);
     assert_eq!(c.sense, Some(Sense::invalid_field_in_cdb(2, Some(5))));
+}
+
+/// UNMAP parameter list for `ranges` (SBC-4 table 121).
+fn unmap_list(ranges: &[(u64, u32)]) -> Vec<u8> {
+    let n = 16 * ranges.len() as u16;
+    let mut l = Vec::new();
+    l.extend_from_slice(&(n + 6).to_be_bytes());
+    l.extend_from_slice(&n.to_be_bytes());
+    l.extend_from_slice(&[0; 4]);
+    for (lba, blocks) in ranges {
+        l.extend_from_slice(&lba.to_be_bytes());
+        l.extend_from_slice(&blocks.to_be_bytes());
+        l.extend_from_slice(&[0; 4]);
+    }
+    l
+}
+
+fn unmap_cdb(len: usize) -> [u8; 10] {
+    let mut c = [0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    c[7..9].copy_from_slice(&(len as u16).to_be_bytes());
+    c
+}
+
+fn get_lba_status(lba: u64, alloc: u32) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[0] = 0x9E;
+    c[1] = 0x12;
+    c[2..10].copy_from_slice(&lba.to_be_bytes());
+    c[10..14].copy_from_slice(&alloc.to_be_bytes());
+    c
+}
+
+/// (LBA, blocks, provisioning status) of each GET LBA STATUS descriptor.
+fn lba_status(data: &[u8]) -> Vec<(u64, u32, u8)> {
+    data[8..]
+        .chunks(16)
+        .map(|d| {
+            (
+                u64::from_be_bytes(d[0..8].try_into().unwrap()),
+                u32::from_be_bytes(d[8..12].try_into().unwrap()),
+                d[12] & 0x0F,
+            )
+        })
+        .collect()
+}
+
+/// Thin provisioning (SBC-4 §4.7) on a RAM LU of 8 MiB (1 MiB chunks = 2048 blocks):
+/// READ CAPACITY (16) and the VPD pages say so, UNMAP and WRITE SAME with UNMAP deallocate
+/// whole chunks and zero the rest, GET LBA STATUS reports it, bad lists are refused before
+/// anything changes; a fully provisioned LU refuses UNMAP and does not report it.
+#[test]
+fn thin_provisioning_deallocates_and_reports_it() {
+    const N: u64 = 16384;
+    let t = Target::new(vec![(0, ram_lu(LuConfig::new("iqn.test:t", 0, N * 512)))]);
+    let n = ready(&t, 1);
+    let (_, rc16) = run(
+        &t,
+        &n,
+        0,
+        &[0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0],
+        &[],
+    );
+    assert_eq!(rc16[14] & 0xC0, 0xC0, "LBPME and LBPRZ");
+    let (_, lbp) = run(&t, &n, 0, &[0x12, 1, 0xB2, 0, 255, 0], &[]);
+    assert_eq!(
+        (lbp[5], lbp[6] & 7),
+        (0xE4, 0b010),
+        "LBPU LBPWS LBPWS10 LBPRZ, thin"
+    );
+    let (_, bl) = run(&t, &n, 0, &[0x12, 1, 0xB0, 0, 255, 0], &[]);
+    let be32 = |at: usize| u32::from_be_bytes(bl[at..at + 4].try_into().unwrap());
+    assert_eq!((be32(20), be32(24), be32(28)), (u32::MAX, 256, 2048));
+    assert_eq!(bl[32] & 0x80, 0x80, "UGAVALID");
+
+    // Write everything, then unmap 1.5 chunks from chunk 1.
+    assert_eq!(
+        run(
+            &t,
+            &n,
+            0,
+            &write16(0, N as u32, false),
+            &vec![0xAB; (N * 512) as usize]
+        )
+        .0,
+        Completion::GOOD
+    );
+    let (_, st) = run(&t, &n, 0, &get_lba_status(0, 1024), &[]);
+    assert_eq!(lba_status(&st), [(0, N as u32, 0)]);
+    let list = unmap_list(&[(2048, 3072), (100, 0)]);
+    assert_eq!(
+        t.transfer(&nexus(1), 0, &unmap_cdb(list.len())),
+        Ok(Transfer::Out(list.len() as u32))
+    );
+    assert_eq!(
+        run(&t, &n, 0, &unmap_cdb(list.len()), &list).0,
+        Completion::GOOD
+    );
+    let (_, back) = run(&t, &n, 0, &read10(2047, 3074), &[]);
+    assert!(back[..512].iter().all(|&b| b == 0xAB));
+    assert!(back[512..512 * 3073].iter().all(|&b| b == 0));
+    assert!(back[512 * 3073..].iter().all(|&b| b == 0xAB));
+    let (_, st) = run(&t, &n, 0, &get_lba_status(0, 1024), &[]);
+    assert_eq!(
+        lba_status(&st),
+        [(0, 2048, 0), (2048, 2048, 1), (4096, (N - 4096) as u32, 0)]
+    );
+    // The allocation length bounds the descriptors gathered (and the PARAMETER DATA LENGTH).
+    let (_, st) = run(&t, &n, 0, &get_lba_status(100, 24), &[]);
+    assert_eq!(lba_status(&st), [(100, 1948, 0)]);
+    assert_eq!(u32::from_be_bytes(st[0..4].try_into().unwrap()), 4 + 16);
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &get_lba_status(N, 24), &[]).0).1,
+        Asc::LBA_OUT_OF_RANGE
+    );
+
+    // WRITE SAME(16) with UNMAP deallocates, whatever its block holds.
+    let mut ws16 = [0u8; 16];
+    ws16[0] = 0x93;
+    ws16[1] = 0x08;
+    ws16[2..10].copy_from_slice(&8192u64.to_be_bytes());
+    ws16[10..14].copy_from_slice(&4096u32.to_be_bytes());
+    assert_eq!(run(&t, &n, 0, &ws16, &[0; 512]).0, Completion::GOOD);
+    let (_, st) = run(&t, &n, 0, &get_lba_status(8192, 24), &[]);
+    assert_eq!(lba_status(&st), [(8192, 4096, 1)]);
+    assert_eq!(
+        run(&t, &n, 0, &write16(8192, 1, false), &[7; 512]).0,
+        Completion::GOOD
+    );
+    assert_eq!(run(&t, &n, 0, &ws16, &[7; 512]).0, Completion::GOOD);
+    let (_, back) = run(&t, &n, 0, &read10(8192, 1), &[]);
+    assert!(back.iter().all(|&b| b == 0));
+
+    // NDOB: no Data-Out buffer; the blocks are written with zeros (or deallocated with UNMAP).
+    assert_eq!(
+        run(&t, &n, 0, &write16(100, 1, false), &[7; 512]).0,
+        Completion::GOOD
+    );
+    let mut ndob = [0u8; 16];
+    ndob[0] = 0x93;
+    ndob[1] = 0x01;
+    ndob[2..10].copy_from_slice(&100u64.to_be_bytes());
+    ndob[10..14].copy_from_slice(&1u32.to_be_bytes());
+    assert_eq!(t.transfer(&nexus(1), 0, &ndob), Ok(Transfer::Out(0)));
+    assert_eq!(run(&t, &n, 0, &ndob, &[]).0, Completion::GOOD);
+    let (_, back) = run(&t, &n, 0, &read10(100, 1), &[]);
+    assert!(back.iter().all(|&b| b == 0));
+    let (_, st) = run(&t, &n, 0, &get_lba_status(100, 24), &[]);
+    assert_eq!(lba_status(&st)[0].2, 0, "written, not deallocated");
+
+    // Refused before anything changes: a range past the end, too many descriptors, a short
+    // list; a PARAMETER LIST LENGTH of 0 does nothing.
+    let bad = unmap_list(&[(0, 2048), (N - 1, 2)]);
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &unmap_cdb(bad.len()), &bad).0).1,
+        Asc::LBA_OUT_OF_RANGE
+    );
+    let many = unmap_list(&vec![(0, 1); 257]);
+    assert_eq!(
+        run(&t, &n, 0, &unmap_cdb(many.len()), &many).0.sense,
+        Some(Sense::invalid_field_in_parameter_list(2, None))
+    );
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &unmap_cdb(4), &[0; 4]).0).1,
+        Asc::PARAMETER_LIST_LENGTH_ERROR
+    );
+    assert_eq!(run(&t, &n, 0, &unmap_cdb(0), &[]).0, Completion::GOOD);
+    let (_, back) = run(&t, &n, 0, &read10(0, 1), &[]);
+    assert!(back.iter().all(|&b| b == 0xAB), "nothing was unmapped");
+
+    // A fully provisioned LU: UNMAP is not a command it has, GET LBA STATUS says mapped.
+    let full = Target::new(vec![(
+        0,
+        ram_lu(LuConfig {
+            thin_provisioning: false,
+            ..LuConfig::new("iqn.test:t", 0, N * 512)
+        }),
+    )]);
+    let fnx = ready(&full, 1);
+    let list = unmap_list(&[(0, 1)]);
+    assert_eq!(
+        full.transfer(&fnx, 0, &unmap_cdb(list.len())),
+        Err(Sense::invalid_command_operation_code())
+    );
+    assert_eq!(
+        sense_of(&run(&full, &fnx, 0, &unmap_cdb(list.len()), &list).0).1,
+        Asc::INVALID_COMMAND_OPERATION_CODE
+    );
+    let (_, rc16) = run(
+        &full,
+        &fnx,
+        0,
+        &[0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0],
+        &[],
+    );
+    assert_eq!(rc16[14] & 0xC0, 0);
+    let (_, st) = run(&full, &fnx, 0, &get_lba_status(0, 24), &[]);
+    assert_eq!(lba_status(&st), [(0, N as u32, 0)]);
 }

@@ -432,7 +432,9 @@ mod tests {
         assert_eq!(decode_binary("0x00ff10"), Some(vec![0, 255, 16]));
         assert_eq!(decode_binary("0XAB"), Some(vec![0xAB]));
         assert_eq!(decode_binary("0bAP8Q"), Some(vec![0, 255, 16]));
-        for bad in ["00ff", "0x", "0x0", "0xzz", "0x21+4", "0x-1", "0b", "0b!!", "AAAA", "é"] {
+        for bad in [
+            "00ff", "0x", "0x0", "0xzz", "0x21+4", "0x-1", "0b", "0b!!", "AAAA", "é",
+        ] {
             assert_eq!(decode_binary(bad), None, "{bad}");
         }
     }

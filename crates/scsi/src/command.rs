@@ -51,9 +51,18 @@ pub struct WriteAndVerify {
 pub struct WriteSame {
     /// UNMAP (byte 1 bit 3): deallocate instead of writing; needs LBPWS/LBPWS10.
     pub unmap: bool,
+    /// NDOB (WRITE SAME (16) byte 1 bit 0): no Data-Out buffer; the block is all zeros.
+    pub ndob: bool,
     pub lba: u64,
     pub number_of_logical_blocks: u32,
     pub group_number: u8,
+}
+
+/// UNMAP (SBC-4 §5.30, table 120): deallocate the ranges of the parameter list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unmap {
+    pub group_number: u8,
+    pub parameter_list_length: u16,
 }
 
 /// SYNCHRONIZE CACHE (10)/(16) (SBC-4 §5.32–5.33) and PRE-FETCH (10)/(16) (SBC-4 §5.9–5.10):
@@ -192,6 +201,11 @@ pub enum Command {
     ReadCapacity16 {
         allocation_length: u32,
     },
+    /// GET LBA STATUS (SBC-4 §5.8): the provisioning status of the blocks from `lba` on.
+    GetLbaStatus {
+        lba: u64,
+        allocation_length: u32,
+    },
     Read(ReadWrite),
     Write(ReadWrite),
     /// ORWRITE (16): OR the data-out into the medium (SBC-4 §5.8).
@@ -201,6 +215,7 @@ pub enum Command {
     CompareAndWrite(ReadWrite),
     WriteAndVerify(WriteAndVerify),
     WriteSame(WriteSame),
+    Unmap(Unmap),
     Verify(Verify),
     SynchronizeCache(CacheRange),
     PreFetch(CacheRange),
@@ -261,11 +276,15 @@ impl Command {
                 allocation_length, ..
             } => InBytes(allocation_length),
             Command::ReadCapacity10 => InBytes(8),
-            Command::ReadCapacity16 { allocation_length } => InBytes(allocation_length),
+            Command::ReadCapacity16 { allocation_length }
+            | Command::GetLbaStatus {
+                allocation_length, ..
+            } => InBytes(allocation_length),
             Command::Read(rw) => InBlocks(rw.transfer_length),
             Command::Write(rw) | Command::OrWrite(rw) => OutBlocks(rw.transfer_length),
             Command::WriteAndVerify(w) => OutBlocks(w.transfer_length),
-            Command::WriteSame(_) => OutBlocks(1),
+            Command::WriteSame(w) => OutBlocks(u32::from(!w.ndob)),
+            Command::Unmap(u) => OutBytes(u.parameter_list_length.into()),
             Command::CompareAndWrite(rw) => OutBlocks(rw.transfer_length * 2),
             Command::Verify(v) => match v.bytchk {
                 ByteCheck::None => None,
@@ -293,6 +312,8 @@ impl Command {
                 | Command::CompareAndWrite(_)
                 | Command::WriteAndVerify(_)
                 | Command::WriteSame(_)
+                | Command::Unmap(_)
+                | Command::GetLbaStatus { .. }
                 | Command::Verify(_)
                 | Command::SynchronizeCache(_)
                 | Command::PreFetch(_)

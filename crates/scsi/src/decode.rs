@@ -206,20 +206,38 @@ pub(crate) fn read_defect_data12(c: &[u8]) -> Decoded {
 pub(crate) fn write_same10(c: &[u8]) -> Decoded {
     Ok(Command::WriteSame(WriteSame {
         unmap: bit(c, 1, 3),
+        ndob: false,
         lba: be32(c, 2).into(),
         number_of_logical_blocks: be16(c, 7).into(),
         group_number: u8_at(c, 6) & 0x3F,
     }))
 }
 
-/// WRITE SAME (16) (SBC-4 §5.47, table 125); NDOB is not supported either.
+/// WRITE SAME (16) (SBC-4 §5.47, table 125), with NDOB.
 pub(crate) fn write_same16(c: &[u8]) -> Decoded {
     Ok(Command::WriteSame(WriteSame {
         unmap: bit(c, 1, 3),
+        ndob: bit(c, 1, 0),
         lba: be64(c, 2),
         number_of_logical_blocks: be32(c, 10),
         group_number: u8_at(c, 14) & 0x3F,
     }))
+}
+
+/// UNMAP (SBC-4 §5.30, table 120); ANCHOR is outside the usage mask (ANC_SUP = 0).
+pub(crate) fn unmap(c: &[u8]) -> Decoded {
+    Ok(Command::Unmap(Unmap {
+        group_number: u8_at(c, 6) & 0x3F,
+        parameter_list_length: be16(c, 7),
+    }))
+}
+
+/// GET LBA STATUS (SBC-4 §5.8, table 69); REPORT TYPE is outside the usage mask (all LBAs).
+pub(crate) fn get_lba_status(c: &[u8]) -> Decoded {
+    Ok(Command::GetLbaStatus {
+        lba: be64(c, 2),
+        allocation_length: be32(c, 10),
+    })
 }
 
 /// BYTCHK in byte 1 bits 2:1 (SBC-4 table 89): 10b is reserved.

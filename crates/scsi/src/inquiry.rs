@@ -77,13 +77,13 @@ pub mod vpd {
 
 /// Start a VPD page: byte 0 peripheral, byte 1 page code, bytes 2–3 PAGE LENGTH (patched by
 /// [`end_page`]). Returns the page's start offset.
-fn begin_page(out: &mut Vec<u8>, peripheral: u8, page: u8) -> usize {
+pub(crate) fn begin_page(out: &mut Vec<u8>, peripheral: u8, page: u8) -> usize {
     let start = out.len();
     out.extend_from_slice(&[peripheral, page, 0, 0]);
     start
 }
 
-fn end_page(out: &mut [u8], start: usize) {
+pub(crate) fn end_page(out: &mut [u8], start: usize) {
     let len = (out.len() - start - 4) as u16;
     out[start + 2..start + 4].copy_from_slice(&len.to_be_bytes());
 }
@@ -164,20 +164,34 @@ pub struct BlockLimits {
     pub maximum_transfer_length: u32,
     pub optimal_transfer_length: u32,
     pub maximum_prefetch_length: u32,
-    /// MAXIMUM WRITE SAME LENGTH; WSNZ is set, so 0 blocks ("to the end") is refused.
+    /// MAXIMUM WRITE SAME LENGTH; WSNZ is clear, so 0 blocks means "to the last LBA" when
+    /// that many blocks are within it.
     pub maximum_write_same_length: u64,
+    /// MAXIMUM UNMAP LBA COUNT and MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT; 0 without thin
+    /// provisioning (UNMAP is not supported).
+    pub maximum_unmap_lba_count: u32,
+    pub maximum_unmap_block_descriptor_count: u32,
+    /// OPTIMAL UNMAP GRANULARITY: ranges of this many blocks, aligned to it (UGAVALID with an
+    /// UNMAP GRANULARITY ALIGNMENT of 0), are deallocated; the rest of an unmapped range is
+    /// written with zeros.
+    pub optimal_unmap_granularity: u32,
 }
 
 /// Block Limits (SBC-4 §6.6.4, table 213).
 pub fn block_limits(out: &mut Vec<u8>, peripheral: u8, l: &BlockLimits) {
     let s = begin_page(out, peripheral, vpd::BLOCK_LIMITS);
     let mut p = [0u8; 60];
-    p[0] = 0x01; // WSNZ
     p[1] = l.maximum_compare_and_write_length;
     p[2..4].copy_from_slice(&l.optimal_transfer_length_granularity.to_be_bytes());
     p[4..8].copy_from_slice(&l.maximum_transfer_length.to_be_bytes());
     p[8..12].copy_from_slice(&l.optimal_transfer_length.to_be_bytes());
     p[12..16].copy_from_slice(&l.maximum_prefetch_length.to_be_bytes());
+    p[16..20].copy_from_slice(&l.maximum_unmap_lba_count.to_be_bytes());
+    p[20..24].copy_from_slice(&l.maximum_unmap_block_descriptor_count.to_be_bytes());
+    if l.optimal_unmap_granularity != 0 {
+        p[24..28].copy_from_slice(&l.optimal_unmap_granularity.to_be_bytes());
+        p[28] = 0x80; // UGAVALID, UNMAP GRANULARITY ALIGNMENT 0
+    }
     p[32..40].copy_from_slice(&l.maximum_write_same_length.to_be_bytes());
     out.extend_from_slice(&p);
     end_page(out, s);
@@ -190,14 +204,6 @@ pub fn block_device_characteristics(out: &mut Vec<u8>, peripheral: u8, medium_ro
     let mut p = [0u8; 60];
     p[0..2].copy_from_slice(&medium_rotation_rate.to_be_bytes());
     out.extend_from_slice(&p);
-    end_page(out, s);
-}
-
-/// Logical Block Provisioning (SBC-4 §6.6.6, table 217): fully provisioned for now (LBPME = 0
-/// in READ CAPACITY (16), no LBPU/LBPWS/LBPWS10).
-pub fn logical_block_provisioning(out: &mut Vec<u8>, peripheral: u8) {
-    let s = begin_page(out, peripheral, vpd::LOGICAL_BLOCK_PROVISIONING);
-    out.extend_from_slice(&[0, 0, 0, 0]);
     end_page(out, s);
 }
 
@@ -240,7 +246,7 @@ mod tests {
         device_identification(&mut pages[2], 0, &ids);
         extended_inquiry_data(&mut pages[3], 0);
         block_device_characteristics(&mut pages[4], 0, 1);
-        logical_block_provisioning(&mut pages[5], 0);
+        crate::provisioning::logical_block_provisioning(&mut pages[5], 0, true);
         for p in &pages {
             assert_eq!(u16::from_be_bytes([p[2], p[3]]) as usize, p.len() - 4);
         }

@@ -6,6 +6,23 @@ use crate::command::ReportSupportedOperationCodes;
 use crate::sense::Sense;
 use crate::table::{has_service_actions, lookup, CommandInfo, COMMANDS};
 
+/// What a logical unit supports beyond the common command set: which table entries it reports
+/// and how.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    /// Command duration limits: READ/WRITE(16)/(32) report their CDL page.
+    pub cdl: bool,
+    /// Thin provisioning: UNMAP is supported.
+    pub thin_provisioning: bool,
+}
+
+impl Features {
+    /// Whether the logical unit runs the table entry `info`.
+    pub fn supports(&self, info: &CommandInfo) -> bool {
+        !info.thin_provisioning || self.thin_provisioning
+    }
+}
+
 /// SUPPORT field values (SPC-5 table 264).
 const SUPPORT_NOT_SUPPORTED: u8 = 0b001;
 const SUPPORT_STANDARD: u8 = 0b011;
@@ -31,10 +48,11 @@ fn command_timeouts_descriptor(info: &CommandInfo, out: &mut Vec<u8>) {
 
 /// All_commands parameter data (SPC-5 table 261) with command descriptors (SPC-6 command
 /// descriptor format: byte 5 holds RWCDLP, MLU, CDLP, CTDP and SERVACTV).
-fn all_commands(rctd: bool, cdl: bool, out: &mut Vec<u8>) {
+fn all_commands(rctd: bool, features: Features, out: &mut Vec<u8>) {
     let start = out.len();
     out.extend_from_slice(&[0; 4]);
-    for info in COMMANDS {
+    let cdl = features.cdl;
+    for info in COMMANDS.iter().filter(|i| features.supports(i)) {
         let sa = info.service_action.unwrap_or(0);
         out.extend_from_slice(&[info.opcode(), 0]);
         out.extend_from_slice(&sa.to_be_bytes());
@@ -71,8 +89,8 @@ fn one_command(info: Option<&CommandInfo>, rctd: bool, cdl: bool, out: &mut Vec<
 }
 
 /// Encode the parameter data for a REPORT SUPPORTED OPERATION CODES command (not truncated).
-/// `cdl` says whether the logical unit supports command duration limits: only then do
-/// READ/WRITE(16)/(32) report their CDL page.
+/// `features` says what the logical unit supports: only with CDL do READ/WRITE(16)/(32) report
+/// their CDL page, and only a thin-provisioned unit reports UNMAP.
 ///
 /// REPORTING OPTIONS (SPC-5 table 257): 000b all commands; 001b one opcode, which must not
 /// have service actions; 010b opcode and service action, the opcode must have them; 011b
@@ -80,15 +98,22 @@ fn one_command(info: Option<&CommandInfo>, rctd: bool, cdl: bool, out: &mut Vec<
 /// one command (as FreeBSD CTL and Linux libata do; Linux probes READ(16) that way).
 pub fn report_supported_operation_codes(
     r: &ReportSupportedOperationCodes,
-    cdl: bool,
+    features: Features,
     out: &mut Vec<u8>,
 ) -> Result<(), Sense> {
     let opcode = r.requested_operation_code;
     let sa = r.requested_service_action;
     let with_sa = has_service_actions(opcode);
-    let one = |info, out: &mut Vec<u8>| one_command(info, r.rctd, cdl, out);
+    let one = |info: Option<&CommandInfo>, out: &mut Vec<u8>| {
+        one_command(
+            info.filter(|i| features.supports(i)),
+            r.rctd,
+            features.cdl,
+            out,
+        )
+    };
     match r.reporting_options {
-        0 => all_commands(r.rctd, cdl, out),
+        0 => all_commands(r.rctd, features, out),
         1 if with_sa => return Err(Sense::invalid_field_in_cdb(2, Some(2))),
         1 => one(lookup(opcode, None), out),
         2 if !with_sa => return Err(Sense::invalid_field_in_cdb(2, Some(2))),
@@ -124,6 +149,32 @@ mod tests {
         rsoc_lu(false, rctd, reporting_options, opcode, sa)
     }
 
+    /// UNMAP is reported by a thin-provisioned logical unit only.
+    #[test]
+    fn unmap_only_with_thin_provisioning() {
+        let r = |thin_provisioning, options| {
+            let r = ReportSupportedOperationCodes {
+                rctd: false,
+                reporting_options: options,
+                requested_operation_code: 0x42,
+                requested_service_action: 0,
+                allocation_length: 0xFFFF,
+            };
+            let mut out = vec![];
+            let features = Features {
+                cdl: false,
+                thin_provisioning,
+            };
+            report_supported_operation_codes(&r, features, &mut out).unwrap();
+            out
+        };
+        assert_eq!(r(true, 1)[1], SUPPORT_STANDARD);
+        assert_eq!(r(false, 1), vec![0, SUPPORT_NOT_SUPPORTED, 0, 0]);
+        let all = |thin| r(thin, 0)[4..].chunks(8).any(|d| d[0] == 0x42);
+        assert!(all(true));
+        assert!(!all(false));
+    }
+
     fn rsoc_lu(
         cdl: bool,
         rctd: bool,
@@ -139,7 +190,11 @@ mod tests {
             allocation_length: 0xFFFF,
         };
         let mut out = vec![];
-        report_supported_operation_codes(&r, cdl, &mut out).map(|_| out)
+        let features = Features {
+            cdl,
+            thin_provisioning: true,
+        };
+        report_supported_operation_codes(&r, features, &mut out).map(|_| out)
     }
 
     #[test]
@@ -185,7 +240,7 @@ mod tests {
         assert_eq!(u16::from_be_bytes([out[2], out[3]]), 10);
         assert_eq!(&out[4..], info.usage);
         // Unsupported opcode: SUPPORT 001b, no usage data.
-        assert_eq!(rsoc(false, 1, 0x42, 0).unwrap(), vec![0, 1, 0, 0]);
+        assert_eq!(rsoc(false, 1, 0x44, 0).unwrap(), vec![0, 1, 0, 0]);
         // Opcode with service actions needs option 2 or 3.
         assert_eq!(
             rsoc(false, 1, 0x9E, 0x10).unwrap_err(),

@@ -34,6 +34,8 @@ pub struct CommandInfo {
     /// The CDL mode page whose descriptors the command's DLD field selects (SBC-5 READ(16),
     /// WRITE(16), READ(32), WRITE(32)); reported as CDLP only by a logical unit with CDL.
     pub cdl_page: Option<CdlPageKind>,
+    /// Supported only by a thin-provisioned logical unit (LBPU, SBC-4 §4.7.3.2): UNMAP.
+    pub thin_provisioning: bool,
     /// RDPROTECT/WRPROTECT/VRPROTECT (bits 7:5 of [`CommandInfo::protect_byte`]) must be 0
     /// without protection information (SBC-4 §4.22.2, PROTECT = 0 in standard INQUIRY data).
     pub protect_field: bool,
@@ -126,18 +128,22 @@ const NACA: u8 = 0x04;
 
 macro_rules! entry {
     (cdl $page:ident, $name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ Some(CdlPageKind::$page), $name, $dir, $sa, $protect, $to, $decode, [$($u),+])
+        entry!(@ Some(CdlPageKind::$page), false, $name, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    };
+    (thin $name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ None, true, $name, $dir, $sa, $protect, $to, $decode, [$($u),+])
     };
     ($name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ None, $name, $dir, $sa, $protect, $to, $decode, [$($u),+])
+        entry!(@ None, false, $name, $dir, $sa, $protect, $to, $decode, [$($u),+])
     };
-    (@ $cdl:expr, $name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+]) => {
+    (@ $cdl:expr, $thin:expr, $name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+]) => {
         CommandInfo {
             name: $name,
             usage: &[$($u),+],
             service_action: $sa,
             direction: Direction::$dir,
             cdl_page: $cdl,
+            thin_provisioning: $thin,
             protect_field: $protect,
             nominal_timeout: $to,
             recommended_timeout: $to * 2,
@@ -332,6 +338,15 @@ const TABLE: &[CommandInfo] = &[
         d::write_same10,
         [0x41, 0x08, F, F, F, F, 0x3F, F, F, NACA]
     ),
+    entry!(
+        thin "UNMAP",
+        Out,
+        None,
+        false,
+        60,
+        d::unmap,
+        [0x42, 0, 0, 0, 0, 0, 0x3F, F, F, NACA]
+    ),
     // No log parameter is changeable: PARAMETER LIST LENGTH is outside the usage mask, so
     // a parameter list is refused at byte 7 (and with PCR = 1 SPC requires that anyway).
     entry!(
@@ -477,7 +492,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         60,
         d::write_same16,
-        [0x93, 0x08, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
+        [0x93, 0x09, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
         "READ CAPACITY(16)",
@@ -487,6 +502,15 @@ const TABLE: &[CommandInfo] = &[
         1,
         d::read_capacity_16,
         [0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "GET LBA STATUS",
+        In,
+        Some(0x12),
+        false,
+        1,
+        d::get_lba_status,
+        [0x9E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0, NACA]
     ),
     entry!(
         "REPORT LUNS",

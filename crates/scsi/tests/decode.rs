@@ -24,7 +24,7 @@ fn field(byte: u16, bit: Option<u8>) -> Sense {
 
 #[test]
 fn unknown_opcodes_are_invalid_operation_code() {
-    for cdb in [&[0x42u8, 0, 0, 0, 0, 0, 0, 0, 0, 0][..], &[0xC0; 16], &[]] {
+    for cdb in [&[0x44u8, 0, 0, 0, 0, 0, 0, 0, 0, 0][..], &[0xC0; 16], &[]] {
         let s = err(cdb);
         assert_eq!(
             (s.key, s.asc),
@@ -37,7 +37,7 @@ fn unknown_opcodes_are_invalid_operation_code() {
     }
     // Known opcode, unknown service action: the SERVICE ACTION field.
     assert_eq!(
-        err(&[0x9E, 0x12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+        err(&[0x9E, 0x13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
         field(1, Some(4))
     );
 }
@@ -624,4 +624,35 @@ fn log_sense_fields() {
         err(&[0x4D, 0, 0, 0, 0x80, 0, 0, 0, 0xFF, 0]),
         field(4, Some(7))
     );
+}
+
+/// UNMAP and GET LBA STATUS (SBC-4 §5.30, §5.8): fields, and ANCHOR / REPORT TYPE refused
+/// (ANC_SUP = 0, only "all LBAs").
+#[test]
+fn thin_provisioning_commands() {
+    assert_eq!(
+        ok(&[0x42, 0, 0, 0, 0, 0, 0x05, 0x01, 0x18, 0]),
+        Command::Unmap(scsi::command::Unmap {
+            group_number: 5,
+            parameter_list_length: 0x118,
+        })
+    );
+    assert_eq!(
+        err(&[0x42, 0x01, 0, 0, 0, 0, 0, 0, 24, 0]),
+        field(1, Some(0))
+    );
+    let mut get = [0u8; 16];
+    get[0] = 0x9E;
+    get[1] = 0x12;
+    get[2..10].copy_from_slice(&77u64.to_be_bytes());
+    get[10..14].copy_from_slice(&24u32.to_be_bytes());
+    assert_eq!(
+        ok(&get),
+        Command::GetLbaStatus {
+            lba: 77,
+            allocation_length: 24
+        }
+    );
+    get[14] = 0x01;
+    assert_eq!(err(&get), field(14, Some(0)));
 }

@@ -208,6 +208,29 @@ impl Store for FileStore {
         }
     }
 
+    /// Runs of data and holes, by `lseek(SEEK_DATA)` and `lseek(SEEK_HOLE)`.
+    fn extent(&self, offset: u64, len: u64) -> io::Result<(bool, u64)> {
+        check_range(self.len, offset, usize::try_from(len).unwrap_or(usize::MAX))?;
+        let end = offset + len;
+        let data = match fs::seek(&self.file, SeekFrom::Data(offset)) {
+            Ok(data) => data,
+            // ENXIO: no data at or after `offset`.
+            Err(e) if e == rustix::io::Errno::NXIO => end,
+            Err(e) => return Err(e.into()),
+        };
+        if data > offset {
+            return Ok((false, data.min(end) - offset));
+        }
+        let hole = fs::seek(&self.file, SeekFrom::Hole(offset))?;
+        Ok((true, hole.min(end) - offset))
+    }
+
+    /// The file system's block: what a punched hole deallocates.
+    fn unmap_granularity(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().map_or(0, |m| m.blksize())
+    }
+
     /// Whether data (not a hole) starts before the end of the range, by `lseek(SEEK_DATA)`.
     fn is_mapped(&self, offset: u64, len: u64) -> bool {
         match fs::seek(&self.file, SeekFrom::Data(offset)) {
@@ -342,6 +365,10 @@ mod tests {
         assert!(buf[..1 << 20].iter().all(|&b| b == 0));
         assert!(buf[1 << 20..].iter().all(|&b| b == 0xEE));
         assert!(s.punch_hole(4 << 20, 1).is_err());
+        assert_eq!(s.extent(0, 4 << 20).unwrap(), (false, 2 << 20));
+        assert_eq!(s.extent(2 << 20, 2 << 20).unwrap(), (true, 1 << 20));
+        assert_eq!(s.extent(3 << 20, 1 << 20).unwrap(), (false, 1 << 20));
+        assert!(s.unmap_granularity() >= 512);
     }
 
     /// A 22 TB LUN file is created sparse and opens at once. Tries `$STINT_SPARSE_TEST_DIR`, the

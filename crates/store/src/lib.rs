@@ -61,6 +61,20 @@ pub trait Store: Send + Sync {
     fn is_mapped(&self, _offset: u64, _len: u64) -> bool {
         true
     }
+
+    /// The first run of `[offset, offset + len)` that is all allocated or all deallocated:
+    /// whether it is allocated, and its length (GET LBA STATUS). A store that cannot tell
+    /// reports the whole range allocated.
+    fn extent(&self, offset: u64, len: u64) -> io::Result<(bool, u64)> {
+        check_span(self.len(), offset, len)?;
+        Ok((true, len))
+    }
+
+    /// The size, and alignment, of the pieces [`Store::punch_hole`] deallocates (it zeroes
+    /// the rest of a range); 0 when it deallocates nothing.
+    fn unmap_granularity(&self) -> u64 {
+        0
+    }
 }
 
 /// The error for an access past the end of a store.

@@ -227,6 +227,35 @@ impl Store for RamStore {
         Ok(())
     }
 
+    /// Runs of chunks: a chunk is allocated from its first write until a hole covers it.
+    fn extent(&self, offset: u64, len: u64) -> io::Result<(bool, u64)> {
+        check_span(self.len, offset, len)?;
+        let end = offset + len;
+        let allocated = |chunk: u64| self.slot(chunk).is_some_and(|slot| slot.read().is_some());
+        let mapped = allocated(offset >> CHUNK_SHIFT);
+        let mut pos = offset;
+        while pos < end {
+            let chunk = pos >> CHUNK_SHIFT;
+            // A region without a table is deallocated as a whole.
+            let region_has_table = self.regions[(chunk >> TABLE_SHIFT) as usize]
+                .get()
+                .is_some();
+            if !region_has_table && !mapped {
+                pos = ((chunk >> TABLE_SHIFT) + 1) * TABLE_SPAN;
+                continue;
+            }
+            if allocated(chunk) != mapped {
+                break;
+            }
+            pos = (chunk + 1) << CHUNK_SHIFT;
+        }
+        Ok((mapped, pos.min(end) - offset))
+    }
+
+    fn unmap_granularity(&self) -> u64 {
+        CHUNK as u64
+    }
+
     /// Whether a chunk the range touches is allocated; `false` for a range beyond the end.
     fn is_mapped(&self, offset: u64, len: u64) -> bool {
         if check_span(self.len, offset, len).is_err() {
@@ -317,6 +346,32 @@ mod tests {
         assert_eq!(s.allocated(), 0);
         assert!(!s.is_mapped(0, PIB));
         assert!(read(&s, PIB - 8192, 8192).iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn extents_follow_the_chunks() {
+        const M: u64 = CHUNK as u64;
+        let s = RamStore::new(TB22).unwrap();
+        assert_eq!(s.extent(5, TB22 - 5).unwrap(), (false, TB22 - 5));
+        s.write_at(3 * M + 10, &[1]).unwrap();
+        s.write_at(4 * M, &[1]).unwrap();
+        s.write_at(20 * TABLE_SPAN, &[1]).unwrap();
+        assert_eq!(s.extent(0, TB22).unwrap(), (false, 3 * M));
+        assert_eq!(
+            s.extent(3 * M + 7, TB22 - 3 * M - 7).unwrap(),
+            (true, 2 * M - 7)
+        );
+        assert_eq!(s.extent(5 * M, 100 * M).unwrap(), (false, 100 * M));
+        assert_eq!(
+            s.extent(5 * M, TB22 - 5 * M).unwrap(),
+            (false, 20 * TABLE_SPAN - 5 * M)
+        );
+        assert_eq!(s.extent(20 * TABLE_SPAN, 4096).unwrap(), (true, 4096));
+        // A hole over a whole chunk deallocates it; over part of one, zeroes it.
+        s.punch_hole(3 * M, M + 512).unwrap();
+        assert_eq!(s.extent(3 * M, 2 * M).unwrap(), (false, M));
+        assert_eq!(s.extent(4 * M, 2 * M).unwrap(), (true, M));
+        assert!(s.extent(TB22 - 1, 2).is_err());
     }
 
     #[test]

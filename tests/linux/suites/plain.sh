@@ -2,7 +2,9 @@
 # Suite "plain", INSIDE the guest: a RAM LUN (`stint serve --lun ram:512MiB`) through the whole
 # Linux initiator path: SendTargets discovery, login, sd attach, the INQUIRY VPD pages, READ
 # CAPACITY, REPORT SUPPORTED OPERATION CODES, MODE SENSE, raw sequential I/O, ext4 with files
-# verified across a remount, fio random read/write with crc32c verification, logout, and no
+# verified across a remount, thin provisioning (fstrim frees what ext4 freed, as GET LBA STATUS
+# shows; blkdiscard deallocates the disk, which then reads zeros), fio random read/write with
+# crc32c verification, logout, and no
 # kernel warning beyond the power-on unit attention of the login.
 . /job/lib.sh
 sec versions
@@ -36,6 +38,29 @@ kv dd_read_s "$(el $t)"; expect dd_sha256 "$rsha" "$sha"
 rm -f /tmp/seq
 
 fs_check "" 300
+
+sec "thin provisioning: fstrim on ext4 frees blocks, blkdiscard reads back zeros"
+dmb=$(sysfs queue/discard_max_bytes); kv sysfs_queue_discard_max_bytes "$dmb"
+check discard_supported "$([ "${dmb:-0}" -gt 0 ] && echo 0 || echo 1)" "(discard_max_bytes=$dmb)"
+mapped_blocks() { python3 /job/lbastatus.py "$D" | sed -n 's/^mapped=\([0-9]*\).*/\1/p'; }
+mkfs.ext4 -q -F -E nodiscard "$D" && mount "$D" /mnt/t
+head -c 192M /dev/urandom > /mnt/t/big; sync
+m_full=$(mapped_blocks); kv lba_status_mapped_with_file "$m_full"
+rm /mnt/t/big; sync
+fstrim -v /mnt/t | tee fstrim.txt; rc=${PIPESTATUS[0]}
+check fstrim $rc "(rc=$rc: $(cat fstrim.txt))"
+m_trimmed=$(mapped_blocks); kv lba_status_mapped_after_fstrim "$m_trimmed"
+freed_mib=$(( (${m_full:-0} - ${m_trimmed:-0}) * $(blockdev --getss "$D") >> 20 ))
+kv fstrim_freed_mib "$freed_mib"
+check fstrim_frees_the_file "$([ "$freed_mib" -ge 160 ] && echo 0 || echo 1)" \
+    "(mapped blocks $m_full -> $m_trimmed: $freed_mib MiB freed of the 192 MiB file)"
+umount /mnt/t
+blkdiscard "$D"; rc=$?; check blkdiscard $rc "(rc=$rc)"
+m_none=$(mapped_blocks); kv lba_status_mapped_after_blkdiscard "$m_none"
+check blkdiscard_deallocates "$([ "${m_none:-1}" = 0 ] && echo 0 || echo 1)" "(mapped: $m_none)"
+nonzero=$(dd if="$D" bs=1M count=64 iflag=direct status=none | tr -d '\0' | wc -c)
+check discarded_reads_zeros "$([ "$nonzero" = 0 ] && echo 0 || echo 1)" "($nonzero non-zero bytes in 64 MiB)"
+
 fio_verify randrw_verify 20 256M
 logout
 finish
