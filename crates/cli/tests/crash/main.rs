@@ -135,6 +135,9 @@ fn judge(r: &Run) -> Vec<String> {
     if t.durable_fresh == 0 {
         fail("no block made durable since a crash was checked");
     }
+    if t.in_flight_landed == 0 {
+        fail("no kill came while writes were in flight");
+    }
     match r.crash {
         // The page cache survives SIGKILL: no acknowledged write may be missing.
         Crash::Kill if t.rolled_back > 0 => fail(&format!(
@@ -208,9 +211,9 @@ fn main() {
 
     let mut failures = Vec::new();
     println!(
-        "| cache mode | crash | store | kills | writes acknowledged | durable-acknowledged blocks checked | of them written since the crash before | lost | torn | rolled back (acknowledged, not durable) | time |"
+        "| cache mode | crash | store | kills | writes acknowledged | durable-acknowledged blocks checked | of them written since the crash before | lost | torn | rolled back (acknowledged, not durable) | unacknowledged writes found landed | time |"
     );
-    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (mode, crash, weaken, kills) in plan {
         match run(mode, crash, weaken, kills, seeds.next_u64(), &runtime) {
             Ok(r) => {
@@ -219,7 +222,7 @@ fn main() {
                     w => format!("without {} durability", w.name()),
                 };
                 println!(
-                    "| {} | {} | {store} | {} | {} | {} | {} | {} | {} | {} | {:.1} s |",
+                    "| {} | {} | {store} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} s |",
                     r.mode.name(),
                     r.crash.name(),
                     r.kills,
@@ -229,6 +232,7 @@ fn main() {
                     r.tally.lost,
                     r.tally.torn,
                     r.tally.rolled_back,
+                    r.tally.in_flight_landed,
                     r.elapsed.as_secs_f64()
                 );
                 failures.extend(judge(&r));

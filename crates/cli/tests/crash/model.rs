@@ -52,6 +52,9 @@ pub struct Tally {
     /// Blocks back at a generation older than their last acknowledged write (allowed when
     /// that write was not durable: what a power loss takes).
     pub rolled_back: u64,
+    /// Blocks holding a write that was still unacknowledged at the crash: the kill came
+    /// in the middle of I/O.
+    pub in_flight_landed: u64,
     /// The first few problems, for the report.
     pub problems: Vec<String>,
 }
@@ -176,9 +179,8 @@ impl Model {
                     g
                 }
                 Ok(g) => {
-                    if g < b.acked {
-                        tally.rolled_back += 1;
-                    }
+                    tally.rolled_back += u64::from(g < b.acked);
+                    tally.in_flight_landed += u64::from(g > b.acked);
                     g
                 }
             };
