@@ -5,6 +5,7 @@
 
 mod load;
 mod outcome;
+mod stamp;
 mod verify;
 
 use anyhow::{bail, Context};

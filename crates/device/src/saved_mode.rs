@@ -67,7 +67,8 @@ pub(crate) fn load(path: &Path) -> io::Result<Option<ModeParameters>> {
 }
 
 /// Replaces the file at `path` atomically: write a new file, sync it, rename it over the old
-/// one, sync the directory, so a crash leaves either the old values or the new ones.
+/// one, sync the directory, so a crash leaves either the old values or the new ones (a new file
+/// left half written by a crash is never read, and the next save overwrites it).
 pub(crate) fn save(path: &Path, p: &ModeParameters) -> io::Result<()> {
     let dir = path
         .parent()
@@ -89,16 +90,57 @@ mod tests {
     use super::*;
     use scsi::cdl::{CdlDescriptor, Policy};
 
-    #[test]
-    fn round_trip_and_corruption() {
+    fn params(guideline_ns: u64, wce: bool) -> ModeParameters {
         let mut pages = CdlPages::default();
-        pages.t2a.descriptors[0] = CdlDescriptor::guideline(50_000_000, Policy::Abort).unwrap();
-        let p = ModeParameters {
-            wce: true,
+        pages.t2a.descriptors[0] = CdlDescriptor::guideline(guideline_ns, Policy::Abort).unwrap();
+        ModeParameters {
+            wce,
             d_sense: false,
             swp: true,
             cdl: Some(pages),
-        };
+        }
+    }
+
+    fn new_file(path: &Path) -> PathBuf {
+        let mut tmp = path.to_owned().into_os_string();
+        tmp.push(".new");
+        tmp.into()
+    }
+
+    /// A crash after the new file was partly written and before the rename: the saved values
+    /// are the old ones, whole, and the next save replaces the leftover.
+    #[test]
+    fn a_torn_new_file_never_replaces_the_saved_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lun.img.modes");
+        let (old, new) = (params(50_000_000, true), params(20_000_000, false));
+        save(&path, &old).unwrap();
+        let saved = std::fs::read(&path).unwrap();
+        let whole = encode(&new);
+        std::fs::write(new_file(&path), &whole[..whole.len() / 2]).unwrap();
+        assert_eq!(load(&path).unwrap(), Some(old));
+        assert_eq!(std::fs::read(&path).unwrap(), saved);
+        save(&path, &new).unwrap();
+        assert_eq!(load(&path).unwrap(), Some(new));
+        assert!(!new_file(&path).exists(), "renamed away");
+    }
+
+    /// A save that cannot write its new file fails and leaves the saved values as they were.
+    #[test]
+    fn a_failed_save_keeps_the_saved_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lun.img.modes");
+        let old = params(50_000_000, true);
+        save(&path, &old).unwrap();
+        // The new file's name taken by a directory: it cannot be created (EISDIR).
+        std::fs::create_dir(new_file(&path)).unwrap();
+        assert!(save(&path, &params(20_000_000, false)).is_err());
+        assert_eq!(load(&path).unwrap(), Some(old));
+    }
+
+    #[test]
+    fn round_trip_and_corruption() {
+        let p = params(50_000_000, true);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("lun.img.modes");
         assert!(load(&path).unwrap().is_none());

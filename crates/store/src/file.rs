@@ -80,11 +80,12 @@ impl FileStore {
                     let _ = std::fs::remove_file(path);
                     return Err(context(e, &format!("cannot set length to {size} bytes")));
                 }
-                // The new file's name must survive a crash too.
-                if let Err(e) = sync_parent(path) {
+                // Its length and its name must survive a crash before any write is durable: a
+                // durable write past a length the file system forgot would be cut off.
+                if let Err(e) = file.sync_all().and_then(|()| sync_parent(path)) {
                     drop(file);
                     let _ = std::fs::remove_file(path);
-                    return Err(context(e, "cannot sync its directory"));
+                    return Err(context(e, "cannot sync it to stable storage"));
                 }
                 size
             }

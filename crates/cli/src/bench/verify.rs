@@ -8,9 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-const MAGIC: &[u8; 8] = b"stintVfy";
-/// MAGIC, LBA, generation, CRC32C of the rest.
-const HEADER: usize = 28;
+use super::stamp::{self, Found};
 
 /// What is known of one block.
 #[derive(Clone, Default)]
@@ -47,27 +45,10 @@ pub struct Verifier {
     mismatches: Mutex<Vec<Mismatch>>,
 }
 
-/// Payload bytes of a block: a xorshift stream seeded by LBA and generation, so a block from
-/// another place or another write cannot pass for this one.
-fn payload(lba: u64, generation: u64, out: &mut [u8]) {
-    let mut x = (lba ^ generation.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    for chunk in out.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let bytes = x.to_le_bytes();
-        chunk.copy_from_slice(&bytes[..chunk.len()]);
-    }
-}
-
-fn checksum(block: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(&block[8..24]), &block[HEADER..])
-}
-
 impl Verifier {
     pub fn new(block: u64) -> Verifier {
         Verifier {
-            block: usize::try_from(block).unwrap_or(512).max(HEADER),
+            block: usize::try_from(block).unwrap_or(512).max(stamp::HEADER),
             next_generation: AtomicU64::new(1),
             blocks: Mutex::new(BTreeMap::new()),
             checked: AtomicU64::new(0),
@@ -86,13 +67,7 @@ impl Verifier {
         let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
         let mut data = vec![0u8; self.block * count as usize];
         for (i, b) in data.chunks_mut(self.block).enumerate() {
-            let at = lba + i as u64;
-            b[..8].copy_from_slice(MAGIC);
-            b[8..16].copy_from_slice(&at.to_le_bytes());
-            b[16..24].copy_from_slice(&generation.to_le_bytes());
-            payload(at, generation, &mut b[HEADER..]);
-            let crc = checksum(b);
-            b[24..28].copy_from_slice(&crc.to_le_bytes());
+            stamp::stamp(b, lba + i as u64, generation);
         }
         self.with_blocks(|blocks| {
             for at in lba..lba + count {
@@ -177,24 +152,23 @@ impl Verifier {
     /// (empty: unknown), `stable`: no write touched it while the read was in flight.
     fn check(at: u64, b: &[u8], possible: &[u64], stable: bool) -> Option<String> {
         let expected = stable && !possible.is_empty();
-        let stamped = b.len() >= HEADER && &b[..8] == MAGIC;
-        if !stamped {
-            return expected
-                .then(|| format!("generation {possible:?} written, the block is not stamped"));
-        }
-        let lba = u64::from_le_bytes(b[8..16].try_into().ok()?);
-        let generation = u64::from_le_bytes(b[16..24].try_into().ok()?);
-        let crc = u32::from_le_bytes(b[24..28].try_into().ok()?);
-        if lba != at {
-            return Some(format!(
-                "holds the block of LBA {lba} (generation {generation})"
-            ));
-        }
-        if crc != checksum(b) {
-            return Some(format!(
-                "generation {generation}: checksum mismatch (torn or corrupt)"
-            ));
-        }
+        let generation = match stamp::read(b) {
+            Found::Unstamped => {
+                return expected
+                    .then(|| format!("generation {possible:?} written, the block is not stamped"))
+            }
+            Found::Whole { lba, generation } | Found::Torn { lba, generation } if lba != at => {
+                return Some(format!(
+                    "holds the block of LBA {lba} (generation {generation})"
+                ))
+            }
+            Found::Torn { generation, .. } => {
+                return Some(format!(
+                    "generation {generation}: checksum mismatch (torn or corrupt)"
+                ))
+            }
+            Found::Whole { generation, .. } => generation,
+        };
         if expected && !possible.contains(&generation) {
             return Some(format!(
                 "generation {generation}, but the last completed write was {possible:?}"
