@@ -167,7 +167,7 @@ attempt() {
     (
         flock -w 1800 8 || exit 125                  # one VM at a time on this machine
         VMTEST_ENV=$(printf '%s\n' "${env[@]}") exec "$HERE/lib/vm.sh" "$IMG" "$V" "$port" "$script" \
-            "$HERE/suites/lib.sh" "$HERE/suites/cdltool.py"
+            "$HERE/suites/lib.sh" "$HERE/suites/cdltool.py" "$HERE/suites/lbastatus.py"
     ) 8> "$VMDIR/.vm.lock" &
     VMPID=$!
     if [ "$suite" = reconnect ] || [ "$suite" = cdl-reconnect ]; then

@@ -55,7 +55,7 @@ kv fstrim_freed_mib "$freed_mib"
 check fstrim_frees_the_file "$([ "$freed_mib" -ge 160 ] && echo 0 || echo 1)" \
     "(mapped blocks $m_full -> $m_trimmed: $freed_mib MiB freed of the 192 MiB file)"
 umount /mnt/t
-blkdiscard "$D"; rc=$?; check blkdiscard $rc "(rc=$rc)"
+blkdiscard -f "$D"; rc=$?; check blkdiscard $rc "(rc=$rc)"
 m_none=$(mapped_blocks); kv lba_status_mapped_after_blkdiscard "$m_none"
 check blkdiscard_deallocates "$([ "${m_none:-1}" = 0 ] && echo 0 || echo 1)" "(mapped: $m_none)"
 nonzero=$(dd if="$D" bs=1M count=64 iflag=direct status=none | tr -d '\0' | wc -c)
