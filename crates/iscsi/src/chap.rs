@@ -51,7 +51,9 @@ pub fn decode_hex(value: &str) -> Option<Vec<u8>> {
     let digits = value
         .strip_prefix("0x")
         .or_else(|| value.strip_prefix("0X"))?;
-    if digits.is_empty() || digits.len() % 2 != 0 {
+    // from_str_radix alone would take a sign: "0x21+4" is no hex-constant (RFC 7143 §6.1).
+    if digits.is_empty() || digits.len() % 2 != 0 || !digits.bytes().all(|b| b.is_ascii_hexdigit())
+    {
         return None;
     }
     (0..digits.len())
@@ -222,6 +224,15 @@ mod tests {
         assert_eq!(decode_hex("0x00ff10"), Some(vec![0, 255, 16]));
         assert_eq!(decode_hex("0XAB"), Some(vec![0xAB]));
         for bad in ["00ff", "0x", "0x0", "0xzz", "0bAAAA"] {
+            assert_eq!(decode_hex(bad), None, "{bad}");
+        }
+    }
+
+    /// Found by the `text` fuzz target: a pair of digits read as a signed number let "+4"
+    /// through as 04h, so a CHAP_R or CHAP_C with signs was taken as binary.
+    #[test]
+    fn hex_values_have_no_signs() {
+        for bad in ["0x21+4", "0x+1+2", "0x-1", "0x+f"] {
             assert_eq!(decode_hex(bad), None, "{bad}");
         }
     }
