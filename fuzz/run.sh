@@ -8,8 +8,9 @@
 #              (libFuzzer's -merge=1: only those, so the kept corpus stays small).
 #
 # Installs cargo-fuzz if missing. Builds on Rust stable: no sanitizer (`--sanitizer none`;
-# safe Rust needs none), debug assertions and overflow checks on. New inputs go to
-# fuzz/work/corpus/TARGET, logs to fuzz/work/logs/TARGET.log, a crashing input to
+# safe Rust needs none), debug assertions and overflow checks on. An input that runs longer
+# than 10 s counts as a crash (a hang), as does one past libFuzzer's 2 GB RSS limit. New
+# inputs go to fuzz/work/corpus/TARGET, logs to fuzz/work/logs/TARGET.log, a crashing input to
 # fuzz/artifacts/TARGET/. Prints execs, coverage and crashes per target; exits 1 if any
 # target crashed (the input, and `cargo fuzz run TARGET FILE` to replay it, are printed).
 set -euo pipefail
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --merge) merge=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -62,7 +63,7 @@ for t in "${targets[@]}"; do
   # One process (no -jobs/-workers): one core. The committed corpus is read, not written.
   set +e
   (cd fuzz && cargo fuzz run --sanitizer none "$t" "../$work" "corpus/$t" -- \
-     -max_total_time="$seconds" -print_final_stats=1 $(dict "$t" | sed 's|fuzz/||') \
+     -max_total_time="$seconds" -timeout=10 -print_final_stats=1 $(dict "$t" | sed 's|fuzz/||') \
      -artifact_prefix="artifacts/$t/") >"$log" 2>&1
   rc=$?
   set -e
