@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test of stint: formatting and lints, unit and integration tests (cargo test), then
-# libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
+# Runs every test of stint: formatting and lints, unit and integration tests (cargo test), the
+# fuzz targets briefly (fuzz/run.sh: cargo-fuzz installed if missing, about 4 minutes with the
+# build), then libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
 # tests/conformance/libiscsi-expected.txt, then the README followed as a newcomer would
 # (tests/newcomer.py: the install step, the examples, bad inputs, a 100 TiB LUN's memory), then
 # the Linux kernel initiator in a QEMU VM against `stint serve` (tests/linux/run.sh, about 10
@@ -21,6 +22,9 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets -q -- -D warnings
 echo "== cargo test"
 cargo test --workspace
+echo "== fuzz targets: lints, then 6 s each from the committed corpus (fuzz/run.sh, docs/fuzzing.md)"
+(cd fuzz && cargo fmt -- --check && cargo clippy --all-targets -q -- -D warnings)
+fuzz/run.sh --seconds 6
 echo "== libiscsi conformance (iscsi-test-cu, one suite per process)"
 cargo build -q -p stint
 python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint"

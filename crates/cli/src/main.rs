@@ -2,9 +2,10 @@
 
 mod bench;
 mod cdl;
-mod config;
 mod serve;
 mod sim;
+
+use stint::config;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -370,6 +370,14 @@ impl Login {
                         &self.limits,
                         &mut self.params,
                     ) {
+                        // A Reject here would share its key with our own declaration (RFC
+                        // 7143 §13.12): the initiator could not tell which is which.
+                        if key == "MaxRecvDataSegmentLength" {
+                            return LoginStep::Fail(LoginReply::failure(
+                                LoginStatus::INITIATOR_ERROR,
+                                format!("MaxRecvDataSegmentLength={value} is not 512..=16777215"),
+                            ));
+                        }
                         text::push(&mut out, key, &ans);
                     }
                 }
@@ -402,14 +410,19 @@ impl Login {
                 }
                 self.required = node.chap.clone();
                 // RFC 7143 §13.9: the portal group tag answers the first request naming a target.
+                // These declarations replace an answer to the same keys offered by the
+                // initiator, which only the target sends (RFC 7143 §13.6, §13.9): one response
+                // never holds a key twice.
                 let mut head = Vec::new();
                 text::push(
                     &mut head,
                     "TargetPortalGroupTag",
                     &self.portal_group_tag.to_string(),
                 );
+                out = without_key(&out, "TargetPortalGroupTag");
                 if let Some(alias) = &node.alias {
                     text::push(&mut head, "TargetAlias", alias);
+                    out = without_key(&out, "TargetAlias");
                 }
                 head.append(&mut out);
                 out = head;
@@ -549,6 +562,19 @@ impl Login {
     }
 }
 
+/// `text` (key=value records built by this machine) without the record of `key`.
+fn without_key(text: &[u8], key: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    for record in text.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+        let named = record.strip_prefix(key.as_bytes());
+        if named.is_none_or(|rest| rest.first() != Some(&b'=')) {
+            out.extend_from_slice(record);
+            out.push(0);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -613,6 +639,49 @@ HeaderDigest=None,CRC32C\0InitialR2T=No\0MaxRecvDataSegmentLength=262144\0X-foo=
         assert_eq!(est.params.initiator_max_recv_data_segment_length, 262_144);
         assert!(!est.params.initial_r2t);
         assert_eq!(est.node, Some(0));
+    }
+
+    /// Found by the `login` fuzz target: an initiator offering TargetPortalGroupTag or
+    /// TargetAlias got "Irrelevant" and the target's own declaration, the key twice in one
+    /// response.
+    #[test]
+    fn target_declared_keys_are_answered_once() {
+        let mut n = nodes();
+        n[0].alias = Some("disk".into());
+        let data = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0\
+TargetPortalGroupTag=7\0TargetAlias=x\0TargetAddress=a\0";
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let LoginStep::Complete(reply, _) = l.step(&req(1, 3, true), data, &n) else {
+            panic!("not complete")
+        };
+        let k = keys(&reply.text);
+        assert_eq!(k[0], ("TargetPortalGroupTag".into(), "1".into()));
+        assert_eq!(k[1], ("TargetAlias".into(), "disk".into()));
+        assert!(k.contains(&("TargetAddress".into(), "Irrelevant".into())));
+        for name in ["TargetPortalGroupTag", "TargetAlias"] {
+            assert_eq!(k.iter().filter(|(key, _)| key == name).count(), 1, "{name}");
+        }
+    }
+
+    /// Found by the `login` fuzz target: a MaxRecvDataSegmentLength out of range was answered
+    /// Reject beside the target's own MaxRecvDataSegmentLength in the same response.
+    #[test]
+    fn an_invalid_max_recv_data_segment_length_fails_the_login() {
+        for bad in ["0", "511", "16777216", "lots"] {
+            let data = format!(
+                "InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0\
+                 MaxRecvDataSegmentLength={bad}\0"
+            );
+            let LoginStep::Fail(reply) = login(data.as_bytes()) else {
+                panic!("{bad} accepted")
+            };
+            assert_eq!(reply.status, LoginStatus::INITIATOR_ERROR);
+            assert!(
+                reply.reason.contains("MaxRecvDataSegmentLength"),
+                "{}",
+                reply.reason
+            );
+        }
     }
 
     #[test]
