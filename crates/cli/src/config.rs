@@ -19,6 +19,8 @@ pub struct Config {
     /// Address the iSCSI portal listens on.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
+    /// Address of the Prometheus metrics endpoint (docs/metrics.md); none by default.
+    pub metrics: Option<SocketAddr>,
     #[serde(default, rename = "target")]
     pub targets: Vec<TargetConfig>,
     /// CHAP that discovery sessions must pass, and the target's answer to mutual CHAP.

@@ -3,6 +3,7 @@
 mod bench;
 mod cdl;
 mod config;
+mod metrics;
 mod serve;
 mod sim;
 
