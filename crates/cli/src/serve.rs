@@ -254,6 +254,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                     .await
                     .with_context(|| format!("cannot listen on {at} for metrics"))?;
                 let addr = listener.local_addr()?;
+                if !addr.ip().is_loopback() {
+                    tracing::warn!(
+                        "serving metrics on {addr} without authentication: anyone who can \
+                         reach it sees the targets' names and traffic"
+                    );
+                }
                 tracing::info!(%addr, "metrics listening");
                 println!("http://{addr}/metrics");
                 let units = units.clone().into();

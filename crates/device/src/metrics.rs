@@ -70,7 +70,17 @@ pub const ENDINGS: [Ending; 9] = [
 ];
 
 fn ending_index(ending: Ending) -> usize {
-    ENDINGS.iter().position(|e| *e == ending).unwrap_or(0)
+    match ending {
+        Some(Status::Good) => 0,
+        Some(Status::CheckCondition) => 1,
+        Some(Status::ConditionMet) => 2,
+        Some(Status::Busy) => 3,
+        Some(Status::ReservationConflict) => 4,
+        Some(Status::TaskSetFull) => 5,
+        Some(Status::AcaActive) => 6,
+        Some(Status::TaskAborted) => 7,
+        None => 8,
+    }
 }
 
 /// The atomic counters of one logical unit.
@@ -192,6 +202,13 @@ pub struct Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_ending_has_its_own_index() {
+        for (i, e) in ENDINGS.into_iter().enumerate() {
+            assert_eq!(ending_index(e), i, "{e:?}");
+        }
+    }
 
     #[test]
     fn kinds_by_operation_code() {
