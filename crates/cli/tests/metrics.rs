@@ -243,23 +243,35 @@ async fn counters_move_by_exactly_the_commands_sent() {
         s.submit(1, &cdb, data, expect_in).await.unwrap();
         sent += 1;
     }
-    // While the drive works through them (about 8 ms each): the gauges see them.
-    let during = scrape(&server).await;
+    // While the drive works through them (about 8 ms each) the gauges see them, once the
+    // portal has read them: scrape until they show, each scrape consistent.
     let hdd = [("lun", "1")];
-    let tasks = during.get("stint_task_set_tasks", &hdd);
-    let queued = during.get("stint_device_queue_commands", &hdd);
-    let waiting: f64 = ["urgent", "high", "medium", "low"]
-        .iter()
-        .map(|c| {
-            during.get(
-                "stint_submission_queue_commands",
-                &[("lun", "1"), ("class", c)],
-            )
-        })
-        .sum();
-    assert!(tasks > 0.0 && tasks <= 64.0, "{tasks} tasks");
-    assert!(queued <= 32.0, "the device queue is 32 deep: {queued}");
-    assert_eq!(tasks, queued + waiting, "no ORDERED task holds any back");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let during = scrape(&server).await;
+        let tasks = during.get("stint_task_set_tasks", &hdd);
+        let queued = during.get("stint_device_queue_commands", &hdd);
+        let waiting: f64 = ["urgent", "high", "medium", "low"]
+            .iter()
+            .map(|c| {
+                during.get(
+                    "stint_submission_queue_commands",
+                    &[("lun", "1"), ("class", c)],
+                )
+            })
+            .sum();
+        assert!(tasks <= 64.0, "{tasks} tasks");
+        assert!(queued <= 32.0, "the device queue is 32 deep: {queued}");
+        assert_eq!(tasks, queued + waiting, "no ORDERED task holds any back");
+        if tasks > 0.0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task set never held a task"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
     for _ in 0..sent {
         let (_, r) = s.complete().await.unwrap();
         assert_eq!(r.status, 0);
@@ -506,8 +518,15 @@ async fn the_endpoint_answers_only_metrics_and_bounds_its_clients() {
         c.write_all(b"GET /met").await.unwrap();
         idle.push(c);
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(http(&url, b"GET /metrics HTTP/1.1\r\n\r\n").await.is_none());
+    // Once the server has taken them all in, a scrape goes unanswered.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while http(&url, b"GET /metrics HTTP/1.1\r\n\r\n").await.is_some() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a ninth client was served"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let mut s = login(&server.urls[0], &[0]).await;
     let r = s
         .scsi_command(0, &cdb10(0x28, 0, 1), &[], 512)
