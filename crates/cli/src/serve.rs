@@ -254,6 +254,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                     .await
                     .with_context(|| format!("cannot listen on {at} for metrics"))?;
                 let addr = listener.local_addr()?;
+                for unit in &units {
+                    unit.keep_latencies();
+                }
                 if !addr.ip().is_loopback() {
                     tracing::warn!(
                         "serving metrics on {addr} without authentication: anyone who can \

@@ -300,6 +300,14 @@ impl LogicalUnit {
         Some(self.scheduled.as_ref()?.set.lock().queue().stats().clone())
     }
 
+    /// Keep latency histograms for [`Self::metrics`] from now on (a host that exports them
+    /// asks; the simulator does not, and so pays nothing for them).
+    pub fn keep_latencies(&self) {
+        if let Some(s) = &self.scheduled {
+            s.set.lock().keep_latencies();
+        }
+    }
+
     /// Everything the logical unit counts, now: the command counters, and the task set's
     /// gauges, statistics and latencies (copied under its lock, as LOG SENSE reads them).
     pub fn metrics(&self) -> Metrics {

@@ -81,8 +81,10 @@ pub(crate) struct TaskSet {
     scratch: Vec<qos::Completion>,
     /// The time the real-time driver was last told to wake at.
     armed: Option<Ns>,
-    /// Arrival to leaving, of the medium tasks that left by themselves.
+    /// Arrival to leaving, of the medium tasks that left by themselves, once `keep_latencies`
+    /// (the simulator keeps statistics of its own and leaves it off).
     latencies: Latencies,
+    keep_latencies: bool,
     /// Tasks task management aborted, by [`Kind`].
     aborted: [u64; 3],
 }
@@ -102,6 +104,7 @@ impl TaskSet {
             scratch: Vec::new(),
             armed: None,
             latencies: Latencies::default(),
+            keep_latencies: false,
             aborted: [0; 3],
         }
     }
@@ -121,6 +124,11 @@ impl TaskSet {
 
     pub(crate) fn latencies(&self) -> &Latencies {
         &self.latencies
+    }
+
+    /// Records the latency of every task that leaves from now on.
+    pub(crate) fn keep_latencies(&mut self) {
+        self.keep_latencies = true;
     }
 
     /// Tasks task management aborted, by [`Kind`] (read, write, other).
@@ -249,8 +257,10 @@ impl TaskSet {
                 self.ordered_running = self.ordered_running.saturating_sub(usize::from(e.ordered));
                 let verdict = match e.work {
                     Work::Medium(m) => {
-                        let latency = now.saturating_sub(e.arrived);
-                        self.latencies.record(m.class, m.op.write, m.dld, latency);
+                        if self.keep_latencies {
+                            let latency = now.saturating_sub(e.arrived);
+                            self.latencies.record(m.class, m.op.write, m.dld, latency);
+                        }
                         self.verdict(c.outcome, &m)
                     }
                     Work::Immediate => Verdict::Run,

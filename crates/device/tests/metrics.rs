@@ -153,8 +153,15 @@ impl Drive for TenMs {
 }
 
 /// A FIFO-ordered LU on [`TenMs`] whose T2A descriptor 1 aborts a read not done within
-/// 15 ms (guideline, policy Fh).
+/// 15 ms (guideline, policy Fh), keeping latencies.
 fn timed_lu() -> LogicalUnit {
+    let lu = quiet_timed_lu();
+    lu.keep_latencies();
+    lu
+}
+
+/// [`timed_lu`] without latencies, as the simulator has it.
+fn quiet_timed_lu() -> LogicalUnit {
     let mut t2a = CdlPage::default();
     t2a.descriptors[0] = CdlDescriptor {
         t2cdlunits: qos::T2CdlUnits::Us1,
@@ -268,4 +275,23 @@ fn a_timed_lu_counts_latencies_outcomes_and_aborted_tasks() {
     assert_eq!(q.tasks, 0);
     assert_eq!(q.latencies.writes[0].count(), 0);
     assert_eq!(q.stats.unlimited.aborted_tasks, 1);
+}
+
+#[test]
+fn latencies_are_kept_only_when_asked_for() {
+    let lu = timed_lu();
+    let quiet = quiet_timed_lu();
+    let n = nexus();
+    for lu in [&lu, &quiet] {
+        assert_eq!(done(lu, 0, &n, &[0; 6], &[]).status, Status::CheckCondition);
+        let cdbs = [(1, read16(1, 1, 0))];
+        let r = lu.submit(0, &request(&n, 1, &cdbs[0].1, &[]), &mut Vec::new());
+        assert_eq!(r, Submitted::Queued);
+        assert_eq!(run(lu, &n, &cdbs, 100 * MS).len(), 1);
+    }
+    let kept = lu.metrics().queue.unwrap().latencies.reads[0];
+    assert_eq!((kept.count(), kept.sum_ns()), (1, 10 * MS));
+    let m = quiet.metrics();
+    assert_eq!(m.counts.commands(Kind::Read, GOOD), 1);
+    assert_eq!(m.queue.unwrap().latencies.reads[0].count(), 0);
 }
