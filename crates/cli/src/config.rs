@@ -19,6 +19,8 @@ pub struct Config {
     /// Address the iSCSI portal listens on.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
+    /// Address of the Prometheus metrics endpoint (docs/metrics.md); none by default.
+    pub metrics: Option<SocketAddr>,
     #[serde(default, rename = "target")]
     pub targets: Vec<TargetConfig>,
     /// CHAP that discovery sessions must pass, and the target's answer to mutual CHAP.
@@ -555,6 +557,7 @@ mod tests {
         let c = parse(
             r#"
             listen = "127.0.0.1:3261"
+            metrics = "127.0.0.1:9100"
             [[target]]
             name = "iqn.2026-11.dev.stint:a"
             allowed_initiators = ["iqn.1994-05.com.redhat:x"]
@@ -575,6 +578,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.listen.port(), 3261);
+        assert_eq!(c.metrics, Some("127.0.0.1:9100".parse().unwrap()));
         assert_eq!(c.targets[0].luns[0].size, Some(64 << 20));
         assert_eq!(c.targets[0].luns[1].id, Some(7));
         assert!(!c.targets[0].luns[1].write_cache);
@@ -593,6 +597,7 @@ mod tests {
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 1.5", "a byte count or a size"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nserial = \"h\u{e9}llo\"", "printable ASCII"),
             ("bogus = 1", "unknown field `bogus`"),
+            ("metrics = \"localhost:9100\"", "invalid socket address"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 1000", "multiple of the block size"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nblock_size = 1024", "512 or 4096"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"file\"", "needs a path"),
@@ -616,8 +621,8 @@ mod tests {
 #[path = "../../sim/tests/doc_blocks/mod.rs"]
 mod doc_blocks;
 
-/// The examples of the docs are real: every ```toml block of docs/configuration.md and
-/// docs/cdl.md is a complete stint.toml, every ```toml fragment block a part of one, merged over
+/// The examples of the docs are real: every ```toml block of docs/configuration.md,
+/// docs/cdl.md and docs/metrics.md is a complete stint.toml, every ```toml fragment block a part of one, merged over
 /// a minimal file (tables key by key, arrays of tables element by element). Each must parse and
 /// pass the checks `stint serve --config` makes, relative paths taken from the repository root.
 #[cfg(test)]
@@ -684,6 +689,11 @@ mod doc_examples {
     #[test]
     fn cdl_md_examples_load() {
         assert!(check("docs/cdl.md") >= 1);
+    }
+
+    #[test]
+    fn metrics_md_examples_load() {
+        assert_eq!(check("docs/metrics.md"), 1);
     }
 
     #[test]

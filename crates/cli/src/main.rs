@@ -2,6 +2,7 @@
 
 mod bench;
 mod cdl;
+mod metrics;
 mod serve;
 mod sim;
 

@@ -31,6 +31,10 @@ pub struct ServeArgs {
     /// Full description of targets and LUNs (docs/configuration.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (docs/metrics.md; port 0 picks a
+    /// free port). Default: the file's `metrics`, else none.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
     /// Log lines on stderr as text or one JSON object per line; RUST_LOG filters them
     /// (default "info": logins, refused logins, rejected PDUs, resets; "debug" adds every
     /// connection).
@@ -100,6 +104,7 @@ impl ServeArgs {
                 };
                 let config = Config {
                     listen: DEFAULT_LISTEN.parse()?,
+                    metrics: None,
                     targets: vec![target],
                     discovery_chap: None,
                     discovery_mutual_chap: None,
@@ -111,6 +116,9 @@ impl ServeArgs {
         };
         if let Some(listen) = self.listen {
             config.listen = listen;
+        }
+        if let Some(metrics) = self.metrics {
+            config.metrics = Some(metrics);
         }
         Ok(config)
     }
@@ -241,11 +249,38 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        let metrics = match config.metrics {
+            Some(at) => {
+                let listener = tokio::net::TcpListener::bind(at)
+                    .await
+                    .with_context(|| format!("cannot listen on {at} for metrics"))?;
+                let addr = listener.local_addr()?;
+                for unit in &units {
+                    unit.keep_latencies();
+                }
+                if !addr.ip().is_loopback() {
+                    tracing::warn!(
+                        "serving metrics on {addr} without authentication: anyone who can \
+                         reach it sees the targets' names and traffic"
+                    );
+                }
+                tracing::info!(%addr, "metrics listening");
+                println!("http://{addr}/metrics");
+                let units = units.clone().into();
+                Some(tokio::spawn(crate::metrics::http::serve(listener, units)))
+            }
+            None => None,
+        };
         tracing::info!(%addr, luns = urls.len(), "listening");
         for (name, lun) in &urls {
             println!("iscsi://{addr}/{name}/{lun}");
         }
-        iscsi::server::serve_portal(listener, Arc::new(portal), shutdown_signal()).await?;
+        let served =
+            iscsi::server::serve_portal(listener, Arc::new(portal), shutdown_signal()).await;
+        if let Some(m) = metrics {
+            m.abort();
+        }
+        served?;
         anyhow::Ok(())
     })?;
     for unit in units {

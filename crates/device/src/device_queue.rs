@@ -4,6 +4,7 @@
 //! something is due, [`LogicalUnit::complete`] to move a finished task's data.
 
 use crate::logical_unit::check;
+use crate::metrics::{Kind, Metrics, QueueMetrics};
 use crate::task_set::{Admitted, DhCompletion, MediumTask, TaskSet};
 use crate::{Completion, Finished, LogicalUnit, Nexus, Request, Submitted, Verdict};
 use drive::{Drive, Ns};
@@ -81,7 +82,18 @@ impl LogicalUnit {
     /// their checks enter the task set. The caller then calls [`Self::advance`] at `now`
     /// (which wakes the real-time driver if the new task is due later): a command that can
     /// complete at once then does so on the caller's thread.
+    /// Every command that completes here, and every one [`Self::complete`] finishes, is
+    /// counted in [`Self::metrics`].
     pub fn submit(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
+        let start = data_in.len();
+        let submitted = self.submit_uncounted(now, req, data_in);
+        if let Submitted::Done(c) = &submitted {
+            self.counters.count(req, c, data_in.len() - start);
+        }
+        submitted
+    }
+
+    fn submit_uncounted(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
         let Some(s) = &self.scheduled else {
             return Submitted::Done(self.execute(req, data_in));
         };
@@ -89,10 +101,11 @@ impl LogicalUnit {
             Ok(d) => d,
             Err(failed) => return Submitted::Done(failed),
         };
+        let kind = Kind::of(req.cdb);
         let admitted = s
             .set
             .lock()
-            .submit(now, req.nexus.id, req.tag, req.attribute, medium);
+            .submit(now, req.nexus.id, req.tag, req.attribute, kind, medium);
         self.admitted(admitted, req, info, cmd, data_in)
     }
 
@@ -107,11 +120,13 @@ impl LogicalUnit {
             Ok(d) => d,
             Err(failed) => return Submitted::Done(failed),
         };
+        let kind = Kind::of(req.cdb);
         let admitted = match &mut self.scheduled {
-            Some(s) => s
-                .set
-                .get_mut()
-                .submit(now, req.nexus.id, req.tag, req.attribute, medium),
+            Some(s) => {
+                s.set
+                    .get_mut()
+                    .submit(now, req.nexus.id, req.tag, req.attribute, kind, medium)
+            }
             None => return Submitted::Done(self.execute(req, data_in)),
         };
         self.admitted(admitted, req, info, cmd, data_in)
@@ -202,19 +217,25 @@ impl LogicalUnit {
     }
 
     /// Finishes a task that left the task set: runs it (moving its data through `data_in`
-    /// or `req.data_out`) when its verdict lets it, and returns its status.
+    /// or `req.data_out`) when its verdict lets it, and returns its status. The command is
+    /// counted in [`Self::metrics`] (an aborted one was, when it was aborted).
     pub fn complete(&self, f: &Finished, req: &Request, data_in: &mut Vec<u8>) -> Completion {
-        match &f.verdict {
+        let start = data_in.len();
+        let c = match &f.verdict {
             Verdict::Run => match self.decode(req.cdb) {
                 Ok((info, cmd)) => self.run(req, info, cmd, data_in),
                 Err(sense) => check(sense),
             },
             Verdict::Fail(c) => c.clone(),
-            Verdict::Aborted => check(Sense::new(
-                SenseKey::AbortedCommand,
-                Asc::NO_ADDITIONAL_SENSE,
-            )),
-        }
+            Verdict::Aborted => {
+                return check(Sense::new(
+                    SenseKey::AbortedCommand,
+                    Asc::NO_ADDITIONAL_SENSE,
+                ))
+            }
+        };
+        self.counters.count(req, &c, data_in.len() - start);
+        c
     }
 
     /// The status [`Self::complete`] would give, without moving data: for a host that only
@@ -277,6 +298,40 @@ impl LogicalUnit {
     /// The queue's counters (per class and per CDL descriptor).
     pub fn queue_stats(&self) -> Option<qos::Stats> {
         Some(self.scheduled.as_ref()?.set.lock().queue().stats().clone())
+    }
+
+    /// Keep latency histograms for [`Self::metrics`] from now on (a host that exports them
+    /// asks; the simulator does not, and so pays nothing for them).
+    pub fn keep_latencies(&self) {
+        if let Some(s) = &self.scheduled {
+            s.set.lock().keep_latencies();
+        }
+    }
+
+    /// Everything the logical unit counts, now: the command counters, and the task set's
+    /// gauges, statistics and latencies (copied under its lock, as LOG SENSE reads them).
+    pub fn metrics(&self) -> Metrics {
+        let Some(s) = &self.scheduled else {
+            return Metrics {
+                counts: self.counters.snapshot([0; 3]),
+                queue: None,
+            };
+        };
+        let set = s.set.lock();
+        let queue = set.queue();
+        let metrics = QueueMetrics {
+            tasks: set.len(),
+            device_queue: queue.device_len(),
+            waiting: std::array::from_fn(|class| queue.waiting(class)),
+            stats: queue.stats().clone(),
+            latencies: set.latencies().clone(),
+        };
+        let aborted = set.aborted();
+        drop(set);
+        Metrics {
+            counts: self.counters.snapshot(aborted),
+            queue: Some(metrics),
+        }
     }
 
     /// The Command Duration Limits statistics log page's counters (SPC-6 log page 19h

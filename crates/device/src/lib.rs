@@ -8,7 +8,9 @@ mod block;
 mod config;
 mod device_queue;
 mod identity;
+pub mod latency;
 mod logical_unit;
+pub mod metrics;
 mod saved_mode;
 mod target;
 mod task_set;
@@ -18,6 +20,7 @@ pub use config::{ConfigError, LuConfig};
 pub use device_queue::DeviceQueue;
 pub use drive::Ns;
 pub use logical_unit::LogicalUnit;
+pub use metrics::Metrics;
 pub use target::Target;
 pub use task_set::DhCompletion;
 

@@ -5,6 +5,7 @@
 use crate::config::{ConfigError, LuConfig};
 use crate::device_queue::{DeviceQueue, Scheduled};
 use crate::identity;
+use crate::metrics::CommandCounters;
 use crate::saved_mode;
 use crate::unit_attention::UnitAttentions;
 use crate::{Completion, Ns, Request, TaskAttribute, Transfer};
@@ -55,6 +56,8 @@ pub struct LogicalUnit {
     /// The task set and device queue of a timed or QoS logical unit; without one, commands
     /// run inline on the caller's thread.
     pub(crate) scheduled: Option<Scheduled>,
+    /// Commands, sense data and bytes, for the operator's metrics.
+    pub(crate) counters: CommandCounters,
 }
 
 /// Complete with CHECK CONDITION.
@@ -157,6 +160,7 @@ impl LogicalUnit {
             unit_attentions: UnitAttentions::default(),
             read_modify_write: Mutex::new(()),
             scheduled: None,
+            counters: CommandCounters::default(),
         })
     }
 

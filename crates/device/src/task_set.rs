@@ -3,6 +3,8 @@
 //! task attributes are honoured here; what leaves comes out as [`Finished`] for the transport.
 //! Pure: time is passed in.
 
+use crate::latency::Latencies;
+use crate::metrics::Kind;
 use crate::{Completion, Finished, TaskAttribute, Verdict};
 use drive::{Drive, MediaOp, Ns};
 use qos::{Outcome, Queue};
@@ -45,6 +47,8 @@ struct Entry {
     tag: u64,
     ordered: bool,
     work: Work,
+    kind: Kind,
+    arrived: Ns,
 }
 
 /// Where a submitted task went.
@@ -77,6 +81,12 @@ pub(crate) struct TaskSet {
     scratch: Vec<qos::Completion>,
     /// The time the real-time driver was last told to wake at.
     armed: Option<Ns>,
+    /// Arrival to leaving, of the medium tasks that left by themselves, once `keep_latencies`
+    /// (the simulator keeps statistics of its own and leaves it off).
+    latencies: Latencies,
+    keep_latencies: bool,
+    /// Tasks task management aborted, by [`Kind`].
+    aborted: [u64; 3],
 }
 
 impl TaskSet {
@@ -93,6 +103,9 @@ impl TaskSet {
             outbox: Vec::new(),
             scratch: Vec::new(),
             armed: None,
+            latencies: Latencies::default(),
+            keep_latencies: false,
+            aborted: [0; 3],
         }
     }
 
@@ -109,6 +122,20 @@ impl TaskSet {
         self.by_tag.len()
     }
 
+    pub(crate) fn latencies(&self) -> &Latencies {
+        &self.latencies
+    }
+
+    /// Records the latency of every task that leaves from now on.
+    pub(crate) fn keep_latencies(&mut self) {
+        self.keep_latencies = true;
+    }
+
+    /// Tasks task management aborted, by [`Kind`] (read, write, other).
+    pub(crate) fn aborted(&self) -> [u64; 3] {
+        self.aborted
+    }
+
     /// Whether a task with `attribute` arriving now must wait for older tasks (SAM-5 §8.6:
     /// an ORDERED task waits for every older task, every task waits for an older ORDERED one).
     fn must_wait(&self, attribute: TaskAttribute) -> bool {
@@ -121,14 +148,15 @@ impl TaskSet {
         }
     }
 
-    /// A task arrives at `now`. `medium` is `None` for a command that does not access the
-    /// medium: it runs at once unless an ORDERED task holds it back.
+    /// A task of `kind` arrives at `now`. `medium` is `None` for a command that does not
+    /// access the medium: it runs at once unless an ORDERED task holds it back.
     pub(crate) fn submit(
         &mut self,
         now: Ns,
         nexus: u64,
         tag: u64,
         attribute: TaskAttribute,
+        kind: Kind,
         medium: Option<MediumTask>,
     ) -> Admitted {
         self.catch_up(now);
@@ -145,6 +173,8 @@ impl TaskSet {
             tag,
             ordered: attribute == TaskAttribute::Ordered,
             work: medium.map_or(Work::Immediate, Work::Medium),
+            kind,
+            arrived: now,
         };
         let slot = match self.free.pop() {
             Some(s) => s,
@@ -226,7 +256,13 @@ impl TaskSet {
                 self.running = self.running.saturating_sub(1);
                 self.ordered_running = self.ordered_running.saturating_sub(usize::from(e.ordered));
                 let verdict = match e.work {
-                    Work::Medium(m) => self.verdict(c.outcome, &m),
+                    Work::Medium(m) => {
+                        if self.keep_latencies {
+                            let latency = now.saturating_sub(e.arrived);
+                            self.latencies.record(m.class, m.op.write, m.dld, latency);
+                        }
+                        self.verdict(c.outcome, &m)
+                    }
                     Work::Immediate => Verdict::Run,
                 };
                 out.push(Finished {
@@ -363,6 +399,7 @@ impl TaskSet {
 
     fn abort_slot(&mut self, now: Ns, slot: u32) -> Option<(u64, u64)> {
         let e = self.remove(slot)?;
+        self.aborted[e.kind.index()] += 1;
         if let Some(i) = self.held.iter().position(|s| *s == slot) {
             self.held.remove(i);
         } else if let Work::Medium(_) = e.work {

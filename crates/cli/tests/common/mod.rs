@@ -11,6 +11,8 @@ pub struct Server {
     child: Child,
     /// One libiscsi URL per LUN, as printed by `stint serve`.
     pub urls: Vec<String>,
+    /// The metrics endpoint's URL, printed before the LUNs' with `--metrics`.
+    pub metrics: Option<String>,
 }
 
 impl Server {
@@ -30,9 +32,11 @@ impl Server {
             .expect("start stint serve");
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let mut urls = Vec::new();
+        let mut metrics = None;
         while urls.len() < expected_luns {
             match lines.next() {
                 Some(Ok(line)) if line.starts_with("iscsi://") => urls.push(line),
+                Some(Ok(line)) if line.starts_with("http://") => metrics = Some(line),
                 Some(Ok(_)) => {}
                 _ => {
                     let _ = child.kill();
@@ -42,7 +46,11 @@ impl Server {
                 }
             }
         }
-        Server { child, urls }
+        Server {
+            child,
+            urls,
+            metrics,
+        }
     }
 
     /// "127.0.0.1:port" of the portal.
