@@ -23,25 +23,7 @@ fn stint(args: &[&str]) -> (bool, String) {
 #[test]
 fn bench_and_cdl_log_in_with_chap() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("chap.toml");
-    std::fs::write(
-        &config,
-        r#"
-[[target]]
-name = "iqn.2026-11.dev.stint:secure"
-chap = { user = "alice", secret = "alice-secret-12" }
-mutual_chap = { user = "stint", secret = "target-secret-34" }
-[[target.lun]]
-store = "ram"
-size = "16MiB"
-"#,
-    )
-    .unwrap();
-    let server = Server::start(&["--config", config.to_str().unwrap()], 1);
-    let at = |credentials: &str, query: &str| {
-        let rest = server.urls[0].trim_start_matches("iscsi://");
-        format!("iscsi://{credentials}{rest}{query}")
-    };
+    let (server, at) = common::chap_server(dir.path());
     let bench = |url: &str| {
         stint(&[
             "bench", "--url", url, "--rw", "randread", "--bs", "4k", "--ios", "200", "--json",

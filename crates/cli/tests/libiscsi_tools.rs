@@ -110,30 +110,8 @@ fn iscsi_perf_runs_random_reads() {
 /// without one, or when the target answers mutual CHAP with another secret than it expects.
 #[test]
 fn chap_one_way_and_mutual_with_libiscsi() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
-    let secret_file = dir.path().join("target.secret");
-    std::fs::write(&secret_file, "target-secret-34\n").unwrap();
-    std::fs::set_permissions(&secret_file, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let config = dir.path().join("chap.toml");
-    std::fs::write(
-        &config,
-        r#"
-[[target]]
-name = "iqn.2026-11.dev.stint:secure"
-chap = { user = "alice", secret = "alice-secret-12" }
-mutual_chap = { user = "stint", secret_file = "target.secret" }
-[[target.lun]]
-store = "ram"
-size = "16MiB"
-"#,
-    )
-    .unwrap();
-    let server = Server::start(&["--config", config.to_str().unwrap()], 1);
-    let at = |credentials: &str, query: &str| {
-        let rest = server.urls[0].trim_start_matches("iscsi://");
-        format!("iscsi://{credentials}{rest}{query}")
-    };
+    let (server, at) = common::chap_server(dir.path());
     let mutual = "?target_user=stint&target_password=target-secret-34";
     for url in [
         at("alice%alice-secret-12@", ""),

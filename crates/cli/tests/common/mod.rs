@@ -95,3 +95,31 @@ pub fn tool(program: &str, args: &[&str]) -> (bool, String) {
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), text)
 }
+
+/// A `stint serve` of one 16 MiB RAM LUN behind CHAP (user alice, secret alice-secret-12) with
+/// mutual CHAP (stint, target-secret-34, read from a file only its owner may read), in `dir`;
+/// and a function making its URL with `credentials` ("user%secret@") and a `query`.
+pub fn chap_server(dir: &std::path::Path) -> (Server, impl Fn(&str, &str) -> String) {
+    use std::os::unix::fs::PermissionsExt;
+    let secret_file = dir.join("target.secret");
+    std::fs::write(&secret_file, "target-secret-34\n").unwrap();
+    std::fs::set_permissions(&secret_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = dir.join("chap.toml");
+    std::fs::write(
+        &config,
+        r#"
+[[target]]
+name = "iqn.2026-11.dev.stint:secure"
+chap = { user = "alice", secret = "alice-secret-12" }
+mutual_chap = { user = "stint", secret_file = "target.secret" }
+[[target.lun]]
+store = "ram"
+size = "16MiB"
+"#,
+    )
+    .unwrap();
+    let server = Server::start(&["--config", config.to_str().unwrap()], 1);
+    let rest = server.urls[0].trim_start_matches("iscsi://").to_owned();
+    let at = move |credentials: &str, query: &str| format!("iscsi://{credentials}{rest}{query}");
+    (server, at)
+}
