@@ -235,6 +235,20 @@ impl LogicalUnit {
             }
         };
         self.counters.count(req, &c, data_in.len() - start);
+        if f.missed {
+            // The operator's trace of a missed duration limit (the counters say how many).
+            tracing::debug!(
+                lun = self.config().lun,
+                tag = f.tag,
+                dld = match self.decode(req.cdb) {
+                    Ok((_, Command::Read(rw) | Command::Write(rw))) => rw.dld,
+                    _ => 0,
+                },
+                status = ?c.status,
+                sense = ?c.sense.as_ref().map(|s| (s.key, s.asc)),
+                "duration limit missed"
+            );
+        }
         c
     }
 
