@@ -40,6 +40,10 @@ pub struct ServeArgs {
     /// connection).
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormat,
+    /// Print the SCSI commands a LUN runs (from the command table, as REPORT SUPPORTED
+    /// OPERATION CODES reports them) and exit.
+    #[arg(long, conflicts_with_all = ["config", "luns", "listen"])]
+    list_commands: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -183,6 +187,10 @@ fn build_lun(
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    if args.list_commands {
+        print!("{}", command_list());
+        return Ok(());
+    }
     init_logging(args.log_format)?;
     let config = args.into_config()?;
     let mut nodes = Vec::new();
@@ -289,6 +297,45 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .context("flushing stores at shutdown")?;
     }
     Ok(())
+}
+
+/// The command table as a Markdown table: opcode, service action, name, CDB length, data
+/// direction, and what a LU needs for the command or reports with it.
+pub fn command_list() -> String {
+    use std::fmt::Write;
+    let mut out = String::from(
+        "| opcode | service action | command | CDB | data | notes |\n|---|---|---|---|---|---|\n",
+    );
+    for c in scsi::COMMANDS {
+        let sa = match c.service_action {
+            None => String::new(),
+            Some(sa) if c.opcode() == scsi::table::VARIABLE_LENGTH_CDB => format!("{sa:04X}h"),
+            Some(sa) => format!("{sa:02X}h"),
+        };
+        let data = match c.direction {
+            scsi::Direction::None => "none",
+            scsi::Direction::In => "in",
+            scsi::Direction::Out => "out",
+        };
+        let notes = match (c.cdl_page, c.thin_provisioning) {
+            (Some(page), _) => format!("DLD selects a {page:?} descriptor on a LU with CDL"),
+            (None, true) => "thin-provisioned LUs only".to_owned(),
+            (None, false) => String::new(),
+        };
+        let _infallible = writeln!(
+            out,
+            "| {:02X}h | {sa} | {} | {} | {data} | {notes} |",
+            c.opcode(),
+            c.name,
+            c.cdb_length()
+        );
+    }
+    let _infallible = writeln!(
+        out,
+        "\n{} commands (FreeBSD CTL serves 69).",
+        scsi::COMMANDS.len()
+    );
+    out
 }
 
 /// Ctrl-C or SIGTERM.

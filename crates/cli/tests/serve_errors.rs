@@ -144,3 +144,34 @@ fn out_of_descriptors_the_server_does_not_spin() {
     // A spinning accept loop uses about 100 ticks in that second.
     assert!(used < 30, "{used} ticks of CPU in one second");
 }
+
+/// The README's list of supported commands is what `stint serve --list-commands` prints from
+/// the command table, so a command added to the table without the README fails here.
+#[test]
+fn the_readme_lists_exactly_the_command_table() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stint"))
+        .args(["serve", "--list-commands"])
+        .output()
+        .expect("run stint");
+    assert!(out.status.success());
+    let listed = String::from_utf8(out.stdout).unwrap();
+    assert!(listed.contains("| 42h |  | UNMAP | 10 | out | thin-provisioned LUs only |"));
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let start = "<!-- stint serve --list-commands -->\n";
+    let block = readme
+        .split_once(start)
+        .and_then(|(_, rest)| rest.split_once("<!-- end -->"))
+        .map(|(block, _)| block)
+        .expect("README has the command list between its markers");
+    assert_eq!(
+        block, listed,
+        "README.md's command list differs from `stint serve --list-commands`; paste its output"
+    );
+    // Listing conflicts with serving.
+    let both = std::process::Command::new(env!("CARGO_BIN_EXE_stint"))
+        .args(["serve", "--list-commands", "--lun", "ram:1MiB"])
+        .output()
+        .expect("run stint");
+    assert!(!both.status.success());
+}
