@@ -32,6 +32,8 @@ struct Pending {
     nexus: usize,
     cdb: Vec<u8>,
     data_out: Vec<u8>,
+    /// The initiator's Data-Out buffer: usually what it sent, sometimes another size.
+    data_out_buffer_size: u32,
     attribute: TaskAttribute,
     expect: Transfer,
 }
@@ -92,10 +94,16 @@ fn run(u: &mut Unstructured) -> Result<()> {
                     _ => Vec::new(),
                 };
                 tag += 1;
+                let data_out_buffer_size = if u.ratio(7, 8)? {
+                    data_out.len() as u32
+                } else {
+                    u.arbitrary()?
+                };
                 let p = Pending {
                     nexus: n,
                     cdb,
                     data_out,
+                    data_out_buffer_size,
                     attribute,
                     expect,
                 };
@@ -150,6 +158,7 @@ fn request<'a>(nexuses: &'a [Nexus; 2], lun: u64, tag: u64, p: &'a Pending) -> R
         cdb: &p.cdb,
         attribute: p.attribute,
         data_out: &p.data_out,
+        data_out_buffer_size: p.data_out_buffer_size,
     }
 }
 

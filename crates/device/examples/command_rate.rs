@@ -40,6 +40,7 @@ fn measure(target: &Arc<Target>, threads: u64, opcode: u8, blocks: u16) -> (f64,
                         cdb: &tur,
                         attribute: TaskAttribute::Simple,
                         data_out: &[],
+                        data_out_buffer_size: 0,
                     };
                     target.execute(&req, &mut data_in);
                     let mut n = 0u64;
@@ -59,6 +60,7 @@ fn measure(target: &Arc<Target>, threads: u64, opcode: u8, blocks: u16) -> (f64,
                                 cdb: &c,
                                 attribute: TaskAttribute::Simple,
                                 data_out: out,
+                                data_out_buffer_size: out.len() as u32,
                             };
                             data_in.clear();
                             let _ = target.transfer(&nexus, 0, &c);

@@ -2,7 +2,7 @@
 //! PRE-FETCH. Data moves once: store → `data_in`, `data_out` → store.
 
 use crate::logical_unit::{check, LogicalUnit};
-use crate::Completion;
+use crate::{Completion, Request};
 use drive::MediaOp;
 use scsi::command::{
     ByteCheck, CacheRange, Command, ReadWrite, Unmap, Verify, WriteAndVerify, WriteSame,
@@ -254,8 +254,10 @@ impl LogicalUnit {
     /// NUMBER OF LOGICAL BLOCKS above MAXIMUM COMPARE AND WRITE LENGTH, or 0, or a data-out
     /// shorter than both instances, is an invalid NUMBER field. (SBC-4 lets 0 be a no-op; a
     /// 0 here is in practice a count that wrapped the one-byte field, e.g. libiscsi 1.19's
-    /// 256-block case, so refusing it reports the real error.)
-    pub(crate) fn compare_and_write(&self, rw: &ReadWrite, data_out: &[u8]) -> Completion {
+    /// 256-block case, so refusing it reports the real error.) So is a Data-Out buffer of
+    /// another size than the two instances.
+    pub(crate) fn compare_and_write(&self, rw: &ReadWrite, req: &Request) -> Completion {
+        let data_out = req.data_out;
         if let Err(sense) = self.check_writable() {
             return check(sense);
         }
@@ -271,6 +273,9 @@ impl LogicalUnit {
         let (Some(verify), Some(write)) = (data_out.get(..len), data_out.get(len..2 * len)) else {
             return check(Sense::invalid_field_in_cdb(13, None));
         };
+        if req.data_out_buffer_size as usize != 2 * len {
+            return check(Sense::invalid_field_in_cdb(13, None));
+        }
         let offset = rw.lba * u64::from(self.block_size());
         let _serialised = self.read_modify_write.lock();
         let medium = match self.read_medium(rw.lba, offset, len) {
@@ -291,14 +296,24 @@ impl LogicalUnit {
     /// BLOCKS. With UNMAP on a thin-provisioned unit the range is deallocated instead, whatever
     /// the block holds, and reads back as zeros (LBPRZ = 1), as Linux LIO does and libiscsi's
     /// WriteSame*.UnmapUntilEnd expects (SBC-4 §4.7.3.4.2 leaves it to the device server).
+    /// A Data-Out buffer holds one block, or nothing (NDOB, or a WRITE SAME(10) that sends no
+    /// data: then nothing is written unless it unmaps); any other size is refused.
     pub(crate) fn write_same(
         &self,
         info: &CommandInfo,
         w: &WriteSame,
-        data_out: &[u8],
+        req: &Request,
     ) -> Completion {
+        let data_out = req.data_out;
         if let Err(sense) = self.check_writable() {
             return check(sense);
+        }
+        let buffer = req.data_out_buffer_size;
+        if buffer != 0 && (w.ndob || buffer != self.block_size()) {
+            return check(Sense::new(
+                SenseKey::IllegalRequest,
+                Asc::INVALID_FIELD_IN_CDB,
+            ));
         }
         // LBPWS/LBPWS10 are set only with thin provisioning.
         if w.unmap && !self.config().thin_provisioning {

@@ -76,6 +76,10 @@ pub struct Request<'a> {
     pub attribute: TaskAttribute,
     /// Data-Out bytes the initiator sent (at most the expected data transfer length).
     pub data_out: &'a [u8],
+    /// Data-Out Buffer Size (SAM-5 §5.1): the bytes the initiator set aside for the command's
+    /// Data-Out (iSCSI's Expected Data Transfer Length), which may differ from what the CDB
+    /// asks and `data_out` holds; commands whose Data-Out has a fixed size check it.
+    pub data_out_buffer_size: u32,
 }
 
 /// How a command ended. Read data is in the caller's `data_in` buffer.

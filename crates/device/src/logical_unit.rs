@@ -481,9 +481,9 @@ impl LogicalUnit {
             Command::Read(rw) => self.read(info, &rw, data_in),
             Command::Write(rw) => self.write(info, &rw, req.data_out),
             Command::OrWrite(rw) => self.or_write(info, &rw, req.data_out),
-            Command::CompareAndWrite(rw) => self.compare_and_write(&rw, req.data_out),
+            Command::CompareAndWrite(rw) => self.compare_and_write(&rw, req),
             Command::WriteAndVerify(w) => self.write_and_verify(info, &w, req.data_out),
-            Command::WriteSame(w) => self.write_same(info, &w, req.data_out),
+            Command::WriteSame(w) => self.write_same(info, &w, req),
             Command::Unmap(u) => self.unmap(&u, req.data_out),
             Command::GetLbaStatus {
                 lba,

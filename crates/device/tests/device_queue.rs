@@ -147,6 +147,7 @@ impl Bench {
                 cdb: &[0; 6],
                 attribute: TaskAttribute::Simple,
                 data_out: &[],
+                data_out_buffer_size: 0,
             };
             b.lu.submit(0, &tur, &mut data_in);
             b.nexuses.push(n);
@@ -172,6 +173,7 @@ impl Bench {
             cdb,
             attribute,
             data_out,
+            data_out_buffer_size: data_out.len() as u32,
         };
         let mut data_in = Vec::new();
         match self.lu.submit(now, &req, &mut data_in) {
@@ -193,6 +195,7 @@ impl Bench {
             cdb,
             attribute: TaskAttribute::Simple,
             data_out,
+            data_out_buffer_size: data_out.len() as u32,
         };
         let mut data_in = Vec::new();
         match self.lu.submit(0, &req, &mut data_in) {
@@ -240,6 +243,7 @@ impl Bench {
                     cdb: &cdb,
                     attribute: TaskAttribute::Simple,
                     data_out: &data_out,
+                    data_out_buffer_size: data_out.len() as u32,
                 };
                 let mut data_in = Vec::new();
                 let completion = self.lu.complete(&f, &req, &mut data_in);
@@ -963,6 +967,7 @@ fn the_exclusive_api_answers_as_the_shared_one() {
             cdb: &cdb,
             attribute,
             data_out: &[0; 512],
+            data_out_buffer_size: 512,
         };
         let (mut a_data, mut b_data) = (Vec::new(), Vec::new());
         let a = shared.submit(now, &req, &mut a_data);

@@ -58,6 +58,7 @@ fn request<'a>(n: &'a Nexus, tag: u64, cdb: &'a [u8], data_out: &'a [u8]) -> Req
         cdb,
         attribute: TaskAttribute::Simple,
         data_out,
+        data_out_buffer_size: data_out.len() as u32,
     }
 }
 

@@ -41,6 +41,7 @@ fn run(t: &Target, n: &Nexus, lun: u64, cdb: &[u8], data_out: &[u8]) -> (Complet
         cdb,
         attribute: TaskAttribute::Simple,
         data_out,
+        data_out_buffer_size: data_out.len() as u32,
     };
     let mut data_in = Vec::new();
     let c = t.execute(&req, &mut data_in);
@@ -784,6 +785,7 @@ fn random_commands_never_panic() {
             cdb: &cdb,
             attribute: TaskAttribute::Simple,
             data_out: out,
+            data_out_buffer_size: (next() % 8192) as u32,
         };
         let c = t.execute(&req, &mut data_in);
         assert_eq!(c.status == Status::CheckCondition, c.sense.is_some());
@@ -810,6 +812,7 @@ fn aca_attribute_is_refused_other_attributes_run() {
             cdb: &read10(0, 1),
             attribute,
             data_out: &[],
+            data_out_buffer_size: 0,
         };
         let mut data_in = Vec::new();
         let c = t.execute(&req, &mut data_in);
@@ -1003,6 +1006,19 @@ fn write_same_fills_the_range() {
         sense_of(&run(&t, &n, 0, &ws10(BLOCKS as u32, 0), &block).0).1,
         Asc::LBA_OUT_OF_RANGE
     );
+    // A Data-Out buffer of another size than one block is refused, and nothing written.
+    let mut two = block.clone();
+    two.extend_from_slice(&[9; 512]);
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &ws10(600, 1), &two).0),
+        (SenseKey::IllegalRequest, Asc::INVALID_FIELD_IN_CDB)
+    );
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &ws10(600, 1), &block[..256]).0),
+        (SenseKey::IllegalRequest, Asc::INVALID_FIELD_IN_CDB)
+    );
+    let (_, back) = run(&t, &n, 0, &read10(600, 1), &[]);
+    assert!(back.iter().all(|&b| b == 0));
     // UNMAP on a fully provisioned unit (after the write-protect check, as libiscsi's
     // ReadOnly test expects).
     let full = Target::new(vec![(
@@ -1069,6 +1085,13 @@ fn compare_and_write_is_all_or_nothing() {
     );
     assert_eq!(
         run(&t, &n, 0, &caw(40, 2), &data[..1500]).0.sense,
+        Some(Sense::invalid_field_in_cdb(13, None))
+    );
+    // A Data-Out buffer larger than the two instances (libiscsi's InvalidDataOutSize).
+    let mut more = data.clone();
+    more.extend_from_slice(&[0; 1024]);
+    assert_eq!(
+        run(&t, &n, 0, &caw(40, 2), &more).0.sense,
         Some(Sense::invalid_field_in_cdb(13, None))
     );
     let (_, bl) = run(&t, &n, 0, &[0x12, 1, 0xB0, 0, 255, 0], &[]);

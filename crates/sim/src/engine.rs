@@ -277,6 +277,7 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
             cdb: &[0; 6],
             attribute: TaskAttribute::Simple,
             data_out: &[],
+            data_out_buffer_size: 0,
         };
         lu.submit_mut(0, &tur, &mut Vec::new());
     }
@@ -477,7 +478,9 @@ fn submit(
         tag: u64::from(s),
         cdb: &cdb,
         attribute: TaskAttribute::Simple,
+        // The simulator times commands and moves no data.
         data_out: &[],
+        data_out_buffer_size: 0,
     };
     if let Submitted::Done(c) = lu.submit_mut(now, &req, &mut Vec::new()) {
         // Refused at once (a CDB the LU cannot take): the workload does not fit the device.

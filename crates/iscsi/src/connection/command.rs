@@ -113,6 +113,7 @@ impl Session {
             cdb: task.cdb.as_slice(),
             attribute: task.attr,
             data_out: &data_out,
+            data_out_buffer_size: task.edtl,
         };
         match target.submit(self.now, &req, &mut data_in) {
             Submitted::Done(c) => {
@@ -176,6 +177,7 @@ impl Session {
                 cdb: task.cdb.as_slice(),
                 attribute: task.attr,
                 data_out: &buf,
+                data_out_buffer_size: task.edtl,
             };
             let c = target.complete(task.lun, &f, &req, &mut data_in);
             self.answer(&task, &c, data_in, out);
