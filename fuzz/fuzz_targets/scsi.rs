@@ -44,9 +44,11 @@ fn cdb(cdb: &[u8], knobs: u8) {
             let _ = command.data_length();
             if let Command::ReportSupportedOperationCodes(r) = command {
                 let mut out = Vec::new();
-                if scsi::rsoc::report_supported_operation_codes(&r, knobs & 4 != 0, &mut out)
-                    .is_ok()
-                {
+                let features = scsi::rsoc::Features {
+                    cdl: knobs & 4 != 0,
+                    thin_provisioning: knobs & 8 != 0,
+                };
+                if scsi::rsoc::report_supported_operation_codes(&r, features, &mut out).is_ok() {
                     assert!(out.len() < 1 << 16, "REPORT SUPPORTED OPERATION CODES data");
                 }
             }
