@@ -263,19 +263,11 @@ impl Bench {
 }
 
 fn read16(lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = 0x88;
-    c[1] = (dld >> 2) & 1;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
-    c[14] = (dld & 3) << 6;
-    c
+    scsi::encode::rw16(false, lba, blocks, dld)
 }
 
 fn write16(lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
-    let mut c = read16(lba, blocks, dld);
-    c[0] = 0x8A;
-    c
+    scsi::encode::rw16(true, lba, blocks, dld)
 }
 
 fn sense(c: &Completion) -> Option<(SenseKey, Asc)> {

@@ -41,13 +41,7 @@ fn write10(lba: u32, blocks: u16) -> [u8; 10] {
 }
 
 fn read16(lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = 0x88;
-    c[1] = (dld >> 2) & 1;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
-    c[14] = (dld & 3) << 6;
-    c
+    scsi::encode::rw16(false, lba, blocks, dld)
 }
 
 fn request<'a>(n: &'a Nexus, tag: u64, cdb: &'a [u8], data_out: &'a [u8]) -> Request<'a> {

@@ -1236,20 +1236,7 @@ fn read_defect_data_reports_empty_lists() {
     assert_eq!(c.sense, Some(Sense::invalid_field_in_cdb(2, Some(5))));
 }
 
-/// UNMAP parameter list for `ranges` (SBC-4 table 121).
-fn unmap_list(ranges: &[(u64, u32)]) -> Vec<u8> {
-    let n = 16 * ranges.len() as u16;
-    let mut l = Vec::new();
-    l.extend_from_slice(&(n + 6).to_be_bytes());
-    l.extend_from_slice(&n.to_be_bytes());
-    l.extend_from_slice(&[0; 4]);
-    for (lba, blocks) in ranges {
-        l.extend_from_slice(&lba.to_be_bytes());
-        l.extend_from_slice(&blocks.to_be_bytes());
-        l.extend_from_slice(&[0; 4]);
-    }
-    l
-}
+use scsi::encode::unmap_parameter_list as unmap_list;
 
 fn unmap_cdb(len: usize) -> [u8; 10] {
     let mut c = [0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0];

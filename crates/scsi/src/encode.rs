@@ -14,6 +14,21 @@ pub fn rw16(write: bool, lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
     c
 }
 
+/// An UNMAP parameter list (SBC-4 table 121) of one block descriptor per (LBA, blocks).
+pub fn unmap_parameter_list(ranges: &[(u64, u32)]) -> Vec<u8> {
+    let descriptors = u16::try_from(16 * ranges.len()).unwrap_or(u16::MAX - 6);
+    let mut l = Vec::with_capacity(8 + 16 * ranges.len());
+    l.extend_from_slice(&(descriptors + 6).to_be_bytes());
+    l.extend_from_slice(&descriptors.to_be_bytes());
+    l.extend_from_slice(&[0; 4]);
+    for (lba, blocks) in ranges {
+        l.extend_from_slice(&lba.to_be_bytes());
+        l.extend_from_slice(&blocks.to_be_bytes());
+        l.extend_from_slice(&[0; 4]);
+    }
+    l
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -31,5 +46,16 @@ mod tests {
             };
             assert_eq!((rw.lba, rw.transfer_length, rw.dld), (7, 1, dld));
         }
+    }
+
+    #[test]
+    fn unmap_list_decodes_to_what_was_asked() {
+        let list = unmap_parameter_list(&[(7, 3), (1 << 40, 0)]);
+        let d = crate::provisioning::unmap_descriptors(&list).unwrap();
+        let ranges: Vec<(u64, u32)> = d
+            .iter()
+            .map(|d| (d.lba, d.number_of_logical_blocks))
+            .collect();
+        assert_eq!(ranges, [(7, 3), (1 << 40, 0)]);
     }
 }

@@ -80,20 +80,7 @@ pub fn logical_block_provisioning(out: &mut Vec<u8>, peripheral: u8, thin: bool)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn list(descriptors: &[(u64, u32)]) -> Vec<u8> {
-        let n = 16 * descriptors.len() as u16;
-        let mut l = Vec::new();
-        l.extend_from_slice(&(n + 6).to_be_bytes());
-        l.extend_from_slice(&n.to_be_bytes());
-        l.extend_from_slice(&[0; 4]);
-        for (lba, blocks) in descriptors {
-            l.extend_from_slice(&lba.to_be_bytes());
-            l.extend_from_slice(&blocks.to_be_bytes());
-            l.extend_from_slice(&[0; 4]);
-        }
-        l
-    }
+    use crate::encode::unmap_parameter_list as list;
 
     #[test]
     fn unmap_parameter_list() {
