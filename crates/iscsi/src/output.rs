@@ -43,6 +43,12 @@ impl BufferPool {
         buf
     }
 
+    /// Frees every kept buffer: a connection that has gone idle holds no memory for data.
+    pub fn release(&mut self) {
+        self.free = Vec::new();
+        self.kept = 0;
+    }
+
     pub fn put(&mut self, mut buf: Vec<u8>) {
         let capacity = buf.capacity();
         if capacity > 0
@@ -230,6 +236,9 @@ mod tests {
         }
         assert_eq!(pool.free.len(), BufferPool::KEEP);
         assert!(pool.kept <= BufferPool::KEEP_BYTES);
+        pool.release();
+        assert_eq!((pool.kept, pool.free.capacity()), (0, 0));
+        assert_eq!(pool.get().capacity(), 0);
     }
     use crate::bhs::Opcode;
     use crate::pdu::{frame, FrameLimits};

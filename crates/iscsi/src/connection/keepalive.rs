@@ -68,6 +68,10 @@ impl Connection {
         self.keepalive.next_tag = tag.wrapping_add(1) & 0x7FFF_FFFF;
         self.keepalive.pinged_at = Some(now);
         self.ping(tag, out);
+        // Idle for a whole interval: give the free data buffers back (issue 11).
+        if let Phase::FullFeature(s) = &mut self.phase {
+            s.pool.release();
+        }
         true
     }
 }
