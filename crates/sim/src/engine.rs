@@ -7,6 +7,7 @@
 //! setup and seed.
 
 use crate::error::SimError;
+use crate::host::{self as host_model, Eh};
 use crate::replica::Replica;
 use device::{Completion, Finished, LogicalUnit, Nexus, Request, Submitted, TaskAttribute};
 use drive::Ns;
@@ -37,6 +38,8 @@ pub struct PointSetup {
     pub stop: Stop,
     /// Where fast-failed reads are re-served from (experiments/README.md, A1–A4, B4), if anywhere.
     pub replica: Option<Replica>,
+    /// What the host's error handling costs on a CDL failure (SAS, SATA libata).
+    pub host: host_model::Host,
     pub seed: u64,
 }
 
@@ -114,6 +117,8 @@ enum HostEvent {
     Submit(u32),
     /// A fast-failed read's data arrived from the replica.
     Reserved(u32),
+    /// The host's error handling is done: held and requeued commands go out.
+    EhDone,
 }
 
 /// One host slot: a job instance's outstanding command (closed loop: one at a time).
@@ -124,6 +129,8 @@ struct Slot {
     submitted_at: Ns,
     /// What the device reported for a read now being re-served: outcome, limit missed.
     device: (Outcome, bool),
+    /// The command is in the device.
+    in_device: bool,
 }
 
 struct Host {
@@ -138,6 +145,12 @@ struct Host {
     events: BinaryHeap<Reverse<(Ns, u64, HostEvent)>>,
     seq: u64,
     replica_rng: Rng,
+    /// The host's error handling, and the slots waiting for it to end: those that were to
+    /// submit (false) and those whose aborted command goes out again (true).
+    eh: Eh,
+    held: Vec<(u32, bool)>,
+    /// Commands in the device.
+    in_device: usize,
 }
 
 impl Host {
@@ -290,6 +303,9 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
         events: BinaryHeap::new(),
         seq: 0,
         replica_rng: Rng::new(stream_seed(setup.seed, u64::from(u32::MAX))),
+        eh: Eh::Idle,
+        held: Vec::new(),
+        in_device: 0,
     };
     for (j, job) in setup.jobs.iter().enumerate() {
         // Streams depend on the job's position only, so every point and variant of an
@@ -306,6 +322,7 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
                 io: placeholder_io(),
                 submitted_at: 0,
                 device: (Outcome::Good, false),
+                in_device: false,
             });
             host.schedule(0, HostEvent::Submit(slot));
         }
@@ -341,6 +358,21 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
                     break;
                 };
                 match event {
+                    // Error handling holds the queue: the slot waits for it.
+                    HostEvent::Submit(s) if host.eh != Eh::Idle => host.held.push((s, false)),
+                    // An EhDone that an extended EH outlived.
+                    HostEvent::EhDone if matches!(host.eh, Eh::Until(t) if now < t) => {}
+                    HostEvent::EhDone => {
+                        host.eh = Eh::Idle;
+                        for (s, again) in std::mem::take(&mut host.held) {
+                            if again {
+                                issue(lu, &mut host, now, s)?;
+                                device_at = Some(device_at.map_or(now, |d| d.min(now)));
+                            } else {
+                                host.schedule(now, HostEvent::Submit(s));
+                            }
+                        }
+                    }
                     HostEvent::Submit(s) => {
                         if let Some(g) = submit(lu, &mut host, setup, now, s)? {
                             // The new task is due for dispatch now.
@@ -372,10 +404,17 @@ fn advance(
     done: &mut Vec<Finished>,
     now: Ns,
 ) -> Option<Ns> {
-    let next = lu.advance_mut(now, done);
+    let mut next = lu.advance_mut(now, done);
     for f in done.drain(..) {
         let c = lu.status(&f);
-        complete(host, meter, setup, f.tag, now, &c, f.missed);
+        if let Some(requeued) = complete(lu, host, meter, setup, f.tag, now, &c, f.missed) {
+            next = requeued.or(lu.next_event());
+        }
+    }
+    if host.eh == Eh::Draining && host.in_device == 0 {
+        // The queue is empty: the non-queued READ LOG of the sense data runs now.
+        host.eh = Eh::Until(now + setup.host.eh);
+        host.schedule(now + setup.host.eh, HostEvent::EhDone);
     }
     next
 }
@@ -404,18 +443,6 @@ fn outcome(c: &Completion) -> Outcome {
         ) => Outcome::AbortedErrorRecovery,
         _ => Outcome::MediumError,
     }
-}
-
-/// READ(16) or WRITE(16) (SBC-4 tables 98, 203) with the DLD in byte 1 bit 0 and byte 14
-/// bits 7:6 (SBC-5), as Linux sd builds them.
-fn rw16(write: bool, lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = if write { 0x8A } else { 0x88 };
-    c[1] = (dld >> 2) & 1;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
-    c[14] = (dld & 3) << 6;
-    c
 }
 
 fn placeholder_io() -> Io {
@@ -463,11 +490,23 @@ fn submit(
         submitted_at: now,
         ..*slot
     };
+    issue(lu, host, now, s)?;
+    Ok(Some(group(io.class, io.dld)))
+}
+
+/// Sends the slot's command to the device (again, for one the host requeued).
+fn issue(lu: &mut LogicalUnit, host: &mut Host, now: Ns, s: u32) -> Result<(), SimError> {
+    let Some(slot) = host.slots.get_mut(s as usize) else {
+        return Ok(());
+    };
+    let io = slot.io;
+    slot.in_device = true;
+    host.in_device += 1;
     let (lba, blocks) = (
         io.lba * SECTOR / host.block,
         u32::try_from(u64::from(io.blocks) * SECTOR / host.block).unwrap_or(u32::MAX),
     );
-    let cdb = rw16(io.write, lba, blocks, io.dld);
+    let cdb = scsi::encode::rw16(io.write, lba, blocks, io.dld);
     let nexus = host
         .nexuses
         .get(io.class.index())
@@ -489,10 +528,15 @@ fn submit(
             c.sense
         )));
     }
-    Ok(Some(group(io.class, io.dld)))
+    Ok(())
 }
 
+/// A command came back: its slot is measured (or its read re-served from the replica), and
+/// the host's error handling starts if its transport needs it. Returns `Some` when commands
+/// were aborted out of the device (with the device's next event after that).
+#[allow(clippy::too_many_arguments)]
 fn complete(
+    lu: &mut LogicalUnit,
     host: &mut Host,
     meter: &mut Meter,
     setup: &PointSetup,
@@ -500,24 +544,68 @@ fn complete(
     at: Ns,
     c: &Completion,
     missed: bool,
-) {
-    let Ok(s) = u32::try_from(tag) else { return };
-    let Some(slot) = host.slots.get_mut(s as usize) else {
-        return;
-    };
+) -> Option<Option<Ns>> {
+    let s = u32::try_from(tag).ok()?;
+    let slot = host.slots.get_mut(s as usize)?;
+    slot.in_device = false;
+    host.in_device -= 1;
     let outcome = outcome(c);
     let failed = outcome != Outcome::Good;
+    let requeued = handle_error(lu, host, &setup.host, s, outcome, at);
+    let slot = host.slots.get_mut(s as usize)?;
     // A read that came back without data is re-served from a replica (experiments/README.md, A1–A4,
     // B4); its latency is counted when the replica answers, with the device's outcome.
     if let (true, false, Some(replica)) = (failed, slot.io.write, &setup.replica) {
         slot.device = (outcome, missed);
         let at = at + replica.sample(&mut host.replica_rng);
         host.schedule(at, HostEvent::Reserved(s));
-        return;
+        return requeued;
     }
     let slot = *slot;
     meter.record(at, &slot, outcome, missed, !failed);
     host.schedule(at + setup.turnaround, HostEvent::Submit(s));
+    requeued
+}
+
+/// The host's error handling of slot `s`'s outcome (crate::host). An abort on SATA fails every
+/// other queued command: they are aborted in the device and go out again, with their first
+/// submission time, when EH has read the error log. A Dh completion on libata holds the queue
+/// until it drains, then reads the sense log. Returns `Some` when commands were aborted.
+fn handle_error(
+    lu: &mut LogicalUnit,
+    host: &mut Host,
+    model: &host_model::Host,
+    s: u32,
+    outcome: Outcome,
+    now: Ns,
+) -> Option<Option<Ns>> {
+    if outcome.is_aborted() && model.abort_fails_the_queue() {
+        for (other, slot) in (0u32..).zip(host.slots.iter_mut()) {
+            if other == s || !slot.in_device {
+                continue;
+            }
+            let nexus = host.nexuses.get(slot.io.class.index()).map_or(0, |n| n.id);
+            if lu.abort_task(now, nexus, u64::from(other)) {
+                slot.in_device = false;
+                host.in_device -= 1;
+                host.held.push((other, true));
+            }
+        }
+        let until = match host.eh {
+            Eh::Until(t) => t.max(now + model.eh),
+            _ => now + model.eh,
+        };
+        host.eh = Eh::Until(until);
+        host.schedule(until, HostEvent::EhDone);
+        return Some(lu.next_event());
+    }
+    if outcome == Outcome::CompletedUnavailable
+        && model.sense_stalls_the_queue()
+        && host.eh == Eh::Idle
+    {
+        host.eh = Eh::Draining;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -542,6 +630,7 @@ mod tests {
             ramp: 0,
             stop,
             replica: None,
+            host: host_model::Host::default(),
             seed: 1,
         }
     }
@@ -670,6 +759,75 @@ mod tests {
         );
         // The re-served read is a read like the others (for read SLAs).
         assert_eq!(r.reads.count(), 3);
+    }
+
+    /// One DLD 1 descriptor: a 15 ms inactive limit with `policy`.
+    fn inactive_15ms(policy: &str) -> CdlPages {
+        crate::cdl_spec::CdlSpec {
+            read: vec![crate::cdl_spec::DescriptorSpec {
+                dld: 1,
+                inactive_ms: Some(15.0),
+                inactive_policy: Some(policy.into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+        .pages()
+        .unwrap()
+    }
+
+    /// `ios` completions at QD 3 on the 10 ms drive, every read limited by `policy`, with the
+    /// host's `interface` and a 5 ms EH.
+    fn with_host(policy: &str, interface: crate::host::Interface, ios: u64) -> PointResult {
+        let mut lu = lu(Box::new(TenMs), inactive_15ms(policy));
+        let mut s = setup(
+            vec![job(
+                "iodepth = 3\ncmdprio_percentage = 100\ncmdprio_hint = 1",
+            )],
+            Stop::Ios(ios),
+        );
+        s.host = host_model::Host::new(crate::host::HostSpec {
+            interface,
+            eh_ms: 5.0,
+        })
+        .unwrap();
+        run_point(&mut lu, &s).unwrap()
+    }
+
+    /// Fh on SATA: the abort fails the queue. A runs 0–10 ms, B from 10 ms, D (A's slot again)
+    /// waits from 10.05 ms; C is aborted at 15 ms (inactive limit). On SAS, B ends at 20 ms. On
+    /// SATA, B (running) and D (queued) are aborted with C and go out again, in slot order,
+    /// when EH is done at 20 ms: the third completion is D's, at 30 ms. Improved SATA is the
+    /// same for Fh.
+    #[test]
+    fn an_abort_on_sata_requeues_the_device_queue() {
+        use crate::host::Interface::*;
+        let third = |i| with_host("Fh", i, 3).interval;
+        assert_eq!(third(Sas), 20_000_000);
+        assert_eq!(third(SataLibata), 30_000_000);
+        assert_eq!(third(SataImproved), 30_000_000);
+        let r = with_host("Fh", SataLibata, 3);
+        let sum = r.total.summary(r.interval);
+        assert_eq!(
+            (sum.ios, sum.aborted),
+            (3, 1),
+            "requeued commands are not failures"
+        );
+        assert_eq!(sum.lat_ms.max, 19.95, "D waited from 10.05 ms");
+    }
+
+    /// Dh on libata: the sense needs a READ LOG, so the queue drains first, then EH runs 5 ms
+    /// with nothing going out; an improved host pays nothing, as SAS.
+    #[test]
+    fn a_dh_completion_on_libata_stalls_the_queue() {
+        use crate::host::Interface::*;
+        let iops = |i| {
+            let r = with_host("Dh", i, 200);
+            r.total.summary(r.interval).iops
+        };
+        let (sas, libata, improved) = (iops(Sas), iops(SataLibata), iops(SataImproved));
+        assert_eq!(sas, improved);
+        assert!(libata < 0.95 * sas, "libata {libata} vs sas {sas}");
     }
 
     #[test]

@@ -9,9 +9,10 @@
 //! [queue]                          # depth, scheduler, arbitration, admission
 //! [cdl]                            # T2A/T2B descriptors (crate::cdl_spec)
 //! [replica]                        # re-serve fast-failed reads (crate::replica)
+//! [host]                           # the host's error handling: sas, sata-* (crate::host)
 //! [sla]                            # percentile + limit checked per point (crate::sla)
 //! [[job]]                          # workload::JobSpec
-//! [[variant]]                      # name + any of drive/queue/cdl/replica tables,
+//! [[variant]]                      # name + any of drive/queue/cdl/replica/host tables,
 //! name = "cdl-aware"               # and job.<name> tables merged into that job
 //! queue = { scheduler = "cdl-aware" }
 //! ```
@@ -20,6 +21,7 @@ use crate::cdl_spec::CdlSpec;
 use crate::device::{DeviceSpec, DriveSetup, QueueSpec};
 use crate::engine::{PointSetup, Stop};
 use crate::error::SimError;
+use crate::host::{Host, HostSpec};
 use crate::replica::{Replica, ReplicaSpec};
 use crate::sla::{Sla, SlaSpec};
 use serde::Deserialize;
@@ -56,6 +58,8 @@ struct ExperimentFile {
     #[serde(default)]
     cdl: CdlSpec,
     replica: Option<ReplicaSpec>,
+    #[serde(default)]
+    host: HostSpec,
     sla: Option<SlaSpec>,
     #[serde(rename = "job")]
     jobs: Vec<JobSpec>,
@@ -89,6 +93,7 @@ pub struct Variant {
     pub queue: QueueSpec,
     pub cdl: qos::CdlPages,
     pub replica: Option<Replica>,
+    pub host: Host,
     /// Jobs, and whether each set its own iodepth (else the sweep's qd applies).
     jobs: Vec<(JobSpec, bool)>,
     capacity: u64,
@@ -119,7 +124,7 @@ pub struct Point {
 }
 
 /// Keys a variant may set, besides `name` and `job`.
-const VARIANT_TABLES: [&str; 4] = ["drive", "queue", "cdl", "replica"];
+const VARIANT_TABLES: [&str; 5] = ["drive", "queue", "cdl", "replica", "host"];
 
 /// Merges `over` into `base`: tables key by key, anything else replaced.
 fn merge(base: &mut Table, over: &Table) {
@@ -184,10 +189,13 @@ fn apply_variant(base: &Table, i: usize, variant: &Value) -> Result<(String, Tab
             (key, other) if VARIANT_TABLES.contains(&key) => {
                 doc.insert(key.to_owned(), other.clone());
             }
-            (key, _) => return Err(SimError::field(
-                &format!("{at}.{key}"),
-                "unknown field (a variant may set name, drive, queue, cdl, replica, job.<name>)",
-            )),
+            (key, _) => {
+                return Err(SimError::field(
+                    &format!("{at}.{key}"),
+                    "unknown field (a variant may set name, drive, queue, cdl, replica, host, \
+                 job.<name>)",
+                ))
+            }
         }
     }
     Ok((name, doc))
@@ -275,6 +283,7 @@ impl Experiment {
         let cdl = file.cdl.pages()?;
         file.queue.config(cdl)?;
         let replica = file.replica.map(Replica::new).transpose()?;
+        let host = Host::new(file.host)?;
         let mut names = std::collections::BTreeSet::new();
         for job in &file.jobs {
             if !names.insert(job.name.as_str()) {
@@ -291,6 +300,7 @@ impl Experiment {
             queue: file.queue.clone(),
             cdl,
             replica,
+            host,
             jobs: file.jobs.iter().cloned().zip(explicit).collect(),
             capacity,
         })
@@ -456,6 +466,7 @@ impl Experiment {
             ramp: self.ramp_ios.unwrap_or(10 * outstanding + 200),
             stop: self.stop,
             replica: variant.replica,
+            host: variant.host,
             seed,
         })
     }

@@ -14,6 +14,7 @@ pub mod engine;
 mod error;
 pub mod experiment;
 pub mod faults;
+pub mod host;
 pub mod plot;
 pub mod replica;
 pub mod report;
