@@ -4,8 +4,10 @@
 #   fuzz/run.sh [--seconds N] [--merge] [TARGET...]
 #
 # --seconds N  how long each target runs (default 600); all targets when none is named.
-# --merge      afterwards, add to fuzz/corpus/TARGET the inputs that reached new coverage
-#              (libFuzzer's -merge=1: only those, so the kept corpus stays small).
+# --merge      afterwards, add to fuzz/corpus/TARGET the fewest inputs that cover the edges
+#              the run reached and the corpus did not (libFuzzer's -set_cover_merge=1 on
+#              edges alone, inputs cut to the length in max_len below): the kept corpus
+#              stays small.
 #
 # Installs cargo-fuzz if missing. Builds on Rust stable: no sanitizer (`--sanitizer none`;
 # safe Rust needs none), debug assertions and overflow checks on. An input that runs longer
@@ -23,7 +25,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --merge) merge=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -51,6 +53,16 @@ dict() {
   case "$1" in
     pdu|text|login|connection) echo "-dict=fuzz/dict/iscsi.dict" ;;
     experiment_toml|stint_toml|drive_profile) echo "-dict=fuzz/dict/toml.dict" ;;
+  esac
+}
+
+# The longest input kept by --merge: a PDU sequence or a TOML file's first lines.
+max_len() {
+  case "$1" in
+    pdu|text) echo 256 ;;
+    login|experiment_toml|stint_toml|drive_profile) echo 512 ;;
+    scsi) echo 600 ;;
+    *) echo 1024 ;;
   esac
 }
 
@@ -84,8 +96,8 @@ for t in "${targets[@]}"; do
     grep -m1 -A4 'panicked at' "$log" | sed 's/^/    /' || tail -5 "$log" | sed 's/^/    /'
     echo "    replay: (cd fuzz && cargo fuzz run --sanitizer none $t ${crash#fuzz/})"
   elif [ "$merge" -eq 1 ]; then
-    (cd fuzz && cargo fuzz run --sanitizer none "$t" "corpus/$t" "../$work" -- -merge=1) \
-      >>"$log" 2>&1
+    (cd fuzz && cargo fuzz run --sanitizer none "$t" "corpus/$t" "../$work" -- \
+       -set_cover_merge=1 -use_counters=0 -use_cmp=0 -max_len="$(max_len "$t")") >>"$log" 2>&1
   fi
 done
 
