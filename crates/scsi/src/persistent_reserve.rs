@@ -111,9 +111,10 @@ impl PrOutAction {
     }
 }
 
-/// The length of the basic parameter list (SPC-4 table 214) and of everything before the
-/// TransportIDs of SPEC_I_PT (table 215) or REGISTER AND MOVE (table 217).
+/// The length of the basic parameter list (SPC-4 table 214), and where REGISTER AND MOVE's
+/// TransportID starts (table 217).
 pub const BASIC_PARAMETER_LIST: usize = 24;
+/// Where SPEC_I_PT's TransportIDs start, after their length (table 215).
 const TRANSPORT_IDS_AT: usize = 28;
 
 /// The longest parameter list accepted: SPEC_I_PT's header and 128 of the longest iSCSI
@@ -134,7 +135,15 @@ pub struct PrOutParameters {
     pub all_tg_pt: bool,
     pub aptpl: bool,
     /// With SPEC_I_PT: the initiator ports the TransportIDs name (table 215).
-    pub transport_ids: Vec<String>,
+    pub transport_ids: Vec<TransportId>,
+}
+
+/// An initiator port a TransportID names, and where the TransportID starts in the parameter
+/// list (for field pointers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransportId {
+    pub at: usize,
+    pub initiator_port: String,
 }
 
 impl PrOutParameters {
@@ -158,8 +167,8 @@ impl PrOutParameters {
             }
             let mut at = TRANSPORT_IDS_AT;
             while at < end {
-                let (port, len) = decode_transport_id(&list[at..end], at)?;
-                transport_ids.push(port);
+                let (initiator_port, len) = decode_transport_id(&list[at..end], at)?;
+                transport_ids.push(TransportId { at, initiator_port });
                 at += len;
             }
         } else if list.len() != BASIC_PARAMETER_LIST {
@@ -189,20 +198,21 @@ pub struct RegisterAndMoveParameters {
 }
 
 impl RegisterAndMoveParameters {
-    /// Decodes `list`: TRANSPORTID LENGTH must lie within it and hold one whole TransportID
-    /// (SPC-4 §6.16.4).
+    /// Decodes `list`: TRANSPORTID LENGTH (bytes 20–23) must lie within it and hold one whole
+    /// TransportID (SPC-4 §6.16.4).
     pub fn decode(list: &[u8]) -> Result<Self, Sense> {
-        if list.len() < TRANSPORT_IDS_AT {
+        if list.len() < BASIC_PARAMETER_LIST {
             return Err(parameter_list_length_error());
         }
-        let length = be32(list, 24) as usize;
-        let end = TRANSPORT_IDS_AT.saturating_add(length);
+        let length = be32(list, 20) as usize;
+        let end = BASIC_PARAMETER_LIST.saturating_add(length);
         if end > list.len() {
             return Err(parameter_list_length_error());
         }
-        let (transport_id, len) = decode_transport_id(&list[TRANSPORT_IDS_AT..end], 28)?;
+        let (transport_id, len) =
+            decode_transport_id(&list[BASIC_PARAMETER_LIST..end], BASIC_PARAMETER_LIST)?;
         if len != length {
-            return Err(Sense::invalid_field_in_parameter_list(24, None));
+            return Err(Sense::invalid_field_in_parameter_list(20, None));
         }
         Ok(RegisterAndMoveParameters {
             reservation_key: be64(list, 0),
@@ -469,11 +479,16 @@ mod tests {
         list.extend_from_slice(&(tids.len() as u32).to_be_bytes());
         list.extend_from_slice(&tids);
         let p = PrOutParameters::decode(&list).unwrap();
+        let ports: Vec<(usize, &str)> = p
+            .transport_ids
+            .iter()
+            .map(|t| (t.at, t.initiator_port.as_str()))
+            .collect();
         assert_eq!(
-            p.transport_ids,
+            ports,
             [
-                "iqn.2026-11.dev.stint:a,i,0x000000000001",
-                "iqn.2026-11.dev.stint:b,i,0x000000000002"
+                (28, "iqn.2026-11.dev.stint:a,i,0x000000000001"),
+                (64, "iqn.2026-11.dev.stint:b,i,0x000000000002")
             ]
         );
         // A TRANSPORTID PARAMETER DATA LENGTH beyond the list, or one that cuts a TransportID.
@@ -495,7 +510,7 @@ mod tests {
         list[18..20].copy_from_slice(&1u16.to_be_bytes());
         let mut tid = Vec::new();
         encode_transport_id("iqn.2026-11.dev.stint:b,i,0xab", &mut tid);
-        list.extend_from_slice(&(tid.len() as u32).to_be_bytes());
+        list[20..24].copy_from_slice(&(tid.len() as u32).to_be_bytes());
         list.extend_from_slice(&tid);
         let m = RegisterAndMoveParameters::decode(&list).unwrap();
         assert_eq!(
