@@ -490,7 +490,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5A, 0x18, F, F, 0, 0, 0, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE IN(READ KEYS)",
+        "PERSISTENT RESERVE IN (READ KEYS)",
         Allowed,
         In,
         Some(0x00),
@@ -500,7 +500,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5E, 0x00, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE IN(READ RESERVATION)",
+        "PERSISTENT RESERVE IN (READ RESERVATION)",
         Allowed,
         In,
         Some(0x01),
@@ -510,7 +510,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5E, 0x01, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE IN(REPORT CAPABILITIES)",
+        "PERSISTENT RESERVE IN (REPORT CAPABILITIES)",
         Allowed,
         In,
         Some(0x02),
@@ -520,7 +520,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5E, 0x02, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE IN(READ FULL STATUS)",
+        "PERSISTENT RESERVE IN (READ FULL STATUS)",
         Allowed,
         In,
         Some(0x03),
@@ -530,7 +530,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5E, 0x03, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE OUT(REGISTER)",
+        "PERSISTENT RESERVE OUT (REGISTER)",
         OwnRules,
         Out,
         Some(0x00),
@@ -540,7 +540,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x00, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE OUT(RESERVE)",
+        "PERSISTENT RESERVE OUT (RESERVE)",
         OwnRules,
         Out,
         Some(0x01),
@@ -550,7 +550,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x01, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE OUT(RELEASE)",
+        "PERSISTENT RESERVE OUT (RELEASE)",
         OwnRules,
         Out,
         Some(0x02),
@@ -560,7 +560,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x02, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE OUT(CLEAR)",
+        "PERSISTENT RESERVE OUT (CLEAR)",
         OwnRules,
         Out,
         Some(0x03),
@@ -570,7 +570,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x03, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE OUT(PREEMPT)",
+        "PERSISTENT RESERVE OUT (PREEMPT)",
         OwnRules,
         Out,
         Some(0x04),
@@ -580,7 +580,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x04, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE OUT(PREEMPT AND ABORT)",
+        "PERSISTENT RESERVE OUT (PREEMPT AND ABORT)",
         OwnRules,
         Out,
         Some(0x05),
@@ -590,7 +590,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x05, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE OUT(REGISTER AND IGNORE EXISTING KEY)",
+        "PERSISTENT RESERVE OUT (REGISTER AND IGNORE EXISTING KEY)",
         OwnRules,
         Out,
         Some(0x06),
@@ -600,7 +600,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x06, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
-        "PERSISTENT RESERVE OUT(REGISTER AND MOVE)",
+        "PERSISTENT RESERVE OUT (REGISTER AND MOVE)",
         OwnRules,
         Out,
         Some(0x07),
