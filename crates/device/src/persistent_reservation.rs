@@ -22,6 +22,10 @@ pub(crate) const RELATIVE_TARGET_PORT: u16 = 1;
 /// (SPC-4 §5.13.7), so a host cannot grow the state (and its file) without bound.
 pub(crate) const MAX_REGISTRATIONS: usize = 128;
 
+/// The longest initiator port name a TransportID can carry: an iSCSI name of 223 bytes (RFC
+/// 7143 §4.2.7.1), ",i,0x" and 12 hex digits of ISID (SPC-4 table 506).
+const MAX_INITIATOR_PORT: usize = 223 + 5 + 12;
+
 /// One registered I_T nexus.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Registration {
@@ -285,7 +289,10 @@ impl PersistentReservations {
                     }
                     ports.push(port);
                 }
-                if self.registrations.len() + ports.len() > MAX_REGISTRATIONS {
+                // The login takes any InitiatorName; one too long for a TransportID (READ FULL
+                // STATUS, the APTPL file) cannot be registered.
+                let too_long = port.len() > MAX_INITIATOR_PORT;
+                if too_long || self.registrations.len() + ports.len() > MAX_REGISTRATIONS {
                     return Err(insufficient_resources());
                 }
                 self.registrations

@@ -153,6 +153,12 @@ fn registrations_are_bounded() {
     }
     let e = check(out(&mut s, A, PrOutAction::Register, None, 0, 1));
     assert_eq!(e.asc, Asc::INSUFFICIENT_REGISTRATION_RESOURCES);
+    // An initiator port no TransportID can name is not registered either.
+    let mut s = PersistentReservations::default();
+    let long = format!("iqn.2026-11.dev.stint:{},i,0x000000000001", "x".repeat(210));
+    let e = check(out(&mut s, &long, PrOutAction::Register, None, 0, 1));
+    assert_eq!(e.asc, Asc::INSUFFICIENT_REGISTRATION_RESOURCES);
+    assert!(s.registrations.is_empty());
 }
 
 #[test]
