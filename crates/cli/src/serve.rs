@@ -162,10 +162,18 @@ fn build_lun(
     }
     // Saved mode parameters (the CDL pages a host saved with MODE SELECT SP=1) live beside the
     // data, so they survive a restart like the data does.
+    let beside = |path: &Path, suffix: &str| {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        PathBuf::from(file)
+    };
     if let (StoreKind::File, Some(path), Some(_)) = (lun.store, &lun.path, &device) {
-        let mut saved = path.clone().into_os_string();
-        saved.push(".modes");
-        config.saved_mode_path = Some(saved.into());
+        config.saved_mode_path = Some(beside(path, ".modes"));
+    }
+    // So do persistent reservations a host asked to persist through power loss (APTPL); a
+    // RAM LUN keeps them only while it runs (REPORT CAPABILITIES: PTPL_C = 0).
+    if let (StoreKind::File, Some(path)) = (lun.store, &lun.path) {
+        config.persistent_reservations_path = Some(beside(path, ".pr"));
     }
     let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("target {target} LUN {id}: {e}");
     match device {

@@ -46,6 +46,10 @@ pub struct LuConfig {
     /// Where a logical unit that can save mode parameters (one with a device queue) keeps
     /// them across restarts; `None`: they live as long as the process.
     pub saved_mode_path: Option<std::path::PathBuf>,
+    /// Where the logical unit keeps its persistent reservations while a host asks them to
+    /// persist through power loss (APTPL = 1, SPC-4 §5.13.5); `None`: it cannot (PTPL_C = 0),
+    /// and APTPL = 1 is refused.
+    pub persistent_reservations_path: Option<std::path::PathBuf>,
 }
 
 impl LuConfig {
@@ -74,6 +78,7 @@ impl LuConfig {
             thin_provisioning: true,
             max_transfer_bytes: 8 << 20,
             saved_mode_path: None,
+            persistent_reservations_path: None,
         }
     }
 

@@ -4,6 +4,8 @@
 //! a [`Request`] and gets a [`Completion`] back, with read data appended to a buffer the
 //! transport owns (so data is copied once, store → that buffer → socket).
 
+mod aptpl;
+mod atomic_file;
 mod block;
 mod config;
 mod device_queue;
@@ -11,6 +13,8 @@ mod identity;
 pub mod latency;
 mod logical_unit;
 pub mod metrics;
+mod persistent_reservation;
+mod reservations;
 mod saved_mode;
 mod target;
 mod task_set;

@@ -6,6 +6,7 @@ use crate::config::{ConfigError, LuConfig};
 use crate::device_queue::{DeviceQueue, Scheduled};
 use crate::identity;
 use crate::metrics::CommandCounters;
+use crate::reservations::Reservations;
 use crate::saved_mode;
 use crate::unit_attention::UnitAttentions;
 use crate::{Completion, Ns, Request, TaskAttribute, Transfer};
@@ -45,10 +46,8 @@ pub struct LogicalUnit {
     /// Nexuses that have prevented medium removal (SBC-4 §5.11: prevention is per I_T nexus
     /// and removal is prevented while any nexus prevents it).
     prevent_removal: Mutex<BTreeSet<u64>>,
-    /// The nexus holding a RESERVE (6) reservation; `reserved` mirrors `is_some()` so the
-    /// common unreserved case costs one atomic load.
-    reservation_holder: Mutex<Option<u64>>,
-    reserved: AtomicBool,
+    /// RESERVE/RELEASE and persistent reservations.
+    pub(crate) reservations: Reservations,
     pub(crate) unit_attentions: UnitAttentions,
     /// Serialises read-modify-write commands (ORWRITE, COMPARE AND WRITE) so each is one uninterrupted sequence
     /// with respect to the others (SBC-4 §5.8).
@@ -138,6 +137,8 @@ impl LogicalUnit {
             cdl: None,
         };
         store.set_write_through(!config.write_cache);
+        let reservations = Reservations::new(config.persistent_reservations_path.clone())
+            .map_err(|e| ConfigError(format!("persistent reservations: {e}")))?;
         Ok(LogicalUnit {
             blocks: config.blocks(),
             config,
@@ -155,8 +156,7 @@ impl LogicalUnit {
             stopped: AtomicBool::new(false),
             medium_present: AtomicBool::new(true),
             prevent_removal: Mutex::new(BTreeSet::new()),
-            reservation_holder: Mutex::new(None),
-            reserved: AtomicBool::new(false),
+            reservations,
             unit_attentions: UnitAttentions::default(),
             read_modify_write: Mutex::new(()),
             scheduled: None,
@@ -265,7 +265,7 @@ impl LogicalUnit {
     /// LOGICAL UNIT RESET or a target reset (SAM-5 §6.3): every task is aborted (those of
     /// other nexuses than `reporter` are reported by the next `advance`), mode parameters go
     /// back to their saved values (or defaults), the unit is started, and every nexus gets a
-    /// unit attention.
+    /// unit attention. RESERVE reservations end; persistent ones stay (SPC-4 §5.13.1).
     pub(crate) fn reset(&self, now: Ns, reporter: Option<u64>, asc: Asc) {
         // Every nexus gets the reset's unit attention, so the lost tasks need none of their own.
         let _others = self.abort_tasks(now, reporter, |_| true);
@@ -275,41 +275,17 @@ impl LogicalUnit {
         self.stopped.store(false, Ordering::Relaxed);
         drop(mode);
         self.prevent_removal.lock().clear();
-        self.set_reservation(None);
+        self.reservations.reset();
         self.unit_attentions.raise(asc, None);
     }
 
-    fn set_reservation(&self, holder: Option<u64>) {
-        let mut h = self.reservation_holder.lock();
-        *h = holder;
-        self.reserved.store(holder.is_some(), Ordering::Release);
-    }
-
-    /// Whether a RESERVE (6) reservation held by another nexus refuses this command. INQUIRY,
-    /// REPORT LUNS, REQUEST SENSE, RELEASE (6) and the REPORT SUPPORTED commands always run
-    /// (SPC-2 §5.5.1).
-    fn reservation_conflict(&self, nexus: u64, cdb: &[u8]) -> bool {
-        if !self.reserved.load(Ordering::Acquire) {
-            return false;
-        }
-        let allowed = match cdb {
-            [0x12 | 0xA0 | 0x03 | 0x17, ..] => true,
-            [0xA3, sa, ..] => matches!(sa & 0x1F, 0x0C | 0x0D),
-            _ => false,
-        };
-        !allowed && self.reservation_holder.lock().is_some_and(|h| h != nexus)
-    }
-
-    /// I_T nexus loss (SAM-5 §6.3.4): its unit attentions and its medium removal prevention go.
+    /// I_T nexus loss (SAM-5 §6.3.4): its unit attentions, its medium removal prevention and
+    /// its RESERVE reservation go; its persistent registrations stay.
     pub(crate) fn nexus_lost(&self, now: Ns, nexus: u64) {
         let _none = self.abort_tasks(now, Some(nexus), |n| n == nexus);
         self.unit_attentions.forget(nexus);
         self.prevent_removal.lock().remove(&nexus);
-        let mut holder = self.reservation_holder.lock();
-        if *holder == Some(nexus) {
-            *holder = None;
-            self.reserved.store(false, Ordering::Release);
-        }
+        self.reservations.nexus_lost(nexus);
     }
 
     /// The values that become current at power on and reset: the saved ones if any.
@@ -356,7 +332,7 @@ impl LogicalUnit {
     ) -> Result<(&'static CommandInfo, Command), Completion> {
         self.check_reservation(req)?;
         let opcode = req.cdb.first().copied().unwrap_or(0);
-        unit_attention(self.unit_attentions.on_command(req.nexus.id, opcode))?;
+        unit_attention(self.unit_attentions.on_command(req.nexus, opcode))?;
         self.check_command(req)
     }
 
@@ -367,13 +343,13 @@ impl LogicalUnit {
     ) -> Result<(&'static CommandInfo, Command), Completion> {
         self.check_reservation(req)?;
         let opcode = req.cdb.first().copied().unwrap_or(0);
-        unit_attention(self.unit_attentions.on_command_mut(req.nexus.id, opcode))?;
+        unit_attention(self.unit_attentions.on_command_mut(req.nexus, opcode))?;
         self.check_command(req)
     }
 
     /// The first of [`Self::precheck`]'s checks: a reservation held by another nexus.
     fn check_reservation(&self, req: &Request) -> Result<(), Completion> {
-        if self.reservation_conflict(req.nexus.id, req.cdb) {
+        if self.reservations.conflict(req.nexus, req.cdb) {
             return Err(Completion {
                 status: Status::ReservationConflict,
                 sense: None,
@@ -438,7 +414,7 @@ impl LogicalUnit {
                 desc,
                 allocation_length,
             } => {
-                let sense = match self.unit_attentions.take(req.nexus.id) {
+                let sense = match self.unit_attentions.take(req.nexus) {
                     Some(asc) => Sense::new(SenseKey::UnitAttention, asc),
                     None if !self.medium_present.load(Ordering::Relaxed) => {
                         Sense::new(SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT)
@@ -536,29 +512,14 @@ impl LogicalUnit {
                 .privileged(req)
                 .unwrap_or_else(|| self.start_stop_unit(&s)),
             Command::StartStopUnit(s) => self.start_stop_unit(&s),
-            Command::Reserve6 => {
-                let mut holder = self.reservation_holder.lock();
-                match *holder {
-                    Some(h) if h != req.nexus.id => Completion {
-                        status: Status::ReservationConflict,
-                        sense: None,
-                    },
-                    _ => {
-                        *holder = Some(req.nexus.id);
-                        self.reserved.store(true, Ordering::Release);
-                        Completion::GOOD
-                    }
-                }
+            Command::Reserve => self.reservations.reserve(req.nexus),
+            Command::Release => self.reservations.release(req.nexus),
+            Command::PersistentReserveIn(p) => {
+                let c = self.reservations.persistent_reserve_in(&p, data_in);
+                truncate(data_in, start, p.allocation_length.into());
+                c
             }
-            Command::Release6 => {
-                // Releasing someone else's reservation (or none) is a no-op (SPC-2 §7.16).
-                let mut holder = self.reservation_holder.lock();
-                if *holder == Some(req.nexus.id) {
-                    *holder = None;
-                    self.reserved.store(false, Ordering::Release);
-                }
-                Completion::GOOD
-            }
+            Command::PersistentReserveOut(p) => self.persistent_reserve_out(req, &p),
             Command::PreventAllowMediumRemoval { prevent } => {
                 let mut nexuses = self.prevent_removal.lock();
                 if prevent {

@@ -1,10 +1,11 @@
 //! Saved mode parameters (SPC-5 §7.5.4: at power on and after a reset the saved values become
 //! current), kept for a file LUN in a small file beside its data so they survive restarts.
 
+use crate::atomic_file;
 use scsi::cdl::{CdlPage, CdlPageKind, CdlPages, T2_PAGE_LEN};
 use scsi::mode::ModeParameters;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 
 const MAGIC: &[u8] = b"stint saved mode parameters v1\n";
 
@@ -66,29 +67,16 @@ pub(crate) fn load(path: &Path) -> io::Result<Option<ModeParameters>> {
     })
 }
 
-/// Replaces the file at `path` atomically: write a new file, sync it, rename it over the old
-/// one, sync the directory, so a crash leaves either the old values or the new ones (a new file
-/// left half written by a crash is never read, and the next save overwrites it).
+/// Replaces the saved values at `path` atomically ([`atomic_file::replace`]).
 pub(crate) fn save(path: &Path, p: &ModeParameters) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = PathBuf::from(path);
-    tmp.as_mut_os_string().push(".new");
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&encode(p))?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    std::fs::File::open(dir)?.sync_all()
+    atomic_file::replace(path, &encode(p))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use scsi::cdl::{CdlDescriptor, Policy};
+    use std::path::PathBuf;
 
     fn params(guideline_ns: u64, wce: bool) -> ModeParameters {
         let mut pages = CdlPages::default();

@@ -129,7 +129,7 @@ impl Target {
             };
         };
         if let Some(lu) = self.unit(req.nexus, req.lun) {
-            lu.unit_attentions.register(req.nexus.id);
+            lu.unit_attentions.register(req.nexus);
         }
         let start = data_in.len();
         let visible = self

@@ -87,6 +87,9 @@ pub(crate) struct TaskSet {
     keep_latencies: bool,
     /// Tasks task management aborted, by [`Kind`].
     aborted: [u64; 3],
+    /// The latest time an input or `advance` brought: when a command that runs outside the
+    /// queue (PREEMPT AND ABORT) aborts tasks.
+    latest: Ns,
 }
 
 impl TaskSet {
@@ -106,7 +109,13 @@ impl TaskSet {
             latencies: Latencies::default(),
             keep_latencies: false,
             aborted: [0; 3],
+            latest: 0,
         }
+    }
+
+    /// The latest time the task set was given.
+    pub(crate) fn latest(&self) -> Ns {
+        self.latest
     }
 
     pub(crate) fn queue(&self) -> &Queue<Box<dyn Drive + Send>> {
@@ -227,6 +236,7 @@ impl TaskSet {
 
     /// Processes everything due up to `now`; appends what left the task set to `out`.
     pub(crate) fn advance(&mut self, now: Ns, out: &mut Vec<Finished>) {
+        self.latest = self.latest.max(now);
         out.append(&mut self.outbox);
         self.advance_into(now, out);
     }
@@ -234,6 +244,7 @@ impl TaskSet {
     /// Brings the queue up to `now` before an input at `now`, keeping what left for the
     /// next `advance` (the queue takes inputs in time order).
     fn catch_up(&mut self, now: Ns) {
+        self.latest = self.latest.max(now);
         if self.queue.next_event().is_some_and(|t| t <= now) {
             let mut out = std::mem::take(&mut self.outbox);
             self.advance_into(now, &mut out);

@@ -561,6 +561,48 @@ fn logical_unit_reset_aborts_every_task_and_tells_the_other_nexus_transport() {
     }
 }
 
+/// PREEMPT AND ABORT (SPC-4 §5.13.11.2.6) aborts the preempted nexus's tasks, queued and
+/// active: they leave without status (TAS = 0) and the nexus learns why from a unit attention.
+#[test]
+fn preempt_and_abort_aborts_the_preempted_nexus_tasks() {
+    let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
+    let prout = |sa: u8, key: u64, sa_key: u64| {
+        let mut list = vec![0u8; 24];
+        list[0..8].copy_from_slice(&key.to_be_bytes());
+        list[8..16].copy_from_slice(&sa_key.to_be_bytes());
+        // TYPE Exclusive Access where the service action uses one.
+        ([0x5F, sa, 0x03, 0, 0, 0, 0, 0, 24, 0], list)
+    };
+    for (n, key) in [(1, 0xA), (2, 0xB)] {
+        let (cdb, list) = prout(0x00, 0, key);
+        let c = b.submit(0, n, 1, TaskAttribute::Simple, &cdb, &list);
+        assert_eq!(c, Some(Completion::GOOD));
+    }
+    for (tag, lba) in [(10, 100), (11, 200)] {
+        let c = b.submit(0, 2, tag, TaskAttribute::Simple, &read16(lba, 1, 0), &[]);
+        assert!(c.is_none());
+    }
+    assert!(b.read(0, 12, 300, 0).is_none());
+    b.lu.advance(0, &mut Vec::new());
+    let (cdb, list) = prout(0x05, 0xA, 0xB);
+    let c = b.submit(5 * MS, 1, 13, TaskAttribute::Simple, &cdb, &list);
+    assert_eq!(c, Some(Completion::GOOD));
+    let done = b.run(u64::MAX);
+    let ended: Vec<(u64, u64, bool)> = done
+        .iter()
+        .map(|(n, d)| (*n, d.tag, d.data_in == b"aborted"))
+        .collect();
+    assert_eq!(ended, [(2, 10, true), (2, 11, true), (1, 12, false)]);
+    assert_eq!(done[2].1.completion, Completion::GOOD);
+    let c = b
+        .submit(50 * MS, 2, 20, TaskAttribute::Simple, &[0; 6], &[])
+        .unwrap();
+    assert_eq!(
+        sense(&c),
+        Some((SenseKey::UnitAttention, Asc::REGISTRATIONS_PREEMPTED))
+    );
+}
+
 #[test]
 fn a_second_task_with_the_same_tag_is_an_overlapped_command() {
     let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);

@@ -1,5 +1,7 @@
 //! Typed commands decoded from CDBs (SPC-5 §6, SBC-4 §5). Fields keep the standards' names.
 
+use crate::persistent_reserve::{PrInAction, PrOutAction};
+
 /// READ/WRITE (6)/(10)/(12)/(16)/(32) (SBC-4 §5.12–5.16, §5.39–5.43). A READ(6)/WRITE(6)
 /// transfer length of 0 is already turned into 256.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,6 +182,23 @@ pub struct ReadDefectData {
     pub allocation_length: u32,
 }
 
+/// PERSISTENT RESERVE IN (SPC-4 §6.15.1, table 200).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PersistentReserveIn {
+    pub service_action: PrInAction,
+    pub allocation_length: u16,
+}
+
+/// PERSISTENT RESERVE OUT (SPC-4 §6.16.1, table 212). SCOPE and TYPE are checked by the
+/// service actions that use them ([`crate::persistent_reserve::scope_and_type`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PersistentReserveOut {
+    pub service_action: PrOutAction,
+    /// Byte 2: SCOPE (bits 7:4) and TYPE (bits 3:0).
+    pub scope_type: u8,
+    pub parameter_list_length: u32,
+}
+
 /// One decoded command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
@@ -224,9 +243,12 @@ pub enum Command {
     LogSense(LogSense),
     LogSelect(LogSelect),
     StartStopUnit(StartStopUnit),
-    /// RESERVE (6) / RELEASE (6) (SPC-2 §7.21, §7.16): whole-LU reservations for one nexus.
-    Reserve6,
-    Release6,
+    /// RESERVE (6)/(10) and RELEASE (6)/(10) (SPC-2 §7.21–7.24): whole-LU reservations for
+    /// one nexus, without the obsolete third-party and extent forms.
+    Reserve,
+    Release,
+    PersistentReserveIn(PersistentReserveIn),
+    PersistentReserveOut(PersistentReserveOut),
     /// PREVENT ALLOW MEDIUM REMOVAL (SBC-4 §5.11): PREVENT 01b prevents, 00b allows.
     PreventAllowMediumRemoval {
         prevent: bool,
@@ -266,8 +288,8 @@ impl Command {
             | Command::StartStopUnit(_)
             | Command::LogSelect(_)
             | Command::PreventAllowMediumRemoval { .. }
-            | Command::Reserve6
-            | Command::Release6 => None,
+            | Command::Reserve
+            | Command::Release => None,
             Command::RequestSense {
                 allocation_length, ..
             } => InBytes(allocation_length.into()),
@@ -295,6 +317,8 @@ impl Command {
             Command::ModeSelect(m) => OutBytes(m.parameter_list_length.into()),
             Command::LogSense(l) => InBytes(l.allocation_length.into()),
             Command::ReportSupportedOperationCodes(r) => InBytes(r.allocation_length),
+            Command::PersistentReserveIn(p) => InBytes(p.allocation_length.into()),
+            Command::PersistentReserveOut(p) => OutBytes(p.parameter_list_length),
             Command::ReadDefectData(r) => InBytes(r.allocation_length),
             Command::ReportSupportedTaskManagementFunctions {
                 allocation_length, ..

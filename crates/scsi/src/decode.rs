@@ -4,7 +4,8 @@
 
 use crate::cdb::{be16, be24, be32, be64, bit, u8_at};
 use crate::command::*;
-use crate::sense::Sense;
+use crate::persistent_reserve::{PrInAction, PrOutAction, MAX_PARAMETER_LIST};
+use crate::sense::{Asc, Sense, SenseKey};
 
 type Decoded = Result<Command, Sense>;
 
@@ -34,14 +35,56 @@ pub(crate) fn inquiry(c: &[u8]) -> Decoded {
     }))
 }
 
-/// RESERVE (6) (SPC-2 §7.21): the third-party and extent fields are obsolete, so reserved.
-pub(crate) fn reserve6(_: &[u8]) -> Decoded {
-    Ok(Command::Reserve6)
+/// RESERVE (6)/(10) (SPC-2 §7.21, §7.22): the third-party, extent and LONGID fields are not
+/// supported, so the table leaves them out of the usage mask.
+pub(crate) fn reserve(_: &[u8]) -> Decoded {
+    Ok(Command::Reserve)
 }
 
-/// RELEASE (6) (SPC-2 §7.16).
-pub(crate) fn release6(_: &[u8]) -> Decoded {
-    Ok(Command::Release6)
+/// RELEASE (6)/(10) (SPC-2 §7.16, §7.17).
+pub(crate) fn release(_: &[u8]) -> Decoded {
+    Ok(Command::Release)
+}
+
+/// PERSISTENT RESERVE IN (SPC-4 table 200); the table found the service action.
+pub(crate) fn persistent_reserve_in(c: &[u8]) -> Decoded {
+    let service_action = match u8_at(c, 1) & 0x1F {
+        0x00 => PrInAction::ReadKeys,
+        0x01 => PrInAction::ReadReservation,
+        0x02 => PrInAction::ReportCapabilities,
+        _ => PrInAction::ReadFullStatus,
+    };
+    Ok(Command::PersistentReserveIn(PersistentReserveIn {
+        service_action,
+        allocation_length: be16(c, 7),
+    }))
+}
+
+/// PERSISTENT RESERVE OUT (SPC-4 table 212): a parameter list longer than any this device
+/// takes is refused before its data is asked for (§6.16.1).
+pub(crate) fn persistent_reserve_out(c: &[u8]) -> Decoded {
+    let service_action = match u8_at(c, 1) & 0x1F {
+        0x00 => PrOutAction::Register,
+        0x01 => PrOutAction::Reserve,
+        0x02 => PrOutAction::Release,
+        0x03 => PrOutAction::Clear,
+        0x04 => PrOutAction::Preempt,
+        0x05 => PrOutAction::PreemptAndAbort,
+        0x06 => PrOutAction::RegisterAndIgnoreExistingKey,
+        _ => PrOutAction::RegisterAndMove,
+    };
+    let parameter_list_length = be32(c, 5);
+    if parameter_list_length > MAX_PARAMETER_LIST {
+        return Err(Sense::new(
+            SenseKey::IllegalRequest,
+            Asc::PARAMETER_LIST_LENGTH_ERROR,
+        ));
+    }
+    Ok(Command::PersistentReserveOut(PersistentReserveOut {
+        service_action,
+        scope_type: u8_at(c, 2),
+        parameter_list_length,
+    }))
 }
 
 /// REPORT LUNS (SPC-5 table 262).

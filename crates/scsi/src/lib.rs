@@ -9,6 +9,7 @@ pub mod encode;
 pub mod inquiry;
 pub mod log;
 pub mod mode;
+pub mod persistent_reserve;
 pub mod provisioning;
 pub mod report_luns;
 pub mod rsoc;

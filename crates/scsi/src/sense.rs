@@ -48,6 +48,11 @@ impl Asc {
     pub const I_T_NEXUS_LOSS_OCCURRED: Asc = Asc(0x29, 0x07);
     pub const PARAMETERS_CHANGED: Asc = Asc(0x2A, 0x00);
     pub const MODE_PARAMETERS_CHANGED: Asc = Asc(0x2A, 0x01);
+    pub const RESERVATIONS_PREEMPTED: Asc = Asc(0x2A, 0x03);
+    pub const RESERVATIONS_RELEASED: Asc = Asc(0x2A, 0x04);
+    pub const REGISTRATIONS_PREEMPTED: Asc = Asc(0x2A, 0x05);
+    pub const INVALID_RELEASE_OF_PERSISTENT_RESERVATION: Asc = Asc(0x26, 0x04);
+    pub const INSUFFICIENT_REGISTRATION_RESOURCES: Asc = Asc(0x55, 0x04);
     pub const COMMANDS_CLEARED_BY_ANOTHER_INITIATOR: Asc = Asc(0x2F, 0x00);
     pub const COMMAND_TIMEOUT_BEFORE_PROCESSING: Asc = Asc(0x2E, 0x01);
     pub const COMMAND_TIMEOUT_DURING_PROCESSING: Asc = Asc(0x2E, 0x02);

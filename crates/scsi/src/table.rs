@@ -17,6 +17,48 @@ pub enum Direction {
     Out,
 }
 
+/// How a command fares when another I_T nexus holds a reservation on its logical unit: the
+/// rows of SPC-4 table 65 (SPC commands allowed in the presence of various reservations) and
+/// SBC-4 table 13 (the block commands), and for RESERVE (6)/(10) reservations SPC-2 §5.5.1.
+/// The holder, and under a registrants only or all registrants type every registered I_T
+/// nexus, may always run a command; these say what everyone else may.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReservationAccess {
+    /// Allowed under every reservation, RESERVE (6)/(10) ones included: INQUIRY, REPORT LUNS,
+    /// REQUEST SENSE.
+    Unrestricted,
+    /// Allowed under every persistent reservation type; conflicts with a RESERVE (6)/(10)
+    /// reservation.
+    Allowed,
+    /// Allowed through the Write Exclusive types, conflicts under the Exclusive Access types
+    /// (reads, and what ALLOW COMMANDS 011b lets through Write Exclusive: MODE SENSE, REPORT
+    /// SUPPORTED OPERATION CODES and TASK MANAGEMENT FUNCTIONS, READ DEFECT DATA).
+    Read,
+    /// Conflicts under every type: writes and whatever changes the logical unit.
+    Write,
+    /// As [`ReservationAccess::Allowed`] when `cdb[byte] & mask == value`, else as
+    /// [`ReservationAccess::Write`]: the rows of SBC-4 table 13 that depend on a CDB field.
+    AllowedWhen { byte: u8, mask: u8, value: u8 },
+    /// The command's own rules decide: PERSISTENT RESERVE OUT (SPC-4 table 66 is its
+    /// reservation key checks), RESERVE and RELEASE (SPC-2 with the exceptions of SPC-4
+    /// §5.13.3).
+    OwnRules,
+}
+
+/// START STOP UNIT with START = 1 and POWER CONDITION = 0h (byte 4).
+const START_STOP_UNIT: ReservationAccess = ReservationAccess::AllowedWhen {
+    byte: 4,
+    mask: 0xF1,
+    value: 0x01,
+};
+
+/// PREVENT ALLOW MEDIUM REMOVAL with PREVENT = 00b (byte 4 bits 1:0).
+const PREVENT_ALLOW: ReservationAccess = ReservationAccess::AllowedWhen {
+    byte: 4,
+    mask: 0x03,
+    value: 0,
+};
+
 /// Operation code of the variable length CDBs (SPC-5 variable length CDB format): CONTROL in
 /// byte 1, ADDITIONAL CDB LENGTH in byte 7, SERVICE ACTION in bytes 8–9.
 pub const VARIABLE_LENGTH_CDB: u8 = 0x7F;
@@ -31,6 +73,8 @@ pub struct CommandInfo {
     pub usage: &'static [u8],
     pub service_action: Option<u16>,
     pub direction: Direction,
+    /// What it may do under a reservation another I_T nexus holds.
+    pub reservation_access: ReservationAccess,
     /// The CDL mode page whose descriptors the command's DLD field selects (SBC-5 READ(16),
     /// WRITE(16), READ(32), WRITE(32)); reported as CDLP only by a logical unit with CDL.
     pub cdl_page: Option<CdlPageKind>,
@@ -92,7 +136,8 @@ impl CommandInfo {
 /// SPC-5 variable length CDB format).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ServiceActionField {
-    /// Byte 1 bits 4:0: SERVICE ACTION IN/OUT (16), MAINTENANCE IN/OUT.
+    /// Byte 1 bits 4:0: PERSISTENT RESERVE IN/OUT, SERVICE ACTION IN/OUT (16), MAINTENANCE
+    /// IN/OUT.
     Byte1,
     /// Bytes 8–9 of a variable length CDB (opcode 7Fh).
     Bytes8To9,
@@ -101,7 +146,7 @@ pub enum ServiceActionField {
 impl ServiceActionField {
     pub const fn of(opcode: u8) -> Option<Self> {
         match opcode {
-            0x9E | 0x9F | 0xA3 | 0xA4 => Some(Self::Byte1),
+            0x5E | 0x5F | 0x9E | 0x9F | 0xA3 | 0xA4 => Some(Self::Byte1),
             VARIABLE_LENGTH_CDB => Some(Self::Bytes8To9),
             _ => None,
         }
@@ -127,21 +172,22 @@ impl ServiceActionField {
 const NACA: u8 = 0x04;
 
 macro_rules! entry {
-    (cdl $page:ident, $name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ Some(CdlPageKind::$page), false, $name, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    (cdl $page:ident, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ Some(CdlPageKind::$page), false, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
     };
-    (thin $name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ None, true, $name, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    (thin $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ None, true, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
     };
-    ($name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ None, false, $name, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    ($name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ None, false, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
     };
-    (@ $cdl:expr, $thin:expr, $name:expr, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+]) => {
+    (@ $cdl:expr, $thin:expr, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+]) => {
         CommandInfo {
             name: $name,
             usage: &[$($u),+],
             service_action: $sa,
             direction: Direction::$dir,
+            reservation_access: access!($pr),
             cdl_page: $cdl,
             thin_provisioning: $thin,
             protect_field: $protect,
@@ -149,6 +195,19 @@ macro_rules! entry {
             recommended_timeout: $to * 2,
             decode: $decode,
         }
+    };
+}
+
+/// A table entry's [`ReservationAccess`]: a variant, or one of the CDB-dependent rows above.
+macro_rules! access {
+    (START_STOP_UNIT) => {
+        START_STOP_UNIT
+    };
+    (PREVENT_ALLOW) => {
+        PREVENT_ALLOW
+    };
+    ($variant:ident) => {
+        ReservationAccess::$variant
     };
 }
 
@@ -160,6 +219,7 @@ pub static COMMANDS: &[CommandInfo] = TABLE;
 const TABLE: &[CommandInfo] = &[
     entry!(
         "TEST UNIT READY",
+        Allowed,
         None,
         None,
         false,
@@ -169,6 +229,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "REQUEST SENSE",
+        Unrestricted,
         In,
         None,
         false,
@@ -178,6 +239,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "READ(6)",
+        Read,
         In,
         None,
         false,
@@ -187,6 +249,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "WRITE(6)",
+        Write,
         Out,
         None,
         false,
@@ -196,6 +259,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "INQUIRY",
+        Unrestricted,
         In,
         None,
         false,
@@ -205,6 +269,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "MODE SELECT(6)",
+        Write,
         Out,
         None,
         false,
@@ -214,24 +279,27 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "RESERVE(6)",
+        OwnRules,
         None,
         None,
         false,
         1,
-        d::reserve6,
+        d::reserve,
         [0x16, 0, 0, 0, 0, NACA]
     ),
     entry!(
         "RELEASE(6)",
+        OwnRules,
         None,
         None,
         false,
         1,
-        d::release6,
+        d::release,
         [0x17, 0, 0, 0, 0, NACA]
     ),
     entry!(
         "MODE SENSE(6)",
+        Read,
         In,
         None,
         false,
@@ -241,6 +309,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "START STOP UNIT",
+        START_STOP_UNIT,
         None,
         None,
         false,
@@ -250,6 +319,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "PREVENT ALLOW MEDIUM REMOVAL",
+        PREVENT_ALLOW,
         None,
         None,
         false,
@@ -259,6 +329,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "READ CAPACITY(10)",
+        Allowed,
         In,
         None,
         false,
@@ -268,6 +339,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "READ(10)",
+        Read,
         In,
         None,
         true,
@@ -277,6 +349,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "WRITE(10)",
+        Write,
         Out,
         None,
         true,
@@ -286,6 +359,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "WRITE AND VERIFY(10)",
+        Write,
         Out,
         None,
         true,
@@ -295,6 +369,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "VERIFY(10)",
+        Read,
         Out,
         None,
         true,
@@ -304,6 +379,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "PRE-FETCH(10)",
+        Read,
         None,
         None,
         false,
@@ -313,6 +389,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "SYNCHRONIZE CACHE(10)",
+        Write,
         None,
         None,
         false,
@@ -322,6 +399,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "READ DEFECT DATA(10)",
+        Read,
         In,
         None,
         false,
@@ -331,6 +409,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "WRITE SAME(10)",
+        Write,
         Out,
         None,
         true,
@@ -340,6 +419,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         thin "UNMAP",
+        Write,
         Out,
         None,
         false,
@@ -351,6 +431,7 @@ const TABLE: &[CommandInfo] = &[
     // a parameter list is refused at byte 7 (and with PCR = 1 SPC requires that anyway).
     entry!(
         "LOG SELECT",
+        Write,
         None,
         None,
         false,
@@ -360,6 +441,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "LOG SENSE",
+        Allowed,
         In,
         None,
         false,
@@ -369,6 +451,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "MODE SELECT(10)",
+        Write,
         Out,
         None,
         false,
@@ -377,7 +460,28 @@ const TABLE: &[CommandInfo] = &[
         [0x55, 0x11, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        "RESERVE(10)",
+        OwnRules,
+        None,
+        None,
+        false,
+        1,
+        d::reserve,
+        [0x56, 0, 0, 0, 0, 0, 0, 0, 0, NACA]
+    ),
+    entry!(
+        "RELEASE(10)",
+        OwnRules,
+        None,
+        None,
+        false,
+        1,
+        d::release,
+        [0x57, 0, 0, 0, 0, 0, 0, 0, 0, NACA]
+    ),
+    entry!(
         "MODE SENSE(10)",
+        Read,
         In,
         None,
         false,
@@ -386,8 +490,129 @@ const TABLE: &[CommandInfo] = &[
         [0x5A, 0x18, F, F, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        "PERSISTENT RESERVE IN (READ KEYS)",
+        Allowed,
+        In,
+        Some(0x00),
+        false,
+        1,
+        d::persistent_reserve_in,
+        [0x5E, 0x00, 0, 0, 0, 0, 0, F, F, NACA]
+    ),
+    entry!(
+        "PERSISTENT RESERVE IN (READ RESERVATION)",
+        Allowed,
+        In,
+        Some(0x01),
+        false,
+        1,
+        d::persistent_reserve_in,
+        [0x5E, 0x01, 0, 0, 0, 0, 0, F, F, NACA]
+    ),
+    entry!(
+        "PERSISTENT RESERVE IN (REPORT CAPABILITIES)",
+        Allowed,
+        In,
+        Some(0x02),
+        false,
+        1,
+        d::persistent_reserve_in,
+        [0x5E, 0x02, 0, 0, 0, 0, 0, F, F, NACA]
+    ),
+    entry!(
+        "PERSISTENT RESERVE IN (READ FULL STATUS)",
+        Allowed,
+        In,
+        Some(0x03),
+        false,
+        1,
+        d::persistent_reserve_in,
+        [0x5E, 0x03, 0, 0, 0, 0, 0, F, F, NACA]
+    ),
+    entry!(
+        "PERSISTENT RESERVE OUT (REGISTER)",
+        OwnRules,
+        Out,
+        Some(0x00),
+        false,
+        1,
+        d::persistent_reserve_out,
+        [0x5F, 0x00, F, 0, 0, F, F, F, F, NACA]
+    ),
+    entry!(
+        "PERSISTENT RESERVE OUT (RESERVE)",
+        OwnRules,
+        Out,
+        Some(0x01),
+        false,
+        1,
+        d::persistent_reserve_out,
+        [0x5F, 0x01, F, 0, 0, F, F, F, F, NACA]
+    ),
+    entry!(
+        "PERSISTENT RESERVE OUT (RELEASE)",
+        OwnRules,
+        Out,
+        Some(0x02),
+        false,
+        1,
+        d::persistent_reserve_out,
+        [0x5F, 0x02, F, 0, 0, F, F, F, F, NACA]
+    ),
+    entry!(
+        "PERSISTENT RESERVE OUT (CLEAR)",
+        OwnRules,
+        Out,
+        Some(0x03),
+        false,
+        1,
+        d::persistent_reserve_out,
+        [0x5F, 0x03, F, 0, 0, F, F, F, F, NACA]
+    ),
+    entry!(
+        "PERSISTENT RESERVE OUT (PREEMPT)",
+        OwnRules,
+        Out,
+        Some(0x04),
+        false,
+        1,
+        d::persistent_reserve_out,
+        [0x5F, 0x04, F, 0, 0, F, F, F, F, NACA]
+    ),
+    entry!(
+        "PERSISTENT RESERVE OUT (PREEMPT AND ABORT)",
+        OwnRules,
+        Out,
+        Some(0x05),
+        false,
+        1,
+        d::persistent_reserve_out,
+        [0x5F, 0x05, F, 0, 0, F, F, F, F, NACA]
+    ),
+    entry!(
+        "PERSISTENT RESERVE OUT (REGISTER AND IGNORE EXISTING KEY)",
+        OwnRules,
+        Out,
+        Some(0x06),
+        false,
+        1,
+        d::persistent_reserve_out,
+        [0x5F, 0x06, F, 0, 0, F, F, F, F, NACA]
+    ),
+    entry!(
+        "PERSISTENT RESERVE OUT (REGISTER AND MOVE)",
+        OwnRules,
+        Out,
+        Some(0x07),
+        false,
+        1,
+        d::persistent_reserve_out,
+        [0x5F, 0x07, F, 0, 0, F, F, F, F, NACA]
+    ),
+    entry!(
         cdl T2A,
         "READ(32)",
+        Read,
         In,
         Some(0x0009),
         true,
@@ -401,6 +626,7 @@ const TABLE: &[CommandInfo] = &[
     entry!(
         cdl T2B,
         "WRITE(32)",
+        Write,
         Out,
         Some(0x000B),
         true,
@@ -414,6 +640,7 @@ const TABLE: &[CommandInfo] = &[
     entry!(
         cdl T2A,
         "READ(16)",
+        Read,
         In,
         None,
         true,
@@ -423,6 +650,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "COMPARE AND WRITE",
+        Write,
         Out,
         None,
         true,
@@ -433,6 +661,7 @@ const TABLE: &[CommandInfo] = &[
     entry!(
         cdl T2B,
         "WRITE(16)",
+        Write,
         Out,
         None,
         true,
@@ -442,6 +671,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "ORWRITE(16)",
+        Write,
         Out,
         None,
         true,
@@ -451,6 +681,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "WRITE AND VERIFY(16)",
+        Write,
         Out,
         None,
         true,
@@ -460,6 +691,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "VERIFY(16)",
+        Read,
         Out,
         None,
         true,
@@ -469,6 +701,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "PRE-FETCH(16)",
+        Read,
         None,
         None,
         false,
@@ -478,6 +711,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "SYNCHRONIZE CACHE(16)",
+        Write,
         None,
         None,
         false,
@@ -487,6 +721,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "WRITE SAME(16)",
+        Write,
         Out,
         None,
         true,
@@ -496,6 +731,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "READ CAPACITY(16)",
+        Allowed,
         In,
         Some(0x10),
         false,
@@ -505,6 +741,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "GET LBA STATUS",
+        Read,
         In,
         Some(0x12),
         false,
@@ -514,6 +751,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "REPORT LUNS",
+        Unrestricted,
         In,
         None,
         false,
@@ -523,6 +761,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "REPORT SUPPORTED OPERATION CODES",
+        Read,
         In,
         Some(0x0C),
         false,
@@ -532,6 +771,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS",
+        Read,
         In,
         Some(0x0D),
         false,
@@ -541,6 +781,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "READ(12)",
+        Read,
         In,
         None,
         true,
@@ -550,6 +791,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "WRITE(12)",
+        Write,
         Out,
         None,
         true,
@@ -559,6 +801,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "WRITE AND VERIFY(12)",
+        Write,
         Out,
         None,
         true,
@@ -568,6 +811,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "VERIFY(12)",
+        Read,
         Out,
         None,
         true,
@@ -577,6 +821,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         "READ DEFECT DATA(12)",
+        Read,
         In,
         None,
         false,
@@ -642,6 +887,30 @@ pub fn lookup(opcode: u8, service_action: Option<u16>) -> Option<&'static Comman
         .get(start..start + usize::from(span.len))?
         .iter()
         .find(|c| c.service_action == service_action)
+}
+
+/// How the command in `cdb` fares under a reservation another I_T nexus holds, with the
+/// CDB-dependent rows resolved. The reservation is checked before the CDB is (in SAM-5's
+/// order), so a CDB the table does not know conflicts like a write.
+pub fn reservation_access(cdb: &[u8]) -> ReservationAccess {
+    let Some(&opcode) = cdb.first() else {
+        return ReservationAccess::Write;
+    };
+    let info = match ServiceActionField::of(opcode) {
+        Some(field) => field.read(cdb).and_then(|sa| lookup(opcode, Some(sa))),
+        None => lookup(opcode, None),
+    };
+    match info.map(|i| i.reservation_access) {
+        Some(ReservationAccess::AllowedWhen { byte, mask, value }) => {
+            if u8_at(cdb, usize::from(byte)) & mask == value {
+                ReservationAccess::Allowed
+            } else {
+                ReservationAccess::Write
+            }
+        }
+        Some(access) => access,
+        None => ReservationAccess::Write,
+    }
 }
 
 /// Decode a CDB through the table. `cdb` may be longer than the command (iSCSI carries 16

@@ -466,6 +466,9 @@ fn table_direction_matches_decoded_data_length() {
         if info.opcode() == 0xA3 {
             cdb[2] &= 0x80; // REPORTING OPTIONS 000b
         }
+        if info.opcode() == 0x5F {
+            cdb[5..9].copy_from_slice(&24u32.to_be_bytes()); // within the longest list taken
+        }
         let (_, cmd) = decode(&cdb).unwrap_or_else(|e| panic!("{}: {e:?}", info.name));
         let direction = match cmd.data_length() {
             DataLength::None => Direction::None,
@@ -655,4 +658,35 @@ fn thin_provisioning_commands() {
     );
     get[14] = 0x01;
     assert_eq!(err(&get), field(14, Some(0)));
+}
+
+#[test]
+fn reservation_access_follows_the_table_rows() {
+    use scsi::table::{reservation_access, ReservationAccess::*};
+    assert_eq!(reservation_access(&[0x12, 0, 0, 0, 36, 0]), Unrestricted);
+    assert_eq!(reservation_access(&[0x00; 6]), Allowed, "TEST UNIT READY");
+    assert_eq!(reservation_access(&[0x28; 10]), Read, "READ(10)");
+    assert_eq!(reservation_access(&[0x2A; 10]), Write, "WRITE(10)");
+    assert_eq!(
+        reservation_access(&[0x5E, 0x00, 0, 0, 0, 0, 0, 0, 8, 0]),
+        Allowed
+    );
+    assert_eq!(
+        reservation_access(&[0x5F, 0x01, 0x01, 0, 0, 0, 0, 0, 24, 0]),
+        OwnRules
+    );
+    // START STOP UNIT starting the unit is allowed, stopping it conflicts (SBC-4 table 13).
+    assert_eq!(reservation_access(&[0x1B, 0, 0, 0, 0x01, 0]), Allowed);
+    assert_eq!(reservation_access(&[0x1B, 0, 0, 0, 0x00, 0]), Write);
+    assert_eq!(reservation_access(&[0x1B, 0, 0, 0, 0x11, 0]), Write);
+    // PREVENT ALLOW MEDIUM REMOVAL allowing removal is allowed, preventing it conflicts.
+    assert_eq!(reservation_access(&[0x1E, 0, 0, 0, 0, 0]), Allowed);
+    assert_eq!(reservation_access(&[0x1E, 0, 0, 0, 1, 0]), Write);
+    // Unknown opcodes and service actions, and an empty CDB, conflict.
+    assert_eq!(reservation_access(&[0xC0; 6]), Write);
+    assert_eq!(
+        reservation_access(&[0x5E, 0x1F, 0, 0, 0, 0, 0, 0, 0, 0]),
+        Write
+    );
+    assert_eq!(reservation_access(&[]), Write);
 }

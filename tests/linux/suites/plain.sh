@@ -1,7 +1,8 @@
 #!/bin/bash
 # Suite "plain", INSIDE the guest: a RAM LUN (`stint serve --lun ram:512MiB`) through the whole
 # Linux initiator path: SendTargets discovery, login, sd attach, the INQUIRY VPD pages, READ
-# CAPACITY, REPORT SUPPORTED OPERATION CODES, MODE SENSE, raw sequential I/O, ext4 with files
+# CAPACITY, REPORT SUPPORTED OPERATION CODES, MODE SENSE, persistent reservations (sg_persist
+# registers, reads the keys, reserves, releases), raw sequential I/O, ext4 with files
 # verified across a remount, thin provisioning (fstrim frees what ext4 freed, as GET LBA STATUS
 # shows; blkdiscard deallocates the disk, which then reads zeros), fio random read/write with
 # crc32c verification, logout, and no
@@ -22,6 +23,24 @@ sec "sg_readcap -l"; expect_cmd sg_readcap sg_readcap -l "$D"
 sec "sg_opcodes (all)"; expect_cmd sg_opcodes sg_opcodes "$D"
 sec "sg_opcodes -o 0x88"; sg_opcodes -o 0x88 "$D"
 sec "sg_modes -a"; expect_cmd sg_modes sg_modes -a "$D"
+
+sec "persistent reservations: sg_persist registers, reads the keys, reserves, releases"
+K=0x5374696e74  # "Stint"
+expect_cmd pr_capabilities sg_persist --in --report-capabilities "$D"
+expect_cmd pr_register sg_persist --out --register --param-sark=$K "$D"
+sg_persist --in --read-keys "$D" | tee pr-keys.txt
+check pr_read_keys "$(grep -qi "^ *$K\$" pr-keys.txt && echo 0 || echo 1)" "($(tr '\n' ' ' < pr-keys.txt))"
+expect_cmd pr_reserve sg_persist --out --reserve --param-rk=$K --prout-type=1 "$D"
+sg_persist --in --read-reservation "$D" | tee pr-reservation.txt
+check pr_read_reservation "$(grep -qi "Key=$K" pr-reservation.txt && grep -q 'Write Exclusive' pr-reservation.txt && echo 0 || echo 1)" \
+    "($(tr '\n' ' ' < pr-reservation.txt))"
+expect_cmd pr_read_full_status sg_persist --in --read-full-status "$D"
+expect_cmd pr_release sg_persist --out --release --param-rk=$K --prout-type=1 "$D"
+expect_cmd pr_unregister sg_persist --out --register --param-rk=$K --param-sark=0 "$D"
+sg_persist --in --read-keys "$D" | tee pr-keys.txt
+check pr_no_keys_left "$(grep -qi 'no registered reservation keys' pr-keys.txt && echo 0 || echo 1)" \
+    "($(tr '\n' ' ' < pr-keys.txt))"
+
 sec sysfs
 for f in device/scsi_level device/cdl_supported queue/rotational queue/logical_block_size \
          queue/physical_block_size queue/write_cache device/queue_depth queue/max_hw_sectors_kb \
