@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of stint: formatting and lints, unit and integration tests (cargo test), the
-# fuzz targets briefly (fuzz/run.sh: cargo-fuzz installed if missing, about 4 minutes with the
-# build), then libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
+# fuzz targets briefly (fuzz/run.sh, about 5 minutes: 1 for their lints, 2.5 for their build,
+# 1 for running; cargo-fuzz is installed once if missing), then libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
 # tests/conformance/libiscsi-expected.txt, then the README followed as a newcomer would
 # (tests/newcomer.py: the install step, the examples, bad inputs, a 100 TiB LUN's memory), then
 # the Linux kernel initiator in a QEMU VM against `stint serve` (tests/linux/run.sh, about 10
