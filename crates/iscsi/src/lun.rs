@@ -1,28 +1,19 @@
-//! LUN field of the BHS (RFC 7143 §11.2.1.6) in the SAM-5 §4.7 eight-byte format.
+//! LUN field of the BHS (RFC 7143 §11.2.1.6): the SAM-5 §4.7 eight-byte format as a `u64`,
+//! through the same codec REPORT LUNS uses.
+
+use scsi::report_luns::{decode_lun, encode_lun};
 
 /// The logical unit number for the device: single-level peripheral (00b) and flat space
-/// (01b) addressing map to the 14-bit number (SAM-5 §4.7.7, §4.7.10). Other addressing
-/// methods are passed through unchanged (they have a method bit set, so they never
-/// collide with a small LUN and the device answers LOGICAL UNIT NOT SUPPORTED).
+/// (01b) addressing map to the 14-bit number (SAM-5 §4.7.7, §4.7.10). Any other field maps to
+/// a number no logical unit has, so the device answers LOGICAL UNIT NOT SUPPORTED.
 pub fn decode(raw: u64) -> u64 {
-    let b = raw.to_be_bytes();
-    let rest_zero = b[2..].iter().all(|&x| x == 0);
-    match b[0] >> 6 {
-        0b00 | 0b01 if rest_zero => (u64::from(b[0] & 0x3F) << 8) | u64::from(b[1]),
-        _ => raw,
-    }
+    decode_lun(raw.to_be_bytes())
 }
 
 /// Encode a LUN: peripheral addressing below 256, flat space addressing above
 /// (as REPORT LUNS does, SAM-5 §4.7).
 pub fn encode(lun: u64) -> u64 {
-    if lun < 256 {
-        lun << 48
-    } else if lun < 0x4000 {
-        (0x4000 | lun) << 48
-    } else {
-        lun
-    }
+    u64::from_be_bytes(encode_lun(lun))
 }
 
 #[cfg(test)]
@@ -38,11 +29,16 @@ mod tests {
         assert_eq!(encode(300), 0x412C_0000_0000_0000);
     }
 
+    /// Other addressing methods and second levels never read as a LUN that exists (a BHS LUN
+    /// of 00 00 .. 01 was taken as LUN 1).
     #[test]
-    fn other_methods_pass_through() {
-        let extended = 0xC000_0000_0000_0001;
-        assert_eq!(decode(extended), extended);
-        // Second-level addressing is not a flat LUN either.
-        assert_eq!(decode(0x0001_0001_0000_0000), 0x0001_0001_0000_0000);
+    fn other_fields_reach_no_logical_unit() {
+        for raw in [
+            0xC000_0000_0000_0001,
+            0x0001_0001_0000_0000,
+            0x0000_0000_0000_0001,
+        ] {
+            assert!(decode(raw) >= 1 << 63, "{raw:#x}");
+        }
     }
 }

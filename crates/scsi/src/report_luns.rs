@@ -15,12 +15,14 @@ pub fn encode_lun(lun: u64) -> [u8; 8] {
     b
 }
 
-/// Decode an 8-byte LUN field as [`encode_lun`] writes it; other formats are returned whole.
+/// Decode an 8-byte LUN field as [`encode_lun`] writes it (single level, peripheral or flat
+/// addressing, SAM-5 §4.7). Any other field (another format, or a second level) maps to a
+/// number with bit 63 set, which no logical unit has, so it can never alias one that exists.
 pub fn decode_lun(b: [u8; 8]) -> u64 {
     match b[0] >> 6 {
         0 if b[0] == 0 && b[2..] == [0; 6] => u64::from(b[1]),
         1 if b[2..] == [0; 6] => u64::from(b[0] & 0x3F) << 8 | u64::from(b[1]),
-        _ => u64::from_be_bytes(b),
+        _ => u64::from_be_bytes(b) | 1 << 63,
     }
 }
 
@@ -38,6 +40,21 @@ pub fn report_luns(luns: impl Iterator<Item = u64>, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A field of another format never reads as a LUN that exists (found by the connection
+    /// fuzz target: 00 00 .. 01, a second-level LUN, read as LUN 1).
+    #[test]
+    fn other_formats_never_alias_a_lun() {
+        for b in [
+            [0, 0, 0, 0, 0, 0, 0, 1],
+            [0, 1, 0, 0, 0, 0, 0, 1],
+            [0x40, 5, 0, 1, 0, 0, 0, 0],
+            [0x80, 0, 0, 0, 0, 0, 0, 1],
+        ] {
+            assert!(decode_lun(b) >= 1 << 63, "{b:02x?}");
+        }
+        assert_eq!(decode_lun([0, 1, 0, 0, 0, 0, 0, 0]), 1);
+    }
 
     #[test]
     fn lun_round_trip() {
