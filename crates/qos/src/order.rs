@@ -25,16 +25,46 @@ pub struct Candidate {
     pub op: MediaOp,
     /// When the command entered the device (start of its inactive time).
     pub arrived: Ns,
-    /// The earliest absolute time at which one of its duration limits expires, if any.
-    pub deadline: Option<Ns>,
+    /// Its duration limits, if any.
+    pub limits: Limits,
     /// Priority class index (0 = most urgent).
     pub class: usize,
+}
+
+/// The duration limits of a queued command (SPC-6 T2 descriptor), as an ordering policy needs
+/// them: a start limit says when the command must have started, a completion limit when it
+/// must have finished.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// When the max inactive time expires: the command must be started by then (a fired 0h
+    /// limit keeps its time, now past).
+    pub start_by: Option<Ns>,
+    /// When the command duration guideline expires: the command must be finished by then (a
+    /// fired 0h limit keeps its time, now past).
+    pub finish_by: Option<Ns>,
+    /// The max active time: once started, the command must finish within it.
+    pub active_for: Option<Ns>,
+}
+
+impl Limits {
+    /// Whether a start or completion limit gives the command a deadline.
+    pub fn has_deadline(&self) -> bool {
+        self.start_by.is_some() || self.finish_by.is_some()
+    }
 }
 
 /// Picks the next command to start.
 pub trait OrderingPolicy {
     /// Index into `queue` (never empty) of the command to start at `now`.
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize;
+
+    /// [`Self::pick`] given the positioning time ([`sptf_cost`]) of every candidate, in queue
+    /// order, for a policy whose choice depends on nothing else the drive knows; `None` (the
+    /// default) for one that must ask the drive itself. A policy over a base policy (the
+    /// CDL-aware one) measures the queue once and lets its base pick from the same times.
+    fn pick_timed(&mut self, _now: Ns, _queue: &[Candidate], _times: &[Ns]) -> Option<usize> {
+        None
+    }
 
     /// [`Self::pick`] from a queue that keeps the drive's memo of each candidate's op beside
     /// it (`memos` in queue order), as [`crate::Queue`] does: a policy that asks the drive
@@ -158,6 +188,11 @@ impl Positions {
     ) -> &[Ns] {
         memos.positioning_times(now, drive, &mut self.times);
         &self.times
+    }
+
+    /// The estimates of the queue [`Self::measure`] measured, and its ops with their memos.
+    pub fn measured(&self) -> (&[Ns], &[QueuedOp]) {
+        (&self.times, self.memos.ops())
     }
 
     /// The candidate at `index` of the queue just measured was picked: it will not be there

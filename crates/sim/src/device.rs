@@ -187,7 +187,7 @@ impl QueueSpec {
             ("cdl-aware", params) => {
                 let config = DeadlineAwareConfig::from_str(params)
                     .map_err(|e| err(format!("cdl-aware: {e}")))?;
-                Ok(Scheduler::CdlAware(DeadlineAware::new(config)))
+                Ok(Scheduler::CdlAware(Box::new(DeadlineAware::new(config))))
             }
             ("default", "") => Ok(Scheduler::Policy(OrderConfig::default().build())),
             _ => {
