@@ -176,7 +176,8 @@ impl QueueSpec {
     }
 
     /// The ordering of the device queue: "default" (qos::order's default policy), a policy of
-    /// qos::order with parameters ("sptf", "asptf:rate=0.02"), or "cdl-aware[:bonus=..,aging=..]".
+    /// qos::order with parameters ("sptf", "asptf:rate=0.02"), or
+    /// "cdl-aware[:aggressiveness=..,base=..]".
     pub fn scheduler(&self) -> Result<Scheduler, SimError> {
         let err = |m: String| SimError::field("queue.scheduler", m);
         let text = self.scheduler.trim();
