@@ -346,9 +346,9 @@ impl DeadlineAware {
     /// The dispatch interval, counted from now, in which the command must start to meet its
     /// limits (by the service time of a start at no cost); negative when that is past.
     fn urgency(&self, now: Ns, limits: &Limits) -> i64 {
-        let start = limits.start_by.map_or(f64::INFINITY, |t| t as f64);
+        let start = limits.start_by().map_or(f64::INFINITY, |t| t as f64);
         let finish = limits
-            .finish_by
+            .finish_by()
             .map_or(f64::INFINITY, |t| t as f64 - self.stopping.base_service());
         ((start.min(finish) - now as f64) / self.interval).floor() as i64
     }
@@ -362,15 +362,15 @@ impl DeadlineAware {
         let left = |t: Ns| t as f64 - now as f64 - margin;
         let mut wait = 0.0f64;
         let mut late = f64::NEG_INFINITY;
-        if let Some(t) = limits.start_by {
+        if let Some(t) = limits.start_by() {
             wait = wait.max(self.stopping.wait(Kind::Start, left(t)));
             late = late.max(start - left(t));
         }
-        if let Some(t) = limits.finish_by {
+        if let Some(t) = limits.finish_by() {
             wait = wait.max(self.stopping.wait(Kind::Completion, left(t)));
             late = late.max(finish - left(t));
         }
-        if let Some(a) = limits.active_for {
+        if let Some(a) = limits.active_for() {
             late = late.max(finish - start - a as f64);
         }
         (wait, late)

@@ -17,6 +17,7 @@ pub use rpo::{Rpo, DEFAULT_RPO_FACTOR};
 pub use sptf::Sptf;
 
 use drive::{Drive, MediaOp, Ns, QueuedOp};
+use std::num::NonZeroU64;
 
 /// A command waiting in the device queue, as an ordering policy sees it.
 #[derive(Clone, Copy, Debug)]
@@ -33,20 +34,41 @@ pub struct Candidate {
 
 /// The duration limits of a queued command (SPC-6 T2 descriptor), as an ordering policy needs
 /// them: a start limit says when the command must have started, a completion limit when it
-/// must have finished.
+/// must have finished. Kept in 24 bytes (the device queue moves its candidates about).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Limits {
-    /// When the max inactive time expires: the command must be started by then (a fired 0h
-    /// limit keeps its time, now past).
-    pub start_by: Option<Ns>,
-    /// When the command duration guideline expires: the command must be finished by then (a
-    /// fired 0h limit keeps its time, now past).
-    pub finish_by: Option<Ns>,
-    /// The max active time: once started, the command must finish within it.
-    pub active_for: Option<Ns>,
+    /// Each time plus one (no limit: `None`), so that `Option` takes no room.
+    start_by: Option<NonZeroU64>,
+    finish_by: Option<NonZeroU64>,
+    active_for: Option<NonZeroU64>,
 }
 
 impl Limits {
+    /// `start_by`: when the max inactive time expires (the command must be started by then);
+    /// `finish_by`: when the command duration guideline expires (it must be finished by
+    /// then); a fired 0h limit keeps its time, now past. `active_for`: the max active time
+    /// (once started, the command must finish within it).
+    pub fn new(start_by: Option<Ns>, finish_by: Option<Ns>, active_for: Option<Ns>) -> Self {
+        let pack = |t: Option<Ns>| t.and_then(|t| NonZeroU64::new(t.saturating_add(1)));
+        Self {
+            start_by: pack(start_by),
+            finish_by: pack(finish_by),
+            active_for: pack(active_for),
+        }
+    }
+
+    pub fn start_by(&self) -> Option<Ns> {
+        self.start_by.map(|t| t.get() - 1)
+    }
+
+    pub fn finish_by(&self) -> Option<Ns> {
+        self.finish_by.map(|t| t.get() - 1)
+    }
+
+    pub fn active_for(&self) -> Option<Ns> {
+        self.active_for.map(|t| t.get() - 1)
+    }
+
     /// Whether a start or completion limit gives the command a deadline.
     pub fn has_deadline(&self) -> bool {
         self.start_by.is_some() || self.finish_by.is_some()

@@ -35,14 +35,7 @@ fn with_limits(id: u64, lba: u64, limits: Limits) -> Candidate {
 
 /// A candidate with a duration guideline (a completion limit) at `finish_by`, if any.
 fn cand(id: u64, lba: u64, finish_by: Option<Ns>) -> Candidate {
-    with_limits(
-        id,
-        lba,
-        Limits {
-            finish_by,
-            ..Limits::default()
-        },
-    )
+    with_limits(id, lba, Limits::new(None, finish_by, None))
 }
 
 fn config(aggressiveness: f64) -> DeadlineAwareConfig {
@@ -87,10 +80,7 @@ fn start_and_completion_limits_differ() {
     // at the next pick, so the closer command goes first; a completion limit is not (the
     // command would finish 9 ms late), so it goes now.
     let drive = FixedDrive::new(10 * MS);
-    let start = Limits {
-        start_by: Some(NOW + 13 * MS),
-        ..Limits::default()
-    };
+    let start = Limits::new(Some(NOW + 13 * MS), None, None);
     let queue = [cand(1, 100, None), with_limits(2, 5_000, start)];
     assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 0);
     let queue = [cand(1, 100, None), cand(2, 5_000, Some(NOW + 13 * MS))];
@@ -98,10 +88,7 @@ fn start_and_completion_limits_differ() {
     // Only the start counts against a start limit: 2 ms before it, a command that takes
     // 40 ms still meets it by starting now, and goes.
     let drive = FixedDrive::new(40 * MS);
-    let soon = Limits {
-        start_by: Some(NOW + 2 * MS),
-        ..Limits::default()
-    };
+    let soon = Limits::new(Some(NOW + 2 * MS), None, None);
     let queue = [cand(1, 100, None), with_limits(2, 5_000, soon)];
     assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 1);
 }
@@ -122,14 +109,8 @@ fn an_offer_that_overruns_the_max_active_time_is_priced_as_a_miss() {
     // overrun its 1 ms max active time (10 ms of service), a miss either way; the other one
     // goes instead. Without that limit the closer one goes.
     let drive = FixedDrive::new(10 * MS);
-    let start = Limits {
-        start_by: Some(NOW + 5 * MS),
-        ..Limits::default()
-    };
-    let active = Limits {
-        active_for: Some(MS),
-        ..start
-    };
+    let start = Limits::new(Some(NOW + 5 * MS), None, None);
+    let active = Limits::new(Some(NOW + 5 * MS), None, Some(MS));
     let queue = [
         cand(1, 100, None),
         with_limits(2, 4_000, active),

@@ -333,3 +333,17 @@ fn picking_from_the_times_is_picking() {
     }
     assert_eq!(Sptf.pick_timed(0, &[cand(1, 1, 0)], &[]), None);
 }
+
+#[test]
+fn limits_keep_their_times_in_24_bytes() {
+    let l = Limits::new(Some(0), Some(5_000_000), None);
+    assert_eq!(
+        (l.start_by(), l.finish_by(), l.active_for()),
+        (Some(0), Some(5_000_000), None)
+    );
+    assert!(l.has_deadline());
+    let active = Limits::new(None, None, Some(1));
+    assert_eq!(active.active_for(), Some(1));
+    assert!(!active.has_deadline() && !Limits::default().has_deadline());
+    assert_eq!(std::mem::size_of::<Limits>(), 24);
+}

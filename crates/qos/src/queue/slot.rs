@@ -106,11 +106,11 @@ impl Slot {
         } else {
             self.inactive.map(|l| l.at)
         };
-        Limits {
+        Limits::new(
             start_by,
-            finish_by: self.guideline.map(|l| l.at),
-            active_for: self.active_for.map(|(ns, _)| ns),
-        }
+            self.guideline.map(|l| l.at),
+            self.active_for.map(|(ns, _)| ns),
+        )
     }
 
     pub(super) fn limit_mut(&mut self, kind: LimitKind) -> &mut Option<Limit> {
