@@ -331,7 +331,7 @@ impl DeadlineAware {
                 }
                 // It starts once the first is done (its transfer taken as long as the limited
                 // one's), then takes `a` plus its own transfer.
-                let transfer = (l.service - l.positioning) as f64;
+                let transfer = l.service.saturating_sub(l.positioning) as f64;
                 let start = t as f64 + transfer;
                 let finish = start + a as f64 + transfer;
                 let (_, late) = self.waiting(now, &queue[l.index].limits, start, finish);
