@@ -126,9 +126,13 @@ pub struct DeadlineAware {
     /// Running mean of the best raw positioning time of a pick.
     mean_best: f64,
     positions: Positions,
-    /// Scratch: the limited candidates of a pick, their ops and the look-ahead estimates.
+    /// Scratch: the limited candidates of a pick, their ops, the candidates that may lead to
+    /// them (index, op with memo, positioning time) and the look-ahead estimates.
     limited: Vec<Limited>,
     limited_ops: Vec<MediaOp>,
+    firsts: Vec<usize>,
+    first_ops: Vec<QueuedOp>,
+    first_times: Vec<Ns>,
     after: Vec<Ns>,
 }
 
@@ -185,6 +189,9 @@ impl DeadlineAware {
             positions: Positions::default(),
             limited: Vec::new(),
             limited_ops: Vec::new(),
+            firsts: Vec::new(),
+            first_ops: Vec::new(),
+            first_times: Vec::new(),
             after: Vec::new(),
         }
     }
@@ -250,14 +257,15 @@ impl DeadlineAware {
         if self.limited.is_empty() {
             return None;
         }
-        let ahead = ops.is_some_and(|ops| self.look_ahead(now, times, ops, drive));
+        let ahead = ops.is_some_and(|ops| self.look_ahead(now, times, best, ops, drive));
         // The offers seen teach the value of waiting, before it is used.
         let typical = self.mean_best as Ns;
         if ahead {
             let n = self.limited.len();
-            for (first, (&t, after)) in times.iter().zip(self.after.chunks_exact(n)).enumerate() {
+            for (&first, after) in self.firsts.iter().zip(self.after.chunks_exact(n)) {
+                let t = times.get(first).copied().unwrap_or(Ns::MAX);
                 for (l, &a) in self.limited.iter_mut().zip(after) {
-                    let cost = (t - best) + a.saturating_sub(typical);
+                    let cost = (t - best).saturating_add(a.saturating_sub(typical));
                     if first != l.index && cost < l.offer.cost {
                         l.offer = Offer { cost, later: true };
                     }
@@ -297,10 +305,31 @@ impl DeadlineAware {
     }
 
     /// Asks the drive, if it can tell, where each limited candidate would be after each
-    /// candidate started now (into `after`).
-    fn look_ahead(&mut self, now: Ns, times: &[Ns], ops: &[QueuedOp], drive: &dyn Drive) -> bool {
+    /// candidate started now that could lead to it more cheaply than starting it directly
+    /// (into `firsts` and `after`, a row per first). Reaching a command through another costs
+    /// at least the other's positioning beyond the best and starts it later, so the others
+    /// can be left out exactly.
+    fn look_ahead(
+        &mut self,
+        now: Ns,
+        times: &[Ns],
+        best: Ns,
+        ops: &[QueuedOp],
+        drive: &dyn Drive,
+    ) -> bool {
         if ops.len() != times.len() {
             return false;
+        }
+        let dearest = self.limited.iter().map(|l| l.direct).max().unwrap_or(0);
+        self.firsts.clear();
+        self.first_ops.clear();
+        self.first_times.clear();
+        for (i, (q, &t)) in ops.iter().zip(times).enumerate() {
+            if t - best < dearest {
+                self.firsts.push(i);
+                self.first_ops.push(*q);
+                self.first_times.push(t);
+            }
         }
         self.limited_ops.clear();
         self.limited_ops.extend(
@@ -309,8 +338,13 @@ impl DeadlineAware {
                 .filter_map(|l| ops.get(l.index))
                 .map(|q| q.op),
         );
-        drive.positioning_after(now, ops, times, &self.limited_ops, &mut self.after)
-            && self.after.len() == times.len() * self.limited.len()
+        drive.positioning_after(
+            now,
+            &self.first_ops,
+            &self.first_times,
+            &self.limited_ops,
+            &mut self.after,
+        ) && self.after.len() == self.firsts.len() * self.limited.len()
     }
 
     /// For each limited candidate, whether reaching it next, through another candidate started
@@ -320,12 +354,13 @@ impl DeadlineAware {
     fn weigh_look_ahead(&mut self, now: Ns, queue: &[Candidate], times: &[Ns], best: Ns) {
         let n = self.limited.len();
         let typical = self.mean_best as Ns;
-        for (first, (&t, after)) in times.iter().zip(self.after.chunks_exact(n)).enumerate() {
+        for (&first, after) in self.firsts.iter().zip(self.after.chunks_exact(n)) {
+            let t = times.get(first).copied().unwrap_or(Ns::MAX);
             for (i, &a) in after.iter().enumerate() {
                 let Some(l) = self.limited.get(i).copied() else {
                     break;
                 };
-                let cost = (t - best) + a.saturating_sub(typical);
+                let cost = (t - best).saturating_add(a.saturating_sub(typical));
                 if first == l.index || cost as f64 >= l.wait {
                     continue;
                 }
