@@ -24,7 +24,8 @@
 //!   with equal limits go by positioning, not by arrival, and late ones latest first (EDF
 //!   is the fallback).
 //! - **The budget.** perf_vs_duration_guideline bounds the average increase in completion
-//!   time: each take-over must fit in it with its own cost ([`budget`]).
+//!   time: each take-over must fit in it with its own cost, both picks of one through another
+//!   command ([`budget`]).
 //!
 //! Unlimited commands keep the base policy's ordering and tail control; the base policy is
 //! asked only for the picks it makes, so its aging follows the rate at which it dispatches.
@@ -297,7 +298,9 @@ impl DeadlineAware {
         let pick = self
             .limited
             .iter()
-            .filter(|l| l.regret > 0.0 && self.budget.allows(l.spends(times, best)))
+            // A take-over through another command must afford both picks; it spends the
+            // first now, the second when that comes.
+            .filter(|l| l.regret > 0.0 && self.budget.allows(l.cost))
             .min_by_key(|l| (l.urgency, l.cost, l.index))
             .copied()?;
         self.budget.spend(pick.spends(times, best));

@@ -348,3 +348,23 @@ fn over_a_base_policy_only_limited_commands_override_its_pick() {
     let queue = [cand(1, 900, None), cand(2, 5_000, Some(NOW + 13 * MS))];
     assert_eq!(over_fifo().pick(NOW, &queue, &drive), 1);
 }
+
+#[test]
+fn reaching_a_command_through_another_must_afford_both_picks() {
+    // The limited command costs 10 ms started now, 5 ms reached through a command 1 µs
+    // dearer than the best: worth it with the 20 % budget. With 0.5 % (3.8 ms of credit) the
+    // first pick alone would fit, both do not, and the best command goes.
+    let drive = AheadDrive {
+        head: 0,
+        after: vec![((1_100, 10_000_100), 5 * MS)],
+    };
+    let queue = [
+        cand(1, 100, None),
+        cand(2, 1_100, None),
+        cand(3, 10_000_100, Some(NOW + 50 * MS)),
+    ];
+    assert_eq!(policy().pick(NOW, &queue, &drive), 1);
+    let mut tight = policy();
+    tight.set_budget(PerfVsDurationGuideline::new(1).expect("code 1 is 0.5 %"));
+    assert_eq!(tight.pick(NOW, &queue, &drive), 0);
+}
