@@ -535,6 +535,50 @@ impl Drive for Hdd {
         pos + (f64::from(op.blocks) * self.geometry.locate(op.lba).ns_per_sector) as Ns
     }
 
+    fn positioning_after(
+        &self,
+        now: Ns,
+        firsts: &[QueuedOp],
+        times: &[Ns],
+        nexts: &[MediaOp],
+        out: &mut Vec<Ns>,
+    ) -> bool {
+        out.clear();
+        // A next op the caches serve costs what it costs now, wherever the heads are.
+        let cached: Vec<Option<Ns>> = nexts
+            .iter()
+            .map(|n| {
+                self.served_from_cache(now, n)
+                    .then(|| self.positioning_time(now, n))
+            })
+            .collect();
+        let placed: Vec<(u32, Ns)> = nexts.iter().map(|n| self.place(n.lba)).collect();
+        let rev = self.geometry.rev_ns;
+        for (q, &pos) in firsts.iter().zip(times) {
+            let first = &q.op;
+            // Where the first op leaves the heads, and when the next one's overhead is done.
+            let (cylinder, done) = if self.served_from_cache(now, first) {
+                let ready = now + pos + self.interface_time(first.blocks.into());
+                (self.cylinder, ready.max(self.free_at))
+            } else {
+                let blocks = u64::from(first.blocks);
+                let loc = self.geometry.locate(first.lba);
+                let last = first.lba.saturating_add(blocks.saturating_sub(1));
+                let transfer = (blocks as f64 * loc.ns_per_sector) as Ns;
+                (self.geometry.locate(last).cylinder, now + pos + transfer)
+            };
+            let t = done + self.overhead;
+            for ((next, &(c, angle)), hit) in nexts.iter().zip(&placed).zip(&cached) {
+                out.push(hit.unwrap_or_else(|| {
+                    let seek = self.seek_time(c.abs_diff(cylinder), next.write);
+                    let wait = angle + rev - self.rev_phase(t + seek);
+                    self.overhead + seek + if wait >= rev { wait - rev } else { wait }
+                }));
+            }
+        }
+        true
+    }
+
     fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
         self.destage_idle(now);
         let blocks = u64::from(op.blocks);

@@ -109,6 +109,22 @@ pub trait Drive {
         self.positioning_time(now, op)
     }
 
+    /// Look-ahead: if each of `firsts` (queued ops whose [`Self::positioning_time`] at `now`
+    /// is `times`) were started now, the positioning time of each of `nexts` at the moment it
+    /// finished, with the heads where its transfer ended. Writes `out[f * nexts.len() + n]`
+    /// and returns true; false (the default, `out` untouched) for a model without the
+    /// estimate. Caches are taken as they are now.
+    fn positioning_after(
+        &self,
+        _now: Ns,
+        _firsts: &[QueuedOp],
+        _times: &[Ns],
+        _nexts: &[MediaOp],
+        _out: &mut Vec<Ns>,
+    ) -> bool {
+        false
+    }
+
     /// Start `op` at `now` on a free unit; returns when and how it ends.
     fn start(&mut self, now: Ns, op: &MediaOp) -> Service;
 
@@ -137,6 +153,16 @@ impl<D: Drive + ?Sized> Drive for Box<D> {
     }
     fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {
         (**self).service_time(now, op)
+    }
+    fn positioning_after(
+        &self,
+        now: Ns,
+        firsts: &[QueuedOp],
+        times: &[Ns],
+        nexts: &[MediaOp],
+        out: &mut Vec<Ns>,
+    ) -> bool {
+        (**self).positioning_after(now, firsts, times, nexts, out)
     }
     fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
         (**self).start(now, op)

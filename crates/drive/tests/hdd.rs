@@ -476,3 +476,56 @@ fn an_abandoned_access_frees_the_actuator_at_once() {
     let next = hdd.start(50_000_000, &read(5_000_000, 8));
     assert!(next.done_at < 50_000_000 + 40_000_000, "{next:?}");
 }
+
+#[test]
+fn positioning_after_is_the_positioning_once_the_first_op_is_done() {
+    // Random reads and writes, and re-reads of recent reads (read-cache hits, which leave the
+    // heads where they were): the look-ahead estimate must be what the drive says after
+    // really starting the first op and waiting for it.
+    let mut hdd = Hdd::default_22tb();
+    let mut rng = SplitMix(5);
+    let mut now = 0;
+    let mut recent: Vec<MediaOp> = Vec::new();
+    let mut after = Vec::new();
+    let mut hits = 0;
+    for _ in 0..300 {
+        let random = |rng: &mut SplitMix| match rng.below(4) {
+            0 => write(rng.below(1 << 35), 256),
+            _ => read(rng.below(1 << 35), 256),
+        };
+        let firsts: Vec<QueuedOp> = (0..6)
+            .map(|i| match recent.get(i) {
+                Some(r) if i % 2 == 0 => QueuedOp::new(*r),
+                _ => QueuedOp::new(random(&mut rng)),
+            })
+            .collect();
+        let nexts: Vec<MediaOp> = (0..3).map(|_| random(&mut rng)).collect();
+        let times: Vec<Ns> = firsts
+            .iter()
+            .map(|q| hdd.positioning_time(now, &q.op))
+            .collect();
+        hits += times.iter().filter(|&&t| t < 1_000_000).count();
+        assert!(hdd.positioning_after(now, &firsts, &times, &nexts, &mut after));
+        assert_eq!(after.len(), firsts.len() * nexts.len());
+        for (f, q) in firsts.iter().enumerate() {
+            let mut ahead = hdd.clone();
+            let done = ahead.start(now, &q.op).done_at;
+            for (n, next) in nexts.iter().enumerate() {
+                assert_eq!(
+                    after[f * nexts.len() + n],
+                    ahead.positioning_time(done, next),
+                    "{:?} after {:?} at {now} ns",
+                    next,
+                    q.op
+                );
+            }
+        }
+        let op = read(rng.below(1 << 35), 256);
+        recent.insert(0, op);
+        now = hdd.start(now, &op).done_at + 50_000;
+    }
+    assert!(
+        hits > 500,
+        "only {hits} read-cache hits among the first ops"
+    );
+}

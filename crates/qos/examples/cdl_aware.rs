@@ -1,7 +1,7 @@
 //! Tuning bench for the CDL-aware policy: a closed loop of 128 KiB
 //! random reads on the default 22 TB HDD model, 20 % of them with a 50 ms guideline
 //! (experiment B2), against the same loop with no CDL, both over the same base ordering policy.
-//! Run: cargo run --release -p qos --example cdl_aware [ios [bonus [base policy]]]
+//! Run: cargo run --release -p qos --example cdl_aware [ios [aggressiveness [base policy]]]
 
 use drive::{Hdd, MediaOp, Ns};
 use qos::order::OrderConfig;
@@ -121,23 +121,26 @@ fn run(qd: usize, ios: usize, scheduler: Scheduler, cdl: bool) -> Point {
 fn main() {
     let mut args = std::env::args().skip(1);
     let ios: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000);
-    let bonus: f64 = args
+    let aggressiveness: f64 = args
         .next()
         .and_then(|a| a.parse().ok())
-        .unwrap_or(DeadlineAwareConfig::default().bonus);
+        .unwrap_or(DeadlineAwareConfig::default().aggressiveness);
     let base: OrderConfig = match args.next().map(|a| a.parse()) {
         Some(Ok(order)) => order,
         Some(Err(e)) => panic!("{e}"),
         None => OrderConfig::default(),
     };
-    println!("base policy {base}, bonus {bonus}");
+    println!("base policy {base}, aggressiveness {aggressiveness}");
     println!("qd  variant        IOPS   limited p99/mean   other p99/mean   missed");
     for qd in [4, 8, 16, 32] {
         let variants = [
             ("no CDL", Scheduler::Policy(base.build()), false),
             (
                 "CDL-aware",
-                Scheduler::CdlAware(DeadlineAware::with_base(bonus, base.build())),
+                Scheduler::CdlAware(Box::new(DeadlineAware::with_base(
+                    aggressiveness,
+                    base.build(),
+                ))),
                 true,
             ),
         ];

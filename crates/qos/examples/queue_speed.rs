@@ -110,6 +110,6 @@ fn main() {
         20,
         n,
     );
-    let cdl = || Scheduler::CdlAware(DeadlineAware::new(DeadlineAwareConfig::default()));
+    let cdl = || Scheduler::CdlAware(Box::new(DeadlineAware::new(DeadlineAwareConfig::default())));
     run("CDL-aware, 20 % limited", cdl(), 20, n);
 }

@@ -1,32 +1,63 @@
-//! The CDL-aware ordering policy (experiments/README.md, B2): a base ordering policy (by default
-//! the calibrated one of [`crate::order`]) whose pick a duration-limited command may take over
-//! when its positioning time minus a deferral bonus is lower. The bonus grows as the command's
-//! slack shrinks; the extra positioning time spent on it is budgeted by
-//! perf_vs_duration_guideline (SPC-6 T2A mode page). Late commands go in deadline order (EDF is the
-//! fallback), and unlimited commands keep the base policy's ordering and tail control.
+//! The CDL-aware ordering policy (experiments/README.md, B2 and B3; docs/cdl.md): a base
+//! ordering policy (by default the calibrated one of [`crate::order`]) whose pick a
+//! duration-limited command takes over when honouring its limit now is worth what it costs.
+//! At every pick, for each limited command in the queue:
+//!
+//! - **The real cost.** Its offer is what starting it costs beyond the best raw positioning
+//!   choice of the queue (not the base policy's aged pick): its own positioning time, or,
+//!   looking one pick ahead ([`Drive::positioning_after`]), the positioning of another
+//!   command that brings the heads near it plus its own positioning from there.
+//! - **Urgency from slack.** The time left to its limit against its estimated service time
+//!   gives the value of waiting for a later pick: the expected cost of honouring the limit
+//!   later, or of missing it (priced at [`PRICE_OF_A_MISS`] mean service times, more the
+//!   later), learned by optimal stopping from the offers seen ([`stopping`]). It is worth
+//!   taking when its offer, with the price of the lateness it would still have, costs less
+//!   than waiting.
+//! - **Start and completion limits differ.** A start limit (max inactive time) is met when
+//!   the command starts: only getting it started counts. A completion limit (duration
+//!   guideline) is met when it finishes, so its own service time counts, and each has its own
+//!   value of waiting. A max active time runs from the start: waiting cannot make it late,
+//!   so it only adds the price of an overrun to an offer whose service would not fit in it
+//!   (a command with no other limit is left to the base policy).
+//! - **Ties by positioning.** Of those worth taking, the one that must start first goes,
+//!   counted in whole dispatch intervals; within one interval the cheapest offer: commands
+//!   with equal limits go by positioning, not by arrival, and late ones latest first (EDF
+//!   is the fallback).
+//! - **The budget.** perf_vs_duration_guideline bounds the average increase in completion
+//!   time: each take-over must fit in it with its own cost, both picks of one through another
+//!   command ([`budget`]).
+//!
+//! Unlimited commands keep the base policy's ordering and tail control; the base policy is
+//! asked only for the picks it makes, so its aging follows the rate at which it dispatches.
+
+mod budget;
+mod stopping;
 
 use crate::cdl::PerfVsDurationGuideline;
-use crate::order::{sptf_cost, Candidate, OrderConfig, OrderingPolicy, QueueMemos};
-use drive::{Drive, Ns};
+use crate::order::{Candidate, Limits, OrderConfig, OrderingPolicy, Positions, QueueMemos};
+use budget::Budget;
+use drive::{Drive, MediaOp, Ns, QueuedOp};
 use std::fmt;
 use std::str::FromStr;
+use stopping::{Kind, Offer, Plan, Stopping};
 
 /// Tuning of [`DeadlineAware`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DeadlineAwareConfig {
-    /// Weight of the deferral bonus (1 = the expected positioning saved, see [`DeadlineAware`]).
-    /// 1.25 puts B2's limited p99 (50 ms guideline on 20 % of I/Os) at 39/42/47/52 ms at
-    /// QD 4/8/16/32 on the 22 TB HDD model over the default (RPO) ordering, for 6/10/14/16 %
-    /// fewer IOPS (examples/cdl_aware.rs); 1.0 gives 41/47/52/57 ms for 5/9/12/15 %.
-    pub bonus: f64,
-    /// The ordering of everything the bonus does not decide.
+    /// How early limited commands are planned to finish: each limit is taken as this many
+    /// dispatch intervals earlier than it is, a margin for what the estimates miss (commands
+    /// whose positioning stays dear, limited commands arriving together). More serves them
+    /// earlier and costs more total IOPS; 0 plans to the limit itself; below 0 plans past it.
+    /// The trade-off is experiments/README.md's B2 curve (`crates/sim/examples/cdl_tradeoff.rs`).
+    pub aggressiveness: f64,
+    /// The ordering of everything the limits do not decide.
     pub base: OrderConfig,
 }
 
 impl Default for DeadlineAwareConfig {
     fn default() -> Self {
         Self {
-            bonus: 1.25,
+            aggressiveness: 2.0,
             base: OrderConfig::default(),
         }
     }
@@ -35,9 +66,9 @@ impl Default for DeadlineAwareConfig {
 impl FromStr for DeadlineAwareConfig {
     type Err = String;
 
-    /// Parses `bonus=1.5` and/or `base=<ordering policy>` (`base` last: the rest of the string
-    /// is the policy, e.g. `bonus=1,base=asptf:rate=0.02`); empty for the defaults. The error
-    /// names the offending key.
+    /// Parses `aggressiveness=1.5` and/or `base=<ordering policy>` (`base` last: the rest of
+    /// the string is the policy, e.g. `aggressiveness=1,base=asptf:rate=0.02`); empty for the
+    /// defaults. The error names the offending key.
     fn from_str(s: &str) -> Result<Self, String> {
         let mut config = Self::default();
         let mut rest = s.trim();
@@ -52,115 +83,365 @@ impl FromStr for DeadlineAwareConfig {
                 .split_once('=')
                 .ok_or(format!("{pair:?}: expected key=value"))?;
             match key.trim() {
-                "bonus" => {
-                    config.bonus = value
+                "aggressiveness" => {
+                    config.aggressiveness = value
                         .trim()
                         .parse::<f64>()
                         .ok()
-                        .filter(|v| v.is_finite() && *v >= 0.0)
-                        .ok_or(format!("bonus: {value:?} is not a non-negative number"))?
+                        .filter(|v| v.is_finite())
+                        .ok_or(format!("aggressiveness: {value:?} is not a number"))?
                 }
-                other => return Err(format!("unknown parameter {other:?} (bonus, base)")),
+                other => {
+                    return Err(format!(
+                        "unknown parameter {other:?} (aggressiveness, base)"
+                    ))
+                }
             }
         }
         Ok(config)
     }
 }
 
-/// Weight of one observation in the decaying budget sums (a window of about 1000 commands).
-const DECAY: f64 = 1.0 / 1024.0;
-/// Throughput lost per unit of extra positioning time spent on a deadline: more than 1, since
-/// the head then starts the next pick from a worse place. Measured on the 22 TB HDD model at
-/// QD 8–32 (1.3–1.4); with 1.5 the IOPS loss stays within perf_vs_duration_guideline.
-const LOSS_PER_EXTRA_POSITIONING: f64 = 1.5;
-/// Service time assumed before any was observed (an HDD random access, experiments/README.md, B1).
+/// Service time and dispatch interval assumed before any was observed (an HDD random access,
+/// experiments/README.md, B1).
 const INITIAL_SERVICE_NS: f64 = 12e6;
+/// What missing a limit costs, in mean service times: taking a command this much dearer to
+/// keep a limit is worth it (each dispatch interval late then costs more, see [`stopping`]).
+const PRICE_OF_A_MISS: f64 = 4.0;
+/// Weight of one observation in the running means of service time, dispatch interval and
+/// best positioning time (about the last 64 commands).
+const GAIN: f64 = 1.0 / 64.0;
 
 /// The CDL-aware policy. [`crate::Queue`] feeds it observed service times and the
 /// perf_vs_duration_guideline of the T2A page.
-///
-/// The base policy picks among all commands. A limited command takes that pick over when its
-/// positioning time minus its bonus is below the base pick's (minus the base pick's own bonus
-/// if it is limited too). The bonus prices deferral: a command with slack for n more services
-/// still gets n chances to be started cheaply, and the best of n random positionings costs
-/// about 2P/(n+1) (P = mean positioning time of a queued command), so deferring it costs that
-/// much later; unlimited commands have no such cost. A late command (negative slack) gets 2P
-/// per service time late on top, so late commands go in deadline order.
 pub struct DeadlineAware {
-    bonus: f64,
+    aggressiveness: f64,
     base: Box<dyn OrderingPolicy + Send>,
-    budget: f64,
+    budget: Budget,
+    stopping: Stopping,
     mean_service: f64,
-    /// Decaying sums: positioning time spent beyond the base choice, and service time.
-    extra: f64,
-    busy: f64,
-    /// Positioning time of the candidates a pick looks at (reused buffer; NaN elsewhere).
-    positioning: Vec<f64>,
+    /// Running mean time between back-to-back picks, and the previous pick (time, whether
+    /// commands were left waiting after it).
+    interval: f64,
+    last_pick: Option<(Ns, bool)>,
+    /// Running mean of the best raw positioning time of a pick.
+    mean_best: f64,
+    positions: Positions,
+    /// Scratch: the limited candidates of a pick, their ops, the candidates that may lead to
+    /// them (index, op with memo, positioning time) and the look-ahead estimates.
+    limited: Vec<Limited>,
+    limited_ops: Vec<MediaOp>,
+    firsts: Vec<usize>,
+    first_ops: Vec<QueuedOp>,
+    first_times: Vec<Ns>,
+    after: Vec<Ns>,
+}
+
+/// A limited candidate at a pick.
+#[derive(Clone, Copy, Debug)]
+struct Limited {
+    index: usize,
+    positioning: Ns,
+    /// Estimated service time if started now.
+    service: Ns,
+    /// Positioning time beyond the best raw choice if started now.
+    direct: Ns,
+    /// The cheapest offer: started now, or reached next through another candidate.
+    offer: Offer,
+    /// The way it gains most: started now (`None`), or reached next through the candidate
+    /// `via` started now, at `cost`.
+    via: Option<usize>,
+    cost: Ns,
+    /// The value of waiting for a later pick (see [`stopping`]), and that minus what the
+    /// chosen way costs with the price of its lateness.
+    wait: f64,
+    regret: f64,
+    /// See [`DeadlineAware::urgency`].
+    urgency: i64,
 }
 
 impl fmt::Debug for DeadlineAware {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeadlineAware")
-            .field("bonus", &self.bonus)
+            .field("aggressiveness", &self.aggressiveness)
             .field("budget", &self.budget)
             .field("mean_service", &self.mean_service)
+            .field("interval", &self.interval)
             .finish_non_exhaustive()
     }
 }
 
 impl DeadlineAware {
     pub fn new(config: DeadlineAwareConfig) -> Self {
-        Self::with_base(config.bonus, config.base.build())
+        Self::with_base(config.aggressiveness, config.base.build())
     }
 
     /// Over any ordering policy.
-    pub fn with_base(bonus: f64, base: Box<dyn OrderingPolicy + Send>) -> Self {
+    pub fn with_base(aggressiveness: f64, base: Box<dyn OrderingPolicy + Send>) -> Self {
         Self {
-            bonus,
+            aggressiveness,
             base,
-            budget: PerfVsDurationGuideline::default().fraction(),
+            budget: Budget::new(PerfVsDurationGuideline::default().fraction()),
+            stopping: Stopping::default(),
             mean_service: INITIAL_SERVICE_NS,
-            extra: 0.0,
-            busy: 0.0,
-            positioning: Vec::new(),
+            interval: INITIAL_SERVICE_NS,
+            last_pick: None,
+            mean_best: 0.0,
+            positions: Positions::default(),
+            limited: Vec::new(),
+            limited_ops: Vec::new(),
+            firsts: Vec::new(),
+            first_ops: Vec::new(),
+            first_times: Vec::new(),
+            after: Vec::new(),
         }
     }
 
-    /// Sets the allowed loss (from the T2A page).
+    /// Sets the allowed increase in average completion time (from the T2A page).
     pub fn set_budget(&mut self, perf: PerfVsDurationGuideline) {
-        self.budget = perf.fraction();
+        self.budget.set(perf.fraction());
     }
 
     /// Records one command's service time (start to completion).
     pub fn observe_service(&mut self, service: Ns) {
-        let s = service as f64;
-        self.mean_service += (s - self.mean_service) * DECAY * 8.0;
-        self.busy = self.busy * (1.0 - DECAY) + s;
+        self.mean_service += (service as f64 - self.mean_service) * GAIN;
+        self.budget.served(service);
     }
 
-    /// Whether the positioning time spent on deadlines so far is within
-    /// perf_vs_duration_guideline of the service time.
-    fn within_budget(&self) -> bool {
-        self.budget > 0.0 && self.extra * LOSS_PER_EXTRA_POSITIONING <= self.budget * self.busy
+    /// Tracks the time between back-to-back picks (a gap after the queue ran dry is idle
+    /// time, not a dispatch interval).
+    fn observe_pick(&mut self, now: Ns, queued: usize) {
+        if let Some((prev, true)) = self.last_pick {
+            let gap = now.saturating_sub(prev) as f64;
+            self.interval += (gap - self.interval) * GAIN;
+        }
+        self.last_pick = Some((now, queued > 1));
     }
 
-    /// The deferral bonus of a candidate with `deadline`, given mean positioning `p`.
-    fn deferral_bonus(&self, now: Ns, deadline: Ns, p: f64) -> f64 {
-        let slack = (deadline as f64 - now as f64 - self.mean_service) / self.mean_service;
-        let bonus = if slack >= 0.0 {
-            2.0 * p / (slack + 1.0)
-        } else {
-            2.0 * p * (1.0 - slack)
+    /// The command to start instead of the base policy's pick for the sake of a limit, if
+    /// any, given every candidate's positioning time (and, for look-ahead, their ops with the
+    /// drive's memos).
+    fn take_over(
+        &mut self,
+        now: Ns,
+        queue: &[Candidate],
+        times: &[Ns],
+        ops: Option<&[QueuedOp]>,
+        drive: &dyn Drive,
+    ) -> Option<usize> {
+        if !self.budget.open() || times.len() != queue.len() {
+            return None;
+        }
+        let best = times.iter().copied().min().unwrap_or(0);
+        self.mean_best += (best as f64 - self.mean_best) * GAIN;
+        self.limited.clear();
+        for (index, (c, &positioning)) in queue.iter().zip(times).enumerate() {
+            if c.limits.has_deadline() {
+                let direct = positioning - best;
+                self.limited.push(Limited {
+                    index,
+                    positioning,
+                    service: drive.service_time(now, &c.op),
+                    direct,
+                    offer: Offer {
+                        cost: direct,
+                        later: false,
+                    },
+                    via: None,
+                    cost: direct,
+                    wait: 0.0,
+                    regret: f64::NEG_INFINITY,
+                    urgency: 0,
+                });
+            }
+        }
+        if self.limited.is_empty() {
+            return None;
+        }
+        let ahead = ops.is_some_and(|ops| self.look_ahead(now, times, best, ops, drive));
+        // The offers seen teach the value of waiting, before it is used.
+        let typical = self.mean_best as Ns;
+        if ahead {
+            let n = self.limited.len();
+            for (&first, after) in self.firsts.iter().zip(self.after.chunks_exact(n)) {
+                let t = times.get(first).copied().unwrap_or(Ns::MAX);
+                for (l, &a) in self.limited.iter_mut().zip(after) {
+                    let cost = (t - best).saturating_add(a.saturating_sub(typical));
+                    if first != l.index && cost < l.offer.cost {
+                        l.offer = Offer { cost, later: true };
+                    }
+                }
+            }
+        }
+        let plan = Plan {
+            interval: self.interval,
+            price: PRICE_OF_A_MISS * self.mean_service,
         };
-        self.bonus * bonus
+        for l in &self.limited {
+            self.stopping.record(l.offer, l.direct, l.service, plan);
+        }
+        for i in 0..self.limited.len() {
+            let Some(l) = self.limited.get(i).copied() else {
+                break;
+            };
+            let limits = &queue[l.index].limits;
+            let (wait, late) = self.waiting(now, limits, 0.0, l.service as f64);
+            let regret = wait - self.stopping.now(l.direct, late);
+            let urgency = self.urgency(now, limits);
+            if let Some(m) = self.limited.get_mut(i) {
+                (m.wait, m.regret, m.urgency) = (wait, regret, urgency);
+            }
+        }
+        if ahead {
+            self.weigh_look_ahead(now, queue, times, best);
+        }
+        let pick = self
+            .limited
+            .iter()
+            // A take-over through another command must afford both picks; it spends the
+            // first now, the second when that comes.
+            .filter(|l| l.regret > 0.0 && self.budget.allows(l.cost))
+            .min_by_key(|l| (l.urgency, l.cost, l.index))
+            .copied()?;
+        self.budget.spend(pick.spends(times, best));
+        Some(pick.via.unwrap_or(pick.index))
+    }
+
+    /// Asks the drive, if it can tell, where each limited candidate would be after each
+    /// candidate started now that could lead to it more cheaply than starting it directly
+    /// (into `firsts` and `after`, a row per first). Reaching a command through another costs
+    /// at least the other's positioning beyond the best and starts it later, so the others
+    /// can be left out exactly.
+    fn look_ahead(
+        &mut self,
+        now: Ns,
+        times: &[Ns],
+        best: Ns,
+        ops: &[QueuedOp],
+        drive: &dyn Drive,
+    ) -> bool {
+        if ops.len() != times.len() {
+            return false;
+        }
+        let dearest = self.limited.iter().map(|l| l.direct).max().unwrap_or(0);
+        self.firsts.clear();
+        self.first_ops.clear();
+        self.first_times.clear();
+        for (i, (q, &t)) in ops.iter().zip(times).enumerate() {
+            if t - best < dearest {
+                self.firsts.push(i);
+                self.first_ops.push(*q);
+                self.first_times.push(t);
+            }
+        }
+        self.limited_ops.clear();
+        self.limited_ops.extend(
+            self.limited
+                .iter()
+                .filter_map(|l| ops.get(l.index))
+                .map(|q| q.op),
+        );
+        drive.positioning_after(
+            now,
+            &self.first_ops,
+            &self.first_times,
+            &self.limited_ops,
+            &mut self.after,
+        ) && self.after.len() == self.firsts.len() * self.limited.len()
+    }
+
+    /// For each limited candidate, whether reaching it next, through another candidate started
+    /// now, gains more than starting it now: the other's positioning beyond the best, plus
+    /// the limited one's positioning after it beyond a typical best one, with the price of
+    /// starting it that much later.
+    fn weigh_look_ahead(&mut self, now: Ns, queue: &[Candidate], times: &[Ns], best: Ns) {
+        let n = self.limited.len();
+        let typical = self.mean_best as Ns;
+        for (&first, after) in self.firsts.iter().zip(self.after.chunks_exact(n)) {
+            let t = times.get(first).copied().unwrap_or(Ns::MAX);
+            for (i, &a) in after.iter().enumerate() {
+                let Some(l) = self.limited.get(i).copied() else {
+                    break;
+                };
+                let cost = (t - best).saturating_add(a.saturating_sub(typical));
+                if first == l.index || cost as f64 >= l.wait {
+                    continue;
+                }
+                // It starts once the first is done (its transfer taken as long as the limited
+                // one's), then takes `a` plus its own transfer.
+                let transfer = l.service.saturating_sub(l.positioning) as f64;
+                let start = t as f64 + transfer;
+                let finish = start + a as f64 + transfer;
+                let (_, late) = self.waiting(now, &queue[l.index].limits, start, finish);
+                let regret = l.wait - self.stopping.now(cost, late);
+                if let Some(m) = self.limited.get_mut(i).filter(|m| regret > m.regret) {
+                    (m.regret, m.cost, m.via) = (regret, cost, Some(first));
+                }
+            }
+        }
+    }
+
+    /// The dispatch interval, counted from now, in which the command must start to meet its
+    /// limits (by the service time of a start at no cost); negative when that is past.
+    fn urgency(&self, now: Ns, limits: &Limits) -> i64 {
+        let start = limits.start_by().map_or(f64::INFINITY, |t| t as f64);
+        let finish = limits
+            .finish_by()
+            .map_or(f64::INFINITY, |t| t as f64 - self.stopping.base_service());
+        ((start.min(finish) - now as f64) / self.interval).floor() as i64
+    }
+
+    /// The value of waiting for a later pick (the more pressing of the command's limits),
+    /// and how late the command would be if it started `start` ns from now and finished
+    /// `finish` ns from now (the latest of its limits, an overrun active limit included).
+    /// Each limit is taken as `aggressiveness` dispatch intervals earlier than it is.
+    fn waiting(&self, now: Ns, limits: &Limits, start: f64, finish: f64) -> (f64, f64) {
+        let margin = self.aggressiveness * self.interval;
+        let left = |t: Ns| t as f64 - now as f64 - margin;
+        let mut wait = 0.0f64;
+        let mut late = f64::NEG_INFINITY;
+        if let Some(t) = limits.start_by() {
+            wait = wait.max(self.stopping.wait(Kind::Start, left(t)));
+            late = late.max(start - left(t));
+        }
+        if let Some(t) = limits.finish_by() {
+            wait = wait.max(self.stopping.wait(Kind::Completion, left(t)));
+            late = late.max(finish - left(t));
+        }
+        if let Some(a) = limits.active_for() {
+            late = late.max(finish - start - a as f64);
+        }
+        (wait, late)
+    }
+}
+
+impl Limited {
+    /// What taking its offer spends now: the positioning beyond the best raw choice of what
+    /// starts now.
+    fn spends(&self, times: &[Ns], best: Ns) -> Ns {
+        match self.via {
+            Some(first) => times.get(first).map_or(0, |t| t - best),
+            None => self.direct,
+        }
     }
 }
 
 impl OrderingPolicy for DeadlineAware {
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
-        self.extra *= 1.0 - DECAY;
-        let base = self.base.pick(now, queue, drive);
-        self.choose(now, queue, drive, base)
+        self.observe_pick(now, queue.len());
+        let mut positions = std::mem::take(&mut self.positions);
+        positions.measure(now, queue, drive);
+        let (times, ops) = positions.measured();
+        let pick = match self.take_over(now, queue, times, Some(ops), drive) {
+            Some(i) => i,
+            None => match self.base.pick_timed(now, queue, times) {
+                Some(i) => i,
+                None => self.base.pick(now, queue, drive),
+            },
+        };
+        positions.picked(pick);
+        self.positions = positions;
+        pick
     }
 
     fn pick_memoised(
@@ -170,47 +451,20 @@ impl OrderingPolicy for DeadlineAware {
         memos: &mut QueueMemos,
         drive: &dyn Drive,
     ) -> usize {
-        self.extra *= 1.0 - DECAY;
-        let base = self.base.pick_memoised(now, queue, memos, drive);
-        self.choose(now, queue, drive, base)
-    }
-}
-
-impl DeadlineAware {
-    /// The pick, given the base policy's.
-    fn choose(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive, base: usize) -> usize {
-        let base = base.min(queue.len().saturating_sub(1));
-        if !self.within_budget() || queue.iter().all(|c| c.deadline.is_none()) {
-            return base;
+        if memos.len() != queue.len() {
+            return self.pick(now, queue, drive);
         }
-        self.positioning.clear();
-        self.positioning
-            .extend(queue.iter().enumerate().map(|(i, c)| {
-                if c.deadline.is_some() || i == base {
-                    sptf_cost(now, c, drive) as f64
-                } else {
-                    f64::NAN
-                }
-            }));
-        // P, the mean positioning time of a queued command: the limited ones are a fair sample.
-        let (sum, n) = queue
-            .iter()
-            .zip(&self.positioning)
-            .filter(|(c, _)| c.deadline.is_some())
-            .fold((0.0, 0u32), |(sum, n), (_, p)| (sum + p, n + 1));
-        let mean = sum / f64::from(n.max(1));
-        let positioning = |i: usize| self.positioning.get(i).copied().unwrap_or(0.0);
-        let cost = |i: usize| match queue.get(i).and_then(|c| c.deadline) {
-            Some(d) => positioning(i) - self.deferral_bonus(now, d, mean),
-            None => positioning(i),
+        self.observe_pick(now, queue.len());
+        let mut positions = std::mem::take(&mut self.positions);
+        let times = positions.measure_memoised(now, memos, drive);
+        let pick = match self.take_over(now, queue, times, Some(memos.ops()), drive) {
+            Some(i) => i,
+            None => match self.base.pick_timed(now, queue, times) {
+                Some(i) => i,
+                None => self.base.pick_memoised(now, queue, memos, drive),
+            },
         };
-        let mut best = (base, cost(base));
-        for (i, c) in queue.iter().enumerate() {
-            if c.deadline.is_some() && cost(i) < best.1 {
-                best = (i, cost(i));
-            }
-        }
-        self.extra += (positioning(best.0) - positioning(base)).max(0.0);
-        best.0
+        self.positions = positions;
+        pick
     }
 }

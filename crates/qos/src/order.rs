@@ -17,6 +17,7 @@ pub use rpo::{Rpo, DEFAULT_RPO_FACTOR};
 pub use sptf::Sptf;
 
 use drive::{Drive, MediaOp, Ns, QueuedOp};
+use std::num::NonZeroU64;
 
 /// A command waiting in the device queue, as an ordering policy sees it.
 #[derive(Clone, Copy, Debug)]
@@ -25,16 +26,67 @@ pub struct Candidate {
     pub op: MediaOp,
     /// When the command entered the device (start of its inactive time).
     pub arrived: Ns,
-    /// The earliest absolute time at which one of its duration limits expires, if any.
-    pub deadline: Option<Ns>,
+    /// Its duration limits, if any.
+    pub limits: Limits,
     /// Priority class index (0 = most urgent).
     pub class: usize,
+}
+
+/// The duration limits of a queued command (SPC-6 T2 descriptor), as an ordering policy needs
+/// them: a start limit says when the command must have started, a completion limit when it
+/// must have finished. Kept in 24 bytes (the device queue moves its candidates about).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Each time plus one (no limit: `None`), so that `Option` takes no room.
+    start_by: Option<NonZeroU64>,
+    finish_by: Option<NonZeroU64>,
+    active_for: Option<NonZeroU64>,
+}
+
+impl Limits {
+    /// `start_by`: when the max inactive time expires (the command must be started by then);
+    /// `finish_by`: when the command duration guideline expires (it must be finished by
+    /// then); a fired 0h limit keeps its time, now past. `active_for`: the max active time
+    /// (once started, the command must finish within it).
+    pub fn new(start_by: Option<Ns>, finish_by: Option<Ns>, active_for: Option<Ns>) -> Self {
+        let pack = |t: Option<Ns>| t.and_then(|t| NonZeroU64::new(t.saturating_add(1)));
+        Self {
+            start_by: pack(start_by),
+            finish_by: pack(finish_by),
+            active_for: pack(active_for),
+        }
+    }
+
+    pub fn start_by(&self) -> Option<Ns> {
+        self.start_by.map(|t| t.get() - 1)
+    }
+
+    pub fn finish_by(&self) -> Option<Ns> {
+        self.finish_by.map(|t| t.get() - 1)
+    }
+
+    pub fn active_for(&self) -> Option<Ns> {
+        self.active_for.map(|t| t.get() - 1)
+    }
+
+    /// Whether a start or completion limit gives the command a deadline.
+    pub fn has_deadline(&self) -> bool {
+        self.start_by.is_some() || self.finish_by.is_some()
+    }
 }
 
 /// Picks the next command to start.
 pub trait OrderingPolicy {
     /// Index into `queue` (never empty) of the command to start at `now`.
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize;
+
+    /// [`Self::pick`] given the positioning time ([`sptf_cost`]) of every candidate, in queue
+    /// order, for a policy whose choice depends on nothing else the drive knows; `None` (the
+    /// default) for one that must ask the drive itself. A policy over a base policy (the
+    /// CDL-aware one) measures the queue once and lets its base pick from the same times.
+    fn pick_timed(&mut self, _now: Ns, _queue: &[Candidate], _times: &[Ns]) -> Option<usize> {
+        None
+    }
 
     /// [`Self::pick`] from a queue that keeps the drive's memo of each candidate's op beside
     /// it (`memos` in queue order), as [`crate::Queue`] does: a policy that asks the drive
@@ -158,6 +210,11 @@ impl Positions {
     ) -> &[Ns] {
         memos.positioning_times(now, drive, &mut self.times);
         &self.times
+    }
+
+    /// The estimates of the queue [`Self::measure`] measured, and its ops with their memos.
+    pub fn measured(&self) -> (&[Ns], &[QueuedOp]) {
+        (&self.times, self.memos.ops())
     }
 
     /// The candidate at `index` of the queue just measured was picked: it will not be there

@@ -61,7 +61,7 @@ pub enum Scheduler {
     /// the caller's).
     Policy(Box<dyn OrderingPolicy + Send>),
     /// The CDL-aware policy; the queue feeds it service times and perf_vs_duration_guideline.
-    CdlAware(DeadlineAware),
+    CdlAware(Box<DeadlineAware>),
 }
 
 impl fmt::Debug for Scheduler {
@@ -351,7 +351,7 @@ impl<D: Drive> Queue<D> {
                 id: s.id,
                 op: s.op,
                 arrived: t,
-                deadline: s.deadline(),
+                limits: s.limits(),
                 class: s.class,
             };
             self.candidates.push(candidate);

@@ -56,7 +56,7 @@ fn run(qd: usize, ios: usize, seed: u64, policy: &mut dyn OrderingPolicy) -> Poi
                 fua: false,
             },
             arrived: now,
-            deadline: None,
+            limits: Default::default(),
             class: 0,
         }
     };

@@ -1,36 +1,59 @@
-//! The CDL-aware ordering policy on hand-made queues (positioning = LBA distance from the head).
+//! The CDL-aware ordering policy on hand-made queues (positioning = LBA distance from the head,
+//! 10 ms of transfer), one rule at a time: slack against service time, start and completion
+//! limits, the max active time, ties by positioning, the budget, look-ahead.
 
 mod common;
 
 use common::*;
-use drive::Ns;
-use qos::order::{Aging, Candidate, OrderConfig, OrderingPolicy};
+use drive::{Drive, MediaOp, Ns, QueuedOp, Service};
+use qos::order::{Aging, Candidate, Limits, OrderConfig, OrderingPolicy};
 use qos::{
-    CdlDescriptor, DeadlineAware, DeadlineAwareConfig, MediaOp, PerfVsDurationGuideline, Policy,
-    Queue, QueueConfig, Scheduler,
+    CdlDescriptor, DeadlineAware, DeadlineAwareConfig, PerfVsDurationGuideline, Policy, Queue,
+    QueueConfig, Scheduler,
 };
 
 const NOW: Ns = 1_000 * MS;
 
-fn cand(id: u64, lba: u64, deadline: Option<Ns>) -> Candidate {
+fn op(lba: u64) -> MediaOp {
+    MediaOp {
+        lba,
+        blocks: 8,
+        write: false,
+        fua: false,
+    }
+}
+
+fn with_limits(id: u64, lba: u64, limits: Limits) -> Candidate {
     Candidate {
         id,
-        op: MediaOp {
-            lba,
-            blocks: 8,
-            write: false,
-            fua: false,
-        },
+        op: op(lba),
         arrived: NOW - MS,
-        deadline,
+        limits,
         class: 2,
     }
 }
 
-fn policy() -> DeadlineAware {
-    let mut p = DeadlineAware::new(DeadlineAwareConfig::default());
+/// A candidate with a duration guideline (a completion limit) at `finish_by`, if any.
+fn cand(id: u64, lba: u64, finish_by: Option<Ns>) -> Candidate {
+    with_limits(id, lba, Limits::new(None, finish_by, None))
+}
+
+fn config(aggressiveness: f64) -> DeadlineAwareConfig {
+    DeadlineAwareConfig {
+        aggressiveness,
+        ..DeadlineAwareConfig::default()
+    }
+}
+
+/// A fresh policy (dispatch interval and service time assumed 12 ms) with the 20 % budget.
+fn policy_with(config: DeadlineAwareConfig) -> DeadlineAware {
+    let mut p = DeadlineAware::new(config);
     p.set_budget(PerfVsDurationGuideline::MAX);
     p
+}
+
+fn policy() -> DeadlineAware {
+    policy_with(DeadlineAwareConfig::default())
 }
 
 #[test]
@@ -42,20 +65,87 @@ fn without_deadlines_it_is_shortest_positioning_first() {
 
 #[test]
 fn a_command_short_of_slack_beats_a_closer_one() {
+    // 13 ms left and 10 ms of service: it cannot wait for another pick.
     let drive = FixedDrive::new(10 * MS);
     let queue = [cand(1, 100, None), cand(2, 5_000, Some(NOW + 13 * MS))];
     assert_eq!(policy().pick(NOW, &queue, &drive), 1);
-    // With a far deadline the deferral bonus is small and the closer command goes first.
+    // With a second to go, waiting costs nothing and the closer command goes first.
     let queue = [cand(1, 100, None), cand(2, 5_000, Some(NOW + 1_000 * MS))];
     assert_eq!(policy().pick(NOW, &queue, &drive), 0);
 }
 
 #[test]
+fn start_and_completion_limits_differ() {
+    // 13 ms left, picks 12 ms apart, 10 ms of service, no margin. A start limit is still met
+    // at the next pick, so the closer command goes first; a completion limit is not (the
+    // command would finish 9 ms late), so it goes now.
+    let drive = FixedDrive::new(10 * MS);
+    let start = Limits::new(Some(NOW + 13 * MS), None, None);
+    let queue = [cand(1, 100, None), with_limits(2, 5_000, start)];
+    assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 0);
+    let queue = [cand(1, 100, None), cand(2, 5_000, Some(NOW + 13 * MS))];
+    assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 1);
+    // Only the start counts against a start limit: 2 ms before it, a command that takes
+    // 40 ms still meets it by starting now, and goes.
+    let drive = FixedDrive::new(40 * MS);
+    let soon = Limits::new(Some(NOW + 2 * MS), None, None);
+    let queue = [cand(1, 100, None), with_limits(2, 5_000, soon)];
+    assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 1);
+}
+
+#[test]
+fn aggressiveness_is_a_margin_before_the_limit() {
+    // 40 ms left: three more picks before the command must start. Planned to the limit it
+    // waits; with a margin of three dispatch intervals it goes now.
+    let drive = FixedDrive::new(10 * MS);
+    let queue = [cand(1, 100, None), cand(2, 5_000, Some(NOW + 40 * MS))];
+    assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 0);
+    assert_eq!(policy_with(config(3.0)).pick(NOW, &queue, &drive), 1);
+}
+
+#[test]
+fn an_offer_that_overruns_the_max_active_time_is_priced_as_a_miss() {
+    // Two commands that must start now (5 ms to their start limits). The closer one would
+    // overrun its 1 ms max active time (10 ms of service), a miss either way; the other one
+    // goes instead. Without that limit the closer one goes.
+    let drive = FixedDrive::new(10 * MS);
+    let start = Limits::new(Some(NOW + 5 * MS), None, None);
+    let active = Limits::new(Some(NOW + 5 * MS), None, Some(MS));
+    let queue = [
+        cand(1, 100, None),
+        with_limits(2, 4_000, active),
+        with_limits(3, 5_000, start),
+    ];
+    assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 2);
+    let queue = [
+        cand(1, 100, None),
+        with_limits(2, 4_000, start),
+        with_limits(3, 5_000, start),
+    ];
+    assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 1);
+}
+
+#[test]
+fn equal_limits_go_by_positioning_not_arrival() {
+    // Two reads with the same 50 ms guideline that arrived 0.5 ms apart, both due: the
+    // closer one goes, though the other arrived first.
+    let drive = FixedDrive::new(10 * MS);
+    let mut first = cand(2, 9_000, Some(NOW + 5 * MS));
+    first.arrived = NOW - 45 * MS;
+    let mut second = cand(3, 2_000, Some(NOW + 5 * MS + MS / 2));
+    second.arrived = NOW - 45 * MS + MS / 2;
+    let queue = [cand(1, 100, None), first, second];
+    assert_eq!(policy().pick(NOW, &queue, &drive), 2);
+}
+
+#[test]
 fn late_commands_go_in_deadline_order() {
+    // Late by 30 ms and by 1 ms (more than a dispatch interval apart): the latest goes
+    // first, though it is the further one.
     let drive = FixedDrive::new(10 * MS);
     let queue = [
         cand(1, 100, None),
-        cand(2, 5_000, Some(NOW - 5 * MS)),
+        cand(2, 5_000, Some(NOW - 30 * MS)),
         cand(3, 4_000, Some(NOW - MS)),
     ];
     assert_eq!(policy().pick(NOW, &queue, &drive), 1);
@@ -68,6 +158,106 @@ fn a_zero_perf_vs_duration_guideline_leaves_pure_positioning() {
     p.set_budget(PerfVsDurationGuideline::default());
     let queue = [cand(1, 100, None), cand(2, 5_000, Some(NOW - 5 * MS))];
     assert_eq!(p.pick(NOW, &queue, &drive), 0);
+}
+
+#[test]
+fn the_budget_bounds_the_average_and_lets_cheap_picks_through() {
+    // perf_vs_duration_guideline 0.5 %: the credit of a fresh queue (768 ms of assumed
+    // service) allows 3.8 ms of positioning beyond the best choice. A due command 5 ms away
+    // does not fit; one 1 ms away does, three times, and the fourth no longer fits; serving
+    // commands (10 ms each) earns it back.
+    let drive = FixedDrive::new(10 * MS);
+    let mut p = policy();
+    p.set_budget(PerfVsDurationGuideline::new(1).expect("code 1 is 0.5 %"));
+    let dear = [cand(1, 100, None), cand(2, 5_000_100, Some(NOW + 5 * MS))];
+    assert_eq!(p.pick(NOW, &dear, &drive), 0);
+    let cheap = [cand(1, 100, None), cand(2, 1_000_100, Some(NOW + 5 * MS))];
+    for round in 0..3 {
+        assert_eq!(p.pick(NOW, &cheap, &drive), 1, "round {round}");
+    }
+    assert_eq!(p.pick(NOW, &cheap, &drive), 0);
+    for _ in 0..200 {
+        p.observe_service(10 * MS);
+    }
+    assert_eq!(p.pick(NOW, &cheap, &drive), 1);
+    let mut generous = policy();
+    assert_eq!(generous.pick(NOW, &dear, &drive), 1);
+}
+
+/// A drive with a look-ahead: positioning from the head (LBA distance, ns), and a table of
+/// positioning times of one op right after another (LBA distance by default).
+struct AheadDrive {
+    head: u64,
+    after: Vec<((u64, u64), Ns)>,
+}
+
+impl Drive for AheadDrive {
+    fn parallelism(&self) -> usize {
+        1
+    }
+    fn positioning_time(&self, _now: Ns, op: &MediaOp) -> Ns {
+        op.lba.abs_diff(self.head)
+    }
+    fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {
+        self.positioning_time(now, op) + 10 * MS
+    }
+    fn positioning_after(
+        &self,
+        _now: Ns,
+        firsts: &[QueuedOp],
+        _times: &[Ns],
+        nexts: &[MediaOp],
+        out: &mut Vec<Ns>,
+    ) -> bool {
+        out.clear();
+        for f in firsts {
+            for n in nexts {
+                let listed = self.after.iter().find(|(k, _)| *k == (f.op.lba, n.lba));
+                out.push(listed.map_or(n.lba.abs_diff(f.op.lba), |(_, t)| *t));
+            }
+        }
+        true
+    }
+    fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
+        self.head = op.lba;
+        Service {
+            done_at: now + 10 * MS,
+            outcome: drive::MediaOutcome::Ok,
+            recovery: 0,
+        }
+    }
+    fn flush(&mut self, now: Ns) -> Ns {
+        now
+    }
+}
+
+#[test]
+fn looking_ahead_it_reaches_a_limited_command_through_another() {
+    // A command far from the head (50 µs) that must not wait beyond the next pick (26 ms to
+    // its limit with the margin, 10 ms of service, picks 12 ms apart), and a command 1 µs
+    // dearer than the best one after which it is reached at once: that one goes now, and the
+    // limited one right after, in time.
+    let drive = AheadDrive {
+        head: 0,
+        after: vec![((1_100, 50_000), 0)],
+    };
+    let queue = [
+        cand(1, 100, None),
+        cand(2, 1_100, None),
+        cand(3, 50_000, Some(NOW + 50 * MS)),
+    ];
+    let mut p = policy();
+    assert_eq!(p.pick(NOW, &queue, &drive), 1);
+    // A drive that cannot look ahead offers it only at its own cost, and at the next pick it
+    // will still be in time: the best command goes now.
+    let plain = FixedDrive::new(10 * MS);
+    assert_eq!(policy().pick(NOW, &queue, &plain), 0);
+    // From there the limited one costs nothing.
+    let drive = AheadDrive {
+        head: 50_000,
+        after: Vec::new(),
+    };
+    assert_eq!(p.pick(NOW + 10 * MS, &[queue[0], queue[2]], &drive), 1);
 }
 
 #[test]
@@ -107,15 +297,11 @@ fn in_the_queue_a_limited_command_meets_its_guideline() {
         let done = run(&mut q, u64::MAX);
         by_id(&done, 9)
     };
-    let sptf = DeadlineAware::new(DeadlineAwareConfig {
-        bonus: 0.0,
-        base: OrderConfig::Sptf,
-    });
-    let late = run(Scheduler::CdlAware(sptf));
+    let late = run(Scheduler::Policy(OrderConfig::Sptf.build()));
     assert_eq!((late.at, late.missed.guideline), (60 * MS, true));
-    let met = run(Scheduler::CdlAware(DeadlineAware::new(
+    let met = run(Scheduler::CdlAware(Box::new(DeadlineAware::new(
         DeadlineAwareConfig::default(),
-    )));
+    ))));
     assert!(met.at <= 35 * MS && !met.missed.guideline, "{met:?}");
 }
 
@@ -123,18 +309,23 @@ fn in_the_queue_a_limited_command_meets_its_guideline() {
 fn config_parses_from_key_value_pairs() {
     let parse = |s: &str| s.parse::<DeadlineAwareConfig>();
     assert_eq!(parse(""), Ok(DeadlineAwareConfig::default()));
+    assert_eq!(DeadlineAwareConfig::default().aggressiveness, 2.0);
     assert_eq!(
-        parse("bonus=2, base=asptf:rate=0.02"),
+        parse("aggressiveness=0.5, base=asptf:rate=0.02"),
         Ok(DeadlineAwareConfig {
-            bonus: 2.0,
+            aggressiveness: 0.5,
             base: OrderConfig::Asptf(Aging::Additive { rate: 0.02 })
         })
     );
+    assert_eq!(
+        parse("aggressiveness=-1").map(|c| c.aggressiveness),
+        Ok(-1.0)
+    );
     assert_eq!(parse("base=sptf").map(|c| c.base), Ok(OrderConfig::Sptf));
-    assert!(parse("bonus=-1").is_err_and(|e| e.contains("bonus")));
-    assert!(parse("bonus=nan").is_err_and(|e| e.contains("bonus")));
-    assert!(parse("bogus=1").is_err_and(|e| e.contains("bogus")));
-    assert!(parse("bonus").is_err_and(|e| e.contains("key=value")));
+    assert!(parse("aggressiveness=nan").is_err_and(|e| e.contains("aggressiveness")));
+    assert!(parse("aggressiveness=inf").is_err_and(|e| e.contains("aggressiveness")));
+    assert!(parse("bonus=1").is_err_and(|e| e.contains("bonus")));
+    assert!(parse("aggressiveness").is_err_and(|e| e.contains("key=value")));
     assert!(parse("base=warp").is_err_and(|e| e.contains("base")));
 }
 
@@ -142,7 +333,7 @@ fn config_parses_from_key_value_pairs() {
 fn over_a_base_policy_only_limited_commands_override_its_pick() {
     let drive = FixedDrive::new(10 * MS);
     let over_fifo = || {
-        let mut p = DeadlineAware::with_base(DeadlineAwareConfig::default().bonus, Box::new(Fifo));
+        let mut p = DeadlineAware::with_base(2.0, Box::new(Fifo));
         p.set_budget(PerfVsDurationGuideline::MAX);
         p
     };
@@ -156,4 +347,24 @@ fn over_a_base_policy_only_limited_commands_override_its_pick() {
     // A limited command short of slack takes over.
     let queue = [cand(1, 900, None), cand(2, 5_000, Some(NOW + 13 * MS))];
     assert_eq!(over_fifo().pick(NOW, &queue, &drive), 1);
+}
+
+#[test]
+fn reaching_a_command_through_another_must_afford_both_picks() {
+    // The limited command costs 10 ms started now, 5 ms reached through a command 1 µs
+    // dearer than the best: worth it with the 20 % budget. With 0.5 % (3.8 ms of credit) the
+    // first pick alone would fit, both do not, and the best command goes.
+    let drive = AheadDrive {
+        head: 0,
+        after: vec![((1_100, 10_000_100), 5 * MS)],
+    };
+    let queue = [
+        cand(1, 100, None),
+        cand(2, 1_100, None),
+        cand(3, 10_000_100, Some(NOW + 50 * MS)),
+    ];
+    assert_eq!(policy().pick(NOW, &queue, &drive), 1);
+    let mut tight = policy();
+    tight.set_budget(PerfVsDurationGuideline::new(1).expect("code 1 is 0.5 %"));
+    assert_eq!(tight.pick(NOW, &queue, &drive), 0);
 }

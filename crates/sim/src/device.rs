@@ -176,7 +176,8 @@ impl QueueSpec {
     }
 
     /// The ordering of the device queue: "default" (qos::order's default policy), a policy of
-    /// qos::order with parameters ("sptf", "asptf:rate=0.02"), or "cdl-aware[:bonus=..,aging=..]".
+    /// qos::order with parameters ("sptf", "asptf:rate=0.02"), or
+    /// "cdl-aware[:aggressiveness=..,base=..]".
     pub fn scheduler(&self) -> Result<Scheduler, SimError> {
         let err = |m: String| SimError::field("queue.scheduler", m);
         let text = self.scheduler.trim();
@@ -187,7 +188,7 @@ impl QueueSpec {
             ("cdl-aware", params) => {
                 let config = DeadlineAwareConfig::from_str(params)
                     .map_err(|e| err(format!("cdl-aware: {e}")))?;
-                Ok(Scheduler::CdlAware(DeadlineAware::new(config)))
+                Ok(Scheduler::CdlAware(Box::new(DeadlineAware::new(config))))
             }
             ("default", "") => Ok(Scheduler::Policy(OrderConfig::default().build())),
             _ => {

@@ -9,6 +9,8 @@
 //! that let its twin show through, and its larger hollow marker under the twin's. No offset:
 //! a figure never moves a point off its value.
 
+pub mod tradeoff;
+
 use crate::engine::group_name;
 use crate::experiment::Experiment;
 use crate::report::{Report, Run};

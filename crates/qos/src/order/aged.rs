@@ -28,7 +28,12 @@ impl AgedSptf {
 
     /// The effective cost of `c` at `now` (lower goes first).
     pub fn cost(&self, now: Ns, c: &Candidate, drive: &dyn Drive) -> f64 {
-        let pos = sptf_cost(now, c, drive) as f64;
+        self.cost_at(now, c, sptf_cost(now, c, drive))
+    }
+
+    /// [`Self::cost`] given the candidate's positioning time.
+    fn cost_at(&self, now: Ns, c: &Candidate, positioning: Ns) -> f64 {
+        let pos = positioning as f64;
         let age = now.saturating_sub(c.arrived) as f64;
         match self.aging {
             Aging::Additive { rate } => pos - rate * age,
@@ -40,5 +45,16 @@ impl AgedSptf {
 impl OrderingPolicy for AgedSptf {
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
         super::argmin_f64(queue.iter().map(|c| (self.cost(now, c, drive), c)))
+    }
+
+    fn pick_timed(&mut self, now: Ns, queue: &[Candidate], times: &[Ns]) -> Option<usize> {
+        if times.len() != queue.len() {
+            return None;
+        }
+        let costs = queue
+            .iter()
+            .zip(times)
+            .map(|(c, &t)| (self.cost_at(now, c, t), c));
+        Some(super::argmin_f64(costs))
     }
 }

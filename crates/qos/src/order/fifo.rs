@@ -11,4 +11,8 @@ impl OrderingPolicy for Fifo {
     fn pick(&mut self, _now: Ns, queue: &[Candidate], _drive: &dyn Drive) -> usize {
         super::argmin(queue, |c| (c.arrived, c.id))
     }
+
+    fn pick_timed(&mut self, _now: Ns, queue: &[Candidate], _times: &[Ns]) -> Option<usize> {
+        Some(super::argmin(queue, |c| (c.arrived, c.id)))
+    }
 }

@@ -116,6 +116,14 @@ impl OrderingPolicy for Rpo {
         best
     }
 
+    fn pick_timed(&mut self, now: Ns, queue: &[Candidate], times: &[Ns]) -> Option<usize> {
+        if times.len() != queue.len() {
+            return None;
+        }
+        self.observe(now, queue.len());
+        Some(Self::choose(now, queue, times, self.window(queue.len())))
+    }
+
     fn pick_memoised(
         &mut self,
         now: Ns,

@@ -12,4 +12,14 @@ impl OrderingPolicy for Sptf {
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
         super::argmin(queue, |c| (sptf_cost(now, c, drive), c.arrived, c.id))
     }
+
+    fn pick_timed(&mut self, _now: Ns, queue: &[Candidate], times: &[Ns]) -> Option<usize> {
+        if times.len() != queue.len() {
+            return None;
+        }
+        let mut times = times.iter();
+        Some(super::argmin(queue, |c| {
+            (times.next().copied().unwrap_or(Ns::MAX), c.arrived, c.id)
+        }))
+    }
 }

@@ -39,7 +39,7 @@ fn cand(id: u64, lba: u64, arrived: Ns) -> Candidate {
             fua: false,
         },
         arrived,
-        deadline: None,
+        limits: Limits::default(),
         class: 0,
     }
 }
@@ -296,4 +296,54 @@ fn positions_follow_a_changing_queue() {
         last = c.op.lba;
         now = hdd.start(now, &c.op).done_at;
     }
+}
+
+#[test]
+fn picking_from_the_times_is_picking() {
+    // Every policy that can pick from the positioning times picks what it picks by asking the
+    // drive (same state: RPO's interval is fed identically to both copies).
+    let drive = LineDrive { head: 5_000 };
+    let mut x: u64 = 3;
+    let mut next = || {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        x >> 40
+    };
+    let policies = || -> Vec<Box<dyn OrderingPolicy>> {
+        vec![
+            Box::new(Fifo),
+            Box::new(Sptf),
+            Box::new(AgedSptf::new(Aging::Additive { rate: 0.3 })),
+            Box::new(AgedSptf::new(Aging::Multiplicative { window: 40_000 })),
+            Box::new(Rpo::new(2.0)),
+        ]
+    };
+    let (mut asked, mut timed) = (policies(), policies());
+    for round in 0..200u64 {
+        let now = 100_000 + round * 7_000;
+        let queue: Vec<Candidate> = (0..1 + next() % 12)
+            .map(|id| cand(id, next() % 10_000, now - next() % 60_000))
+            .collect();
+        let times: Vec<Ns> = queue.iter().map(|c| sptf_cost(now, c, &drive)).collect();
+        for (a, t) in asked.iter_mut().zip(timed.iter_mut()) {
+            let expected = a.pick(now, &queue, &drive);
+            assert_eq!(t.pick_timed(now, &queue, &times), Some(expected));
+        }
+    }
+    assert_eq!(Sptf.pick_timed(0, &[cand(1, 1, 0)], &[]), None);
+}
+
+#[test]
+fn limits_keep_their_times_in_24_bytes() {
+    let l = Limits::new(Some(0), Some(5_000_000), None);
+    assert_eq!(
+        (l.start_by(), l.finish_by(), l.active_for()),
+        (Some(0), Some(5_000_000), None)
+    );
+    assert!(l.has_deadline());
+    let active = Limits::new(None, None, Some(1));
+    assert_eq!(active.active_for(), Some(1));
+    assert!(!active.has_deadline() && !Limits::default().has_deadline());
+    assert_eq!(std::mem::size_of::<Limits>(), 24);
 }

@@ -124,7 +124,8 @@ impl<D: Drive> Queue<D> {
     /// Keeps a command's deadline visible to admission and ordering after its limits changed.
     pub(super) fn rekey(&mut self, r: SlotRef) {
         let Some(s) = self.slot_mut(r) else { return };
-        let (deadline, state, class, old_key) = (s.deadline(), s.state, s.class, s.admit_key);
+        let (deadline, limits, state, class, old_key) =
+            (s.deadline(), s.limits(), s.state, s.class, s.admit_key);
         match state {
             State::Submitted
                 if self.admission == Admission::DeadlineAware && old_key != deadline =>
@@ -137,7 +138,7 @@ impl<D: Drive> Queue<D> {
             State::Queued => {
                 if let Some(i) = self.candidate_slots.iter().position(|x| *x == r.slot) {
                     if let Some(c) = self.candidates.get_mut(i) {
-                        c.deadline = deadline;
+                        c.limits = limits;
                     }
                 }
             }

@@ -2,6 +2,7 @@
 
 use crate::cdl::{CdlPages, LimitKind, Policy};
 use crate::completion::Misses;
+use crate::order::Limits;
 use drive::{MediaOp, MediaOutcome, Ns};
 use std::sync::Arc;
 
@@ -96,6 +97,20 @@ impl Slot {
             .flatten()
             .map(|l| l.at)
             .min()
+    }
+
+    /// The limits the ordering policy weighs while the command waits.
+    pub(super) fn limits(&self) -> Limits {
+        let start_by = if self.state == State::Active {
+            None
+        } else {
+            self.inactive.map(|l| l.at)
+        };
+        Limits::new(
+            start_by,
+            self.guideline.map(|l| l.at),
+            self.active_for.map(|(ns, _)| ns),
+        )
     }
 
     pub(super) fn limit_mut(&mut self, kind: LimitKind) -> &mut Option<Limit> {

@@ -45,6 +45,15 @@ impl Drive for FixedDrive {
         op.lba.abs_diff(self.head)
     }
 
+    fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {
+        let service = self
+            .slow
+            .iter()
+            .find(|(lba, _)| *lba == op.lba)
+            .map_or(self.service, |(_, s)| *s);
+        self.positioning_time(now, op) + service
+    }
+
     fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
         self.started.push((now, op.lba));
         self.head = op.lba;
