@@ -37,7 +37,8 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-serve() { # config -> prints the LUN URL
+serve() { # config -> sets $url to the LUN's URL (not in a subshell: the server's pid must
+  # reach `pids`, or cleanup cannot stop it)
   local port log
   log=$work/serve-$(basename "$1").log
   port=$(free_port)
@@ -45,7 +46,7 @@ serve() { # config -> prints the LUN URL
   "$stint" serve --listen "127.0.0.1:$port" --config "$1" >"$log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do grep -q iscsi:// "$log" && break; sleep 0.1; done
-  grep -m1 -o 'iscsi://[^ ]*' "$log"
+  url=$(grep -m1 -o 'iscsi://[^ ]*' "$log")
 }
 
 cat >"$work/compare.py" <<'EOF'
@@ -85,7 +86,7 @@ EOF
 fail=0
 compare() { # name config experiment variant "seeds"
   local url sims=()
-  url=$(serve "$2")
+  serve "$2"
   "$stint" bench "$3" --url "$url" --qd "$qd" --ios "$ios" --variant "$4" --seed 1 --json >"$work/bench.json"
   for s in $5; do
     "$stint" sim "$3" --device "$2" --qd "$qd" --ios "$ios" --variant "$4" --seed "$s" --json >"$work/sim-$s.json"
