@@ -11,7 +11,9 @@
 # disk is weak (placed by the LUN's seed in both runs): which reads meet slow sectors, and so
 # every later decision, changes with the timing of each command, so bench's IOPS, p99 and share
 # of aborted limited reads must lie in the 99.8 % prediction interval of the simulator over
-# workload seeds 1-20 (widened by the same 5 % / 10 %).
+# workload seeds 1-20 (widened by the same 5 % / 10 %). A p99 with fewer than 10 samples beyond
+# it (a class of fewer than 1,000 commands) is one of its few slowest commands, not an estimate:
+# it shows as "–" and is not compared.
 # Exits 1 when a check fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,15 +72,17 @@ for i, b in enumerate(bench["points"]):
             lo, hi = max(m - half, 0.0) * (1 - tolerance), (m + half) * (1 + tolerance)
             return lo - 1e-9 <= get(x) <= hi + 1e-9, lo, hi
         ok_i, lo_i, hi_i = within(lambda c: c["iops"], 0.05)
+        solid = min(c["samples_beyond"]["p99"] for c in [x, *ys]) >= 10
         ok_p, lo_p, hi_p = within(lambda c: c["lat_ms"]["p99"], 0.10)
         ok_f, lo_f, hi_f = within(failed, 0.0)
-        ok = ok_i and ok_p and (len(ys) == 1 or ok_f)
+        ok = ok_i and (ok_p or not solid) and (len(ys) == 1 or ok_f)
         bad += not ok
         def sim(lo, hi, get, f):
             return f(get(ys[0])) if len(ys) == 1 else f"{f(lo)}–{f(hi)}"
         num, pct = lambda v: f"{v:.1f}", lambda v: f"{100 * v:.1f}%"
         print(f"| {name} | {b['qd']} | {cls} | {num(x['iops'])} | {sim(lo_i, hi_i, lambda c: c['iops'], num)} "
-              f"| {num(x['lat_ms']['p99'])} | {sim(lo_p, hi_p, lambda c: c['lat_ms']['p99'], num)} "
+              f"| {num(x['lat_ms']['p99']) if solid else '–'} "
+              f"| {sim(lo_p, hi_p, lambda c: c['lat_ms']['p99'], num) if solid else '–'} "
               f"| {pct(failed(x))} | {sim(lo_f, hi_f, failed, pct)} |{'' if ok else ' OUT'}")
 sys.exit(1 if bad else 0)
 EOF

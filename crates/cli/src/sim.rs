@@ -16,6 +16,11 @@ pub struct SimArgs {
     /// Seed of every random stream (default: the file's `seed`, else 1).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Run every point with N seeds (the seed and the N − 1 after it) and print, per point and
+    /// class, the spread of IOPS and each percentile across them.
+    #[arg(long, value_name = "N", conflicts_with = "plot",
+          value_parser = clap::value_parser!(u64).range(2..=10_000))]
+    pub seeds: Option<u64>,
     /// Print exactly one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -93,7 +98,19 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         }
     }
     let seed = args.seed.unwrap_or(exp.seed);
-    let points = exp.points().len() as u64;
+    let seeds: Vec<u64> = match args.seeds {
+        Some(n) => {
+            let Some(last) = seed.checked_add(n - 1) else {
+                bail!(
+                    "--seed {seed} --seeds {n}: the last seed would pass {}",
+                    u64::MAX
+                );
+            };
+            (seed..=last).collect()
+        }
+        None => vec![seed],
+    };
+    let points = exp.points().len() as u64 * seeds.len() as u64;
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::hidden()
     } else {
@@ -106,6 +123,16 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         bar.set_prefix(exp.id.clone());
         bar
     };
+    if args.seeds.is_some() {
+        let report = sim::sweep::run_seeds(&exp, &seeds, args.threads, &|| bar.inc(1))?;
+        bar.finish_and_clear();
+        if args.json {
+            println!("{}", report.to_json());
+        } else {
+            print!("{}", report.table(&exp));
+        }
+        return Ok(());
+    }
     let report = sim::sweep::run(&exp, seed, args.threads, &|| bar.inc(1))?;
     bar.finish_and_clear();
     if args.json {

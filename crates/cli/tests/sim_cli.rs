@@ -80,6 +80,45 @@ fn table_and_plots() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--seeds N` runs N seeds from `--seed` on: one JSON object with the spread of every figure,
+/// or a table of min–max per point and class.
+#[test]
+fn a_seed_sweep() {
+    let b1 = experiment("b1");
+    let b1 = b1.to_str().unwrap();
+    let common = ["sim", b1, "--ios", "300", "--qd", "1,32", "--seed", "4"];
+    let out = stint(&[&common[..], &["--seeds", "3", "--json"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["seeds"], serde_json::json!([4, 5, 6]));
+    let iops = &v["points"][1]["groups"]["all"]["iops"];
+    let (min, max) = (iops["min"].as_f64().unwrap(), iops["max"].as_f64().unwrap());
+    assert!(min < max && max < 300.0, "{iops}");
+    assert_eq!(v["points"][1]["qd"], 32);
+    assert_eq!(v["points"][1]["groups"]["all"]["samples_beyond"]["p99"], 3);
+    let out = stint(&[&common[..], &["--seeds", "3"]].concat());
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("3 seeds (4–6): min–max"), "{table}");
+    assert!(table.contains(&format!("{min:.1}–{max:.1}")), "{table}");
+    assert!(table.contains("–: fewer than 10 samples beyond"), "{table}");
+    for bad in [
+        &["--seeds", "1"][..],
+        &["--seeds", "2", "--plot", "out"],
+        &["--seeds", "2", "--seed", "18446744073709551615"],
+    ] {
+        let out = stint(&[&common[..6], bad].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains("--seed"),
+            "{bad:?}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn errors_name_the_problem() {
     let b1 = experiment("b1");

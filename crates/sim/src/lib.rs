@@ -18,6 +18,7 @@ pub mod host;
 pub mod plot;
 pub mod replica;
 pub mod report;
+pub mod seeds;
 pub mod shipped;
 pub mod sla;
 pub mod sweep;

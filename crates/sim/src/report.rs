@@ -7,7 +7,7 @@ use crate::experiment::{Experiment, Point};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use workload::StatsSummary;
+use workload::{StatsSummary, MIN_SAMPLES_BEYOND};
 
 /// One point as printed.
 #[derive(Clone, Debug, Serialize)]
@@ -88,6 +88,74 @@ impl PointReport {
     }
 }
 
+impl PointReport {
+    /// The groups a table prints for this point: "all", then each class when there are
+    /// several, then each job when there are several ("job:NAME").
+    pub fn groups(&self) -> Vec<(String, &StatsSummary)> {
+        let mut groups = vec![("all".to_owned(), &self.total)];
+        if self.classes.len() > 1 {
+            groups.extend(self.classes.iter().map(|(n, s)| (n.clone(), s)));
+        }
+        if self.jobs.len() > 1 {
+            groups.extend(self.jobs.iter().map(|(n, s)| (format!("job:{n}"), s)));
+        }
+        groups
+    }
+}
+
+/// What a table says under a percentile it leaves out.
+/// `scope` says where the samples were too few ("in its row").
+pub fn thin_footnote(scope: &str) -> String {
+    format!(
+        "–: fewer than {MIN_SAMPLES_BEYOND} samples beyond the percentile {scope}, too few to \
+         estimate it (p99 needs {} samples, p99.9 {}, p99.99 {}); --json gives every percentile \
+         with its samples_beyond",
+        MIN_SAMPLES_BEYOND * 100,
+        MIN_SAMPLES_BEYOND * 1000,
+        MIN_SAMPLES_BEYOND * 10_000
+    )
+}
+
+/// A percentile as a table prints it: in ms, or "–" with too few samples beyond it.
+fn percentile_cell(ms: f64, beyond: u64) -> String {
+    if beyond < MIN_SAMPLES_BEYOND {
+        "–".to_owned()
+    } else {
+        format!("{ms:.2}")
+    }
+}
+
+/// Writes `rows` into `out` as aligned columns, the first `left` left-aligned and the others
+/// right-aligned; returns the column widths (in characters).
+pub fn aligned(out: &mut String, rows: &[Vec<String>], left: usize) -> Vec<usize> {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.get(c).map_or(0, |cell| cell.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (cell, w))| {
+                // `format!` pads by chars, so "–" takes one column like a digit.
+                if i < left {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    }
+    widths
+}
+
 impl Report {
     /// The JSON object, one line.
     pub fn to_json(&self) -> String {
@@ -103,17 +171,11 @@ impl Report {
             "p50", "p90", "p99", "p99.9", "p99.99", "max", "met", "missed", "unavail", "aborted",
         ];
         let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
+        let mut thin = false;
         for p in &self.points {
-            let mut groups = vec![("all".to_owned(), &p.total)];
-            if p.classes.len() > 1 {
-                groups.extend(p.classes.iter().map(|(n, s)| (n.clone(), s)));
-            }
-            if p.jobs.len() > 1 {
-                groups.extend(p.jobs.iter().map(|(n, s)| (format!("job:{n}"), s)));
-            }
-            for (name, s) in groups {
+            for (name, s) in p.groups() {
                 let l = &s.lat_ms;
-                rows.push(vec![
+                let mut row = vec![
                     p.variant.clone(),
                     p.qd.to_string(),
                     name,
@@ -123,49 +185,32 @@ impl Report {
                     format!("{:.1}", s.mib_s),
                     format!("{:.2}", l.min),
                     format!("{:.2}", l.mean),
-                    format!("{:.2}", l.p50),
-                    format!("{:.2}", l.p90),
-                    format!("{:.2}", l.p99),
-                    format!("{:.2}", l.p999),
-                    format!("{:.2}", l.p9999),
+                ];
+                for (value, beyond) in l.percentiles().into_iter().zip(s.samples_beyond.counts()) {
+                    thin |= beyond < MIN_SAMPLES_BEYOND;
+                    row.push(percentile_cell(value, beyond));
+                }
+                row.extend([
                     format!("{:.2}", l.max),
                     s.limit_met.to_string(),
                     s.limit_missed.to_string(),
                     s.completed_unavailable.to_string(),
                     s.aborted.to_string(),
                 ]);
+                rows.push(row);
             }
         }
-        let widths: Vec<usize> = (0..header.len())
-            .map(|c| {
-                rows.iter()
-                    .map(|r| r.get(c).map_or(0, String::len))
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
         let mut out = format!("{} — {}\n", exp.id, exp.title);
-        for row in &rows {
-            let cells: Vec<String> = row
-                .iter()
-                .zip(&widths)
-                .enumerate()
-                .map(|(i, (cell, w))| {
-                    if i < 3 {
-                        format!("{cell:<w$}")
-                    } else {
-                        format!("{cell:>w$}")
-                    }
-                })
-                .collect();
-            let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-        }
+        let widths = aligned(&mut out, &rows, 3);
         // IOPS and MiB/s count different commands once a policy fails some fast; say which.
         let _ = writeln!(
             out,
             "data IOPS and MiB/s: commands that brought their data (a replica's answer included); \
              IOPS and latencies also count those ended without it (unavail: Dh, aborted: Eh/Fh, errors)"
         );
+        if thin {
+            let _ = writeln!(out, "{}", thin_footnote("in its row"));
+        }
         for p in self.points.iter().filter(|p| !p.errors.is_empty()) {
             let list: Vec<String> = p.errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
             let _ = writeln!(

@@ -175,12 +175,18 @@ fn json_has_the_issue_3_shape() {
             "lat_ms",
             "limit_met",
             "limit_missed",
-            "mib_s"
+            "mib_s",
+            "samples_beyond"
         ]
     );
     assert_eq!(
         keys(&p["total"]["lat_ms"]),
         ["max", "mean", "min", "p50", "p90", "p99", "p999", "p9999"]
+    );
+    // Each percentile with the samples beyond it: of 100, 50 beyond p50 and none beyond p99.9.
+    assert_eq!(
+        p["total"]["samples_beyond"],
+        serde_json::json!({"p50": 50, "p90": 10, "p99": 1, "p999": 0, "p9999": 0})
     );
     assert_eq!(keys(&p["classes"]), ["medium", "medium-dld1"]);
     assert_eq!(keys(&v["sim"]), ["commands", "commands_per_s", "wall_s"]);
@@ -327,5 +333,88 @@ fn command_line_selections() {
     assert_eq!(
         seen,
         [("cdl-aware".to_owned(), 32), ("cdl-aware".to_owned(), 4)]
+    );
+}
+
+/// The table prints a percentile only with at least 10 samples beyond it, and says why
+/// where it prints "–".
+#[test]
+fn the_table_leaves_out_percentiles_with_too_few_samples_beyond() {
+    let mut exp = small(shipped("b2"), 1000);
+    exp.qd = vec![32];
+    exp.select_variants(&["cdl-aware".to_owned()]).unwrap();
+    let report = sim::sweep::run(&exp, 1, 0, &|| {}).unwrap();
+    let table = report.table(&exp);
+    let cells = |group: &str| -> Vec<String> {
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().nth(2) == Some(group))
+            .unwrap();
+        row.split_whitespace().map(str::to_owned).collect()
+    };
+    // p50, p90, p99, p99.9, p99.99 are cells 9 to 13.
+    let all = cells("all");
+    let total = &report.points[0].total;
+    assert_eq!(total.samples_beyond.p99, 10);
+    assert_eq!(all[11], format!("{:.2}", total.lat_ms.p99), "{table}");
+    assert_eq!(all[12..14], ["–", "–"], "{table}");
+    // About 200 limited reads: p90 has about 20 beyond it, p99 about 2.
+    let limited = &report.points[0].classes["medium-dld1"];
+    assert!((100..1000).contains(&limited.ios), "{limited:?}");
+    let dld1 = cells("medium-dld1");
+    assert_eq!(dld1[10], format!("{:.2}", limited.lat_ms.p90), "{table}");
+    assert_eq!(dld1[11..14], ["–", "–", "–"], "{table}");
+    assert!(table.contains("–: fewer than 10 samples beyond the percentile in its row"));
+}
+
+/// A seed sweep runs each point once per seed, exactly as single runs with those seeds, and
+/// reports the spread of each figure across them.
+#[test]
+fn a_seed_sweep_spreads_the_runs_of_each_seed() {
+    let mut exp = small(shipped("b2"), 1000);
+    exp.qd = vec![8, 32];
+    exp.select_variants(&["cdl-aware".to_owned()]).unwrap();
+    let sweep = sim::sweep::run_seeds(&exp, &[5, 6, 7], 0, &|| {}).unwrap();
+    assert_eq!(sweep.seeds, [5, 6, 7]);
+    assert_eq!(sweep.points.len(), 2);
+    let singles: Vec<sim::Report> = [5, 6, 7]
+        .iter()
+        .map(|s| sim::sweep::run(&exp, *s, 1, &|| {}).unwrap())
+        .collect();
+    for (i, point) in sweep.points.iter().enumerate() {
+        assert_eq!(point.qd, exp.qd[i]);
+        for (group, get) in [("all", None), ("medium-dld1", Some("medium-dld1"))] {
+            let runs: Vec<&workload::StatsSummary> = singles
+                .iter()
+                .map(|r| get.map_or(&r.points[i].total, |g| &r.points[i].classes[g]))
+                .collect();
+            let spread = &point.groups[group];
+            let iops: Vec<f64> = runs.iter().map(|r| r.iops).collect();
+            let p90: Vec<f64> = runs.iter().map(|r| r.lat_ms.p90).collect();
+            let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            assert_eq!((spread.iops.min, spread.iops.max), (min(&iops), max(&iops)));
+            assert_eq!(
+                (spread.lat_ms.p90.min, spread.lat_ms.p90.max),
+                (min(&p90), max(&p90))
+            );
+            assert!(
+                spread.iops.min < spread.iops.max,
+                "the seeds must differ: {iops:?}"
+            );
+            let fewest = runs.iter().map(|r| r.samples_beyond.p99).min().unwrap();
+            assert_eq!(spread.samples_beyond.p99, fewest);
+        }
+    }
+    let table = sweep.table(&exp);
+    assert!(table.contains("3 seeds (5–7)"), "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("cdl-aware") && l.contains(" 32 ") && l.contains(" all "))
+        .unwrap();
+    let g = &sweep.points[1].groups["all"];
+    assert!(
+        row.contains(&format!("{:.1}–{:.1}", g.iops.min, g.iops.max)),
+        "{table}"
     );
 }

@@ -16,7 +16,9 @@ pub use generator::{Generator, Io};
 pub use job::{BlockSizes, CmdPrio, Job, JobSpec, MixBy, Prio, Rw, SizeSplit, MAX_IODEPTH};
 pub use rng::{stream_seed, Rng};
 pub use size::parse_size;
-pub use stats::{LatencyStats, LatencySummary, StatsSummary};
+pub use stats::{
+    LatencyStats, LatencySummary, SamplesBeyond, StatsSummary, MIN_SAMPLES_BEYOND, PERCENTILE_NAMES,
+};
 
 /// Logical block size the generators address in (fio and the published experiments use
 /// 512-byte sectors).

@@ -1,11 +1,26 @@
 //! Latency statistics: HDR histograms (1 µs resolution, 3 significant digits) plus exact
 //! count, sum and maximum, and the duration-limit completion counters of a run.
+//!
+//! Each percentile comes with the number of samples beyond it: a percentile with few samples
+//! beyond it is one of the few largest latencies seen, not an estimate of the tail, so reports
+//! print it only from [`MIN_SAMPLES_BEYOND`] on.
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 /// Largest latency the histogram resolves (one hour, in µs); longer ones are clamped.
 const MAX_US: u64 = 3_600_000_000;
+
+/// The reported percentiles p50, p90, p99, p99.9 and p99.99, each as the share of samples that
+/// lie beyond it, in parts per 10,000 (integers, so a count of samples beyond is exact).
+const TAILS_PER_10K: [u64; 5] = [5000, 1000, 100, 10, 1];
+
+/// Their names as tables print them.
+pub const PERCENTILE_NAMES: [&str; 5] = ["p50", "p90", "p99", "p99.9", "p99.99"];
+
+/// Fewest samples beyond a percentile for a report to print it: with fewer, its value is
+/// decided by a handful of samples (p99.99 needs 100,000 in its group, p99 1,000).
+pub const MIN_SAMPLES_BEYOND: u64 = 10;
 
 /// Latencies and counters of one group of commands (a class, or all).
 #[derive(Clone, Debug)]
@@ -44,6 +59,61 @@ pub struct LatencySummary {
     pub max: f64,
 }
 
+impl LatencySummary {
+    /// p50, p90, p99, p99.9 and p99.99, in the order of [`PERCENTILE_NAMES`].
+    pub fn percentiles(&self) -> [f64; 5] {
+        [self.p50, self.p90, self.p99, self.p999, self.p9999]
+    }
+}
+
+/// How many samples lie beyond each percentile of [`LatencySummary`]: of n samples, the
+/// percentile p is the one ranked ceil(p × n) from the smallest, and n − ceil(p × n) lie
+/// beyond it. (JSON `samples_beyond`, keys as in `lat_ms`.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SamplesBeyond {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub p9999: u64,
+}
+
+impl SamplesBeyond {
+    /// Of `n` samples.
+    pub fn of(n: u64) -> Self {
+        let [p50, p90, p99, p999, p9999] = TAILS_PER_10K.map(|t| beyond(n, t));
+        Self {
+            p50,
+            p90,
+            p99,
+            p999,
+            p9999,
+        }
+    }
+
+    /// In the order of [`PERCENTILE_NAMES`].
+    pub fn counts(&self) -> [u64; 5] {
+        [self.p50, self.p90, self.p99, self.p999, self.p9999]
+    }
+
+    /// The fewest of each, over several runs.
+    pub fn min(self, other: Self) -> Self {
+        Self {
+            p50: self.p50.min(other.p50),
+            p90: self.p90.min(other.p90),
+            p99: self.p99.min(other.p99),
+            p999: self.p999.min(other.p999),
+            p9999: self.p9999.min(other.p9999),
+        }
+    }
+}
+
+/// Samples beyond the percentile with `tail` parts per 10,000 above it, of `n`:
+/// n − ceil(n × (1 − tail/10,000)) = floor(n × tail / 10,000).
+fn beyond(n: u64, tail: u64) -> u64 {
+    u64::try_from(u128::from(n) * u128::from(tail) / 10_000).unwrap_or(u64::MAX)
+}
+
 /// A group's results over a measured interval (issue 3 JSON `STATS`; field order is the
 /// output order).
 ///
@@ -59,6 +129,7 @@ pub struct StatsSummary {
     pub data_iops: f64,
     pub mib_s: f64,
     pub lat_ms: LatencySummary,
+    pub samples_beyond: SamplesBeyond,
     /// Commands with a duration limit descriptor that exceeded none of its limits.
     pub limit_met: u64,
     pub limit_missed: u64,
@@ -143,6 +214,22 @@ impl LatencyStats {
             .clamp(self.min_ns, self.max_ns)
     }
 
+    /// Latency (ns) of the sample ranked `rank` from the smallest (1-based), at histogram
+    /// resolution.
+    fn at_rank_ns(&self, rank: u64) -> u64 {
+        let n = self.hist.len();
+        if n == 0 {
+            return 0;
+        }
+        // value_at_quantile(q) takes rank ceil(q × n): half a rank below keeps the float
+        // product off the boundary, so it lands on `rank` exactly.
+        let q = (rank.clamp(1, n) as f64 - 0.5) / n as f64;
+        self.hist
+            .value_at_quantile(q)
+            .saturating_mul(1000)
+            .clamp(self.min_ns, self.max_ns)
+    }
+
     /// Fraction of recorded commands at or below `ns`.
     pub fn fraction_below(&self, ns: u64) -> f64 {
         if self.count == 0 {
@@ -187,6 +274,10 @@ impl LatencyStats {
         let secs = interval_ns as f64 / 1e9;
         let per_s = |x: f64| if secs > 0.0 { round3(x / secs) } else { 0.0 };
         let ms = |ns: u64| round3(ns as f64 / 1e6);
+        let beyond = SamplesBeyond::of(self.hist.len());
+        let [p50, p90, p99, p999, p9999] = beyond
+            .counts()
+            .map(|b| ms(self.at_rank_ns(self.hist.len() - b)));
         let mean_ns = if self.count == 0 {
             0.0
         } else {
@@ -205,13 +296,14 @@ impl LatencyStats {
                     ms(self.min_ns)
                 },
                 mean: round3(mean_ns / 1e6),
-                p50: ms(self.quantile_ns(0.5)),
-                p90: ms(self.quantile_ns(0.9)),
-                p99: ms(self.quantile_ns(0.99)),
-                p999: ms(self.quantile_ns(0.999)),
-                p9999: ms(self.quantile_ns(0.9999)),
+                p50,
+                p90,
+                p99,
+                p999,
+                p9999,
                 max: ms(self.max_ns),
             },
+            samples_beyond: beyond,
             limit_met: self.limited.saturating_sub(self.limit_missed),
             limit_missed: self.limit_missed,
             completed_unavailable: self.completed_unavailable,
@@ -278,6 +370,35 @@ mod tests {
         assert_eq!((s.ios, s.limit_met, s.limit_missed), (2, 1, 1));
         assert_eq!((s.lat_ms.min, s.lat_ms.max), (1.0, 9.0));
         assert_eq!(a.cdf().last().map(|p| p.1), Some(1.0));
+    }
+
+    /// Each percentile is the sample at rank ceil(p × n), and the samples beyond it are the
+    /// n − ceil(p × n) above that rank.
+    #[test]
+    fn percentiles_sit_at_their_rank_with_the_samples_beyond_them() {
+        let mut s = LatencyStats::new();
+        // 1..=2000 µs: the histogram holds each of these values exactly.
+        for us in 1..=2000u64 {
+            s.record(us * 1000, None);
+        }
+        let sum = s.summary(1_000_000_000);
+        assert_eq!(
+            sum.lat_ms.percentiles(),
+            [1.0, 1.8, 1.98, 1.998, 2.0],
+            "{:?}",
+            sum.lat_ms
+        );
+        let b = sum.samples_beyond;
+        assert_eq!(b.counts(), [1000, 200, 20, 2, 0]);
+        // 100,000 samples put 10 beyond p99.99 (what reports require), one fewer puts 9.
+        assert_eq!(SamplesBeyond::of(100_000).p9999, 10);
+        assert_eq!(SamplesBeyond::of(99_999).p9999, 9);
+        assert_eq!(SamplesBeyond::of(1_000).counts(), [500, 100, 10, 1, 0]);
+        assert_eq!(SamplesBeyond::of(u64::MAX).p50, u64::MAX / 2);
+        assert_eq!(
+            SamplesBeyond::of(1000).min(SamplesBeyond::of(20_000)),
+            SamplesBeyond::of(1000)
+        );
     }
 
     #[test]
