@@ -317,6 +317,41 @@ fn marker_points(i: usize, pts: &[(f64, f64)], dense: bool) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// A figure's drawing areas: the whole (for lines drawn over the chart), the chart of
+/// `chart_h` pixels below the headings, and the legend of `legend_rows` rows below it.
+pub(crate) fn canvas<'a>(
+    path: &'a Path,
+    (title, subtitle): (&str, &str),
+    chart_h: u32,
+    legend_rows: i32,
+) -> Result<(Area<'a>, Area<'a>, Area<'a>), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let legend_h = (legend_rows * LEGEND_ROW + 16) as u32;
+    let root = SVGBackend::new(path, (WIDTH, TITLE_H + chart_h + legend_h)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let (head, rest) = root.split_vertically(TITLE_H);
+    let (plot_area, legend) = rest.split_vertically(chart_h);
+    let centre = Pos::new(HPos::Center, VPos::Top);
+    let half = (WIDTH / 2) as i32;
+    let grey = RGBColor(80, 80, 80);
+    head.draw_text(
+        title,
+        &TextStyle::from(("sans-serif", 22).into_font()).pos(centre),
+        (half, 8),
+    )
+    .and_then(|()| {
+        head.draw_text(
+            subtitle,
+            &TextStyle::from(("sans-serif", 14).into_font())
+                .color(&grey)
+                .pos(centre),
+            (half, 36),
+        )
+    })
+    .map_err(|e| err(&e))?;
+    Ok((root, plot_area, legend))
+}
+
 /// One figure: headings, the chart, and the legend below it (never over the data). With
 /// `log_x` the x axis is logarithmic (values below 1 µs in ms are clamped), labelled in ms.
 fn chart(
@@ -363,30 +398,7 @@ fn chart(
         > 60;
     let columns = if wide { 1 } else { 2 };
     let rows = styles.len().div_ceil(columns) as i32;
-    let legend_h = (rows * LEGEND_ROW + 16) as u32;
-    let root = SVGBackend::new(path, (WIDTH, TITLE_H + CHART_H + legend_h)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let (head, rest) = root.split_vertically(TITLE_H);
-    let (plot_area, legend) = rest.split_vertically(CHART_H);
-
-    let centre = Pos::new(HPos::Center, VPos::Top);
-    let half = (WIDTH / 2) as i32;
-    let grey = RGBColor(80, 80, 80);
-    head.draw_text(
-        title,
-        &TextStyle::from(("sans-serif", 22).into_font()).pos(centre),
-        (half, 8),
-    )
-    .and_then(|()| {
-        head.draw_text(
-            subtitle,
-            &TextStyle::from(("sans-serif", 14).into_font())
-                .color(&grey)
-                .pos(centre),
-            (half, 36),
-        )
-    })
-    .map_err(|e| err(&e))?;
+    let (root, plot_area, legend) = canvas(path, (title, subtitle), CHART_H, rows)?;
 
     let mut chart = ChartBuilder::on(&plot_area)
         .margin(12)

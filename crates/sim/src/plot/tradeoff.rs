@@ -2,7 +2,7 @@
 //! around it (e.g. per queue depth), each point labelled with the knob's value and the default
 //! ringed; dashed reference lines mark the bounds the points are judged by.
 
-use super::{draw_line, draw_marker, round_value, Axis, COLORS, MARKERS, TITLE_H, WIDTH};
+use super::{canvas, draw_line, draw_marker, round_value, Axis, COLORS, MARKERS};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
@@ -87,29 +87,8 @@ pub fn write(
     let (y_range, y_ticks, y_dec) = span_ticks(y_lo.min(0.0), y_hi);
 
     let rows = curves.len() as i32 + 1;
-    let legend_h = (rows * LEGEND_ROW + 16) as u32;
-    let root = SVGBackend::new(path, (WIDTH, TITLE_H + CHART_H + legend_h)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let (head, rest) = root.split_vertically(TITLE_H);
-    let (plot_area, legend) = rest.split_vertically(CHART_H);
-    let centre = Pos::new(HPos::Center, VPos::Top);
-    let half = (WIDTH / 2) as i32;
+    let (root, plot_area, legend) = canvas(path, (title, subtitle), CHART_H, rows)?;
     let grey = RGBColor(80, 80, 80);
-    head.draw_text(
-        title,
-        &TextStyle::from(("sans-serif", 22).into_font()).pos(centre),
-        (half, 8),
-    )
-    .and_then(|()| {
-        head.draw_text(
-            subtitle,
-            &TextStyle::from(("sans-serif", 14).into_font())
-                .color(&grey)
-                .pos(centre),
-            (half, 36),
-        )
-    })
-    .map_err(|e| err(&e))?;
 
     let mut chart = ChartBuilder::on(&plot_area)
         .margin(12)
