@@ -136,17 +136,7 @@ fn decode(bytes: &[u8]) -> Result<PersistentReservations, String> {
 /// The state kept at `path`, if the file exists; an unreadable or corrupt file is an error
 /// that names it.
 pub(crate) fn load(path: &Path) -> io::Result<Option<PersistentReservations>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    decode(&bytes).map(Some).map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{}: {e}", path.display()),
-        )
-    })
+    atomic_file::load(path, decode)
 }
 
 /// Keeps `state` at `path` (atomically) while APTPL is set; removes the file once it is not,

@@ -27,6 +27,25 @@ pub(crate) fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
     std::fs::File::open(directory(path))?.sync_all()
 }
 
+/// The file at `path` decoded by `decode`, or `None` when there is none; an unreadable or
+/// corrupt file is an error that names it.
+pub(crate) fn load<T>(
+    path: &Path,
+    decode: impl FnOnce(&[u8]) -> Result<T, String>,
+) -> io::Result<Option<T>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    decode(&bytes).map(Some).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {e}", path.display()),
+        )
+    })
+}
+
 /// Removes the file at `path`, if there is one, durably (the directory is synced).
 pub(crate) fn remove(path: &Path) -> io::Result<()> {
     match std::fs::remove_file(path) {

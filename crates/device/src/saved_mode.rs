@@ -54,17 +54,7 @@ fn decode(bytes: &[u8]) -> Result<ModeParameters, String> {
 /// The saved values at `path`, if it exists; an unreadable or corrupt file is an error that
 /// names it.
 pub(crate) fn load(path: &Path) -> io::Result<Option<ModeParameters>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    decode(&bytes).map(Some).map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{}: {e}", path.display()),
-        )
-    })
+    atomic_file::load(path, decode)
 }
 
 /// Replaces the saved values at `path` atomically ([`atomic_file::replace`]).
