@@ -9,6 +9,7 @@
 use crate::error::SimError;
 use crate::host::{self as host_model, Eh};
 use crate::replica::Replica;
+use crate::sla::Scope;
 use device::{Completion, Finished, LogicalUnit, Nexus, Request, Submitted, TaskAttribute};
 use drive::Ns;
 use qos::{Class, Outcome, CLASSES};
@@ -36,10 +37,12 @@ pub struct PointSetup {
     /// Completions discarded before measuring.
     pub ramp: u64,
     pub stop: Stop,
-    /// Where fast-failed reads are re-served from (experiments/README.md, A1–A4, B4), if anywhere.
+    /// Where fast-failed reads are re-served from (experiments/README.md, A5, B4), if anywhere.
     pub replica: Option<Replica>,
     /// What the host's error handling costs on a CDL failure (SAS, SATA libata).
     pub host: host_model::Host,
+    /// The commands the experiment's SLA covers, if it has one.
+    pub sla: Option<Scope>,
     pub seed: u64,
 }
 
@@ -50,8 +53,8 @@ pub struct PointResult {
     /// Per (class, DLD) group, indexed by [`group`]; created when the group's first command
     /// is submitted (a histogram is large, and most points use two or three groups).
     pub groups: Vec<Option<LatencyStats>>,
-    /// Reads only (for read SLAs, experiments A1–A4).
-    pub reads: LatencyStats,
+    /// The commands the experiment's SLA covers (empty without an SLA).
+    pub sla: LatencyStats,
     /// Per job of the experiment, its instances together, in file order: name, statistics.
     pub jobs: Vec<(String, LatencyStats)>,
     /// Length of the measured interval.
@@ -164,12 +167,10 @@ impl Host {
 struct Meter {
     result: PointResult,
     /// The group of every command measured so far, while there is one: its statistics are
-    /// `total`'s, kept only there until a command of another group comes.
+    /// `total`'s, kept only there until a command of another group comes. (When all commands
+    /// are of one group, as in B1, one histogram takes each latency instead of two.)
     one_group: OneGroup,
-    /// Every command measured so far is a read: `reads` is `total`, kept only there until a
-    /// write comes. (When all commands are reads of one group, as in B1, one histogram takes
-    /// each latency instead of three.)
-    only_reads: bool,
+    sla: Option<Scope>,
     /// The job of each instance (an index in `result.jobs`); with one job, `total` is its.
     job_of: Vec<usize>,
     seen: u64,
@@ -178,6 +179,17 @@ struct Meter {
     last: Ns,
     stop: Stop,
     done: bool,
+}
+
+/// Who brought a command's data to the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Served {
+    /// The drive transferred it (a read's data, or a write's).
+    Drive,
+    /// The drive ended the read without it and a replica served it.
+    Replica,
+    /// Nobody: the command ended without its data.
+    Nobody,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +202,7 @@ enum OneGroup {
 }
 
 impl Meter {
-    fn record(&mut self, now: Ns, slot: &Slot, outcome: Outcome, missed: bool, delivered: bool) {
+    fn record(&mut self, now: Ns, slot: &Slot, outcome: Outcome, missed: bool, by: Served) {
         self.seen += 1;
         self.result.commands += 1;
         if self.seen <= self.ramp {
@@ -198,7 +210,7 @@ impl Meter {
             return;
         }
         let latency = now.saturating_sub(slot.submitted_at);
-        let data = delivered.then(|| slot.io.bytes());
+        let data = (by == Served::Drive).then(|| slot.io.bytes());
         let g = group(slot.io.class, slot.io.dld);
         // The copies kept in `total` part from it before this command makes them differ.
         match self.one_group {
@@ -209,16 +221,15 @@ impl Meter {
             }
             OneGroup::Is(_) | OneGroup::No => {}
         }
-        if slot.io.write && self.only_reads {
-            self.result.reads = self.result.total.clone();
-            self.only_reads = false;
-        }
         let mut groups = [Some(&mut self.result.total), None, None, None];
         if self.one_group == OneGroup::No {
             groups[1] = self.result.groups.get_mut(g).and_then(Option::as_mut);
         }
-        if !slot.io.write && !self.only_reads {
-            groups[2] = Some(&mut self.result.reads);
+        if self
+            .sla
+            .is_some_and(|scope| scope.covers(slot.io.write, slot.io.dld))
+        {
+            groups[2] = Some(&mut self.result.sla);
         }
         if self.result.jobs.len() > 1 {
             let job = self.job_of.get(slot.job as usize).copied().unwrap_or(0);
@@ -237,6 +248,9 @@ impl Meter {
             }
             if outcome.is_aborted() {
                 g.count_aborted();
+            }
+            if by == Served::Replica {
+                g.count_replica();
             }
         }
         self.last = now;
@@ -257,9 +271,6 @@ impl Meter {
     fn finish(mut self) -> PointResult {
         if let OneGroup::Is(g) = self.one_group {
             self.copy_total_to_group(g);
-        }
-        if self.only_reads {
-            self.result.reads = self.result.total.clone();
         }
         if let [(_, only)] = self.result.jobs.as_mut_slice() {
             *only = self.result.total.clone();
@@ -331,7 +342,7 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
     let mut meter = Meter {
         result,
         one_group: OneGroup::Unknown,
-        only_reads: true,
+        sla: setup.sla,
         job_of,
         seen: 0,
         ramp: setup.ramp,
@@ -385,7 +396,7 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
                     HostEvent::Reserved(s) => {
                         if let Some(slot) = host.slots.get(s as usize).copied() {
                             let (outcome, missed) = slot.device;
-                            meter.record(now, &slot, outcome, missed, true);
+                            meter.record(now, &slot, outcome, missed, Served::Replica);
                             host.schedule(now + setup.turnaround, HostEvent::Submit(s));
                         }
                     }
@@ -553,7 +564,7 @@ fn complete(
     let failed = outcome != Outcome::Good;
     let requeued = handle_error(lu, host, &setup.host, s, outcome, at);
     let slot = host.slots.get_mut(s as usize)?;
-    // A read that came back without data is re-served from a replica (experiments/README.md, A1–A4,
+    // A read that came back without data is re-served from a replica (experiments/README.md, A5,
     // B4); its latency is counted when the replica answers, with the device's outcome.
     if let (true, false, Some(replica)) = (failed, slot.io.write, &setup.replica) {
         slot.device = (outcome, missed);
@@ -562,7 +573,12 @@ fn complete(
         return requeued;
     }
     let slot = *slot;
-    meter.record(at, &slot, outcome, missed, !failed);
+    let by = if failed {
+        Served::Nobody
+    } else {
+        Served::Drive
+    };
+    meter.record(at, &slot, outcome, missed, by);
     host.schedule(at + setup.turnaround, HostEvent::Submit(s));
     requeued
 }
@@ -631,6 +647,7 @@ mod tests {
             stop,
             replica: None,
             host: host_model::Host::default(),
+            sla: None,
             seed: 1,
         }
     }
@@ -748,9 +765,16 @@ mod tests {
             })
             .unwrap(),
         );
+        s.sla = Some(Scope {
+            reads_only: true,
+            dld: Some(1),
+        });
         let r = run_point(&mut lu, &s).unwrap();
         let sum = r.total.summary(r.interval);
         assert_eq!((sum.ios, sum.aborted, sum.limit_missed), (3, 1, 1));
+        // The replica's answer is not data the drive transferred.
+        assert_eq!((sum.data_ios, sum.replica_ios), (2, 1));
+        assert!((sum.mib_s - sum.data_iops / 256.0).abs() < 1e-3, "{sum:?}");
         assert_eq!(sum.lat_ms.max, 20.0);
         assert!(
             (sum.lat_ms.mean - (10.0 + 16.0 + 20.0) / 3.0).abs() < 1e-3,
@@ -758,7 +782,7 @@ mod tests {
             sum.lat_ms
         );
         // The re-served read is a read like the others (for read SLAs).
-        assert_eq!(r.reads.count(), 3);
+        assert_eq!(r.sla.count(), 3);
     }
 
     /// One DLD 1 descriptor: a 15 ms inactive limit with `policy`.
@@ -831,8 +855,8 @@ mod tests {
     }
 
     #[test]
-    fn groups_and_reads_kept_in_total_until_they_part() {
-        // One group of reads: its statistics and the reads' are the total's.
+    fn groups_kept_in_total_until_they_part_and_the_sla_its_own() {
+        // One group of reads: its statistics are the total's.
         let r = run_point(
             &mut instant_lu(),
             &setup(vec![job("iodepth = 4")], Stop::Ios(500)),
@@ -842,26 +866,25 @@ mod tests {
         let (g, stats) = r.used_groups().next().unwrap();
         assert_eq!(group_name(g), "medium");
         assert_eq!(stats.summary(r.interval), total);
-        assert_eq!(r.reads.summary(r.interval), total);
-        // Reads and writes of two groups: each has its own, and they add up.
-        let r = run_point(
-            &mut instant_lu(),
-            &setup(
-                vec![job(
-                    "iodepth = 4\nrw = \"randrw\"\ncmdprio_percentage = 30\ncmdprio_hint = 2",
-                )],
-                Stop::Ios(2000),
-            ),
-        )
-        .unwrap();
+        assert_eq!(r.sla.count(), 0, "no SLA, nothing kept for it");
+        // Reads and writes of two groups: each has its own, and they add up; the SLA keeps
+        // the reads with DLD 2, 30 % of the reads.
+        let mut s = setup(
+            vec![job(
+                "iodepth = 4\nrw = \"randrw\"\ncmdprio_percentage = 30\ncmdprio_hint = 2",
+            )],
+            Stop::Ios(2000),
+        );
+        s.sla = Some(Scope {
+            reads_only: true,
+            dld: Some(2),
+        });
+        let r = run_point(&mut instant_lu(), &s).unwrap();
         let counts: Vec<u64> = r.used_groups().map(|(_, s)| s.count()).collect();
         assert_eq!(counts.len(), 2);
         assert_eq!(counts.iter().sum::<u64>(), 2000);
-        assert!(
-            (500..1500).contains(&r.reads.count()),
-            "{}",
-            r.reads.count()
-        );
+        let n = r.sla.count();
+        assert!((200..400).contains(&n), "{n}");
     }
 
     #[test]

@@ -467,6 +467,7 @@ impl Experiment {
             stop: self.stop,
             replica: variant.replica,
             host: variant.host,
+            sla: self.sla.map(|s| s.scope),
             seed,
         })
     }

@@ -4,6 +4,7 @@
 use crate::engine::group_name;
 use crate::engine::PointResult;
 use crate::experiment::{Experiment, Point};
+use crate::sla::Sla;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -157,6 +158,68 @@ pub fn aligned(out: &mut String, rows: &[Vec<String>], left: usize) -> Vec<usize
 }
 
 impl Report {
+    /// The point of `variant` at the highest queue depth that meets `sla`, if any does.
+    pub fn sla_best(&self, sla: &Sla, variant: usize) -> Option<&(Point, PointResult)> {
+        self.results
+            .iter()
+            .filter(|(p, r)| p.variant == variant && sla.met(r))
+            .max_by_key(|(p, _)| p.qd)
+    }
+
+    /// Per point: throughput, the commands the SLA covers, their latency at its percentile
+    /// and the verdict; then per variant the highest queue depth that meets it.
+    fn sla_table(&self, exp: &Experiment, sla: &Sla) -> String {
+        let mut rows = vec![[
+            "variant".to_owned(),
+            "qd".to_owned(),
+            "MiB/s".to_owned(),
+            "SLA ios".to_owned(),
+            format!("{} ms", sla.percentile_name()),
+            "met".to_owned(),
+        ]
+        .to_vec()];
+        let mut thin = false;
+        for (p, r) in &self.results {
+            let v = sla.verdict(r);
+            thin |= v.beyond < MIN_SAMPLES_BEYOND;
+            rows.push(vec![
+                exp.variants
+                    .get(p.variant)
+                    .map_or_else(String::new, |v| v.name.clone()),
+                p.qd.to_string(),
+                format!("{:.1}", r.total.summary(r.interval).mib_s),
+                v.ios.to_string(),
+                percentile_cell(v.at_percentile_ms, v.beyond),
+                if v.met { "yes" } else { "no" }.to_owned(),
+            ]);
+        }
+        let mut out = String::new();
+        aligned(&mut out, &rows, 2);
+        let _ = writeln!(
+            out,
+            "MiB/s: the bytes the drive transferred for the host, reads and writes"
+        );
+        if thin {
+            let _ = writeln!(
+                out,
+                "–: fewer than {MIN_SAMPLES_BEYOND} of the commands the SLA covers beyond the percentile"
+            );
+        }
+        for (v, variant) in exp.variants.iter().enumerate() {
+            let _ = match self.sla_best(sla, v) {
+                Some((p, r)) => writeln!(
+                    out,
+                    "{}: highest QD meeting it {}, {:.1} MiB/s",
+                    variant.name,
+                    p.qd,
+                    r.total.summary(r.interval).mib_s
+                ),
+                None => writeln!(out, "{}: no queue depth meets it", variant.name),
+            };
+        }
+        out
+    }
+
     /// The JSON object, one line.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
@@ -201,13 +264,20 @@ impl Report {
             }
         }
         let mut out = format!("{} — {}\n", exp.id, exp.title);
-        let widths = aligned(&mut out, &rows, 3);
+        aligned(&mut out, &rows, 3);
         // IOPS and MiB/s count different commands once a policy fails some fast; say which.
         let _ = writeln!(
             out,
-            "data IOPS and MiB/s: commands that brought their data (a replica's answer included); \
-             IOPS and latencies also count those ended without it (unavail: Dh, aborted: Eh/Fh, errors)"
+            "data IOPS and MiB/s: commands whose data the drive transferred for the host; \
+             IOPS and latencies also count those it ended without (unavail: Dh, aborted: Eh/Fh, errors)"
         );
+        if exp.variants.iter().any(|v| v.replica.is_some()) {
+            let _ = writeln!(
+                out,
+                "a read ended without data is served by the replica: its latency includes the \
+                 replica's answer, its data is not in data IOPS or MiB/s"
+            );
+        }
         if thin {
             let _ = writeln!(out, "{}", thin_footnote("in its row"));
         }
@@ -223,29 +293,7 @@ impl Report {
         }
         if let Some(sla) = &exp.sla {
             let _ = writeln!(out, "\nSLA: {}", sla.describe());
-            for (v, variant) in exp.variants.iter().enumerate() {
-                let best = self
-                    .results
-                    .iter()
-                    .filter(|(p, r)| p.variant == v && sla.met(r))
-                    .max_by_key(|(p, _)| p.qd);
-                match best {
-                    Some((p, r)) => {
-                        let all = r.total.summary(r.interval).mib_s;
-                        let reads = r.reads.summary(r.interval).mib_s;
-                        let _ = writeln!(
-                            out,
-                            "  {:<w$}  highest QD meeting it: {:>4}   MiB/s all: {all:>8.1}   reads only: {reads:>8.1}",
-                            variant.name,
-                            p.qd,
-                            w = widths.first().copied().unwrap_or(0)
-                        );
-                    }
-                    None => {
-                        let _ = writeln!(out, "  {}  no queue depth meets it", variant.name);
-                    }
-                }
-            }
+            out += &self.sla_table(exp, sla);
         }
         let _ = match self.run {
             Run::Sim(s) => writeln!(

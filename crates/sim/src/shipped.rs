@@ -11,6 +11,7 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     ("a2", include_str!("../../../experiments/a2.toml")),
     ("a3", include_str!("../../../experiments/a3.toml")),
     ("a4", include_str!("../../../experiments/a4.toml")),
+    ("a5", include_str!("../../../experiments/a5.toml")),
     ("b1", include_str!("../../../experiments/b1.toml")),
     ("b2", include_str!("../../../experiments/b2.toml")),
     ("b3", include_str!("../../../experiments/b3.toml")),

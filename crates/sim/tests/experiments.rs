@@ -30,7 +30,7 @@ fn every_spec_row_has_a_file_that_runs() {
         .map(|f| f.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     for want in [
-        "a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4", "b5", "c1", "c2", "d1",
+        "a1", "a2", "a3", "a4", "a5", "b1", "b2", "b3", "b4", "b5", "c1", "c2", "d1",
     ] {
         assert!(
             ids.iter().any(|i| i == want),
@@ -97,8 +97,15 @@ fn same_file_and_seed_give_the_same_json() {
         .find(|p| p.variant == "Fh" && p.qd == 32)
         .unwrap();
     assert!(fh.total.aborted > 0, "{:?}", fh.total);
-    // The replica brings every failed read its data.
-    assert_eq!(fh.total.data_ios, fh.total.ios, "{:?}", fh.total);
+    // The replica brings every failed read its data, which is not the drive's throughput.
+    assert_eq!(fh.total.replica_ios, fh.total.aborted, "{:?}", fh.total);
+    assert_eq!(
+        fh.total.data_ios + fh.total.replica_ios,
+        fh.total.ios,
+        "{:?}",
+        fh.total
+    );
+    assert!((fh.total.mib_s - fh.total.data_iops / 8.0).abs() < 0.01);
     let dh = a
         .points
         .iter()
@@ -146,7 +153,7 @@ fn aborted_reads_without_a_replica_bring_no_data() {
         ],
         "{table}"
     );
-    assert!(table.contains("data IOPS and MiB/s: commands that brought their data"));
+    assert!(table.contains("data IOPS and MiB/s: commands whose data the drive transferred"));
 }
 
 #[test]
@@ -176,6 +183,7 @@ fn json_has_the_issue_3_shape() {
             "limit_met",
             "limit_missed",
             "mib_s",
+            "replica_ios",
             "samples_beyond"
         ]
     );
@@ -417,4 +425,66 @@ fn a_seed_sweep_spreads_the_runs_of_each_seed() {
         row.contains(&format!("{:.1}–{:.1}", g.iops.min, g.iops.max)),
         "{table}"
     );
+}
+
+/// A1–A4 encode Seagate's study: a 60/40 mix by operations whose byte ratio A3 keeps with
+/// 2 MiB writes, R1 = 30 % of the reads (DLD 1) under the SLA, A4's limits best effort (nothing
+/// aborted); A5 aborts and re-serves from a replica, whose bytes are not the drive's.
+#[test]
+fn the_seagate_steps_encode_the_study() {
+    let run = |id: &str| {
+        let mut exp = small(shipped(id), 20_000);
+        exp.qd = vec![4];
+        let r = sim::sweep::run(&exp, 1, 0, &|| {}).unwrap();
+        (exp, r)
+    };
+    for id in ["a1", "a3"] {
+        let (exp, r) = run(id);
+        let p = &r.points[0];
+        let (r1, r2, writes) = (
+            &p.classes["medium-dld1"],
+            &p.classes["medium-dld2"],
+            &p.classes["medium"],
+        );
+        // Reads carry 3/7 of the bytes the drive transfers in both.
+        let read_bytes = (r1.mib_s + r2.mib_s) / p.total.mib_s;
+        assert!((read_bytes - 3.0 / 7.0).abs() < 0.02, "{id}: {read_bytes}");
+        let r1_share = r1.ios as f64 / (r1.ios + r2.ios) as f64;
+        assert!((r1_share - 0.3).abs() < 0.02, "{id}: {r1_share}");
+        let reads_per_write = (r1.ios + r2.ios) as f64 / writes.ios as f64;
+        let want = if id == "a1" { 1.5 } else { 6.0 };
+        assert!(
+            (reads_per_write / want - 1.0).abs() < 0.06,
+            "{id}: {reads_per_write}"
+        );
+        // The SLA counts R1, and R1 only.
+        let sla = exp.sla.unwrap();
+        let (_, result) = &r.results[0];
+        assert_eq!(sla.verdict(result).ios, r1.ios, "{id}");
+        assert_eq!(sla.describe(), "99.99% of reads with DLD 1 under 100 ms");
+    }
+    // A1 and A2 send the very same commands: only the write cache differs.
+    let (a1, a2) = (run("a1").1, run("a2").1);
+    let ios =
+        |r: &sim::Report| -> Vec<u64> { r.points[0].classes.values().map(|c| c.ios).collect() };
+    assert_eq!(ios(&a1), ios(&a2));
+    assert!(a2.points[0].total.mib_s > a1.points[0].total.mib_s);
+    // A4's limits order the commands and abort nothing.
+    let (_, a4) = run("a4");
+    let t = &a4.points[0].total;
+    assert_eq!(
+        (t.aborted, t.completed_unavailable, t.replica_ios),
+        (0, 0, 0),
+        "{t:?}"
+    );
+    assert_eq!(t.data_ios, t.ios);
+    // A5 aborts late reads at QD 16 and serves them from the replica.
+    let mut a5 = small(shipped("a5"), 20_000);
+    a5.qd = vec![16];
+    a5.select_variants(&["fast-fail-50ms".to_owned()]).unwrap();
+    let r = sim::sweep::run(&a5, 1, 0, &|| {}).unwrap();
+    let t = &r.points[0].total;
+    assert!(t.aborted > 100 && t.replica_ios == t.aborted, "{t:?}");
+    assert_eq!(t.data_ios + t.replica_ios, t.ios);
+    assert_eq!(a5.sla.unwrap().describe(), "99.99% of reads under 100 ms");
 }

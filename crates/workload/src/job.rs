@@ -33,7 +33,7 @@ impl Rw {
 }
 
 /// Whether `rwmixread` counts operations or bytes (experiments/README.md, A1–A4: the Seagate
-/// 60/40 mix is published without saying which, so both are supported).
+/// study's 60/40 mix counts operations, and its step 3 keeps the byte ratio).
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum MixBy {

@@ -12,8 +12,8 @@ use serde::Serialize;
 const MAX_US: u64 = 3_600_000_000;
 
 /// The reported percentiles p50, p90, p99, p99.9 and p99.99, each as the share of samples that
-/// lie beyond it, in parts per 10,000 (integers, so a count of samples beyond is exact).
-const TAILS_PER_10K: [u64; 5] = [5000, 1000, 100, 10, 1];
+/// lie beyond it, in parts per million (integers, so a count of samples beyond is exact).
+const TAILS_PPM: [u64; 5] = [500_000, 100_000, 10_000, 1_000, 100];
 
 /// Their names as tables print them.
 pub const PERCENTILE_NAMES: [&str; 5] = ["p50", "p90", "p99", "p99.9", "p99.99"];
@@ -31,8 +31,10 @@ pub struct LatencyStats {
     min_ns: u64,
     max_ns: u64,
     bytes: u64,
-    /// Commands whose data reached the host (`bytes` counts theirs).
+    /// Commands whose data the drive transferred for the host (`bytes` counts theirs).
     with_data: u64,
+    /// Reads the drive ended without data that a replica served instead.
+    replica: u64,
     /// Commands that carried a duration limit descriptor (DLD 1..=7).
     limited: u64,
     limit_missed: u64,
@@ -81,7 +83,7 @@ pub struct SamplesBeyond {
 impl SamplesBeyond {
     /// Of `n` samples.
     pub fn of(n: u64) -> Self {
-        let [p50, p90, p99, p999, p9999] = TAILS_PER_10K.map(|t| beyond(n, t));
+        let [p50, p90, p99, p999, p9999] = TAILS_PPM.map(|t| beyond(n, t));
         Self {
             p50,
             p90,
@@ -108,10 +110,11 @@ impl SamplesBeyond {
     }
 }
 
-/// Samples beyond the percentile with `tail` parts per 10,000 above it, of `n`:
-/// n − ceil(n × (1 − tail/10,000)) = floor(n × tail / 10,000).
-fn beyond(n: u64, tail: u64) -> u64 {
-    u64::try_from(u128::from(n) * u128::from(tail) / 10_000).unwrap_or(u64::MAX)
+/// Samples beyond the percentile with `tail_ppm` parts per million above it, of `n`:
+/// n − ceil(n × (1 − tail/10⁶)) = floor(n × tail / 10⁶).
+fn beyond(n: u64, tail_ppm: u64) -> u64 {
+    u64::try_from(u128::from(n) * u128::from(tail_ppm.min(1_000_000)) / 1_000_000)
+        .unwrap_or(u64::MAX)
 }
 
 /// A group's results over a measured interval (issue 3 JSON `STATS`; field order is the
@@ -119,8 +122,10 @@ fn beyond(n: u64, tail: u64) -> u64 {
 ///
 /// `ios`, `iops` and `lat_ms` count every completion, the ones a duration limit policy ended
 /// early included: how fast a command was failed is what fast fail is judged by. `data_ios`,
-/// `data_iops` and `mib_s` count only the commands whose data reached the host (a replica's
-/// answer to a failed read included), so `mib_s` = `data_iops` × the transfer size.
+/// `data_iops` and `mib_s` count only the commands whose data the drive transferred for the
+/// host, so `mib_s` = `data_iops` × the transfer size is the drive's throughput; a read the
+/// drive ended without data and a replica served instead is in `replica_ios` (its latency,
+/// with the replica's answer, is in `lat_ms`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct StatsSummary {
     pub ios: u64,
@@ -128,6 +133,7 @@ pub struct StatsSummary {
     pub data_ios: u64,
     pub data_iops: f64,
     pub mib_s: f64,
+    pub replica_ios: u64,
     pub lat_ms: LatencySummary,
     pub samples_beyond: SamplesBeyond,
     /// Commands with a duration limit descriptor that exceeded none of its limits.
@@ -152,6 +158,7 @@ impl LatencyStats {
             max_ns: 0,
             bytes: 0,
             with_data: 0,
+            replica: 0,
             limited: 0,
             limit_missed: 0,
             completed_unavailable: 0,
@@ -165,9 +172,9 @@ impl LatencyStats {
         Histogram::new_with_bounds(1, MAX_US, 3).expect("constant histogram bounds are valid")
     }
 
-    /// Records one command that took `latency_ns`: `data` is the bytes it brought to or from
-    /// the host, `None` when it ended without its data (aborted, DATA CURRENTLY UNAVAILABLE,
-    /// an error).
+    /// Records one command that took `latency_ns`: `data` is the bytes the drive transferred
+    /// for it, `None` when the drive ended it without its data (aborted, DATA CURRENTLY
+    /// UNAVAILABLE, an error).
     pub fn record(&mut self, latency_ns: u64, data: Option<u64>) {
         let us = (latency_ns / 1000).clamp(1, MAX_US);
         self.hist.saturating_record(us);
@@ -196,6 +203,10 @@ impl LatencyStats {
     /// Counts a policy Eh/Fh abort.
     pub fn count_aborted(&mut self) {
         self.aborted += 1;
+    }
+    /// Counts a read the drive ended without data that a replica served instead.
+    pub fn count_replica(&mut self) {
+        self.replica += 1;
     }
 
     pub fn count(&self) -> u64 {
@@ -228,6 +239,14 @@ impl LatencyStats {
             .value_at_quantile(q)
             .saturating_mul(1000)
             .clamp(self.min_ns, self.max_ns)
+    }
+
+    /// The percentile with `tail_ppm` parts per million of the samples beyond it (100: p99.99),
+    /// in ns, and how many samples lie beyond it.
+    pub fn percentile_ns(&self, tail_ppm: u64) -> (u64, u64) {
+        let n = self.hist.len();
+        let beyond = beyond(n, tail_ppm);
+        (self.at_rank_ns(n - beyond), beyond)
     }
 
     /// Fraction of recorded commands at or below `ns`.
@@ -263,6 +282,7 @@ impl LatencyStats {
         self.max_ns = self.max_ns.max(other.max_ns);
         self.bytes += other.bytes;
         self.with_data += other.with_data;
+        self.replica += other.replica;
         self.limited += other.limited;
         self.limit_missed += other.limit_missed;
         self.completed_unavailable += other.completed_unavailable;
@@ -275,9 +295,7 @@ impl LatencyStats {
         let per_s = |x: f64| if secs > 0.0 { round3(x / secs) } else { 0.0 };
         let ms = |ns: u64| round3(ns as f64 / 1e6);
         let beyond = SamplesBeyond::of(self.hist.len());
-        let [p50, p90, p99, p999, p9999] = beyond
-            .counts()
-            .map(|b| ms(self.at_rank_ns(self.hist.len() - b)));
+        let [p50, p90, p99, p999, p9999] = TAILS_PPM.map(|t| ms(self.percentile_ns(t).0));
         let mean_ns = if self.count == 0 {
             0.0
         } else {
@@ -289,6 +307,7 @@ impl LatencyStats {
             data_ios: self.with_data,
             data_iops: per_s(self.with_data as f64),
             mib_s: per_s(self.bytes as f64 / (1u64 << 20) as f64),
+            replica_ios: self.replica,
             lat_ms: LatencySummary {
                 min: if self.count == 0 {
                     0.0
@@ -352,9 +371,12 @@ mod tests {
         assert_eq!((sum.aborted, sum.lat_ms.max), (1, 50.0));
         let mut none = LatencyStats::new();
         none.record(50_000_000, None);
+        none.count_replica();
         none.merge(&s);
         let sum = none.summary(1_000_000_000);
         assert_eq!((sum.ios, sum.data_ios, sum.aborted), (5, 3, 1));
+        // A replica's answer is no data the drive transferred.
+        assert_eq!((sum.replica_ios, sum.mib_s), (1, 3.0));
     }
 
     #[test]
@@ -395,6 +417,9 @@ mod tests {
         assert_eq!(SamplesBeyond::of(99_999).p9999, 9);
         assert_eq!(SamplesBeyond::of(1_000).counts(), [500, 100, 10, 1, 0]);
         assert_eq!(SamplesBeyond::of(u64::MAX).p50, u64::MAX / 2);
+        // Any percentile by its tail in parts per million: p99.5 is rank 1990 of 2000.
+        assert_eq!(s.percentile_ns(5_000), (1_990_000, 10));
+        assert_eq!(LatencyStats::new().percentile_ns(100), (0, 0));
         assert_eq!(
             SamplesBeyond::of(1000).min(SamplesBeyond::of(20_000)),
             SamplesBeyond::of(1000)

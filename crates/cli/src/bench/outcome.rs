@@ -5,6 +5,7 @@
 use iscsi::initiator::CommandResult;
 use qos::Outcome;
 use sim::engine::{group, group_name};
+use sim::sla::Scope;
 use sim::{PointResult, PointSetup, Stop};
 use std::collections::BTreeMap;
 use workload::{Io, LatencyStats};
@@ -47,6 +48,8 @@ pub struct Meter {
     errors: BTreeMap<(u8, u8, u8), u64>,
     /// The job of each instance (an index in `result.jobs`).
     job_of: Vec<usize>,
+    /// The commands the experiment's SLA covers.
+    sla: Option<Scope>,
 }
 
 impl Meter {
@@ -62,6 +65,7 @@ impl Meter {
             stop: setup.stop,
             done: false,
             errors: BTreeMap::new(),
+            sla: setup.sla,
         }
     }
 
@@ -101,8 +105,8 @@ impl Meter {
             self.result.jobs.get_mut(job).map(|(_, stats)| stats),
             None,
         ];
-        if !io.write {
-            groups[3] = Some(&mut self.result.reads);
+        if self.sla.is_some_and(|scope| scope.covers(io.write, io.dld)) {
+            groups[3] = Some(&mut self.result.sla);
         }
         for s in groups.into_iter().flatten() {
             s.record(latency, data);
