@@ -85,6 +85,7 @@ impl LogicalUnit {
     /// Every command that completes here, and every one [`Self::complete`] finishes, is
     /// counted in [`Self::metrics`].
     pub fn submit(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
+        self.clock.observe(now);
         let start = data_in.len();
         let submitted = self.submit_uncounted(now, req, data_in);
         if let Submitted::Done(c) = &submitted {
@@ -112,6 +113,7 @@ impl LogicalUnit {
     /// [`Self::submit`] by the logical unit's only user, such as the simulator: the same
     /// checks and task set, no lock taken.
     pub fn submit_mut(&mut self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
+        self.clock.observe(now);
         if self.scheduled.is_none() {
             return Submitted::Done(self.execute(req, data_in));
         }

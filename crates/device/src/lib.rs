@@ -14,10 +14,13 @@ pub mod latency;
 mod logical_unit;
 pub mod metrics;
 mod persistent_reservation;
+mod range_lock;
 mod reservations;
+mod sanitize;
 mod saved_mode;
 mod target;
 mod task_set;
+mod timestamp;
 mod unit_attention;
 
 pub use config::{ConfigError, LuConfig};
