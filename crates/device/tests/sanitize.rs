@@ -465,3 +465,58 @@ fn timestamps_follow_device_time() {
     let (c, _) = submit(&t, &a, 2_400, &set_cdb, &set);
     assert_eq!(sense(&c).1, Asc::INVALID_FIELD_IN_PARAMETER_LIST);
 }
+
+/// With a real-time driver (a waker), a SANITIZE without IMMED is answered when its sanitize
+/// ends, from `advance`, and the submitter is free meanwhile; ABORT TASK drops the answer,
+/// not the sanitize.
+#[test]
+fn without_immed_the_driver_answers_when_the_sanitize_ends() {
+    let t = target(|c| c.sanitize_pace = Duration::from_millis(300));
+    let lu = t.lun(0).unwrap().clone();
+    let woken = Arc::new(AtomicBool::new(false));
+    let w = woken.clone();
+    lu.set_waker(Box::new(move || w.store(true, Ordering::SeqCst)));
+    let n = ready(&t, 1);
+    let submit_sanitize = |tag: u64| {
+        let cdb = sanitize(2, false, false, 0);
+        let req = Request {
+            nexus: &n,
+            lun: 0,
+            tag,
+            cdb: &cdb,
+            attribute: TaskAttribute::Simple,
+            data_out: &[],
+            data_out_buffer_size: 0,
+        };
+        t.submit(0, &req, &mut Vec::new())
+    };
+    let finished = |deadline: Instant| loop {
+        let mut out = Vec::new();
+        lu.advance(0, &mut out);
+        if !out.is_empty() || Instant::now() > deadline {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(submit_sanitize(7), Submitted::Queued);
+    let (c, _) = run(&t, &n, &[0; 6], &[]);
+    assert_eq!(sense(&c).1, Asc::SANITIZE_IN_PROGRESS, "the submitter is not blocked");
+    let out = finished(Instant::now() + Duration::from_secs(10));
+    assert!(woken.load(Ordering::SeqCst));
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].nexus, out[0].tag), (n.id, 7));
+    assert_eq!(out[0].verdict, device::Verdict::Fail(Completion::GOOD));
+    assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);
+
+    assert_eq!(submit_sanitize(8), Submitted::Queued);
+    let tmf = device::TaskManagement::AbortTask(8);
+    assert_eq!(
+        t.task_management(0, &n, 0, tmf),
+        device::TmfResponse::FunctionComplete
+    );
+    let (c, _) = run(&t, &n, &[0; 6], &[]);
+    assert_eq!(sense(&c).1, Asc::SANITIZE_IN_PROGRESS, "the sanitize goes on");
+    let out = finished(Instant::now() + Duration::from_millis(800));
+    assert!(out.is_empty(), "an aborted command gets no status: {out:?}");
+    assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);
+}
