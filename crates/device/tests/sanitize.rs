@@ -500,7 +500,11 @@ fn without_immed_the_driver_answers_when_the_sanitize_ends() {
     };
     assert_eq!(submit_sanitize(7), Submitted::Queued);
     let (c, _) = run(&t, &n, &[0; 6], &[]);
-    assert_eq!(sense(&c).1, Asc::SANITIZE_IN_PROGRESS, "the submitter is not blocked");
+    assert_eq!(
+        sense(&c).1,
+        Asc::SANITIZE_IN_PROGRESS,
+        "the submitter is not blocked"
+    );
     let out = finished(Instant::now() + Duration::from_secs(10));
     assert!(woken.load(Ordering::SeqCst));
     assert_eq!(out.len(), 1);
@@ -515,7 +519,11 @@ fn without_immed_the_driver_answers_when_the_sanitize_ends() {
         device::TmfResponse::FunctionComplete
     );
     let (c, _) = run(&t, &n, &[0; 6], &[]);
-    assert_eq!(sense(&c).1, Asc::SANITIZE_IN_PROGRESS, "the sanitize goes on");
+    assert_eq!(
+        sense(&c).1,
+        Asc::SANITIZE_IN_PROGRESS,
+        "the sanitize goes on"
+    );
     let out = finished(Instant::now() + Duration::from_millis(800));
     assert!(out.is_empty(), "an aborted command gets no status: {out:?}");
     assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);
