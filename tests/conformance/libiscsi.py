@@ -4,6 +4,7 @@ result with the checked-in expectations file.
 
 Each suite runs in its own process (Debian's 1.19.0 tool corrupts later 16-byte
 CDBs when an earlier suite bails out early), with the URL given twice so MultipathIO runs.
+SANITIZE runs with --allow-sanitize on LUNs of its own, one process per test.
 CUnit counts a skipped test as passed; a test that printed [SKIPPED] is counted as skipped.
 
 Exit status: 0 when every test not listed in the expectations file passed and every listed test
@@ -45,23 +46,25 @@ def wait_listening(port, proc, timeout_s=30):
     sys.exit(f"stint serve did not listen on 127.0.0.1:{port} within {timeout_s} s")
 
 
-def list_suites():
+def list_tests(parts_wanted):
+    """The suites (two-part names) or tests (three-part names) iscsi-test-cu knows."""
     out = subprocess.run(["iscsi-test-cu", "--list"], capture_output=True, text=True, check=True).stdout
-    suites = []
+    names = []
     for line in out.split():
         parts = line.strip().split(".")
-        if len(parts) == 2 and parts[0] in ("SCSI", "iSCSI"):
-            suites.append(line.strip())
-    return suites
+        if len(parts) == parts_wanted and parts[0] in ("SCSI", "iSCSI"):
+            names.append(line.strip())
+    return names
 
 
 TEST_RE = re.compile(r"^\s+Test: (\S+) \.\.\.")
 VERDICT_RE = re.compile(r"(?<!\[)\b(passed|FAILED)\b(?!\])")
 
 
-def run_suite(suite, url):
-    """Returns {test name: (result, detail)} for one suite; result is pass, fail or skip."""
-    cmd = ["stdbuf", "-o0", "-e0", "iscsi-test-cu", "--dataloss", f"--test={suite}", url, url]
+def run_suite(suite, url, args=()):
+    """Returns {test name: (result, detail)} for one suite (or one test of one); result is
+    pass, fail or skip."""
+    cmd = ["stdbuf", "-o0", "-e0", "iscsi-test-cu", "--dataloss", *args, f"--test={suite}", url, url]
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            errors="replace", timeout=SUITE_TIMEOUT_S)
@@ -69,7 +72,7 @@ def run_suite(suite, url):
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         out += "\n  Test: <timeout> ...FAILED\n"
-    family = suite.split(".")[0]
+    prefix = ".".join(suite.split(".")[:2])
     results, name, block = {}, None, []
 
     def close():
@@ -91,7 +94,7 @@ def run_suite(suite, url):
             if l.startswith("[SKIPPED]") or l.startswith("[FAILED]") or re.match(r"^\d+\. ", l):
                 detail = l
                 break
-        results[f"{suite}.{name}"] = (res, detail)
+        results[f"{prefix}.{name}"] = (res, detail)
 
     for line in out.splitlines():
         m = TEST_RE.match(line)
@@ -105,7 +108,7 @@ def run_suite(suite, url):
             block.append(line)
     close()
     if not results:
-        results[f"{suite}.<suite>"] = ("fail", out.strip().splitlines()[-1] if out.strip() else "no output")
+        results[f"{prefix}.<suite>"] = ("fail", out.strip().splitlines()[-1] if out.strip() else "no output")
     return results
 
 
@@ -140,21 +143,35 @@ def main():
             # LUNs of the flavours some suites need: those suites
             # skip on a plain fixed disk.
             port = free_port()
+            # SANITIZE wipes its LUN, so it gets LUNs of its own, and each test its own process
+            # with a timeout. Sanitize.Reset needs a sanitize still running 4 s after it began,
+            # through resets and a new login: a paced LUN's takes 8 s.
+            sanitize = [t for t in list_tests(3) if t.startswith("SCSI.Sanitize.")]
+            reset = ["SCSI.Sanitize.Reset"]
+            allow = ["--allow-sanitize"]
+            unpaced = [t for t in sanitize if t not in reset]
             flavours = [
-                ("inquiry_version = 6", ["SCSI.Inquiry"], "@inquiry_version=6"),
-                ("read_only = true", ["SCSI.ReadOnly"], ""),
-                ("removable = true", ["SCSI.PreventAllow", "SCSI.StartStopUnit", "SCSI.NoMedia"], ""),
+                ("inquiry_version = 6", ["SCSI.Inquiry"], "@inquiry_version=6", []),
+                ("read_only = true", ["SCSI.ReadOnly"], "", []),
+                ("removable = true", ["SCSI.PreventAllow", "SCSI.StartStopUnit", "SCSI.NoMedia"], "", []),
                 # 512e (8 logical blocks per physical block): the unaligned-unmap and data-out
                 # size cases of these suites skip unless LBPPB >= 2.
                 ("physical_block_exponent = 3",
-                 ["SCSI.WriteSame10", "SCSI.WriteSame16", "SCSI.CompareAndWrite"], "@lbppb=8"),
-                # The whole suite once more on 4 KiB logical blocks.
-                ("block_size = 4096", ["*"], "@block_size=4096"),
+                 ["SCSI.WriteSame10", "SCSI.WriteSame16", "SCSI.CompareAndWrite"], "@lbppb=8", []),
+                ("", unpaced, "", allow),
+                ("sanitize_pace_ms = 8000", reset, "", allow),
+                # The whole suite once more on 4 KiB logical blocks, with the same flavours.
+                ("block_size = 4096", ["*"], "@block_size=4096", []),
+                ("block_size = 4096\nread_only = true", ["SCSI.ReadOnly"], "@block_size=4096", []),
+                ("block_size = 4096\nremovable = true", ["SCSI.PreventAllow", "SCSI.StartStopUnit"],
+                 "@block_size=4096", []),
+                ("block_size = 4096", unpaced, "@block_size=4096", allow),
+                ("block_size = 4096\nsanitize_pace_ms = 8000", reset, "@block_size=4096", allow),
             ]
             # Each LUN gets a target node of its own: a TARGET RESET from one suite must not
             # raise unit attentions in a suite running beside it.
             config = [f'listen = "127.0.0.1:{port}"']
-            luns = [""] * args.jobs + [extra for extra, _, _ in flavours]
+            luns = [""] * args.jobs + [extra for extra, _, _, _ in flavours]
             # The suite stops units, switches SWP and resets targets: stint refuses those to
             # initiators not granted them (16 tests fail or skip without the grant).
             for i, extra in enumerate(luns):
@@ -169,15 +186,23 @@ def main():
             wait_listening(port, procs[0])
             url = lambda i: f"iscsi://127.0.0.1:{port}/{TARGET}{i}/0"
             urls = [url(i) for i in range(args.jobs)]
-            special = [(url(args.jobs + i), suites, suffix) for i, (_, suites, suffix) in enumerate(flavours)]
+            special = [(url(args.jobs + i), suites, suffix, extra_args)
+                       for i, (_, suites, suffix, extra_args) in enumerate(flavours)]
         else:
             urls = [args.url]
-        suites = list_suites()
-        # Suites that only a special LUN exercises run there instead of on a plain LUN; a suffix
-        # marks an extra run whose results are reported under their own names.
-        moved = {s for _, ss, suffix in special if not suffix for s in ss}
-        items = [("special", (url, suites if ss == ["*"] else ss, suffix)) for url, ss, suffix in special]
-        items += [("plain", suite) for suite in suites if suite not in moved]
+        suites = list_tests(2)
+        family = lambda s: ".".join(s.split(".")[:2])
+        # Suites that only a special LUN exercises run there instead of on a plain LUN (or, in
+        # a suffixed pass, instead of on that pass's "*" LUN); a suffix marks an extra run whose
+        # results are reported under their own names.
+        moved = {}
+        for _, ss, suffix, _ in special:
+            if ss != ["*"]:
+                moved.setdefault(suffix, set()).update(family(s) for s in ss)
+        everything = lambda suffix: [s for s in suites if s not in moved.get(suffix, set())]
+        items = [("special", (url, everything(suffix) if ss == ["*"] else ss, suffix, extra_args))
+                 for url, ss, suffix, extra_args in special]
+        items += [("plain", suite) for suite in everything("")]
         results = {}
         started = time.monotonic()
         free = list(urls)
@@ -186,10 +211,12 @@ def main():
         def work(item):
             kind, what = item
             if kind == "special":
-                url, ss, suffix = what
+                url, ss, suffix, extra_args = what
                 out = {}
                 for suite in ss:
-                    out.update({name.replace(suite, suite + suffix, 1): r for name, r in run_suite(suite, url).items()})
+                    f = family(suite)
+                    out.update({name.replace(f, f + suffix, 1): r
+                                for name, r in run_suite(suite, url, extra_args).items()})
                 return out
             with lock:
                 url = free.pop()

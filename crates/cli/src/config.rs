@@ -176,6 +176,10 @@ pub struct LunConfig {
     /// Removable medium (RMB): START STOP UNIT with LOEJ ejects and loads it.
     #[serde(default)]
     pub removable: bool,
+    /// The least time in milliseconds a SANITIZE takes, so that a test can watch one in
+    /// progress (libiscsi's Sanitize.Reset); 0: as fast as the store goes.
+    #[serde(default)]
+    pub sanitize_pace_ms: u64,
     /// Thin provisioning (UNMAP, WRITE SAME with UNMAP, LBPME): default on for a LUN without
     /// a drive model, off for a modelled drive (hard disks are fully provisioned).
     pub thin_provisioning: Option<bool>,
@@ -336,6 +340,7 @@ impl LunConfig {
             allowed_initiators: Vec::new(),
             read_only: false,
             removable: false,
+            sanitize_pace_ms: 0,
             thin_provisioning: None,
             inquiry_version: default_inquiry_version(),
             drive: None,

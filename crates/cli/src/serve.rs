@@ -155,6 +155,7 @@ fn build_lun(
     config.write_cache_changeable = lun.write_cache_changeable.unwrap_or(lun.write_cache);
     config.read_only = lun.read_only;
     config.removable = lun.removable;
+    config.sanitize_pace = std::time::Duration::from_millis(lun.sanitize_pace_ms);
     config.thin_provisioning = lun.thin_provisioning.unwrap_or(device.is_none());
     config.inquiry_version = lun.inquiry_version;
     if let Some(product) = &lun.product {

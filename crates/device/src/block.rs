@@ -1,5 +1,7 @@
-//! Medium-access commands of SBC-4: READ, WRITE, WRITE AND VERIFY, VERIFY, SYNCHRONIZE CACHE,
-//! PRE-FETCH. Data moves once: store → `data_in`, `data_out` → store.
+//! Medium-access commands of SBC-4: READ, WRITE, WRITE ATOMIC, WRITE AND VERIFY, VERIFY,
+//! SYNCHRONIZE CACHE, PRE-FETCH. Data moves once: store → `data_in`, `data_out` → store.
+//! Every command that changes blocks holds their range in the logical unit's range lock
+//! while it does, so overlapping changes happen one after the other, never interleaved.
 
 use crate::logical_unit::{check, LogicalUnit};
 use crate::{Completion, Request};
@@ -52,6 +54,7 @@ impl LogicalUnit {
                 self.range(info, rw.lba, rw.transfer_length)
             }
             Command::WriteAndVerify(w) => self.range(info, w.lba, w.transfer_length),
+            Command::WriteAtomic { rw, .. } => self.atomic_range(&rw),
             Command::Verify(v) if v.bytchk == ByteCheck::Compare => {
                 self.range(info, v.lba, v.verification_length)
             }
@@ -74,7 +77,9 @@ impl LogicalUnit {
             Command::Write(rw) | Command::OrWrite(rw) => {
                 (rw.lba, rw.transfer_length, true, rw.fua, rw.dld)
             }
-            Command::CompareAndWrite(rw) => (rw.lba, rw.transfer_length, true, rw.fua, 0),
+            Command::CompareAndWrite(rw) | Command::WriteAtomic { rw, .. } => {
+                (rw.lba, rw.transfer_length, true, rw.fua, 0)
+            }
             Command::WriteAndVerify(w) => (w.lba, w.transfer_length, true, true, 0),
             Command::WriteSame(w) => (w.lba, w.number_of_logical_blocks, true, false, 0),
             Command::Verify(v) => (v.lba, v.verification_length, false, false, 0),
@@ -84,6 +89,9 @@ impl LogicalUnit {
             self.check_writable()?;
         }
         match cmd {
+            Command::WriteAtomic { rw, .. } => {
+                self.atomic_range(rw)?;
+            }
             // Their own length limits are checked when they run.
             Command::CompareAndWrite(_) | Command::WriteSame(_) => {
                 match lba.checked_add(blocks.into()) {
@@ -184,9 +192,71 @@ impl LogicalUnit {
             return check(sense);
         }
         match self.range(info, rw.lba, rw.transfer_length) {
-            Ok((offset, len)) => self.store_blocks(rw.lba, offset, len, data_out, rw.fua),
+            Ok((offset, len)) => {
+                let _held = self.ranges.lock(rw.lba, rw.transfer_length.into());
+                self.store_blocks(rw.lba, offset, len, data_out, rw.fua)
+            }
             Err(sense) => check(sense),
         }
+    }
+
+    /// WRITE ATOMIC (16)'s limits (SBC-4 §5.48): TRANSFER LENGTH within MAXIMUM ATOMIC
+    /// TRANSFER LENGTH (or, with an ATOMIC BOUNDARY, the limits with a boundary), the range
+    /// within the capacity. No alignment or granularity is required. 0 blocks writes nothing
+    /// but still names an LBA that must exist.
+    fn atomic_range(&self, rw: &scsi::command::ReadWrite) -> Result<(u64, usize), Sense> {
+        self.atomic_limits(rw.transfer_length, 0)?;
+        match rw.lba.checked_add(rw.transfer_length.into()) {
+            Some(end) if end <= self.blocks() => {}
+            _ => return Err(Sense::lba_out_of_range()),
+        }
+        let bs = u64::from(self.block_size());
+        Ok((rw.lba * bs, rw.transfer_length as usize * bs as usize))
+    }
+
+    fn atomic_limits(&self, blocks: u32, boundary: u16) -> Result<(), Sense> {
+        let l = self.block_limits();
+        let max = if boundary == 0 {
+            l.maximum_atomic_transfer_length
+        } else {
+            if u32::from(boundary) > l.maximum_atomic_boundary_size {
+                return Err(Sense::invalid_field_in_cdb(10, None));
+            }
+            l.maximum_atomic_transfer_length_with_atomic_boundary
+        };
+        if blocks > max {
+            return Err(Sense::invalid_field_in_cdb(12, None));
+        }
+        Ok(())
+    }
+
+    /// WRITE ATOMIC (16) (SBC-4 §5.48): the blocks change all at once with respect to every
+    /// other write (they hold their whole range), and all or nothing: a Data-Out shorter than
+    /// the TRANSFER LENGTH writes nothing (where WRITE would write the whole blocks that came).
+    pub(crate) fn write_atomic(
+        &self,
+        rw: &scsi::command::ReadWrite,
+        atomic_boundary: u16,
+        data_out: &[u8],
+    ) -> Completion {
+        if let Err(sense) = self.check_writable() {
+            return check(sense);
+        }
+        let (offset, len) = match self
+            .atomic_limits(rw.transfer_length, atomic_boundary)
+            .and_then(|()| self.atomic_range(rw))
+        {
+            Ok(r) => r,
+            Err(sense) => return check(sense),
+        };
+        if len == 0 {
+            return Completion::GOOD;
+        }
+        let Some(data) = data_out.get(..len) else {
+            return check(Sense::invalid_field_in_cdb(12, None));
+        };
+        let _held = self.ranges.lock(rw.lba, rw.transfer_length.into());
+        self.store_blocks(rw.lba, offset, len, data, rw.fua)
     }
 
     /// ORWRITE (16) (SBC-4 §5.8): read the blocks, OR the data-out into them, write them back.
@@ -206,7 +276,7 @@ impl LogicalUnit {
         };
         let bs = self.block_size() as usize;
         let n = len.min(data_out.len() / bs * bs);
-        let _serialised = self.read_modify_write.lock();
+        let _held = self.ranges.lock(rw.lba, rw.transfer_length.into());
         let mut medium = match self.read_medium(rw.lba, offset, n) {
             Ok(m) => m,
             Err(failed) => return failed,
@@ -216,7 +286,7 @@ impl LogicalUnit {
     }
 
     /// The medium's current bytes for a read-modify-write (ORWRITE, COMPARE AND WRITE); the
-    /// caller holds the read-modify-write lock.
+    /// caller holds their range.
     fn read_medium(&self, lba: u64, offset: u64, len: usize) -> Result<Vec<u8>, Completion> {
         let mut medium = vec![0u8; len];
         self.store.read_at(offset, &mut medium).map_err(|e| {
@@ -243,12 +313,15 @@ impl LogicalUnit {
             return check(sense);
         }
         match self.range(info, w.lba, w.transfer_length) {
-            Ok((offset, len)) => self.store_blocks(w.lba, offset, len, data_out, true),
+            Ok((offset, len)) => {
+                let _held = self.ranges.lock(w.lba, w.transfer_length.into());
+                self.store_blocks(w.lba, offset, len, data_out, true)
+            }
             Err(sense) => check(sense),
         }
     }
 
-    /// COMPARE AND WRITE (SBC-4 §5.3): under the read-modify-write lock, compare the verify
+    /// COMPARE AND WRITE (SBC-4 §5.3): holding the range, compare the verify
     /// instance with the medium and, only if equal, write the write instance. A mismatch is
     /// MISCOMPARE with INFORMATION = offset of the first differing byte; nothing is written.
     /// NUMBER OF LOGICAL BLOCKS above MAXIMUM COMPARE AND WRITE LENGTH, or 0, or a data-out
@@ -277,7 +350,7 @@ impl LogicalUnit {
             return check(Sense::invalid_field_in_cdb(13, None));
         }
         let offset = rw.lba * u64::from(self.block_size());
-        let _serialised = self.read_modify_write.lock();
+        let _held = self.ranges.lock(rw.lba, blocks.into());
         let medium = match self.read_medium(rw.lba, offset, len) {
             Ok(m) => m,
             Err(failed) => return failed,
@@ -334,6 +407,7 @@ impl LogicalUnit {
             Some(end) if end <= self.blocks() => {}
             _ => return check(Sense::lba_out_of_range()),
         }
+        let _held = self.ranges.lock(w.lba, blocks);
         if w.unmap {
             return self.deallocate(w.lba, blocks);
         }
@@ -363,10 +437,10 @@ impl LogicalUnit {
         Completion::GOOD
     }
 
-    /// Deallocate `blocks` from `lba` (the range is checked): the store frees what its
-    /// granularity allows and zeroes the rest. With the write cache off the change is made
+    /// Deallocate `blocks` from `lba` (the range is checked, and held by the caller): the
+    /// store frees what its granularity allows and zeroes the rest. With the write cache off the change is made
     /// durable before GOOD, as a write's would be.
-    fn deallocate(&self, lba: u64, blocks: u64) -> Completion {
+    pub(crate) fn deallocate(&self, lba: u64, blocks: u64) -> Completion {
         let bs = u64::from(self.block_size());
         let mut done = self.store.punch_hole(lba * bs, blocks * bs);
         if done.is_ok() && !self.wce.load(Ordering::Relaxed) {
@@ -420,7 +494,9 @@ impl LogicalUnit {
             .iter()
             .filter(|d| d.number_of_logical_blocks != 0)
         {
-            let done = self.deallocate(d.lba, d.number_of_logical_blocks.into());
+            let blocks = d.number_of_logical_blocks.into();
+            let _held = self.ranges.lock(d.lba, blocks);
+            let done = self.deallocate(d.lba, blocks);
             if done != Completion::GOOD {
                 return done;
             }

@@ -50,6 +50,9 @@ pub struct LuConfig {
     /// persist through power loss (APTPL = 1, SPC-4 §5.13.5); `None`: it cannot (PTPL_C = 0),
     /// and APTPL = 1 is refused.
     pub persistent_reservations_path: Option<std::path::PathBuf>,
+    /// The least time a SANITIZE takes (it sleeps between steps), so that an initiator's test
+    /// can watch one in progress; zero: as fast as the store goes.
+    pub sanitize_pace: std::time::Duration,
 }
 
 impl LuConfig {
@@ -79,6 +82,7 @@ impl LuConfig {
             max_transfer_bytes: 8 << 20,
             saved_mode_path: None,
             persistent_reservations_path: None,
+            sanitize_pace: std::time::Duration::ZERO,
         }
     }
 

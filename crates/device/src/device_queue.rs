@@ -85,6 +85,7 @@ impl LogicalUnit {
     /// Every command that completes here, and every one [`Self::complete`] finishes, is
     /// counted in [`Self::metrics`].
     pub fn submit(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
+        self.clock.observe(now);
         let start = data_in.len();
         let submitted = self.submit_uncounted(now, req, data_in);
         if let Submitted::Done(c) = &submitted {
@@ -94,6 +95,9 @@ impl LogicalUnit {
     }
 
     fn submit_uncounted(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
+        if let Some(submitted) = self.submit_sanitize(req) {
+            return submitted;
+        }
         let Some(s) = &self.scheduled else {
             return Submitted::Done(self.execute(req, data_in));
         };
@@ -112,6 +116,7 @@ impl LogicalUnit {
     /// [`Self::submit`] by the logical unit's only user, such as the simulator: the same
     /// checks and task set, no lock taken.
     pub fn submit_mut(&mut self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
+        self.clock.observe(now);
         if self.scheduled.is_none() {
             return Submitted::Done(self.execute(req, data_in));
         }
@@ -173,6 +178,7 @@ impl LogicalUnit {
     /// Processes everything due up to `now`; tasks that left the task set are appended to
     /// `out`, for whichever nexus they belong to. Returns when something is next due.
     pub fn advance(&self, now: Ns, out: &mut Vec<Finished>) -> Option<Ns> {
+        self.sanitizer.drain(out);
         let s = self.scheduled.as_ref()?;
         let (next, wake) = advance_set(&mut s.set.lock(), now, out);
         if wake {
@@ -194,6 +200,7 @@ impl LogicalUnit {
     /// [`Self::advance`] for the real-time driver: returns when it must call again (`None`:
     /// only after its waker was called).
     pub fn drive_clock(&self, now: Ns, out: &mut Vec<Finished>) -> Option<Ns> {
+        self.sanitizer.drain(out);
         let s = self.scheduled.as_ref()?;
         let mut set = s.set.lock();
         set.advance(now, out);
@@ -209,10 +216,13 @@ impl LogicalUnit {
 
     /// Registers the real-time driver's waker: called (from any thread, without locks held)
     /// when something becomes due before the time [`Self::drive_clock`] last returned.
+    /// It also answers SANITIZE commands without IMMED when their sanitize is done.
     /// Only the first registration counts.
     pub fn set_waker(&self, waker: Box<dyn Fn() + Send + Sync>) {
+        let waker: std::sync::Arc<dyn Fn() + Send + Sync> = waker.into();
+        self.sanitizer.set_waker(waker.clone());
         if let Some(s) = &self.scheduled {
-            let _first = s.waker.set(waker);
+            let _first = s.waker.set(Box::new(move || waker()));
         }
     }
 
@@ -267,6 +277,9 @@ impl LogicalUnit {
 
     /// ABORT TASK (SAM-5 §7.2) of a task in the task set; false when there is none.
     pub fn abort_task(&self, now: Ns, nexus: u64, tag: u64) -> bool {
+        if self.sanitizer.abort(nexus, tag) {
+            return true;
+        }
         let Some(s) = &self.scheduled else {
             return false;
         };
@@ -290,11 +303,13 @@ impl LogicalUnit {
         reporter: Option<u64>,
         which: impl Fn(u64) -> bool,
     ) -> Vec<u64> {
+        let sanitizing = self.sanitizer.abort_where(reporter, &which);
         let Some(s) = &self.scheduled else {
-            return Vec::new();
+            return sanitizing.into_iter().collect();
         };
         let mut set = s.set.lock();
-        let others = set.abort_where(now, reporter, which);
+        let mut others = set.abort_where(now, reporter, which);
+        others.extend(sanitizing.filter(|n| !others.contains(n)));
         let next = set.next_event();
         let wake = set.needs_wake(next);
         drop(set);

@@ -14,10 +14,13 @@ pub mod latency;
 mod logical_unit;
 pub mod metrics;
 mod persistent_reservation;
+mod range_lock;
 mod reservations;
+mod sanitize;
 mod saved_mode;
 mod target;
 mod task_set;
+mod timestamp;
 mod unit_attention;
 
 pub use config::{ConfigError, LuConfig};
@@ -136,7 +139,8 @@ pub struct Finished {
 pub enum Verdict {
     /// It may run now: [`LogicalUnit::complete`] moves its data and gives its status.
     Run,
-    /// It ended without moving data (a CDL policy, or the drive's error recovery failed).
+    /// It ended without moving data (a CDL policy, or the drive's error recovery failed), or
+    /// it ran where it was submitted and this is its status (a SANITIZE without IMMED).
     Fail(Completion),
     /// Task management of another nexus aborted it: no status is sent (TAS = 0).
     Aborted,

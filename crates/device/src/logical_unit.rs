@@ -6,8 +6,11 @@ use crate::config::{ConfigError, LuConfig};
 use crate::device_queue::{DeviceQueue, Scheduled};
 use crate::identity;
 use crate::metrics::CommandCounters;
+use crate::range_lock::RangeLock;
 use crate::reservations::Reservations;
+use crate::sanitize::Sanitizer;
 use crate::saved_mode;
+use crate::timestamp::DeviceClock;
 use crate::unit_attention::UnitAttentions;
 use crate::{Completion, Ns, Request, TaskAttribute, Transfer};
 use parking_lot::Mutex;
@@ -18,13 +21,14 @@ use scsi::provisioning;
 use scsi::{rsoc, Asc, CommandInfo, Sense, SenseKey, Status};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use store::Store;
 
 /// One logical unit. Build it with [`LogicalUnit::new`] and hand it to [`crate::Target::new`].
 pub struct LogicalUnit {
     config: LuConfig,
     blocks: u64,
-    pub(crate) store: Box<dyn Store>,
+    pub(crate) store: Arc<dyn Store>,
     inquiry: StandardInquiry,
     identifiers: DeviceIdentifiers,
     serial: String,
@@ -49,9 +53,13 @@ pub struct LogicalUnit {
     /// RESERVE/RELEASE and persistent reservations.
     pub(crate) reservations: Reservations,
     pub(crate) unit_attentions: UnitAttentions,
-    /// Serialises read-modify-write commands (ORWRITE, COMPARE AND WRITE) so each is one uninterrupted sequence
-    /// with respect to the others (SBC-4 §5.8).
-    pub(crate) read_modify_write: Mutex<()>,
+    /// The block ranges commands that change the medium are changing: WRITE ATOMIC, COMPARE
+    /// AND WRITE and ORWRITE are each one uninterrupted change against every other write.
+    pub(crate) ranges: Arc<RangeLock>,
+    /// SANITIZE in progress or failed.
+    pub(crate) sanitizer: Sanitizer,
+    /// REPORT/SET TIMESTAMP.
+    pub(crate) clock: DeviceClock,
     /// The task set and device queue of a timed or QoS logical unit; without one, commands
     /// run inline on the caller's thread.
     pub(crate) scheduled: Option<Scheduled>,
@@ -111,6 +119,11 @@ impl LogicalUnit {
             maximum_transfer_length: max_blocks,
             optimal_transfer_length: max_blocks.min((1 << 20) / config.block_size),
             maximum_prefetch_length: max_blocks,
+            // Every WRITE ATOMIC holds its range against all other writes, so any length a
+            // WRITE may have is atomic, at any alignment, with or without a boundary.
+            maximum_atomic_transfer_length: max_blocks,
+            maximum_atomic_transfer_length_with_atomic_boundary: max_blocks,
+            maximum_atomic_boundary_size: max_blocks,
             // Bounded so one command cannot hold a connection for long (32 MiB at 512 B). One
             // block short of 2^16: libiscsi 1.19's WriteSame16.Unmap writes as many blocks as
             // this allows from 65,536 with one WRITE(16), beyond our MAXIMUM TRANSFER LENGTH.
@@ -139,10 +152,11 @@ impl LogicalUnit {
         store.set_write_through(!config.write_cache);
         let reservations = Reservations::new(config.persistent_reservations_path.clone())
             .map_err(|e| ConfigError(format!("persistent reservations: {e}")))?;
+        let sanitizer = Sanitizer::new(config.sanitize_pace);
         Ok(LogicalUnit {
             blocks: config.blocks(),
             config,
-            store,
+            store: Arc::from(store),
             inquiry,
             identifiers,
             serial,
@@ -158,7 +172,9 @@ impl LogicalUnit {
             prevent_removal: Mutex::new(BTreeSet::new()),
             reservations,
             unit_attentions: UnitAttentions::default(),
-            read_modify_write: Mutex::new(()),
+            ranges: Arc::default(),
+            sanitizer,
+            clock: DeviceClock::default(),
             scheduled: None,
             counters: CommandCounters::default(),
         })
@@ -387,6 +403,7 @@ impl LogicalUnit {
                 Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
             )));
         }
+        self.sanitizer.gate(&cmd).map_err(check)?;
         Ok((info, cmd))
     }
 
@@ -414,8 +431,11 @@ impl LogicalUnit {
                 desc,
                 allocation_length,
             } => {
+                let sanitizing = self.sanitizer.phase().sense();
                 let sense = match self.unit_attentions.take(req.nexus) {
                     Some(asc) => Sense::new(SenseKey::UnitAttention, asc),
+                    None if sanitizing.is_some() => sanitizing
+                        .unwrap_or_else(|| Sense::new(SenseKey::NoSense, Asc::NO_ADDITIONAL_SENSE)),
                     None if !self.medium_present.load(Ordering::Relaxed) => {
                         Sense::new(SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT)
                     }
@@ -560,6 +580,20 @@ impl LogicalUnit {
                 truncate(data_in, start, allocation_length);
                 Completion::GOOD
             }
+            Command::Sanitize(s) => self.sanitize(&s, req),
+            Command::FormatUnit(f) => self.format_unit(&f, req),
+            Command::WriteAtomic {
+                rw,
+                atomic_boundary,
+            } => self.write_atomic(&rw, atomic_boundary, req.data_out),
+            Command::ReportTimestamp { allocation_length } => {
+                self.clock.report(data_in);
+                truncate(data_in, start, allocation_length);
+                Completion::GOOD
+            }
+            Command::SetTimestamp {
+                parameter_list_length,
+            } => self.set_timestamp(req, parameter_list_length),
         }
     }
 
@@ -581,6 +615,7 @@ impl LogicalUnit {
                     data_in,
                     p,
                     self.config.medium_rotation_rate,
+                    inquiry::AfterSanitize::ReadsSucceed,
                 ),
                 vpd::LOGICAL_BLOCK_PROVISIONING => provisioning::logical_block_provisioning(
                     data_in,
@@ -641,6 +676,23 @@ impl LogicalUnit {
                 .raise(Asc::MODE_PARAMETERS_CHANGED, Some(req.nexus.id));
         }
         Completion::GOOD
+    }
+
+    /// SET TIMESTAMP (SPC-5 §6.46): the other nexuses get TIMESTAMP CHANGED.
+    fn set_timestamp(&self, req: &Request, parameter_list_length: u32) -> Completion {
+        let data = req
+            .data_out
+            .get(..parameter_list_length as usize)
+            .unwrap_or(req.data_out);
+        match scsi::timestamp::decode_set(data) {
+            Ok(ms) => {
+                self.clock.set(ms);
+                self.unit_attentions
+                    .raise(Asc::TIMESTAMP_CHANGED, Some(req.nexus.id));
+                Completion::GOOD
+            }
+            Err(sense) => check(sense),
+        }
     }
 
     /// `None` when the command's nexus may disrupt other initiators, else the refusal: ACCESS

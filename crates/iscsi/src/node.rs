@@ -102,9 +102,7 @@ impl ScsiTarget for device::Target {
     }
 
     fn clocked_units(&self) -> Vec<Arc<LogicalUnit>> {
-        self.luns()
-            .filter_map(|l| self.lun(l).filter(|lu| lu.has_device_queue()).cloned())
-            .collect()
+        self.luns().filter_map(|l| self.lun(l).cloned()).collect()
     }
 }
 

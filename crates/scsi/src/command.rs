@@ -1,6 +1,7 @@
 //! Typed commands decoded from CDBs (SPC-5 §6, SBC-4 §5). Fields keep the standards' names.
 
 use crate::persistent_reserve::{PrInAction, PrOutAction};
+use crate::sanitize::SanitizeAction;
 
 /// READ/WRITE (6)/(10)/(12)/(16)/(32) (SBC-4 §5.12–5.16, §5.39–5.43). A READ(6)/WRITE(6)
 /// transfer length of 0 is already turned into 256.
@@ -199,6 +200,37 @@ pub struct PersistentReserveOut {
     pub parameter_list_length: u32,
 }
 
+/// SANITIZE (SBC-4 §5.30, table 102).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sanitize {
+    pub immed: bool,
+    /// AUSE: if this sanitize fails, EXIT FAILURE MODE may end the failure mode.
+    pub ause: bool,
+    pub action: SanitizeAction,
+    pub parameter_list_length: u16,
+}
+
+/// FORMAT UNIT (SBC-4 §5.4, table 34). FMTPINFO (protection information) is outside the
+/// usage mask, so only its 00b reaches here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FormatUnit {
+    /// LONGLIST: the parameter list header is 8 bytes, not 4.
+    pub longlist: bool,
+    /// FMTDATA: a parameter list follows.
+    pub fmtdata: bool,
+}
+
+impl FormatUnit {
+    /// The parameter list header's length: 0 without FMTDATA, 4 (short) or 8 (long).
+    pub fn header_length(&self) -> u32 {
+        match (self.fmtdata, self.longlist) {
+            (false, _) => 0,
+            (true, false) => 4,
+            (true, true) => 8,
+        }
+    }
+}
+
 /// One decoded command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
@@ -261,6 +293,22 @@ pub enum Command {
         repd: bool,
         allocation_length: u32,
     },
+    Sanitize(Sanitize),
+    FormatUnit(FormatUnit),
+    /// WRITE ATOMIC (16) (SBC-4 §5.48): a WRITE that reaches the medium whole or not at all.
+    /// `transfer_length` is the 16-bit TRANSFER LENGTH.
+    WriteAtomic {
+        rw: ReadWrite,
+        atomic_boundary: u16,
+    },
+    /// REPORT TIMESTAMP (SPC-5 §6.38).
+    ReportTimestamp {
+        allocation_length: u32,
+    },
+    /// SET TIMESTAMP (SPC-5 §6.46).
+    SetTimestamp {
+        parameter_list_length: u32,
+    },
 }
 
 /// The data a command moves, in logical blocks or bytes.
@@ -290,6 +338,19 @@ impl Command {
             | Command::PreventAllowMediumRemoval { .. }
             | Command::Reserve
             | Command::Release => None,
+            Command::Sanitize(s) => match s.parameter_list_length {
+                0 => None,
+                n => OutBytes(n.into()),
+            },
+            Command::FormatUnit(f) => match f.header_length() {
+                0 => None,
+                n => OutBytes(n),
+            },
+            Command::WriteAtomic { rw, .. } => OutBlocks(rw.transfer_length),
+            Command::ReportTimestamp { allocation_length } => InBytes(allocation_length),
+            Command::SetTimestamp {
+                parameter_list_length,
+            } => OutBytes(parameter_list_length),
             Command::RequestSense {
                 allocation_length, ..
             } => InBytes(allocation_length.into()),
@@ -332,8 +393,10 @@ impl Command {
             self,
             Command::Read(_)
                 | Command::Write(_)
+                | Command::WriteAtomic { .. }
                 | Command::OrWrite(_)
                 | Command::CompareAndWrite(_)
+                | Command::FormatUnit(_)
                 | Command::WriteAndVerify(_)
                 | Command::WriteSame(_)
                 | Command::Unmap(_)

@@ -5,6 +5,7 @@
 use crate::cdb::{be16, be24, be32, be64, bit, u8_at};
 use crate::command::*;
 use crate::persistent_reserve::{PrInAction, PrOutAction, MAX_PARAMETER_LIST};
+use crate::sanitize::SanitizeAction;
 use crate::sense::{Asc, Sense, SenseKey};
 
 type Decoded = Result<Command, Sense>;
@@ -492,5 +493,54 @@ pub(crate) fn report_supported_tmf(c: &[u8]) -> Decoded {
     Ok(Command::ReportSupportedTaskManagementFunctions {
         repd: bit(c, 2, 7),
         allocation_length: be32(c, 6),
+    })
+}
+
+/// FORMAT UNIT (SBC-4 table 34): LONGLIST, FMTDATA; CMPLST and the DEFECT LIST FORMAT matter
+/// only with a defect list, which the parameter list header check refuses.
+pub(crate) fn format_unit(c: &[u8]) -> Decoded {
+    let fmtdata = bit(c, 1, 4);
+    if !fmtdata && bit(c, 1, 5) {
+        // LONGLIST without a parameter list names a header that is not there.
+        return Err(Sense::invalid_field_in_cdb(1, Some(5)));
+    }
+    Ok(Command::FormatUnit(FormatUnit {
+        longlist: bit(c, 1, 5),
+        fmtdata,
+    }))
+}
+
+/// SANITIZE (SBC-4 table 102); the table found the service action.
+pub(crate) fn sanitize(c: &[u8]) -> Decoded {
+    let action = SanitizeAction::of(u8_at(c, 1) & 0x1F)
+        .ok_or_else(|| Sense::invalid_field_in_cdb(1, Some(4)))?;
+    Ok(Command::Sanitize(Sanitize {
+        immed: bit(c, 1, 7),
+        ause: bit(c, 1, 5),
+        action,
+        parameter_list_length: be16(c, 7),
+    }))
+}
+
+/// WRITE ATOMIC (16) (SBC-4 table 130): LBA 2..10, ATOMIC BOUNDARY 10..12, TRANSFER LENGTH
+/// 12..14, GROUP NUMBER in byte 14.
+pub(crate) fn write_atomic16(c: &[u8]) -> Decoded {
+    Ok(Command::WriteAtomic {
+        rw: rw(be64(c, 2), be16(c, 12).into(), c, 14),
+        atomic_boundary: be16(c, 10),
+    })
+}
+
+/// REPORT TIMESTAMP (SPC-5 table 269).
+pub(crate) fn report_timestamp(c: &[u8]) -> Decoded {
+    Ok(Command::ReportTimestamp {
+        allocation_length: be32(c, 6),
+    })
+}
+
+/// SET TIMESTAMP (SPC-5 table 301).
+pub(crate) fn set_timestamp(c: &[u8]) -> Decoded {
+    Ok(Command::SetTimestamp {
+        parameter_list_length: be32(c, 6),
     })
 }

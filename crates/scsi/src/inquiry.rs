@@ -175,6 +175,12 @@ pub struct BlockLimits {
     /// UNMAP GRANULARITY ALIGNMENT of 0), are deallocated; the rest of an unmapped range is
     /// written with zeros.
     pub optimal_unmap_granularity: u32,
+    /// MAXIMUM ATOMIC TRANSFER LENGTH of WRITE ATOMIC; ATOMIC ALIGNMENT and ATOMIC TRANSFER
+    /// LENGTH GRANULARITY are 0 (none required).
+    pub maximum_atomic_transfer_length: u32,
+    /// MAXIMUM ATOMIC TRANSFER LENGTH WITH ATOMIC BOUNDARY and MAXIMUM ATOMIC BOUNDARY SIZE.
+    pub maximum_atomic_transfer_length_with_atomic_boundary: u32,
+    pub maximum_atomic_boundary_size: u32,
 }
 
 /// Block Limits (SBC-4 §6.6.4, table 213).
@@ -193,16 +199,40 @@ pub fn block_limits(out: &mut Vec<u8>, peripheral: u8, l: &BlockLimits) {
         p[28] = 0x80; // UGAVALID, UNMAP GRANULARITY ALIGNMENT 0
     }
     p[32..40].copy_from_slice(&l.maximum_write_same_length.to_be_bytes());
+    p[40..44].copy_from_slice(&l.maximum_atomic_transfer_length.to_be_bytes());
+    p[52..56].copy_from_slice(
+        &l.maximum_atomic_transfer_length_with_atomic_boundary
+            .to_be_bytes(),
+    );
+    p[56..60].copy_from_slice(&l.maximum_atomic_boundary_size.to_be_bytes());
     out.extend_from_slice(&p);
     end_page(out, s);
 }
 
+/// What a read of a block returns after a BLOCK ERASE or CRYPTOGRAPHIC ERASE sanitize and
+/// before the block is written: WABEREQ and WACEREQ (SBC-4 table 208).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterSanitize {
+    /// 00b: not specified (no sanitize).
+    NotSpecified,
+    /// 01b: GOOD status, with data of the device's choosing (here: zeros).
+    ReadsSucceed,
+}
+
 /// Block Device Characteristics (SBC-4 §6.6.2, table 208). `medium_rotation_rate` 1 means
 /// non-rotating medium (table 209).
-pub fn block_device_characteristics(out: &mut Vec<u8>, peripheral: u8, medium_rotation_rate: u16) {
+pub fn block_device_characteristics(
+    out: &mut Vec<u8>,
+    peripheral: u8,
+    medium_rotation_rate: u16,
+    after_sanitize: AfterSanitize,
+) {
     let s = begin_page(out, peripheral, vpd::BLOCK_DEVICE_CHARACTERISTICS);
     let mut p = [0u8; 60];
     p[0..2].copy_from_slice(&medium_rotation_rate.to_be_bytes());
+    if after_sanitize == AfterSanitize::ReadsSucceed {
+        p[3] = 0b01 << 6 | 0b01 << 4; // WABEREQ, WACEREQ
+    }
     out.extend_from_slice(&p);
     end_page(out, s);
 }
@@ -245,7 +275,7 @@ mod tests {
         unit_serial_number(&mut pages[1], 0, "SER1");
         device_identification(&mut pages[2], 0, &ids);
         extended_inquiry_data(&mut pages[3], 0);
-        block_device_characteristics(&mut pages[4], 0, 1);
+        block_device_characteristics(&mut pages[4], 0, 1, AfterSanitize::NotSpecified);
         crate::provisioning::logical_block_provisioning(&mut pages[5], 0, true);
         for p in &pages {
             assert_eq!(u16::from_be_bytes([p[2], p[3]]) as usize, p.len() - 4);

@@ -13,9 +13,11 @@ pub mod persistent_reserve;
 pub mod provisioning;
 pub mod report_luns;
 pub mod rsoc;
+pub mod sanitize;
 pub mod sense;
 pub mod status;
 pub mod table;
+pub mod timestamp;
 
 pub use command::Command;
 pub use sense::{Asc, Sense, SenseKey};

@@ -48,6 +48,7 @@ impl Asc {
     pub const I_T_NEXUS_LOSS_OCCURRED: Asc = Asc(0x29, 0x07);
     pub const PARAMETERS_CHANGED: Asc = Asc(0x2A, 0x00);
     pub const MODE_PARAMETERS_CHANGED: Asc = Asc(0x2A, 0x01);
+    pub const TIMESTAMP_CHANGED: Asc = Asc(0x2A, 0x10);
     pub const RESERVATIONS_PREEMPTED: Asc = Asc(0x2A, 0x03);
     pub const RESERVATIONS_RELEASED: Asc = Asc(0x2A, 0x04);
     pub const REGISTRATIONS_PREEMPTED: Asc = Asc(0x2A, 0x05);
@@ -64,6 +65,12 @@ impl Asc {
     pub const REPORTED_LUNS_DATA_HAS_CHANGED: Asc = Asc(0x3F, 0x0E);
     pub const INTERNAL_TARGET_FAILURE: Asc = Asc(0x44, 0x00);
     pub const DATA_CURRENTLY_UNAVAILABLE: Asc = Asc(0x55, 0x0A);
+    /// LOGICAL UNIT NOT READY, SANITIZE IN PROGRESS (SBC-4 §4.11).
+    pub const SANITIZE_IN_PROGRESS: Asc = Asc(0x04, 0x1B);
+    /// SANITIZE COMMAND FAILED: the logical unit is in sanitize failure mode (SBC-4 §4.11).
+    pub const SANITIZE_COMMAND_FAILED: Asc = Asc(0x31, 0x03);
+    /// MEDIUM FORMAT CORRUPTED: a FORMAT UNIT failed part-way.
+    pub const MEDIUM_FORMAT_CORRUPTED: Asc = Asc(0x31, 0x00);
 }
 
 /// Sense key and additional sense code of sense data in fixed (70h/71h) or descriptor
@@ -96,6 +103,9 @@ pub struct Sense {
     pub field: Option<FieldPointer>,
     /// INFORMATION field (e.g. the first bad LBA), reported with the VALID bit.
     pub information: Option<u64>,
+    /// PROGRESS INDICATION (SPC-5 §4.4.2.3.4, table 65): the fraction of an operation done,
+    /// in 65,536ths, in the sense-key specific field when there is no field pointer.
+    pub progress: Option<u16>,
 }
 
 impl Sense {
@@ -105,7 +115,16 @@ impl Sense {
             asc,
             field: None,
             information: None,
+            progress: None,
         }
+    }
+
+    /// NOT READY, LOGICAL UNIT NOT READY, SANITIZE IN PROGRESS (04h/1Bh) with how far it is
+    /// (SBC-4 §4.11.1).
+    pub fn sanitize_in_progress(progress: u16) -> Self {
+        let mut s = Sense::new(SenseKey::NotReady, Asc::SANITIZE_IN_PROGRESS);
+        s.progress = Some(progress);
+        s
     }
 
     /// ILLEGAL REQUEST, INVALID FIELD IN CDB, pointing at `byte` (and `bit`, if narrower).
@@ -119,6 +138,7 @@ impl Sense {
                 bit,
             }),
             information: None,
+            progress: None,
         }
     }
 
@@ -133,6 +153,7 @@ impl Sense {
                 bit,
             }),
             information: None,
+            progress: None,
         }
     }
 
@@ -158,15 +179,22 @@ impl Sense {
         }
     }
 
-    /// Sense-key specific bytes (SPC-5 table 63): SKSV, C/D, BPV, bit pointer, field pointer.
+    /// Sense-key specific bytes (SPC-5 table 63): SKSV, C/D, BPV, bit pointer, field pointer;
+    /// or SKSV and a progress indication (table 65).
     fn sense_key_specific(&self) -> Option<[u8; 3]> {
-        self.field.map(|f| {
+        let field = self.field.map(|f| {
             let mut b0 = 0x80 | if f.in_cdb { 0x40 } else { 0 };
             if let Some(bit) = f.bit {
                 b0 |= 0x08 | (bit & 7);
             }
             let [hi, lo] = f.byte.to_be_bytes();
             [b0, hi, lo]
+        });
+        field.or_else(|| {
+            self.progress.map(|p| {
+                let [hi, lo] = p.to_be_bytes();
+                [0x80, hi, lo]
+            })
         })
     }
 
@@ -239,6 +267,18 @@ mod tests {
         assert_eq!(out[2], 0x05);
         assert_eq!((out[12], out[13]), (0x24, 0x00));
         assert_eq!(&out[15..18], &[0xCB, 0x00, 0x01]);
+    }
+
+    #[test]
+    fn progress_indication_rides_in_the_sense_key_specific_bytes() {
+        let sense = Sense::sanitize_in_progress(0x8000);
+        let mut fixed = Vec::new();
+        sense.write_fixed(&mut fixed);
+        assert_eq!((fixed[2], fixed[12], fixed[13]), (0x02, 0x04, 0x1B));
+        assert_eq!(&fixed[15..18], &[0x80, 0x80, 0x00]);
+        let mut desc = Vec::new();
+        sense.write_descriptor(&mut desc);
+        assert_eq!(&desc[8..16], &[0x02, 0x06, 0, 0, 0x80, 0x80, 0x00, 0]);
     }
 
     #[test]

@@ -136,8 +136,8 @@ impl CommandInfo {
 /// SPC-5 variable length CDB format).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ServiceActionField {
-    /// Byte 1 bits 4:0: PERSISTENT RESERVE IN/OUT, SERVICE ACTION IN/OUT (16), MAINTENANCE
-    /// IN/OUT.
+    /// Byte 1 bits 4:0: SANITIZE, PERSISTENT RESERVE IN/OUT, SERVICE ACTION IN/OUT (16),
+    /// MAINTENANCE IN/OUT.
     Byte1,
     /// Bytes 8–9 of a variable length CDB (opcode 7Fh).
     Bytes8To9,
@@ -146,7 +146,7 @@ pub enum ServiceActionField {
 impl ServiceActionField {
     pub const fn of(opcode: u8) -> Option<Self> {
         match opcode {
-            0x5E | 0x5F | 0x9E | 0x9F | 0xA3 | 0xA4 => Some(Self::Byte1),
+            0x48 | 0x5E | 0x5F | 0x9E | 0x9F | 0xA3 | 0xA4 => Some(Self::Byte1),
             VARIABLE_LENGTH_CDB => Some(Self::Bytes8To9),
             _ => None,
         }
@@ -236,6 +236,17 @@ const TABLE: &[CommandInfo] = &[
         1,
         d::request_sense,
         [0x03, 0x01, 0, 0, F, NACA]
+    ),
+    // FMTPINFO needs protection information (PROTECT = 0), so it is outside the mask.
+    entry!(
+        "FORMAT UNIT",
+        Write,
+        Out,
+        None,
+        false,
+        60,
+        d::format_unit,
+        [0x04, 0x3F, 0, 0, 0, NACA]
     ),
     entry!(
         "READ(6)",
@@ -426,6 +437,46 @@ const TABLE: &[CommandInfo] = &[
         60,
         d::unmap,
         [0x42, 0, 0, 0, 0, 0, 0x3F, F, F, NACA]
+    ),
+    entry!(
+        "SANITIZE (OVERWRITE)",
+        Write,
+        Out,
+        Some(0x01),
+        false,
+        60,
+        d::sanitize,
+        [0x48, 0xA1, 0, 0, 0, 0, 0, F, F, NACA]
+    ),
+    entry!(
+        "SANITIZE (BLOCK ERASE)",
+        Write,
+        Out,
+        Some(0x02),
+        false,
+        60,
+        d::sanitize,
+        [0x48, 0xA2, 0, 0, 0, 0, 0, F, F, NACA]
+    ),
+    entry!(
+        "SANITIZE (CRYPTOGRAPHIC ERASE)",
+        Write,
+        Out,
+        Some(0x03),
+        false,
+        60,
+        d::sanitize,
+        [0x48, 0xA3, 0, 0, 0, 0, 0, F, F, NACA]
+    ),
+    entry!(
+        "SANITIZE (EXIT FAILURE MODE)",
+        Write,
+        Out,
+        Some(0x1F),
+        false,
+        60,
+        d::sanitize,
+        [0x48, 0xBF, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     // No log parameter is changeable: PARAMETER LIST LENGTH is outside the usage mask, so
     // a parameter list is refused at byte 7 (and with PCR = 1 SPC requires that anyway).
@@ -730,6 +781,16 @@ const TABLE: &[CommandInfo] = &[
         [0x93, 0x09, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
+        "WRITE ATOMIC(16)",
+        Write,
+        Out,
+        None,
+        true,
+        30,
+        d::write_atomic16,
+        [0x9C, 0x18, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
+    ),
+    entry!(
         "READ CAPACITY(16)",
         Allowed,
         In,
@@ -778,6 +839,26 @@ const TABLE: &[CommandInfo] = &[
         1,
         d::report_supported_tmf,
         [0xA3, 0x0D, 0x80, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "REPORT TIMESTAMP",
+        Allowed,
+        In,
+        Some(0x0F),
+        false,
+        1,
+        d::report_timestamp,
+        [0xA3, 0x0F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "SET TIMESTAMP",
+        Write,
+        Out,
+        Some(0x0F),
+        false,
+        1,
+        d::set_timestamp,
+        [0xA4, 0x0F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
         "READ(12)",

@@ -690,3 +690,77 @@ fn reservation_access_follows_the_table_rows() {
     );
     assert_eq!(reservation_access(&[]), Write);
 }
+
+#[test]
+fn sanitize_format_unit_write_atomic_and_timestamps_decode() {
+    use scsi::command::{FormatUnit, Sanitize};
+    use scsi::sanitize::SanitizeAction;
+    let (_, cmd) = decode(&[0x48, 0xA1, 0, 0, 0, 0, 0, 0x02, 0x04, 0]).unwrap();
+    assert_eq!(
+        cmd,
+        Command::Sanitize(Sanitize {
+            immed: true,
+            ause: true,
+            action: SanitizeAction::Overwrite,
+            parameter_list_length: 0x204,
+        })
+    );
+    // The reserved bit of byte 1 and reserved bytes 2-6 (libiscsi's *Reserved tests).
+    let e = decode(&[0x48, 0x42, 0, 0, 0, 0, 0, 0, 0, 0]).err().unwrap();
+    assert_eq!(e, Sense::invalid_field_in_cdb(1, Some(6)));
+    for byte in 2..7 {
+        let mut cdb = [0x48, 0x02, 0, 0, 0, 0, 0, 0, 0, 0];
+        cdb[byte] = byte as u8;
+        let e = decode(&cdb).err().unwrap();
+        assert_eq!(e.field.map(|f| f.byte), Some(byte as u16));
+    }
+    let e = decode(&[0x48, 0x04, 0, 0, 0, 0, 0, 0, 0, 0]).err().unwrap();
+    assert_eq!(
+        e,
+        Sense::invalid_field_in_cdb(1, Some(4)),
+        "no such service action"
+    );
+
+    let (_, cmd) = decode(&[0x04, 0x30, 0, 0, 0, 0]).unwrap();
+    let f = FormatUnit {
+        longlist: true,
+        fmtdata: true,
+    };
+    assert_eq!(cmd, Command::FormatUnit(f));
+    assert_eq!(f.header_length(), 8);
+
+    let mut cdb = [0u8; 16];
+    cdb[0] = 0x9C;
+    cdb[1] = 0x18;
+    cdb[2..10].copy_from_slice(&0x1234u64.to_be_bytes());
+    cdb[10..12].copy_from_slice(&8u16.to_be_bytes());
+    cdb[12..14].copy_from_slice(&16u16.to_be_bytes());
+    let (_, cmd) = decode(&cdb).unwrap();
+    let Command::WriteAtomic {
+        rw,
+        atomic_boundary,
+    } = cmd
+    else {
+        panic!("{cmd:?}");
+    };
+    assert_eq!(
+        (rw.lba, rw.transfer_length, rw.dpo, rw.fua),
+        (0x1234, 16, true, true)
+    );
+    assert_eq!(atomic_boundary, 8);
+
+    let (_, cmd) = decode(&[0xA3, 0x0F, 0, 0, 0, 0, 0, 0, 0, 12, 0, 0]).unwrap();
+    assert_eq!(
+        cmd,
+        Command::ReportTimestamp {
+            allocation_length: 12
+        }
+    );
+    let (_, cmd) = decode(&[0xA4, 0x0F, 0, 0, 0, 0, 0, 0, 0, 12, 0, 0]).unwrap();
+    assert_eq!(
+        cmd,
+        Command::SetTimestamp {
+            parameter_list_length: 12
+        }
+    );
+}

@@ -1,0 +1,530 @@
+//! SANITIZE, FORMAT UNIT, WRITE ATOMIC (16) and REPORT/SET TIMESTAMP through the target.
+
+use device::{Completion, LogicalUnit, LuConfig, Nexus, Request, Submitted, Target, TaskAttribute};
+use scsi::{Asc, SenseKey, Status};
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use store::{RamStore, Store};
+
+/// 4 MiB of 512-byte blocks: four RAM chunks.
+const BLOCKS: u64 = 8192;
+
+/// A RAM store whose writes (and so deallocations) fail while `failing` is set.
+struct Flaky {
+    ram: RamStore,
+    failing: Arc<AtomicBool>,
+}
+
+impl Store for Flaky {
+    fn len(&self) -> u64 {
+        self.ram.len()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.ram.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected write failure"));
+        }
+        self.ram.write_at(offset, buf)
+    }
+    fn flush(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn target_with(config: LuConfig, store: Box<dyn Store>) -> Target {
+    Target::new(vec![(
+        0,
+        Arc::new(LogicalUnit::new(config, store).unwrap()),
+    )])
+}
+
+fn target(edit: impl FnOnce(&mut LuConfig)) -> Target {
+    let mut config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
+    edit(&mut config);
+    let store = RamStore::new(config.size_bytes).unwrap();
+    target_with(config, Box::new(store))
+}
+
+fn nexus(id: u64) -> Nexus {
+    Nexus {
+        id,
+        initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
+        class: None,
+        privileged: true,
+    }
+}
+
+fn submit(
+    t: &Target,
+    n: &Nexus,
+    now_ms: u64,
+    cdb: &[u8],
+    data_out: &[u8],
+) -> (Completion, Vec<u8>) {
+    let req = Request {
+        nexus: n,
+        lun: 0,
+        tag: 0,
+        cdb,
+        attribute: TaskAttribute::Simple,
+        data_out,
+        data_out_buffer_size: data_out.len() as u32,
+    };
+    let mut data_in = Vec::new();
+    match t.submit(now_ms * 1_000_000, &req, &mut data_in) {
+        Submitted::Done(c) => (c, data_in),
+        Submitted::Queued => panic!("a plain LU runs every command at once"),
+    }
+}
+
+fn run(t: &Target, n: &Nexus, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
+    submit(t, n, 0, cdb, data_out)
+}
+
+/// A nexus past its power-on unit attention.
+fn ready(t: &Target, id: u64) -> Nexus {
+    let n = nexus(id);
+    let _ua = run(t, &n, &[0; 6], &[]);
+    assert_eq!(run(t, &n, &[0; 6], &[]).0, Completion::GOOD);
+    n
+}
+
+fn sense(c: &Completion) -> (SenseKey, Asc) {
+    let s = c.sense.as_ref().expect("sense");
+    (s.key, s.asc)
+}
+
+fn invalid_field(c: &Completion) -> (u16, Option<u8>) {
+    let f = c
+        .sense
+        .as_ref()
+        .and_then(|s| s.field)
+        .expect("field pointer");
+    (f.byte, f.bit)
+}
+
+fn sanitize(action: u8, immed: bool, ause: bool, list_length: u16) -> [u8; 10] {
+    let mut c = [0u8; 10];
+    c[0] = 0x48;
+    c[1] = action | u8::from(immed) << 7 | u8::from(ause) << 5;
+    c[7..9].copy_from_slice(&list_length.to_be_bytes());
+    c
+}
+
+fn write16(lba: u64, blocks: u32) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[0] = 0x8A;
+    c[2..10].copy_from_slice(&lba.to_be_bytes());
+    c[10..14].copy_from_slice(&blocks.to_be_bytes());
+    c
+}
+
+fn read16(lba: u64, blocks: u32) -> [u8; 16] {
+    let mut c = write16(lba, blocks);
+    c[0] = 0x88;
+    c
+}
+
+fn write_atomic16(lba: u64, blocks: u16) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[0] = 0x9C;
+    c[2..10].copy_from_slice(&lba.to_be_bytes());
+    c[12..14].copy_from_slice(&blocks.to_be_bytes());
+    c
+}
+
+fn read_all(t: &Target, n: &Nexus, lba: u64, blocks: u32) -> Vec<u8> {
+    let (c, data) = run(t, n, &read16(lba, blocks), &[]);
+    assert_eq!(c, Completion::GOOD);
+    data
+}
+
+/// Fill the first and last 16 blocks with `byte`.
+fn scribble(t: &Target, n: &Nexus, byte: u8) {
+    for lba in [0, BLOCKS - 16] {
+        let (c, _) = run(t, n, &write16(lba, 16), &[byte; 16 * 512]);
+        assert_eq!(c, Completion::GOOD);
+    }
+}
+
+#[test]
+fn overwrite_fills_every_block_with_the_pattern() {
+    let t = target(|_| {});
+    let n = ready(&t, 1);
+    scribble(&t, &n, b'a');
+    let list = [0x01, 0, 0, 2, 0xAA, 0x55];
+    let (c, _) = run(&t, &n, &sanitize(1, false, false, 6), &list);
+    assert_eq!(c, Completion::GOOD);
+    for lba in [0, BLOCKS - 16] {
+        let data = read_all(&t, &n, lba, 16);
+        assert!(data.chunks(2).all(|p| p == [0xAA, 0x55]), "LBA {lba}");
+    }
+    // INVERT with two passes: the second pass writes the complement, which stays.
+    let list = [0x82, 0, 0, 1, 0x0F];
+    assert_eq!(
+        run(&t, &n, &sanitize(1, false, false, 5), &list).0,
+        Completion::GOOD
+    );
+    assert!(read_all(&t, &n, 100, 4).iter().all(|&b| b == 0xF0));
+    // Bad lists and lengths change nothing.
+    for (len, list) in [
+        (4u16, &[1u8, 0, 0, 0][..]),
+        (517, &[0; 517]),
+        (5, &[0, 0, 0, 1, 0]),
+    ] {
+        let (c, _) = run(&t, &n, &sanitize(1, false, false, len), list);
+        assert_eq!(c.status, Status::CheckCondition, "length {len}");
+        assert_eq!(sense(&c).0, SenseKey::IllegalRequest);
+    }
+    assert!(read_all(&t, &n, 100, 4).iter().all(|&b| b == 0xF0));
+}
+
+#[test]
+fn block_and_crypto_erase_deallocate_the_medium() {
+    let t = target(|_| {});
+    let n = ready(&t, 1);
+    for action in [2, 3] {
+        scribble(&t, &n, b'a');
+        assert_eq!(
+            run(&t, &n, &sanitize(action, false, false, 0), &[]).0,
+            Completion::GOOD
+        );
+        assert!(read_all(&t, &n, 0, 16).iter().all(|&b| b == 0));
+        assert!(read_all(&t, &n, BLOCKS - 16, 16).iter().all(|&b| b == 0));
+        // GET LBA STATUS: one descriptor, every block deallocated.
+        let mut cdb = [0u8; 16];
+        cdb[0] = 0x9E;
+        cdb[1] = 0x12;
+        cdb[13] = 255;
+        let (c, data) = run(&t, &n, &cdb, &[]);
+        assert_eq!(c, Completion::GOOD);
+        assert_eq!(&data[16..20], &(BLOCKS as u32).to_be_bytes());
+        assert_eq!(data[20] & 0x0F, 1, "deallocated");
+        // A parameter list is an error for the erases.
+        let (c, _) = run(&t, &n, &sanitize(action, false, false, 8), &[0; 8]);
+        assert_eq!(invalid_field(&c), (7, None));
+    }
+    // Service actions other than 01h-03h and 1Fh are invalid.
+    let (c, _) = run(&t, &n, &sanitize(4, false, false, 0), &[]);
+    assert_eq!(invalid_field(&c), (1, Some(4)));
+    // VPD B1h: reads after an erase succeed (WABEREQ = WACEREQ = 01b).
+    let (c, data) = run(&t, &n, &[0x12, 1, 0xB1, 0, 64, 0], &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(data[7] >> 4, 0b0101);
+}
+
+#[test]
+fn an_immediate_sanitize_reports_progress_and_holds_off_other_commands() {
+    let t = target(|c| c.sanitize_pace = Duration::from_millis(600));
+    let n = ready(&t, 1);
+    scribble(&t, &n, b'a');
+    let started = Instant::now();
+    assert_eq!(
+        run(&t, &n, &sanitize(2, true, false, 0), &[]).0,
+        Completion::GOOD
+    );
+    for cdb in [
+        &[0u8; 6][..],
+        &read16(0, 1),
+        &write16(0, 1),
+        &sanitize(2, true, false, 0),
+    ] {
+        let (c, _) = run(&t, &n, cdb, &[0; 512]);
+        assert_eq!(
+            sense(&c),
+            (SenseKey::NotReady, Asc::SANITIZE_IN_PROGRESS),
+            "{cdb:02x?}"
+        );
+    }
+    assert_eq!(
+        run(&t, &n, &[0x12, 0, 0, 0, 96, 0], &[]).0,
+        Completion::GOOD
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let (c, data) = run(&t, &n, &[0x03, 0, 0, 0, 18, 0], &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!((data[2], data[12], data[13]), (0x02, 0x04, 0x1B));
+    assert_eq!(data[15], 0x80, "SKSV with a progress indication");
+    let progress = u16::from_be_bytes([data[16], data[17]]);
+    assert!(progress > 0 && progress < u16::MAX, "progress {progress}");
+    while run(&t, &n, &[0; 6], &[]).0 != Completion::GOOD {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "sanitize never ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(started.elapsed() >= Duration::from_millis(600), "paced");
+    assert!(read_all(&t, &n, 0, 16).iter().all(|&b| b == 0));
+    let (_, data) = run(&t, &n, &[0x03, 0, 0, 0, 18, 0], &[]);
+    assert_eq!(data[2] & 0x0F, 0, "NO SENSE once done");
+}
+
+#[test]
+fn a_failed_sanitize_leaves_failure_mode_by_its_rules() {
+    let config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
+    let failing = Arc::new(AtomicBool::new(false));
+    let store = Flaky {
+        ram: RamStore::new(BLOCKS * 512).unwrap(),
+        failing: failing.clone(),
+    };
+    let t = target_with(config, Box::new(store));
+    let n = ready(&t, 1);
+    for ause in [false, true] {
+        failing.store(true, Ordering::SeqCst);
+        let (c, _) = run(&t, &n, &sanitize(2, false, ause, 0), &[]);
+        assert_eq!(
+            sense(&c),
+            (SenseKey::MediumError, Asc::SANITIZE_COMMAND_FAILED)
+        );
+        failing.store(false, Ordering::SeqCst);
+        let (c, _) = run(&t, &n, &read16(0, 1), &[]);
+        assert_eq!(
+            sense(&c),
+            (SenseKey::MediumError, Asc::SANITIZE_COMMAND_FAILED)
+        );
+        assert_eq!(
+            run(&t, &n, &[0x12, 0, 0, 0, 96, 0], &[]).0,
+            Completion::GOOD
+        );
+        let (c, _) = run(&t, &n, &sanitize(0x1F, false, false, 0), &[]);
+        if ause {
+            assert_eq!(c, Completion::GOOD, "AUSE = 1: EXIT FAILURE MODE ends it");
+        } else {
+            assert_eq!(
+                invalid_field(&c),
+                (1, Some(4)),
+                "AUSE = 0: only a sanitize ends it"
+            );
+            assert_eq!(
+                run(&t, &n, &sanitize(3, false, false, 0), &[]).0,
+                Completion::GOOD
+            );
+        }
+        assert_eq!(run(&t, &n, &read16(0, 1), &[]).0, Completion::GOOD);
+    }
+}
+
+#[test]
+fn sanitize_respects_write_protection_and_reservations() {
+    let t = target(|c| c.read_only = true);
+    let n = ready(&t, 1);
+    let (c, _) = run(&t, &n, &sanitize(2, false, false, 0), &[]);
+    assert_eq!(sense(&c), (SenseKey::DataProtect, Asc::WRITE_PROTECTED));
+    let (c, _) = run(&t, &n, &[0x04, 0, 0, 0, 0, 0], &[]);
+    assert_eq!(
+        sense(&c),
+        (SenseKey::DataProtect, Asc::WRITE_PROTECTED),
+        "FORMAT UNIT"
+    );
+
+    let t = target(|_| {});
+    let (a, b) = (ready(&t, 1), ready(&t, 2));
+    assert_eq!(run(&t, &b, &[0x16, 0, 0, 0, 0, 0], &[]).0, Completion::GOOD);
+    let (c, _) = run(&t, &a, &sanitize(3, false, false, 0), &[]);
+    assert_eq!(c.status, Status::ReservationConflict);
+}
+
+#[test]
+fn format_unit_clears_the_medium_and_refuses_what_it_does_not_do() {
+    let t = target(|_| {});
+    let n = ready(&t, 1);
+    scribble(&t, &n, b'a');
+    assert_eq!(run(&t, &n, &[0x04, 0, 0, 0, 0, 0], &[]).0, Completion::GOOD);
+    assert!(read_all(&t, &n, 0, 16).iter().all(|&b| b == 0));
+    // FMTDATA with the short header, FOV and IMMED.
+    scribble(&t, &n, b'a');
+    assert_eq!(
+        run(&t, &n, &[0x04, 0x10, 0, 0, 0, 0], &[0, 0x82, 0, 0]).0,
+        Completion::GOOD
+    );
+    assert!(read_all(&t, &n, BLOCKS - 16, 16).iter().all(|&b| b == 0));
+    // A defect list, an initialization pattern, protection information: refused.
+    let (c, _) = run(&t, &n, &[0x04, 0x10, 0, 0, 0, 0], &[0, 0, 0, 8]);
+    assert_eq!(sense(&c).1, Asc::INVALID_FIELD_IN_PARAMETER_LIST);
+    let (c, _) = run(&t, &n, &[0x04, 0x10, 0, 0, 0, 0], &[0, 0x88, 0, 0]);
+    assert_eq!(sense(&c).1, Asc::INVALID_FIELD_IN_PARAMETER_LIST);
+    let (c, _) = run(&t, &n, &[0x04, 0x40, 0, 0, 0, 0], &[]);
+    assert_eq!(invalid_field(&c), (1, Some(6)), "FMTPINFO");
+    let (c, _) = run(&t, &n, &[0x04, 0x20, 0, 0, 0, 0], &[]);
+    assert_eq!(invalid_field(&c), (1, Some(5)), "LONGLIST without FMTDATA");
+}
+
+#[test]
+fn write_atomic_limits_and_errors() {
+    let t = target(|_| {});
+    let n = ready(&t, 1);
+    let (c, _) = run(&t, &n, &write_atomic16(10, 2), &[7; 1024]);
+    assert_eq!(c, Completion::GOOD);
+    assert!(read_all(&t, &n, 10, 2).iter().all(|&b| b == 7));
+    assert_eq!(
+        run(&t, &n, &write_atomic16(BLOCKS, 0), &[]).0,
+        Completion::GOOD
+    );
+    for lba in [BLOCKS + 1, 1 << 63, u64::MAX] {
+        let (c, _) = run(&t, &n, &write_atomic16(lba, 0), &[]);
+        assert_eq!(sense(&c).1, Asc::LBA_OUT_OF_RANGE, "LBA {lba}");
+    }
+    let (c, _) = run(&t, &n, &write_atomic16(BLOCKS - 1, 2), &[0; 1024]);
+    assert_eq!(sense(&c).1, Asc::LBA_OUT_OF_RANGE);
+    // A Data-Out short of the TRANSFER LENGTH writes nothing.
+    let (c, _) = run(&t, &n, &write_atomic16(10, 2), &[9; 512]);
+    assert_eq!(invalid_field(&c), (12, None));
+    assert!(read_all(&t, &n, 10, 2).iter().all(|&b| b == 7));
+    // WRPROTECT needs protection information.
+    let mut cdb = write_atomic16(0, 1);
+    cdb[1] = 0x20;
+    assert_eq!(invalid_field(&run(&t, &n, &cdb, &[0; 512]).0), (1, Some(7)));
+    // An ATOMIC BOUNDARY beyond MAXIMUM ATOMIC BOUNDARY SIZE.
+    let mut cdb = write_atomic16(0, 1);
+    cdb[10..12].copy_from_slice(&0xFFFFu16.to_be_bytes());
+    assert_eq!(invalid_field(&run(&t, &n, &cdb, &[0; 512]).0), (10, None));
+    // VPD B0h: the atomic limits.
+    let (_, vpd) = run(&t, &n, &[0x12, 1, 0xB0, 0, 64, 0], &[]);
+    let max = u32::from_be_bytes(vpd[44..48].try_into().unwrap());
+    assert_eq!(max, u32::from_be_bytes(vpd[8..12].try_into().unwrap()));
+    assert_eq!(&vpd[48..56], &[0; 8], "no alignment or granularity");
+    let t = target(|c| c.read_only = true);
+    let n = ready(&t, 1);
+    let (c, _) = run(&t, &n, &write_atomic16(0, 1), &[0; 512]);
+    assert_eq!(sense(&c), (SenseKey::DataProtect, Asc::WRITE_PROTECTED));
+}
+
+/// A WRITE racing an ORWRITE (a read-modify-write) over the same blocks: the write lands
+/// before the read or after the write-back, never between them, where the ORWRITE would
+/// write back the old bytes over it. Then a WRITE ATOMIC against a WRITE: all one or all the
+/// other.
+#[test]
+fn changes_to_the_same_blocks_do_not_interleave() {
+    let t = target(|_| {});
+    let n = ready(&t, 1);
+    let blocks = 6144u16; // 3 MiB from LBA 1024: four RAM chunks
+    let len = usize::from(blocks) * 512;
+    let (ones, twos) = (vec![0x01; len], vec![0x02; len]);
+    let start = std::sync::Barrier::new(2);
+    let race = |first: &[u8], second: &[u8], opcode: u8| {
+        run(&t, &n, &write16(1024, blocks.into()), &vec![0; len]);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                start.wait();
+                let mut cdb = write16(1024, blocks.into());
+                cdb[0] = opcode;
+                if opcode == 0x9C {
+                    cdb = write_atomic16(1024, blocks);
+                }
+                assert_eq!(run(&t, &n, &cdb, first).0, Completion::GOOD);
+            });
+            s.spawn(|| {
+                start.wait();
+                assert_eq!(
+                    run(&t, &n, &write16(1024, blocks.into()), second).0,
+                    Completion::GOOD
+                );
+            });
+        });
+        read_all(&t, &n, 1024, blocks.into())
+    };
+    for round in 0..50 {
+        let data = race(&ones, &twos, 0x8B);
+        assert!(
+            data.iter().all(|&b| b == 0x02) || data.iter().all(|&b| b == 0x03),
+            "round {round}: the WRITE was lost inside the ORWRITE ({:#x})",
+            data[0]
+        );
+        let data = race(&ones, &twos, 0x9C);
+        assert!(data.iter().all(|&b| b == data[0]), "round {round}: mixed");
+    }
+}
+
+#[test]
+fn timestamps_follow_device_time() {
+    let t = target(|_| {});
+    let (a, b) = (ready(&t, 1), ready(&t, 2));
+    let report = [0xA3, 0x0F, 0, 0, 0, 0, 0, 0, 0, 12, 0, 0];
+    let (c, data) = submit(&t, &a, 1_500, &report, &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(data.len(), 12);
+    assert_eq!((data[1], data[2]), (0x0A, 0), "from power on");
+    assert_eq!(&data[4..10], &1_500u64.to_be_bytes()[2..]);
+    let mut set = [0u8; 12];
+    set[4..10].copy_from_slice(&1_000_000_000u64.to_be_bytes()[2..]);
+    let set_cdb = [0xA4, 0x0F, 0, 0, 0, 0, 0, 0, 0, 12, 0, 0];
+    assert_eq!(submit(&t, &a, 2_000, &set_cdb, &set).0, Completion::GOOD);
+    let (_, data) = submit(&t, &a, 2_250, &report, &[]);
+    assert_eq!(data[2], 0b010, "set by SET TIMESTAMP");
+    assert_eq!(&data[4..10], &1_000_000_250u64.to_be_bytes()[2..]);
+    // The other nexus hears of it.
+    let (c, _) = submit(&t, &b, 2_300, &[0; 6], &[]);
+    assert_eq!(sense(&c), (SenseKey::UnitAttention, Asc::TIMESTAMP_CHANGED));
+    // Reserved bytes in the parameter data are an error.
+    set[11] = 1;
+    let (c, _) = submit(&t, &a, 2_400, &set_cdb, &set);
+    assert_eq!(sense(&c).1, Asc::INVALID_FIELD_IN_PARAMETER_LIST);
+}
+
+/// With a real-time driver (a waker), a SANITIZE without IMMED is answered when its sanitize
+/// ends, from `advance`, and the submitter is free meanwhile; ABORT TASK drops the answer,
+/// not the sanitize.
+#[test]
+fn without_immed_the_driver_answers_when_the_sanitize_ends() {
+    let t = target(|c| c.sanitize_pace = Duration::from_millis(300));
+    let lu = t.lun(0).unwrap().clone();
+    let woken = Arc::new(AtomicBool::new(false));
+    let w = woken.clone();
+    lu.set_waker(Box::new(move || w.store(true, Ordering::SeqCst)));
+    let n = ready(&t, 1);
+    let submit_sanitize = |tag: u64| {
+        let cdb = sanitize(2, false, false, 0);
+        let req = Request {
+            nexus: &n,
+            lun: 0,
+            tag,
+            cdb: &cdb,
+            attribute: TaskAttribute::Simple,
+            data_out: &[],
+            data_out_buffer_size: 0,
+        };
+        t.submit(0, &req, &mut Vec::new())
+    };
+    let finished = |deadline: Instant| loop {
+        let mut out = Vec::new();
+        lu.advance(0, &mut out);
+        if !out.is_empty() || Instant::now() > deadline {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(submit_sanitize(7), Submitted::Queued);
+    let (c, _) = run(&t, &n, &[0; 6], &[]);
+    assert_eq!(
+        sense(&c).1,
+        Asc::SANITIZE_IN_PROGRESS,
+        "the submitter is not blocked"
+    );
+    let out = finished(Instant::now() + Duration::from_secs(10));
+    assert!(woken.load(Ordering::SeqCst));
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].nexus, out[0].tag), (n.id, 7));
+    assert_eq!(out[0].verdict, device::Verdict::Fail(Completion::GOOD));
+    assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);
+
+    assert_eq!(submit_sanitize(8), Submitted::Queued);
+    let tmf = device::TaskManagement::AbortTask(8);
+    assert_eq!(
+        t.task_management(0, &n, 0, tmf),
+        device::TmfResponse::FunctionComplete
+    );
+    let (c, _) = run(&t, &n, &[0; 6], &[]);
+    assert_eq!(
+        sense(&c).1,
+        Asc::SANITIZE_IN_PROGRESS,
+        "the sanitize goes on"
+    );
+    let out = finished(Instant::now() + Duration::from_millis(800));
+    assert!(out.is_empty(), "an aborted command gets no status: {out:?}");
+    assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);
+}
