@@ -238,12 +238,16 @@ impl Job {
                     block.repeat((step / self.block_size) as usize)
                 }
             };
+            // A pass of zeros deallocates like an erase: unmapped blocks read as zeros, and a
+            // huge sparse RAM LUN is not made to allocate every block.
+            let zeros = pattern.iter().all(|&b| b == 0);
             let mut offset = 0;
             while offset < bytes {
                 let n = step.min(bytes - offset);
-                match &self.work {
-                    Work::Erase => self.store.punch_hole(offset, n)?,
-                    Work::Overwrite(_) => self.store.write_at(offset, &pattern[..n as usize])?,
+                if zeros {
+                    self.store.punch_hole(offset, n)?;
+                } else {
+                    self.store.write_at(offset, &pattern[..n as usize])?;
                 }
                 offset += n;
                 done += n;

@@ -184,6 +184,29 @@ fn overwrite_fills_every_block_with_the_pattern() {
 }
 
 #[test]
+fn an_overwrite_with_zeros_deallocates() {
+    // 1 TiB of RAM: written block by block this would allocate all of it.
+    let mut config = LuConfig::new("iqn.test:t", 0, 1 << 40);
+    config.size_bytes = 1 << 40;
+    let store = RamStore::new(config.size_bytes).unwrap();
+    let t = target_with(config, Box::new(store));
+    let n = ready(&t, 1);
+    let (c, _) = run(&t, &n, &write16(7, 1), &[b'a'; 512]);
+    assert_eq!(c, Completion::GOOD);
+    let list = [0x01, 0, 0, 4, 0, 0, 0, 0];
+    let (c, _) = run(&t, &n, &sanitize(1, false, false, 8), &list);
+    assert_eq!(c, Completion::GOOD);
+    assert!(read_all(&t, &n, 0, 16).iter().all(|&b| b == 0));
+    let mut cdb = [0u8; 16];
+    cdb[0] = 0x9E;
+    cdb[1] = 0x12;
+    cdb[13] = 255;
+    let (c, data) = run(&t, &n, &cdb, &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(data[20] & 0x0F, 1, "deallocated");
+}
+
+#[test]
 fn block_and_crypto_erase_deallocate_the_medium() {
     let t = target(|_| {});
     let n = ready(&t, 1);
