@@ -99,6 +99,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         None => load::flag_job(&args)?,
     };
+    if let Some(v) = exp.variants.iter().find(|v| v.erasure.is_some()) {
+        anyhow::bail!(
+            "variant {:?} has [erasure]: an erasure-coded array of simulated drives runs in \
+             `stint sim` only; bench measures one LUN",
+            v.name
+        );
+    }
     load::apply_overrides(&mut exp, &args)?;
     let seed = args.seed.unwrap_or(exp.seed);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -128,7 +128,7 @@ fn bench_on_a_cdl_disk_agrees_with_sim_on_its_configuration() {
 
 #[test]
 fn bad_arguments_are_named() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (&["bench", "--url", "iscsi://127.0.0.1:1"], "--url"),
         (
             &[
@@ -160,6 +160,11 @@ fn bad_arguments_are_named() {
                 "1s",
             ],
             "logging in to 127.0.0.1:1",
+        ),
+        // An erasure-coded array is a simulation of several drives: refused before logging in.
+        (
+            &["bench", "e1", "--url", "iscsi://127.0.0.1:1/iqn.a:b/0"],
+            "has [erasure]",
         ),
     ];
     for (args, want) in cases {

@@ -351,8 +351,20 @@ impl DeviceParts<'_> {
 }
 
 /// Builds the variant's logical unit (data never stored: the simulator only times commands)
-/// and runs one point on it.
+/// and runs one point on it, or on an array of them for an erasure-coded variant.
 pub fn run(variant: &Variant, setup: &PointSetup) -> Result<PointResult, SimError> {
+    let Some(layout) = &variant.erasure else {
+        let mut lu = logical_unit(variant, setup.seed)?;
+        return run_point(&mut lu, setup);
+    };
+    let luns = (0..layout.drives as usize)
+        .map(|d| logical_unit(variant, crate::array::drive_seed(setup.seed, d)))
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::array::run(luns, layout, variant.drive.capacity, setup)
+}
+
+/// The variant's logical unit, its fault set drawn from `seed`.
+fn logical_unit(variant: &Variant, seed: u64) -> Result<LogicalUnit, SimError> {
     let capacity = variant.drive.capacity;
     let mut config = LuConfig::new("iqn.2026-11.dev.stint:sim", 0, capacity);
     config.block_size = variant.drive.block_size();
@@ -362,8 +374,7 @@ pub fn run(variant: &Variant, setup: &PointSetup) -> Result<PointResult, SimErro
         queue: &variant.queue,
         cdl: variant.cdl,
         dh: DhCompletion::default(),
-        seed: setup.seed,
+        seed,
     };
-    let mut lu = parts.logical_unit(config, Box::new(store))?;
-    run_point(&mut lu, setup)
+    parts.logical_unit(config, Box::new(store))
 }

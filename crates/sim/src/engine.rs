@@ -61,6 +61,8 @@ pub struct PointResult {
     pub interval: Ns,
     /// Completions simulated, ramp included.
     pub commands: u64,
+    /// An erasure-coded array's drive-side counts (crate::array); `None` for one drive.
+    pub erasure: Option<crate::array::ArrayStats>,
 }
 
 /// Commands are reported per priority class and duration limit descriptor: class `c` with
@@ -126,21 +128,32 @@ enum HostEvent {
 
 /// One host slot: a job instance's outstanding command (closed loop: one at a time).
 #[derive(Clone, Copy, Debug)]
-struct Slot {
-    job: u32,
-    io: Io,
-    submitted_at: Ns,
+pub(crate) struct Slot {
+    pub(crate) job: u32,
+    pub(crate) io: Io,
+    pub(crate) submitted_at: Ns,
     /// What the device reported for a read now being re-served: outcome, limit missed.
     device: (Outcome, bool),
     /// The command is in the device.
     in_device: bool,
 }
 
+impl Slot {
+    /// Job `job`'s slot, before its first command.
+    pub(crate) fn new(job: u32) -> Self {
+        Self {
+            job,
+            io: placeholder_io(),
+            submitted_at: 0,
+            device: (Outcome::Good, false),
+            in_device: false,
+        }
+    }
+}
+
 struct Host {
     /// One nexus per priority class.
     nexuses: Vec<Nexus>,
-    /// Bytes per logical block of the LU.
-    block: u64,
     generators: Vec<Generator>,
     /// Commands each job instance has issued.
     issued: Vec<u64>,
@@ -164,8 +177,8 @@ impl Host {
 }
 
 /// Bookkeeping of measured completions.
-struct Meter {
-    result: PointResult,
+pub(crate) struct Meter {
+    pub(crate) result: PointResult,
     /// The group of every command measured so far, while there is one: its statistics are
     /// `total`'s, kept only there until a command of another group comes. (When all commands
     /// are of one group, as in B1, one histogram takes each latency instead of two.)
@@ -178,12 +191,12 @@ struct Meter {
     started: Ns,
     last: Ns,
     stop: Stop,
-    done: bool,
+    pub(crate) done: bool,
 }
 
 /// Who brought a command's data to the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Served {
+pub(crate) enum Served {
     /// The drive transferred it (a read's data, or a write's).
     Drive,
     /// The drive ended the read without it and a replica served it.
@@ -202,7 +215,36 @@ enum OneGroup {
 }
 
 impl Meter {
-    fn record(&mut self, now: Ns, slot: &Slot, outcome: Outcome, missed: bool, by: Served) {
+    /// Nothing measured yet, for `setup`'s jobs.
+    pub(crate) fn new(setup: &PointSetup) -> Self {
+        let (result, job_of) = PointResult::new(setup);
+        Self {
+            result,
+            one_group: OneGroup::Unknown,
+            sla: setup.sla,
+            job_of,
+            seen: 0,
+            ramp: setup.ramp,
+            started: 0,
+            last: 0,
+            stop: setup.stop,
+            done: false,
+        }
+    }
+
+    /// Whether the ramp is over: completions now are measured.
+    pub(crate) fn measuring(&self) -> bool {
+        self.seen >= self.ramp
+    }
+
+    pub(crate) fn record(
+        &mut self,
+        now: Ns,
+        slot: &Slot,
+        outcome: Outcome,
+        missed: bool,
+        by: Served,
+    ) {
         self.seen += 1;
         self.result.commands += 1;
         if self.seen <= self.ramp {
@@ -268,7 +310,7 @@ impl Meter {
     }
 
     /// The result, every copy kept in `total` written out.
-    fn finish(mut self) -> PointResult {
+    pub(crate) fn finish(mut self) -> PointResult {
         if let OneGroup::Is(g) = self.one_group {
             self.copy_total_to_group(g);
         }
@@ -280,8 +322,8 @@ impl Meter {
     }
 }
 
-/// Runs one point to its stop condition on `lu` (fresh, with a device queue), its only user.
-pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult, SimError> {
+/// One nexus per priority class on `lu`, each past its power-on unit attention.
+pub(crate) fn open_nexuses(lu: &mut LogicalUnit) -> Vec<Nexus> {
     let nexuses: Vec<Nexus> = (0u64..)
         .zip(Class::ALL)
         .map(|(id, class)| Nexus {
@@ -305,9 +347,14 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
         };
         lu.submit_mut(0, &tur, &mut Vec::new());
     }
+    nexuses
+}
+
+/// Runs one point to its stop condition on `lu` (fresh, with a device queue), its only user.
+pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult, SimError> {
+    let nexuses = open_nexuses(lu);
     let mut host = Host {
         nexuses,
-        block: u64::from(lu.block_size()),
         generators: Vec::with_capacity(setup.jobs.len()),
         issued: vec![0; setup.jobs.len()],
         slots: Vec::new(),
@@ -328,29 +375,11 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
         for _ in 0..job.iodepth {
             let slot = u32::try_from(host.slots.len())
                 .map_err(|_| SimError::field("qd", "too many outstanding commands"))?;
-            host.slots.push(Slot {
-                job: j as u32,
-                io: placeholder_io(),
-                submitted_at: 0,
-                device: (Outcome::Good, false),
-                in_device: false,
-            });
+            host.slots.push(Slot::new(j as u32));
             host.schedule(0, HostEvent::Submit(slot));
         }
     }
-    let (result, job_of) = PointResult::new(setup);
-    let mut meter = Meter {
-        result,
-        one_group: OneGroup::Unknown,
-        sla: setup.sla,
-        job_of,
-        seen: 0,
-        ramp: setup.ramp,
-        started: 0,
-        last: 0,
-        stop: setup.stop,
-        done: false,
-    };
+    let mut meter = Meter::new(setup);
     let mut done: Vec<Finished> = Vec::with_capacity(64);
     let mut device_at = lu.next_event();
     while !meter.done {
@@ -432,7 +461,7 @@ fn advance(
 
 /// What the host makes of a status: the CDL completions by their sense (SPC-6 policies Dh,
 /// Eh, Fh), anything else that is not GOOD as a medium error.
-fn outcome(c: &Completion) -> Outcome {
+pub(crate) fn outcome(c: &Completion) -> Outcome {
     let Some(sense) = &c.sense else {
         return if c.status == Status::Good {
             Outcome::Good
@@ -513,19 +542,31 @@ fn issue(lu: &mut LogicalUnit, host: &mut Host, now: Ns, s: u32) -> Result<(), S
     let io = slot.io;
     slot.in_device = true;
     host.in_device += 1;
+    send(lu, &host.nexuses, u64::from(s), &io, now)
+}
+
+/// Submits `io` to `lu` as a READ(16) or WRITE(16) with its DLD, tagged `tag`, on the nexus of
+/// its class.
+pub(crate) fn send(
+    lu: &mut LogicalUnit,
+    nexuses: &[Nexus],
+    tag: u64,
+    io: &Io,
+    now: Ns,
+) -> Result<(), SimError> {
+    let block = u64::from(lu.block_size());
     let (lba, blocks) = (
-        io.lba * SECTOR / host.block,
-        u32::try_from(u64::from(io.blocks) * SECTOR / host.block).unwrap_or(u32::MAX),
+        io.lba * SECTOR / block,
+        u32::try_from(u64::from(io.blocks) * SECTOR / block).unwrap_or(u32::MAX),
     );
     let cdb = scsi::encode::rw16(io.write, lba, blocks, io.dld);
-    let nexus = host
-        .nexuses
+    let nexus = nexuses
         .get(io.class.index())
         .ok_or_else(|| SimError::Device(format!("no nexus for class {:?}", io.class)))?;
     let req = Request {
         nexus,
         lun: 0,
-        tag: u64::from(s),
+        tag,
         cdb: &cdb,
         attribute: TaskAttribute::Simple,
         // The simulator times commands and moves no data.

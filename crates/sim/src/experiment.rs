@@ -11,8 +11,9 @@
 //! [replica]                        # re-serve fast-failed reads (crate::replica)
 //! [host]                           # the host's error handling: sas, sata-* (crate::host)
 //! [sla]                            # percentile + limit checked per point (crate::sla)
+//! [erasure]                        # user reads striped over k + m drives (crate::erasure)
 //! [[job]]                          # workload::JobSpec
-//! [[variant]]                      # name + any of drive/queue/cdl/replica/host tables,
+//! [[variant]]                      # name + any of drive/queue/cdl/replica/host/erasure,
 //! name = "cdl-aware"               # and job.<name> tables merged into that job
 //! queue = { scheduler = "cdl-aware" }
 //! ```
@@ -20,6 +21,7 @@
 use crate::cdl_spec::CdlSpec;
 use crate::device::{DeviceSpec, DriveSetup, QueueSpec};
 use crate::engine::{PointSetup, Stop};
+use crate::erasure::{Erasure, ErasureSpec};
 use crate::error::SimError;
 use crate::host::{Host, HostSpec};
 use crate::replica::{Replica, ReplicaSpec};
@@ -61,6 +63,7 @@ struct ExperimentFile {
     #[serde(default)]
     host: HostSpec,
     sla: Option<SlaSpec>,
+    erasure: Option<ErasureSpec>,
     #[serde(rename = "job")]
     jobs: Vec<JobSpec>,
 }
@@ -74,6 +77,12 @@ impl Variant {
         queue: QueueSpec,
         cdl: qos::CdlPages,
     ) -> Result<(), SimError> {
+        if self.erasure.is_some() {
+            return Err(SimError::field(
+                "--device",
+                "an erasure experiment runs its own array of drives, not one LUN",
+            ));
+        }
         for (job, _) in &self.jobs {
             job.compile(drive.capacity)?;
         }
@@ -94,6 +103,8 @@ pub struct Variant {
     pub cdl: qos::CdlPages,
     pub replica: Option<Replica>,
     pub host: Host,
+    /// User reads striped over an array of drives like `drive` (crate::array), if set.
+    pub erasure: Option<Erasure>,
     /// Jobs, and whether each set its own iodepth (else the sweep's qd applies).
     jobs: Vec<(JobSpec, bool)>,
     capacity: u64,
@@ -124,7 +135,7 @@ pub struct Point {
 }
 
 /// Keys a variant may set, besides `name` and `job`.
-const VARIANT_TABLES: [&str; 5] = ["drive", "queue", "cdl", "replica", "host"];
+const VARIANT_TABLES: [&str; 6] = ["drive", "queue", "cdl", "replica", "host", "erasure"];
 
 /// Merges `over` into `base`: tables key by key, anything else replaced.
 fn merge(base: &mut Table, over: &Table) {
@@ -193,7 +204,7 @@ fn apply_variant(base: &Table, i: usize, variant: &Value) -> Result<(String, Tab
                 return Err(SimError::field(
                     &format!("{at}.{key}"),
                     "unknown field (a variant may set name, drive, queue, cdl, replica, host, \
-                 job.<name>)",
+                 erasure, job.<name>)",
                 ))
             }
         }
@@ -279,11 +290,33 @@ impl Experiment {
             return Err(SimError::field("job", "at least one [[job]] is needed"));
         }
         let drive = file.drive.prepare(base)?;
-        let capacity = drive.capacity;
         let cdl = file.cdl.pages()?;
         file.queue.config(cdl)?;
         let replica = file.replica.map(Replica::new).transpose()?;
         let host = Host::new(file.host)?;
+        let erasure = file
+            .erasure
+            .as_ref()
+            .map(|e| e.validate(drive.capacity, drive.block_size()))
+            .transpose()?;
+        if erasure.is_some() {
+            if replica.is_some() {
+                return Err(SimError::field(
+                    "replica",
+                    "an erasure experiment rebuilds a failed chunk from the other drives, \
+                     not from a replica: leave [replica] out",
+                ));
+            }
+            if host.abort_fails_the_queue() || host.sense_stalls_the_queue() {
+                return Err(SimError::field(
+                    "host.interface",
+                    "an erasure experiment's drives are on SAS: leave [host] out",
+                ));
+            }
+        }
+        let capacity = erasure
+            .as_ref()
+            .map_or(drive.capacity, |e| e.user_capacity(drive.capacity));
         let mut names = std::collections::BTreeSet::new();
         for job in &file.jobs {
             if !names.insert(job.name.as_str()) {
@@ -292,7 +325,10 @@ impl Experiment {
                     format!("duplicate job {:?}", job.name),
                 ));
             }
-            job.compile(capacity)?;
+            let compiled = job.compile(capacity)?;
+            if let Some(e) = &erasure {
+                e.check_user_job(&compiled)?;
+            }
         }
         Ok(Variant {
             name: name.to_owned(),
@@ -301,6 +337,7 @@ impl Experiment {
             cdl,
             replica,
             host,
+            erasure,
             jobs: file.jobs.iter().cloned().zip(explicit).collect(),
             capacity,
         })

@@ -8,9 +8,11 @@
 //! # Ok::<(), sim::SimError>(())
 //! ```
 
+pub mod array;
 pub mod cdl_spec;
 pub mod device;
 pub mod engine;
+pub mod erasure;
 mod error;
 pub mod experiment;
 pub mod faults;

@@ -1,5 +1,6 @@
 //! Figures as SVG (plotters' SVG backend: no system fonts or libraries needed): IOPS vs queue
-//! depth, p99 per class vs queue depth, and the latency CDF per class at the deepest queue.
+//! depth, p99 per class vs queue depth, and the latency CDF per class at the deepest queue; for
+//! an erasure-coded array, also the user reads' p99.9 and p99.99 vs queue depth.
 //!
 //! Every series has its own colour, marker and dash pattern, so lines that cross or overlap
 //! stay apart in print and for colour-blind readers. Series whose points coincide (B5's
@@ -478,7 +479,32 @@ fn thin(cdf: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     out
 }
 
-/// Writes `<id>-iops.svg`, `<id>-p99.svg` and `<id>-cdf.svg` into `dir`; returns their paths.
+/// The user reads' p99.9 and p99.99 per variant vs queue depth, each point only where at least
+/// MIN_SAMPLES_BEYOND samples lie beyond it (an erasure-coded array's figure).
+fn tails(exp: &Experiment, report: &Report) -> Vec<Series> {
+    let mut out = Vec::new();
+    for variant in &exp.variants {
+        for (name, pick) in [("p99.9", 3), ("p99.99", 4)] {
+            let line: Vec<(f64, f64)> = report
+                .points
+                .iter()
+                .filter(|p| p.variant == variant.name)
+                .filter_map(|p| {
+                    let beyond = p.total.samples_beyond.counts()[pick];
+                    (beyond >= workload::MIN_SAMPLES_BEYOND)
+                        .then(|| (f64::from(p.qd), p.total.lat_ms.percentiles()[pick]))
+                })
+                .collect();
+            if !line.is_empty() {
+                out.push((format!("{} {name}", variant.name), line));
+            }
+        }
+    }
+    out
+}
+
+/// Writes `<id>-iops.svg`, `<id>-p99.svg` and `<id>-cdf.svg` into `dir` (and `<id>-tail.svg`
+/// for an erasure-coded array); returns their paths.
 pub fn write(dir: &Path, exp: &Experiment, report: &Report) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut iops: Vec<Series> = Vec::new();
@@ -531,6 +557,11 @@ pub fn write(dir: &Path, exp: &Experiment, report: &Report) -> Result<Vec<PathBu
             }
         }
     }
+    let tail = exp
+        .variants
+        .iter()
+        .any(|v| v.erasure.is_some())
+        .then(|| tails(exp, report));
     let files = [
         (
             "iops",
@@ -553,7 +584,17 @@ pub fn write(dir: &Path, exp: &Experiment, report: &Report) -> Result<Vec<PathBu
             true,
             cdf,
         ),
-    ];
+    ]
+    .into_iter()
+    .chain(tail.map(|series| {
+        (
+            "tail",
+            "user-read p99.9 and p99.99 vs queue depth",
+            ("queue depth", "user-read latency (ms)"),
+            false,
+            series,
+        )
+    }));
     let mut written = Vec::new();
     for (suffix, what, axes, log_x, series) in files {
         let path = dir.join(format!("{}-{suffix}.svg", exp.id));

@@ -1,6 +1,7 @@
 //! Results of a run: the JSON object of issue 3 (field order is output order; classes in a
 //! BTreeMap, so the same file and seed print the same bytes) and a readable table.
 
+use crate::array::ArrayStats;
 use crate::engine::group_name;
 use crate::engine::PointResult;
 use crate::experiment::{Experiment, Point};
@@ -23,6 +24,9 @@ pub struct PointReport {
     /// simulator's CDL outcomes are in the class counters).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
+    /// An erasure-coded array's drives (the groups above are its user reads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub erasure: Option<ArrayStats>,
 }
 
 /// Commands a run executed and the wall-clock time it took: the simulator's own speed, or
@@ -85,6 +89,7 @@ impl PointReport {
                 .map(|(name, stats)| (name.clone(), stats.summary(r.interval)))
                 .collect(),
             errors: BTreeMap::new(),
+            erasure: r.erasure,
         }
     }
 }
@@ -220,6 +225,45 @@ impl Report {
         out
     }
 
+    /// Per point of an erasure-coded array: its layout and what its drives did.
+    fn erasure_table(&self) -> String {
+        #[rustfmt::skip]
+        let header = [
+            "variant", "qd", "k+m", "drives", "chunk KiB", "drive IOPS", "fast-failed",
+            "errors", "rebuilds", "rereads", "degraded reads", "background",
+        ];
+        let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
+        for p in &self.points {
+            let Some(a) = &p.erasure else { continue };
+            rows.push(vec![
+                p.variant.clone(),
+                p.qd.to_string(),
+                format!("{}+{}", a.data, a.parity),
+                a.drives.to_string(),
+                (a.chunk_bytes / 1024).to_string(),
+                format!("{:.1}", a.drive_iops),
+                a.fast_failed.to_string(),
+                a.errors.to_string(),
+                a.rebuilds.to_string(),
+                a.rereads.to_string(),
+                a.degraded.to_string(),
+                a.background.to_string(),
+            ]);
+        }
+        let mut out = String::from(
+            "\nerasure-coded array: the rows above are user reads (one stripe each, done when k \
+             chunks are in); per point, what the drives did:\n",
+        );
+        aligned(&mut out, &rows, 1);
+        let _ = writeln!(
+            out,
+            "drive IOPS: completions on all drives (chunk reads, rebuilds, rereads, background); \
+             fast-failed: chunk reads a CDL policy ended without data; rebuilds: reads of another \
+             chunk of the stripe for a failed one; rereads: a failed chunk read again (none left)"
+        );
+        out
+    }
+
     /// The JSON object, one line.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
@@ -290,6 +334,9 @@ impl Report {
                 p.qd,
                 list.join(", ")
             );
+        }
+        if self.points.iter().any(|p| p.erasure.is_some()) {
+            out += &self.erasure_table();
         }
         if let Some(sla) = &exp.sla {
             let _ = writeln!(out, "\nSLA: {}", sla.describe());

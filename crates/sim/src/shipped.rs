@@ -20,6 +20,9 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     ("c1", include_str!("../../../experiments/c1.toml")),
     ("c2", include_str!("../../../experiments/c2.toml")),
     ("d1", include_str!("../../../experiments/d1.toml")),
+    ("e1", include_str!("../../../experiments/e1.toml")),
+    ("e2", include_str!("../../../experiments/e2.toml")),
+    ("e3", include_str!("../../../experiments/e3.toml")),
 ];
 
 /// (id, title) of every shipped experiment.
