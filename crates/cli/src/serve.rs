@@ -204,12 +204,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut nodes = Vec::new();
     let mut urls = Vec::new();
     let mut units = Vec::new();
+    // One copy manager for the process: EXTENDED COPY reaches every LUN of every target.
+    let copy_manager = Arc::new(device::CopyManager::default());
     for t in &config.targets {
         let mut luns = Vec::new();
         let mut masks = Vec::new();
         for (i, lun) in t.luns.iter().enumerate() {
             let id = lun.id.unwrap_or(i as u64);
             let unit = Arc::new(build_lun(&t.name, id, lun, &config.base)?);
+            copy_manager.register(&unit);
             units.push(unit.clone());
             luns.push((id, unit));
             urls.push((t.name.clone(), id));

@@ -8,7 +8,9 @@ mod aptpl;
 mod atomic_file;
 mod block;
 mod config;
+mod copy_manager;
 mod device_queue;
+mod extended_copy;
 mod identity;
 pub mod latency;
 mod logical_unit;
@@ -21,6 +23,7 @@ mod task_set;
 mod unit_attention;
 
 pub use config::{ConfigError, LuConfig};
+pub use copy_manager::CopyManager;
 pub use device_queue::DeviceQueue;
 pub use drive::Ns;
 pub use logical_unit::LogicalUnit;

@@ -16,6 +16,7 @@ pub mod rsoc;
 pub mod sense;
 pub mod status;
 pub mod table;
+pub mod third_party_copy;
 
 pub use command::Command;
 pub use sense::{Asc, Sense, SenseKey};
