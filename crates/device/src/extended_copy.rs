@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Bytes a copy moves per store read and write.
-const CHUNK_BYTES: usize = 1 << 20;
+pub(crate) const CHUNK_BYTES: usize = 1 << 20;
 
 /// A copy whose list identifier the copy manager holds (LIST ID USAGE 00b/10b).
 struct HeldList {
@@ -35,6 +35,50 @@ pub(crate) struct CopyLists {
 }
 
 impl CopyLists {
+    /// A held copy `list_identifier` of `nexus` starts: OPERATION IN PROGRESS if one runs
+    /// already; a finished one with that identifier is forgotten.
+    pub(crate) fn begin(&self, nexus: u64, list_identifier: u32) -> Result<(), Completion> {
+        let mut lists = self.held.lock();
+        let same = |h: &HeldList| h.nexus == nexus && h.list_identifier == list_identifier;
+        if lists.iter().any(|h| same(h) && h.result.is_none()) {
+            return Err(check(Sense::new(
+                SenseKey::IllegalRequest,
+                tpc::OPERATION_IN_PROGRESS,
+            )));
+        }
+        lists.retain(|h| !same(h));
+        if lists.len() >= tpc::MAX_HELD_LISTS {
+            lists.pop_front();
+        }
+        lists.push_back(HeldList {
+            nexus,
+            list_identifier,
+            result: None,
+        });
+        Ok(())
+    }
+
+    /// The held copy finished with `result`.
+    pub(crate) fn end(&self, nexus: u64, list_identifier: u32, result: CopyResult) {
+        let mut lists = self.held.lock();
+        let running = lists.iter_mut().find(|h| {
+            h.nexus == nexus && h.list_identifier == list_identifier && h.result.is_none()
+        });
+        if let Some(h) = running {
+            h.result = Some(result);
+        }
+    }
+
+    /// The epoch a copy starting now compares with between chunks.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
+    }
+
+    /// Whether a reset since `epoch` stopped the copies.
+    pub(crate) fn aborted_since(&self, epoch: u64) -> bool {
+        self.epoch.load(Ordering::Relaxed) != epoch
+    }
+
     /// Stop the copies running now at their next chunk.
     pub(crate) fn abort_running(&self) {
         self.epoch.fetch_add(1, Ordering::Relaxed);
@@ -70,6 +114,23 @@ impl From<Sense> for SegmentError {
     }
 }
 
+/// The status a finished copy answers with.
+pub(crate) fn completion_of(r: &CopyResult) -> Completion {
+    match &r.sense {
+        Some(sense) => check(sense.clone()),
+        None => Completion::GOOD,
+    }
+}
+
+impl Unit {
+    fn get<'a>(&'a self, this: &'a LogicalUnit) -> &'a LogicalUnit {
+        match self {
+            Unit::This => this,
+            Unit::Other(lu) => lu,
+        }
+    }
+}
+
 /// COPY ABORTED with the segment pointer sense-key specific data (SPC-4 table 49) at the
 /// descriptor being processed: SD = 0, FIELD POINTER relative to the parameter list.
 fn copy_aborted(asc: Asc, seg: &BlockToBlock) -> Sense {
@@ -99,86 +160,66 @@ impl LogicalUnit {
         }
     }
 
+    /// `blocks` from `lba` are about to change: ROD tokens that represent them are revoked.
+    pub(crate) fn written(&self, lba: u64, blocks: u64) {
+        if let Some(m) = self.copy_manager.get() {
+            m.written(self, lba, blocks);
+        }
+    }
+
     /// What one block to block segment may move here (NUMBER OF BLOCKS is 16 bits).
     pub(crate) fn max_segment_bytes(&self) -> u32 {
         u32::from(u16::MAX).saturating_mul(self.block_size())
     }
 
-    /// EXTENDED COPY (LID1)/(LID4) (SPC-4 §6.4, §6.5). A PARAMETER LIST LENGTH of 0 copies
-    /// nothing. The whole list is checked before any segment runs; segments then run in
-    /// order, and the first that fails ends the copy with COPY ABORTED (or DATA PROTECT for
-    /// a write-protected destination).
+    /// Operation code 83h: EXTENDED COPY (LID1)/(LID4) here, the token commands in
+    /// `rod_token.rs`.
     pub(crate) fn extended_copy(&self, req: &Request, x: &ExtendedCopy) -> Completion {
         let len = x.parameter_list_length as usize;
-        if len == 0 {
-            return Completion::GOOD;
-        }
         let Some(p) = req.data_out.get(..len) else {
             return check(Sense::new(
                 SenseKey::IllegalRequest,
                 Asc::PARAMETER_LIST_LENGTH_ERROR,
             ));
         };
-        let list = match tpc::parse_copy_list(x.lid4, p) {
+        match x.service_action {
+            tpc::out_action::POPULATE_TOKEN => self.populate_token(req, x, p),
+            tpc::out_action::WRITE_USING_TOKEN => self.write_using_token(req, x, p),
+            sa => self.copy_list(req, sa, p),
+        }
+    }
+
+    /// EXTENDED COPY (LID1)/(LID4) (SPC-4 §6.4, §6.5). A PARAMETER LIST LENGTH of 0 copies
+    /// nothing. The whole list is checked before any segment runs; segments then run in
+    /// order, and the first that fails ends the copy with COPY ABORTED (or DATA PROTECT for
+    /// a write-protected destination).
+    fn copy_list(&self, req: &Request, service_action: u8, p: &[u8]) -> Completion {
+        if p.is_empty() {
+            return Completion::GOOD;
+        }
+        let lid4 = service_action == tpc::out_action::EXTENDED_COPY_LID4;
+        let list = match tpc::parse_copy_list(lid4, p) {
             Ok(l) => l,
             Err(sense) => return check(sense),
         };
-        let service_action = if x.lid4 {
-            tpc::out_action::EXTENDED_COPY_LID4
-        } else {
-            tpc::out_action::EXTENDED_COPY_LID1
-        };
         let held = list.usage == ListIdUsage::Held;
         if held {
-            let mut lists = self.copies.held.lock();
-            let nexus = req.nexus.id;
-            let id = list.list_identifier;
-            let same = |h: &HeldList| h.nexus == nexus && h.list_identifier == id;
-            if lists.iter().any(|h| same(h) && h.result.is_none()) {
-                return check(Sense::new(
-                    SenseKey::IllegalRequest,
-                    tpc::OPERATION_IN_PROGRESS,
-                ));
+            if let Err(busy) = self.copies.begin(req.nexus.id, list.list_identifier) {
+                return busy;
             }
-            lists.retain(|h| !same(h));
-            if lists.len() >= tpc::MAX_HELD_LISTS {
-                lists.pop_front();
-            }
-            lists.push_back(HeldList {
-                nexus,
-                list_identifier: id,
-                result: None,
-            });
         }
         let result = self.run_copy(req.nexus, &list, service_action);
-        let completion = match &result.sense {
-            Some(sense) => check(sense.clone()),
-            None => Completion::GOOD,
-        };
+        let completion = completion_of(&result);
         if held {
-            let mut lists = self.copies.held.lock();
-            let slot = lists.iter_mut().find(|h| {
-                h.nexus == req.nexus.id
-                    && h.list_identifier == list.list_identifier
-                    && h.result.is_none()
-            });
-            if let Some(h) = slot {
-                h.result = Some(result);
-            }
+            self.copies.end(req.nexus.id, list.list_identifier, result);
         }
         completion
     }
 
     /// Run every segment of `list` for `nexus`.
     fn run_copy(&self, nexus: &Nexus, list: &CopyList, service_action: u8) -> CopyResult {
-        let epoch = self.copies.epoch.load(Ordering::Relaxed);
-        let mut result = CopyResult {
-            service_action,
-            status: CopyStatus::Good,
-            segments_processed: 0,
-            transfer_count: 0,
-            sense: None,
-        };
+        let epoch = self.copies.epoch();
+        let mut result = CopyResult::new(service_action);
         for seg in &list.segments {
             if let Err(e) = self.copy_segment(nexus, list, seg, epoch, &mut result) {
                 result.status = if e.aborted {
@@ -204,11 +245,7 @@ impl LogicalUnit {
             let manager = self.copy_manager.get().ok_or_else(unreachable)?;
             Unit::Other(manager.find(cscd).ok_or_else(unreachable)?)
         };
-        let lu = match &unit {
-            Unit::This => self,
-            Unit::Other(lu) => lu,
-        };
-        if cscd.block_length != lu.block_size() {
+        if cscd.block_length != unit.get(self).block_size() {
             return Err(copy_aborted(tpc::INCORRECT_COPY_TARGET_DEVICE_TYPE, seg));
         }
         Ok(unit)
@@ -226,14 +263,7 @@ impl LogicalUnit {
     ) -> Result<(), SegmentError> {
         let src_unit = self.resolve(list, seg.source, seg)?;
         let dst_unit = self.resolve(list, seg.destination, seg)?;
-        let src = match &src_unit {
-            Unit::This => self,
-            Unit::Other(lu) => lu,
-        };
-        let dst = match &dst_unit {
-            Unit::This => self,
-            Unit::Other(lu) => lu,
-        };
+        let (src, dst) = (src_unit.get(self), dst_unit.get(self));
         // The addressed unit passed its own checks; another one is checked here as if the
         // nexus had sent it a READ(16) or WRITE(16).
         let reachable = |lu: &LogicalUnit, opcode: u8| {
@@ -263,6 +293,7 @@ impl LogicalUnit {
         if !in_range(src, seg.source_lba, src_bs) || !in_range(dst, seg.destination_lba, dst_bs) {
             return Err(copy_aborted(Asc::NO_ADDITIONAL_SENSE, seg).into());
         }
+        dst.written(seg.destination_lba, bytes / dst_bs);
         let from = seg.source_lba * src_bs;
         let to = seg.destination_lba * dst_bs;
         // Overlapping ranges of one store copy from the end, so no byte is read after it
@@ -271,7 +302,7 @@ impl LogicalUnit {
         let mut buf = vec![0u8; CHUNK_BYTES.min(bytes as usize)];
         let mut done = 0u64;
         while done < bytes {
-            if self.copies.epoch.load(Ordering::Relaxed) != epoch {
+            if self.copies.aborted_since(epoch) {
                 return Err(SegmentError {
                     sense: copy_aborted(Asc::NO_ADDITIONAL_SENSE, seg),
                     aborted: true,
@@ -319,19 +350,13 @@ impl LogicalUnit {
         let Some(result) = &lists[i].result else {
             // Still running (another connection of the nexus asked): in progress, nothing
             // counted yet.
-            let running = CopyResult {
-                service_action: 0,
-                status: CopyStatus::Good,
-                segments_processed: 0,
-                transfer_count: 0,
-                sense: None,
-            };
+            let running = CopyResult::new(0);
             match r.service_action {
                 in_action::RECEIVE_COPY_STATUS_LID1 => {
                     tpc::copy_status_lid1(&running, data_in);
                     data_in[start + 4] = 0x00; // COPY MANAGER STATUS: in progress
                 }
-                in_action::RECEIVE_COPY_STATUS_LID4 => {
+                in_action::RECEIVE_COPY_STATUS_LID4 | in_action::RECEIVE_ROD_TOKEN_INFORMATION => {
                     tpc::copy_status_lid4(&running, descriptor, data_in);
                     data_in[start + 5] = 0x11; // in progress, foreground
                 }
@@ -344,6 +369,9 @@ impl LogicalUnit {
             in_action::RECEIVE_COPY_STATUS_LID1 => tpc::copy_status_lid1(result, data_in),
             in_action::RECEIVE_COPY_STATUS_LID4 => {
                 tpc::copy_status_lid4(result, descriptor, data_in)
+            }
+            in_action::RECEIVE_ROD_TOKEN_INFORMATION => {
+                tpc::rod_token_information(result, descriptor, data_in)
             }
             _ => tpc::failure_details(result, descriptor, data_in),
         }

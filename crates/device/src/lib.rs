@@ -17,6 +17,7 @@ mod logical_unit;
 pub mod metrics;
 mod persistent_reservation;
 mod reservations;
+mod rod_token;
 mod saved_mode;
 mod target;
 mod task_set;

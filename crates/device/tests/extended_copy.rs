@@ -362,3 +362,181 @@ fn parameter_list_and_cdb_errors() {
     let vpd = good(&t, &n, 0, &[0x12, 1, 0x8F, 0x01, 0, 0], &[]);
     assert_eq!(vpd[1], 0x8F);
 }
+
+fn token_cdb(service_action: u8, list: u32, len: usize) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[0] = 0x83;
+    c[1] = service_action;
+    c[6..10].copy_from_slice(&list.to_be_bytes());
+    c[10..14].copy_from_slice(&(len as u32).to_be_bytes());
+    c
+}
+
+fn with_length(mut p: Vec<u8>) -> Vec<u8> {
+    let len = (p.len() - 2) as u16;
+    p[0..2].copy_from_slice(&len.to_be_bytes());
+    p
+}
+
+fn range_descriptors(p: &mut Vec<u8>, ranges: &[(u64, u32)]) {
+    for &(lba, blocks) in ranges {
+        p.extend_from_slice(&lba.to_be_bytes());
+        p.extend_from_slice(&blocks.to_be_bytes());
+        p.extend_from_slice(&[0; 4]);
+    }
+}
+
+/// POPULATE TOKEN of `ranges` with an inactivity timeout, then RECEIVE ROD TOKEN
+/// INFORMATION for the token.
+fn populate(t: &Target, n: &Nexus, lun: u64, timeout: u32, ranges: &[(u64, u32)]) -> Vec<u8> {
+    let mut p = vec![0u8; 16];
+    p[4..8].copy_from_slice(&timeout.to_be_bytes());
+    p[14..16].copy_from_slice(&((ranges.len() * 16) as u16).to_be_bytes());
+    range_descriptors(&mut p, ranges);
+    let p = with_length(p);
+    good(t, n, lun, &token_cdb(0x10, 77, p.len()), &p);
+    let info = good(t, n, lun, &receive_cdb_lid4(0x07, 77), &[]);
+    // The LID4 status (32 bytes, no sense), ROD TOKEN DESCRIPTORS LENGTH, 2 reserved bytes.
+    assert_eq!((info[4], info[5]), (0x10, 0x01));
+    assert_eq!(u32::from_be_bytes(info[32..36].try_into().unwrap()), 514);
+    info[38..38 + 512].to_vec()
+}
+
+fn receive_cdb_lid4(service_action: u8, list: u32) -> [u8; 16] {
+    let mut c = receive_cdb(0x05, list);
+    c[1] = service_action;
+    c[10..14].copy_from_slice(&4096u32.to_be_bytes());
+    c
+}
+
+fn write_using(token: &[u8], delete: bool, offset: u64, ranges: &[(u64, u32)]) -> Vec<u8> {
+    let mut p = vec![0u8; 536];
+    p[2] = if delete { 0x02 } else { 0 };
+    p[8..16].copy_from_slice(&offset.to_be_bytes());
+    p[16..528].copy_from_slice(token);
+    p[534..536].copy_from_slice(&((ranges.len() * 16) as u16).to_be_bytes());
+    range_descriptors(&mut p, ranges);
+    with_length(p)
+}
+
+fn wut(t: &Target, n: &Nexus, lun: u64, p: &[u8]) -> Completion {
+    run(t, n, lun, &token_cdb(0x11, 78, p.len()), p).0
+}
+
+#[test]
+fn a_token_copies_ranges_across_luns_until_a_write_revokes_it() {
+    let t = Target::new(vec![
+        (0, lu("iqn.test:f", 0, 512, false)),
+        (1, lu("iqn.test:f", 1, 512, false)),
+    ]);
+    let n = attach(&t, 1);
+    let data = pattern(3000 * 512, 5);
+    good(&t, &n, 0, &write16(0, 3000), &data);
+    // Two source ranges (1000 + 2000 blocks) fill one destination range of 2500 blocks,
+    // skipping the first 500 blocks of the token's data.
+    let token = populate(&t, &n, 0, 0, &[(0, 1000), (1000, 2000)]);
+    assert_eq!(
+        wut(&t, &n, 1, &write_using(&token, false, 500, &[(10, 2500)])),
+        Completion::GOOD
+    );
+    assert_eq!(good(&t, &n, 1, &read16(10, 2500), &[]), data[500 * 512..]);
+    let status = good(&t, &n, 1, &receive_cdb_lid4(0x05, 78), &[]);
+    assert_eq!((status[4], status[5]), (0x11, 0x01));
+    assert_eq!(u64::from_be_bytes(status[16..24].try_into().unwrap()), 2500);
+    // A write outside the token's ranges leaves it valid; one inside revokes it.
+    good(&t, &n, 0, &write16(5000, 1), &data[..512]);
+    assert_eq!(
+        wut(&t, &n, 1, &write_using(&token, false, 0, &[(0, 1)])),
+        Completion::GOOD
+    );
+    good(&t, &n, 0, &write16(2999, 1), &data[..512]);
+    let c = wut(&t, &n, 1, &write_using(&token, false, 0, &[(0, 1)]));
+    assert_eq!(sense_of(&c), (SenseKey::IllegalRequest, Asc(0x23, 0x06)));
+}
+
+#[test]
+fn unknown_deleted_corrupt_and_foreign_tokens_are_refused() {
+    let t = Target::new(vec![(0, lu("iqn.test:g", 0, 512, false))]);
+    let n = attach(&t, 1);
+    let token = populate(&t, &n, 0, 0, &[(0, 8)]);
+    // DEL_TKN: used once, then unknown.
+    assert_eq!(
+        wut(&t, &n, 0, &write_using(&token, true, 0, &[(100, 8)])),
+        Completion::GOOD
+    );
+    let c = wut(&t, &n, 0, &write_using(&token, false, 0, &[(100, 8)]));
+    assert_eq!(sense_of(&c), (SenseKey::IllegalRequest, Asc(0x23, 0x04)));
+    // A token of our type that we never made.
+    let mut forged = populate(&t, &n, 0, 0, &[(0, 8)]);
+    forged[100] ^= 1;
+    let c = wut(&t, &n, 0, &write_using(&forged, false, 0, &[(0, 8)]));
+    assert_eq!(sense_of(&c), (SenseKey::IllegalRequest, Asc(0x23, 0x04)));
+    // Not a ROD token at all.
+    let c = wut(&t, &n, 0, &write_using(&[0x55; 512], false, 0, &[(0, 8)]));
+    assert_eq!(sense_of(&c), (SenseKey::IllegalRequest, Asc(0x23, 0x05)));
+    // A token another copy manager (another target built on its own) made.
+    let other = Target::new(vec![(0, lu("iqn.test:h", 0, 512, false))]);
+    good(&other, &n, 0, &[0; 6], &[]);
+    let theirs = populate(&other, &n, 0, 0, &[(0, 8)]);
+    let c = wut(&t, &n, 0, &write_using(&theirs, false, 0, &[(0, 8)]));
+    assert_eq!(sense_of(&c), (SenseKey::IllegalRequest, Asc(0x23, 0x04)));
+    // Ranges beyond the capacity, on either side.
+    let mut p = vec![0u8; 16];
+    p[14..16].copy_from_slice(&16u16.to_be_bytes());
+    range_descriptors(&mut p, &[(BLOCKS - 1, 2)]);
+    let p = with_length(p);
+    let (c, _) = run(&t, &n, 0, &token_cdb(0x10, 1, p.len()), &p);
+    assert_eq!(
+        sense_of(&c),
+        (SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE)
+    );
+    let c = wut(&t, &n, 0, &write_using(&token, false, 0, &[(BLOCKS, 1)]));
+    assert_eq!(
+        sense_of(&c),
+        (SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE)
+    );
+}
+
+#[test]
+fn tokens_expire_after_their_inactivity_timeout() {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    let now = Arc::new(AtomicU64::new(0));
+    let clock = Arc::clone(&now);
+    let manager = Arc::new(CopyManager::with_clock(move || clock.load(Relaxed)));
+    let unit = lu("iqn.test:i", 0, 512, false);
+    manager.register(&unit);
+    let t = Target::new(vec![(0, unit)]);
+    let n = attach(&t, 1);
+    let token = populate(&t, &n, 0, 2, &[(0, 8)]);
+    // Used within 2 s of inactivity, again and again; then left alone for 3 s.
+    for _ in 0..3 {
+        now.fetch_add(1_500_000_000, Relaxed);
+        assert_eq!(
+            wut(&t, &n, 0, &write_using(&token, false, 0, &[(50, 8)])),
+            Completion::GOOD
+        );
+    }
+    now.fetch_add(3_000_000_000, Relaxed);
+    let c = wut(&t, &n, 0, &write_using(&token, false, 0, &[(50, 8)]));
+    assert_eq!(sense_of(&c), (SenseKey::IllegalRequest, Asc(0x23, 0x04)));
+}
+
+#[test]
+fn the_zero_token_writes_zeros_and_protection_holds() {
+    let t = Target::new(vec![
+        (0, lu("iqn.test:j", 0, 4096, false)),
+        (1, lu("iqn.test:j", 1, 4096, true)),
+    ]);
+    let n = attach(&t, 1);
+    good(&t, &n, 0, &write16(4, 2), &pattern(2 * 4096, 1));
+    let mut zero = [0u8; 512];
+    zero[0..4].copy_from_slice(&0xFFFF_0001u32.to_be_bytes());
+    zero[6..8].copy_from_slice(&0x01F8u16.to_be_bytes());
+    assert_eq!(
+        wut(&t, &n, 0, &write_using(&zero, false, 0, &[(4, 2)])),
+        Completion::GOOD
+    );
+    assert_eq!(good(&t, &n, 0, &read16(4, 2), &[]), vec![0u8; 2 * 4096]);
+    let c = wut(&t, &n, 1, &write_using(&zero, false, 0, &[(4, 2)]));
+    assert_eq!(sense_of(&c), (SenseKey::DataProtect, Asc::WRITE_PROTECTED));
+}

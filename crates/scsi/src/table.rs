@@ -659,6 +659,26 @@ const TABLE: &[CommandInfo] = &[
         [0x83, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
+        "POPULATE TOKEN",
+        Read,
+        Out,
+        Some(0x10),
+        false,
+        60,
+        tpc::decode_extended_copy,
+        [0x83, 0x10, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA]
+    ),
+    entry!(
+        "WRITE USING TOKEN",
+        Write,
+        Out,
+        Some(0x11),
+        false,
+        60,
+        tpc::decode_extended_copy,
+        [0x83, 0x11, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA]
+    ),
+    entry!(
         "RECEIVE COPY STATUS(LID1)",
         Allowed,
         In,
@@ -697,6 +717,16 @@ const TABLE: &[CommandInfo] = &[
         1,
         tpc::decode_receive_copy_results,
         [0x84, 0x05, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "RECEIVE ROD TOKEN INFORMATION",
+        Allowed,
+        In,
+        Some(0x07),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x07, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
         cdl T2A,

@@ -1,7 +1,9 @@
 //! Third-party copy (SPC-4 §5.16): the EXTENDED COPY (LID1) and (LID4) parameter lists
 //! (SPC-4 §6.4, §6.5), their CSCD and segment descriptors (SPC-4 §6.4.5, §6.4.6), the data of
-//! RECEIVE COPY STATUS, FAILURE DETAILS and OPERATING PARAMETERS (SPC-4 §6.18–§6.21), and the
-//! Third-party Copy VPD page (SPC-4 §7.8.17). Pure: the device resolves and copies.
+//! RECEIVE COPY STATUS, FAILURE DETAILS and OPERATING PARAMETERS (SPC-4 §6.18–§6.21), the
+//! POPULATE TOKEN and WRITE USING TOKEN parameter lists (SBC-4 §5.9, §5.50), ROD tokens and
+//! RECEIVE ROD TOKEN INFORMATION (SPC-4 §5.16.6, §6.22), and the Third-party Copy VPD page
+//! (SPC-4 §7.8.17). Pure: the device resolves, copies and keeps tokens.
 
 use crate::cdb::{be16, be24, be32, be64, u8_at};
 use crate::command::Command;
@@ -12,6 +14,8 @@ use crate::sense::{Asc, Sense, SenseKey};
 pub mod out_action {
     pub const EXTENDED_COPY_LID1: u8 = 0x00;
     pub const EXTENDED_COPY_LID4: u8 = 0x01;
+    pub const POPULATE_TOKEN: u8 = 0x10;
+    pub const WRITE_USING_TOKEN: u8 = 0x11;
 }
 
 /// Service actions of operation code 84h (SPC-4 table 98).
@@ -20,6 +24,7 @@ pub mod in_action {
     pub const RECEIVE_COPY_OPERATING_PARAMETERS: u8 = 0x03;
     pub const RECEIVE_COPY_FAILURE_DETAILS: u8 = 0x04;
     pub const RECEIVE_COPY_STATUS_LID4: u8 = 0x05;
+    pub const RECEIVE_ROD_TOKEN_INFORMATION: u8 = 0x07;
 }
 
 /// Copy manager limits, reported by OPERATING PARAMETERS and the VPD page.
@@ -48,10 +53,14 @@ pub const COPY_TARGET_DEVICE_NOT_REACHABLE: Asc = Asc(0x0D, 0x02);
 pub const INCORRECT_COPY_TARGET_DEVICE_TYPE: Asc = Asc(0x0D, 0x03);
 pub const OPERATION_IN_PROGRESS: Asc = Asc(0x00, 0x16);
 
-/// EXTENDED COPY (LID1) or (LID4) (SPC-4 tables 96 and 101).
+/// A service action of operation code 83h: EXTENDED COPY (LID1) or (LID4) (SPC-4 tables 96
+/// and 101), POPULATE TOKEN or WRITE USING TOKEN (SBC-4 tables 37 and 124).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExtendedCopy {
-    pub lid4: bool,
+    pub service_action: u8,
+    /// LIST IDENTIFIER of the CDB (bytes 6–9, token commands only; EXTENDED COPY carries it
+    /// in its parameter list).
+    pub list_identifier: u32,
     pub parameter_list_length: u32,
 }
 
@@ -64,10 +73,16 @@ pub struct ReceiveCopyResults {
     pub allocation_length: u32,
 }
 
-/// Decoder of the table's EXTENDED COPY entries: PARAMETER LIST LENGTH in bytes 10–13.
+/// Decoder of the table's 83h entries: PARAMETER LIST LENGTH in bytes 10–13.
 pub(crate) fn decode_extended_copy(c: &[u8]) -> Result<Command, Sense> {
+    let service_action = u8_at(c, 1) & 0x1F;
+    let list_identifier = match service_action {
+        out_action::POPULATE_TOKEN | out_action::WRITE_USING_TOKEN => be32(c, 6),
+        _ => 0,
+    };
     Ok(Command::ExtendedCopy(ExtendedCopy {
-        lid4: u8_at(c, 1) & 0x1F == out_action::EXTENDED_COPY_LID4,
+        service_action,
+        list_identifier,
         parameter_list_length: be32(c, 10),
     }))
 }
@@ -76,7 +91,9 @@ pub(crate) fn decode_extended_copy(c: &[u8]) -> Result<Command, Sense> {
 pub(crate) fn decode_receive_copy_results(c: &[u8]) -> Result<Command, Sense> {
     let service_action = u8_at(c, 1) & 0x1F;
     let list_identifier = match service_action {
-        in_action::RECEIVE_COPY_STATUS_LID4 => be32(c, 2),
+        in_action::RECEIVE_COPY_STATUS_LID4 | in_action::RECEIVE_ROD_TOKEN_INFORMATION => {
+            be32(c, 2)
+        }
         _ => u32::from(u8_at(c, 2)),
     };
     Ok(Command::ReceiveCopyResults(ReceiveCopyResults {
@@ -297,6 +314,155 @@ fn cscd(d: &[u8], offset: usize) -> Result<CscdDescriptor, Sense> {
     })
 }
 
+/// A ROD token (SPC-4 §5.16.6.2, table 44): always 512 bytes.
+pub type RodToken = [u8; 512];
+
+/// ROD TYPE of the tokens this copy manager creates: access upon reference (SPC-4 table
+/// 45), so the data is read when a WRITE USING TOKEN uses it, and a write to the
+/// represented blocks first revokes the token.
+pub const ROD_TYPE_ACCESS_UPON_REFERENCE: u32 = 0x0001_0000;
+/// The block device zero ROD token (SBC-4 §5.50.4): WRITE USING TOKEN writes zeros.
+pub const ROD_TYPE_BLOCK_DEVICE_ZERO: u32 = 0xFFFF_0001;
+/// ROD TOKEN LENGTH of a 512-byte token.
+const ROD_TOKEN_LENGTH: u16 = 0x01F8;
+/// MAXIMUM RANGE DESCRIPTORS (Block Device ROD Limits, SBC-4 table 240).
+pub const MAX_RANGE_DESCRIPTORS: u16 = 64;
+/// Inactivity timeouts in seconds: the default for 0, and the largest accepted.
+pub const DEFAULT_INACTIVITY_TIMEOUT: u32 = 60;
+pub const MAX_INACTIVITY_TIMEOUT: u32 = 600;
+
+pub const TOKEN_UNKNOWN: Asc = Asc(0x23, 0x04);
+pub const TOKEN_CORRUPT: Asc = Asc(0x23, 0x05);
+pub const TOKEN_REVOKED: Asc = Asc(0x23, 0x06);
+pub const TOKEN_EXPIRED: Asc = Asc(0x23, 0x07);
+pub const REMOTE_TOKEN_USAGE_NOT_SUPPORTED: Asc = Asc(0x23, 0x02);
+
+/// A block device range descriptor (SBC-4 table 38): LBA and NUMBER OF LOGICAL BLOCKS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range {
+    pub lba: u64,
+    pub blocks: u32,
+}
+
+/// A POPULATE TOKEN parameter list (SBC-4 table 39).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PopulateToken {
+    /// Seconds; 0 asks for the default.
+    pub inactivity_timeout: u32,
+    pub ranges: Vec<Range>,
+}
+
+/// A WRITE USING TOKEN parameter list (SBC-4 table 125).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteUsingToken {
+    pub delete_token: bool,
+    /// OFFSET INTO ROD, in logical blocks of the destination.
+    pub offset_into_rod: u64,
+    pub token: Box<RodToken>,
+    pub ranges: Vec<Range>,
+}
+
+/// The range descriptors from `at` (their BLOCK DEVICE RANGE DESCRIPTOR LENGTH field is at
+/// `length_field`), at most [`MAX_RANGE_DESCRIPTORS`], none empty, at least one.
+fn ranges(p: &[u8], length_field: usize, at: usize) -> Result<Vec<Range>, Sense> {
+    let len = usize::from(be16(p, length_field));
+    let field = || Sense::invalid_field_in_parameter_list(length_field as u16, None);
+    if len == 0 || len % 16 != 0 || len / 16 > usize::from(MAX_RANGE_DESCRIPTORS) {
+        return Err(field());
+    }
+    let list = p.get(at..at + len).ok_or_else(param_list_length_error)?;
+    let ranges: Vec<Range> = list
+        .chunks_exact(16)
+        .map(|d| Range {
+            lba: be64(d, 0),
+            blocks: be32(d, 8),
+        })
+        .collect();
+    if let Some(i) = ranges.iter().position(|r| r.blocks == 0) {
+        return Err(Sense::invalid_field_in_parameter_list(
+            (at + 16 * i + 8) as u16,
+            None,
+        ));
+    }
+    Ok(ranges)
+}
+
+/// The DATA LENGTH field (bytes 0–1) counts the bytes after it.
+fn check_data_length(p: &[u8]) -> Result<(), Sense> {
+    if p.len() < 2 || usize::from(be16(p, 0)) + 2 > p.len() {
+        return Err(param_list_length_error());
+    }
+    Ok(())
+}
+
+/// Parse a POPULATE TOKEN parameter list: RTV with a ROD type other than ours, or an
+/// inactivity timeout beyond the limit, is an invalid field.
+pub fn parse_populate_token(p: &[u8]) -> Result<PopulateToken, Sense> {
+    check_data_length(p)?;
+    if p.len() < 16 {
+        return Err(param_list_length_error());
+    }
+    let rtv = p[2] & 0x02 != 0;
+    if rtv && be32(p, 8) != ROD_TYPE_ACCESS_UPON_REFERENCE {
+        return Err(Sense::invalid_field_in_parameter_list(8, None));
+    }
+    let inactivity_timeout = be32(p, 4);
+    if inactivity_timeout > MAX_INACTIVITY_TIMEOUT {
+        return Err(Sense::invalid_field_in_parameter_list(4, None));
+    }
+    Ok(PopulateToken {
+        inactivity_timeout,
+        ranges: ranges(p, 14, 16)?,
+    })
+}
+
+/// Parse a WRITE USING TOKEN parameter list.
+pub fn parse_write_using_token(p: &[u8]) -> Result<WriteUsingToken, Sense> {
+    check_data_length(p)?;
+    if p.len() < 536 {
+        return Err(param_list_length_error());
+    }
+    let mut token = Box::new([0u8; 512]);
+    token.copy_from_slice(&p[16..528]);
+    Ok(WriteUsingToken {
+        delete_token: p[2] & 0x02 != 0,
+        offset_into_rod: be64(p, 8),
+        token,
+        ranges: ranges(p, 534, 536)?,
+    })
+}
+
+/// The ROD type and length of a token, or why it is not one of ours.
+pub fn token_type(token: &RodToken) -> Result<u32, Sense> {
+    let rod_type = be32(token, 0);
+    if rod_type == ROD_TYPE_BLOCK_DEVICE_ZERO {
+        return Ok(rod_type);
+    }
+    if rod_type != ROD_TYPE_ACCESS_UPON_REFERENCE || be16(token, 6) != ROD_TOKEN_LENGTH {
+        return Err(illegal(TOKEN_CORRUPT));
+    }
+    Ok(rod_type)
+}
+
+/// A token of ours (SPC-4 table 44): ROD TYPE, ROD TOKEN LENGTH, the copy manager's token
+/// identifier (bytes 8–15), the CSCD descriptor of the source logical unit (16–47),
+/// NUMBER OF BYTES REPRESENTED (48–63), then `secret` so that a token cannot be guessed.
+pub fn make_token(id: u64, source: &CscdDescriptor, bytes: u64, secret: [u8; 32]) -> RodToken {
+    let mut t = [0u8; 512];
+    t[0..4].copy_from_slice(&ROD_TYPE_ACCESS_UPON_REFERENCE.to_be_bytes());
+    t[6..8].copy_from_slice(&ROD_TOKEN_LENGTH.to_be_bytes());
+    t[8..16].copy_from_slice(&id.to_be_bytes());
+    t[16] = CSCD_IDENTIFICATION;
+    t[20] = source.code_set;
+    t[21] = source.association << 4 | source.designator_type;
+    t[23] = source.designator.len() as u8;
+    t[24..24 + source.designator.len()].copy_from_slice(&source.designator);
+    t[45..48].copy_from_slice(&source.block_length.to_be_bytes()[1..]);
+    t[56..64].copy_from_slice(&bytes.to_be_bytes());
+    t[64..96].copy_from_slice(&secret);
+    t
+}
+
 /// COPY STATUS values of LID1 (SPC-4 table 134) and COPY OPERATION STATUS of LID4
 /// (SPC-4 table 140).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -317,6 +483,22 @@ pub struct CopyResult {
     pub transfer_count: u64,
     /// The sense data it ended with, when it failed.
     pub sense: Option<Sense>,
+    /// The ROD token a POPULATE TOKEN created.
+    pub rod_token: Option<Box<RodToken>>,
+}
+
+impl CopyResult {
+    /// A copy that has not moved anything yet.
+    pub fn new(service_action: u8) -> Self {
+        CopyResult {
+            service_action,
+            status: CopyStatus::Good,
+            segments_processed: 0,
+            transfer_count: 0,
+            sense: None,
+            rod_token: None,
+        }
+    }
 }
 
 /// TRANSFER COUNT UNITS F1h: logical blocks of the destination (SPC-4 table 135).
@@ -364,6 +546,21 @@ pub fn copy_status_lid4(r: &CopyResult, descriptor_sense: bool, out: &mut Vec<u8
     out.extend_from_slice(&sense);
 }
 
+/// RECEIVE ROD TOKEN INFORMATION data (SPC-4 table 146): the LID4 copy status, then the
+/// ROD token descriptors (one, with the token, after POPULATE TOKEN).
+pub fn rod_token_information(r: &CopyResult, descriptor_sense: bool, out: &mut Vec<u8>) {
+    let start = out.len();
+    copy_status_lid4(r, descriptor_sense, out);
+    let token_len = r.rod_token.as_ref().map_or(0, |t| 2 + t.len());
+    out.extend_from_slice(&(token_len as u32).to_be_bytes());
+    if let Some(t) = &r.rod_token {
+        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(&t[..]);
+    }
+    let available = (out.len() - start - 4) as u32;
+    out[start..start + 4].copy_from_slice(&available.to_be_bytes());
+}
+
 /// RECEIVE COPY FAILURE DETAILS data (SPC-4 table 137).
 pub fn failure_details(r: &CopyResult, descriptor_sense: bool, out: &mut Vec<u8>) {
     let mut sense = Vec::new();
@@ -400,10 +597,11 @@ pub fn operating_parameters(max_segment_bytes: u32, out: &mut Vec<u8>) {
     out.extend_from_slice(&codes);
 }
 
-/// Third-party Copy VPD page (SPC-4 §7.8.17, table 628) for a copy manager that runs
-/// EXTENDED COPY (LID1) and (LID4) with block to block segments: the Supported Commands
-/// (0001h), Parameter Data (0004h), Supported Descriptors (0008h), Supported CSCD Descriptor
-/// IDs (000Ch) and General Copy Operations (8001h) third-party copy descriptors.
+/// Third-party Copy VPD page (SPC-4 §7.8.17): the Block Device ROD Token Limits (0000h,
+/// SBC-4 §6.6.6.2), Supported Commands (0001h), Parameter Data (0004h), Supported
+/// Descriptors (0008h), Supported CSCD Descriptor IDs (000Ch), ROD Token Features (0106h),
+/// Supported ROD Token and ROD Types (0108h) and General Copy Operations (8001h)
+/// third-party copy descriptors.
 pub fn third_party_copy_vpd(out: &mut Vec<u8>, peripheral: u8, max_segment_bytes: u32) {
     let s = begin_page(out, peripheral, crate::inquiry::vpd::THIRD_PARTY_COPY);
     let descriptor = |out: &mut Vec<u8>, kind: u16, body: &[u8]| {
@@ -414,20 +612,29 @@ pub fn third_party_copy_vpd(out: &mut Vec<u8>, peripheral: u8, max_segment_bytes
         out.extend_from_slice(body);
         out.resize(out.len() + padded - body.len(), 0);
     };
+    let mut bdrl = [0u8; 32];
+    bdrl[6..8].copy_from_slice(&MAX_RANGE_DESCRIPTORS.to_be_bytes());
+    bdrl[8..12].copy_from_slice(&MAX_INACTIVITY_TIMEOUT.to_be_bytes());
+    bdrl[12..16].copy_from_slice(&DEFAULT_INACTIVITY_TIMEOUT.to_be_bytes());
+    // MAXIMUM TOKEN TRANSFER SIZE and OPTIMAL TRANSFER COUNT: 0, not reported.
+    descriptor(out, 0x0000, &bdrl);
     // Supported Commands: per operation code, its service actions.
     let ec = [
         0x83,
-        2,
+        4,
         out_action::EXTENDED_COPY_LID1,
         out_action::EXTENDED_COPY_LID4,
+        out_action::POPULATE_TOKEN,
+        out_action::WRITE_USING_TOKEN,
     ];
     let rcr = [
         0x84,
-        4,
+        5,
         in_action::RECEIVE_COPY_STATUS_LID1,
         in_action::RECEIVE_COPY_OPERATING_PARAMETERS,
         in_action::RECEIVE_COPY_FAILURE_DETAILS,
         in_action::RECEIVE_COPY_STATUS_LID4,
+        in_action::RECEIVE_ROD_TOKEN_INFORMATION,
     ];
     let mut commands = vec![(ec.len() + rcr.len()) as u8];
     commands.extend_from_slice(&ec);
@@ -445,6 +652,28 @@ pub fn third_party_copy_vpd(out: &mut Vec<u8>, peripheral: u8, max_segment_bytes
     );
     // Supported CSCD IDs: an empty list (segments name CSCDs of their own list only).
     descriptor(out, 0x000C, &[0, 0]);
+    // ROD Token Features: no remote tokens; lifetimes in seconds; the block device
+    // type-specific features descriptor (48 bytes, all optimal sizes not reported).
+    let mut rtf = [0u8; 44 + 48];
+    rtf[12..16].copy_from_slice(&1u32.to_be_bytes());
+    rtf[16..20].copy_from_slice(&MAX_INACTIVITY_TIMEOUT.to_be_bytes());
+    rtf[20..24].copy_from_slice(&MAX_INACTIVITY_TIMEOUT.to_be_bytes());
+    rtf[42..44].copy_from_slice(&48u16.to_be_bytes());
+    rtf[44 + 2..44 + 4].copy_from_slice(&44u16.to_be_bytes());
+    descriptor(out, 0x0106, &rtf);
+    // Supported ROD types: ours (token in and out) and the block device zero token (in).
+    let mut srt = vec![0u8; 4];
+    srt[2..4].copy_from_slice(&128u16.to_be_bytes());
+    for (rod_type, flags) in [
+        (ROD_TYPE_ACCESS_UPON_REFERENCE, 0x03),
+        (ROD_TYPE_BLOCK_DEVICE_ZERO, 0x02),
+    ] {
+        let mut d = [0u8; 64];
+        d[0..4].copy_from_slice(&rod_type.to_be_bytes());
+        d[4] = flags;
+        srt.extend_from_slice(&d);
+    }
+    descriptor(out, 0x0108, &srt);
     let mut gco = [0u8; 28];
     gco[0..4].copy_from_slice(&(MAX_HELD_LISTS as u32).to_be_bytes());
     gco[4..8].copy_from_slice(&(MAX_HELD_LISTS as u32).to_be_bytes());
@@ -629,6 +858,7 @@ mod tests {
             segments_processed: 1,
             transfer_count: 8,
             sense: Some(Sense::new(SenseKey::CopyAborted, UNREACHABLE_COPY_TARGET)),
+            rod_token: None,
         };
         let mut st = Vec::new();
         copy_status_lid1(&r, &mut st);
@@ -641,6 +871,94 @@ mod tests {
         let mut fd = Vec::new();
         failure_details(&r, false, &mut fd);
         assert_eq!((be32(&fd, 0) as usize, be16(&fd, 58)), (fd.len() - 4, 18));
+    }
+
+    fn pt_list(timeout: u32, ranges: &[(u64, u32)]) -> Vec<u8> {
+        let mut p = vec![0u8; 16];
+        p[4..8].copy_from_slice(&timeout.to_be_bytes());
+        p[14..16].copy_from_slice(&((ranges.len() * 16) as u16).to_be_bytes());
+        for &(lba, blocks) in ranges {
+            p.extend_from_slice(&lba.to_be_bytes());
+            p.extend_from_slice(&blocks.to_be_bytes());
+            p.extend_from_slice(&[0; 4]);
+        }
+        let len = (p.len() - 2) as u16;
+        p[0..2].copy_from_slice(&len.to_be_bytes());
+        p
+    }
+
+    #[test]
+    fn populate_token_lists_are_checked() {
+        let pt = parse_populate_token(&pt_list(0, &[(8, 16), (100, 1)])).unwrap();
+        assert_eq!(
+            pt.ranges,
+            [
+                Range { lba: 8, blocks: 16 },
+                Range {
+                    lba: 100,
+                    blocks: 1
+                }
+            ]
+        );
+        let mut rtv = pt_list(0, &[(0, 1)]);
+        rtv[2] = 0x02;
+        rtv[8..12].copy_from_slice(&0x0080_0000u32.to_be_bytes());
+        assert_eq!(
+            parse_populate_token(&rtv).unwrap_err(),
+            Sense::invalid_field_in_parameter_list(8, None)
+        );
+        assert_eq!(
+            parse_populate_token(&pt_list(601, &[(0, 1)])).unwrap_err(),
+            Sense::invalid_field_in_parameter_list(4, None)
+        );
+        assert_eq!(
+            parse_populate_token(&pt_list(0, &[])).unwrap_err(),
+            Sense::invalid_field_in_parameter_list(14, None)
+        );
+        assert_eq!(
+            parse_populate_token(&pt_list(0, &[(0, 0)])).unwrap_err(),
+            Sense::invalid_field_in_parameter_list(24, None)
+        );
+        let full = pt_list(0, &[(0, 1)]);
+        assert_eq!(
+            parse_populate_token(&full[..full.len() - 1])
+                .unwrap_err()
+                .asc,
+            Asc::PARAMETER_LIST_LENGTH_ERROR
+        );
+    }
+
+    #[test]
+    fn a_token_round_trips_through_write_using_token() {
+        let src = CscdDescriptor {
+            code_set: 1,
+            designator_type: 3,
+            association: 0,
+            designator: vec![0x60; 16],
+            block_length: 512,
+        };
+        let token = make_token(7, &src, 4096, [0xAB; 32]);
+        assert_eq!(token_type(&token), Ok(ROD_TYPE_ACCESS_UPON_REFERENCE));
+        assert_eq!(&token[16..20], &[0xE4, 0, 0, 0]);
+        assert_eq!(be64(&token, 56), 4096);
+        let mut p = vec![0u8; 536];
+        p[2] = 0x02;
+        p[8..16].copy_from_slice(&3u64.to_be_bytes());
+        p[16..528].copy_from_slice(&token);
+        p[534..536].copy_from_slice(&16u16.to_be_bytes());
+        p.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 2, 0, 0, 0, 0]);
+        let len = (p.len() - 2) as u16;
+        p[0..2].copy_from_slice(&len.to_be_bytes());
+        let w = parse_write_using_token(&p).unwrap();
+        assert!(w.delete_token);
+        assert_eq!(
+            (w.offset_into_rod, w.ranges[0]),
+            (3, Range { lba: 9, blocks: 2 })
+        );
+        assert_eq!(w.token[..], token[..]);
+        let mut corrupt = token;
+        corrupt[7] = 0;
+        assert_eq!(token_type(&corrupt).unwrap_err().asc, TOKEN_CORRUPT);
     }
 
     #[test]
@@ -658,6 +976,9 @@ mod tests {
             at += 4 + len;
         }
         assert_eq!(at, out.len());
-        assert_eq!(kinds, [0x0001, 0x0004, 0x0008, 0x000C, 0x8001]);
+        assert_eq!(
+            kinds,
+            [0x0000, 0x0001, 0x0004, 0x0008, 0x000C, 0x0106, 0x0108, 0x8001]
+        );
     }
 }
