@@ -204,8 +204,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut nodes = Vec::new();
     let mut urls = Vec::new();
     let mut units = Vec::new();
-    // One copy manager for the process: EXTENDED COPY reaches every LUN of every target.
-    let copy_manager = Arc::new(device::CopyManager::default());
+    // One copy manager for the process: EXTENDED COPY and ROD tokens reach every LUN of
+    // every target; token lifetimes run on the transport's monotonic clock.
+    let copy_manager = Arc::new(device::CopyManager::with_clock(iscsi::clock::now));
     for t in &config.targets {
         let mut luns = Vec::new();
         let mut masks = Vec::new();

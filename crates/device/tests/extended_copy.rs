@@ -540,3 +540,47 @@ fn the_zero_token_writes_zeros_and_protection_holds() {
     let c = wut(&t, &n, 1, &write_using(&zero, false, 0, &[(4, 2)]));
     assert_eq!(sense_of(&c), (SenseKey::DataProtect, Asc::WRITE_PROTECTED));
 }
+
+/// A LOGICAL UNIT RESET from another thread stops a running copy between chunks: the copy
+/// ends with COPY ABORTED and its status says aborted.
+#[test]
+fn a_reset_stops_a_running_copy_between_chunks() {
+    let mut config = LuConfig::new("iqn.test:k", 0, 64 << 20);
+    config.block_size = 512;
+    let unit =
+        Arc::new(LogicalUnit::new(config, Box::new(RamStore::new(64 << 20).unwrap())).unwrap());
+    let t = Arc::new(Target::new(vec![(0, unit)]));
+    let n = attach(&t, 1);
+    let a = naa(&t, &n, 0);
+    // 64 segments of 16 MiB: 1 GiB to move, far longer than the reset takes to arrive.
+    let segments = vec![segment(0, 0, 32768, 0, 32768); 64];
+    let p = lid1(3, &[cscd(&a, 512)], &segments);
+    let copier = {
+        let (t, n, p) = (Arc::clone(&t), n.clone(), p.clone());
+        std::thread::spawn(move || run(&t, &n, 0, &xcopy_cdb(0x00, p.len()), &p).0)
+    };
+    // Wait until the copy runs (its status says in progress), then reset the unit.
+    let started = std::time::Instant::now();
+    loop {
+        let (c, d) = run(&t, &n, 0, &receive_cdb(0x00, 3), &[]);
+        if c == Completion::GOOD && d[4] == 0x00 {
+            break;
+        }
+        assert!(
+            !copier.is_finished(),
+            "the copy ended before it was seen running"
+        );
+        assert!(started.elapsed().as_secs() < 10);
+    }
+    let reset = t.task_management(0, &n, 0, device::TaskManagement::LogicalUnitReset);
+    assert_eq!(reset, device::TmfResponse::FunctionComplete);
+    let c = copier.join().unwrap();
+    assert_eq!(
+        sense_of(&c),
+        (SenseKey::CopyAborted, Asc::NO_ADDITIONAL_SENSE)
+    );
+    // Past the reset's unit attention, the held status says: aborted, some segments done.
+    let status = good(&t, &n, 0, &receive_cdb(0x05, 3), &[]);
+    assert_eq!(status[5], 0x60);
+    assert!(u16::from_be_bytes([status[24], status[25]]) < 64);
+}
