@@ -73,8 +73,17 @@ pub struct ReceiveCopyResults {
     pub allocation_length: u32,
 }
 
+/// The longest parameter list of an 83h command the device takes: room for the largest
+/// valid list (a LID4 header and MAXIMUM DESCRIPTOR LIST LENGTH) with slack for lists that
+/// overrun it, which deserve PARAMETER LIST LENGTH ERROR. Longer ones are refused before
+/// the transport buffers them.
+pub const MAX_PARAMETER_LIST_LENGTH: u32 = 64 << 10;
+
 /// Decoder of the table's 83h entries: PARAMETER LIST LENGTH in bytes 10–13.
 pub(crate) fn decode_extended_copy(c: &[u8]) -> Result<Command, Sense> {
+    if be32(c, 10) > MAX_PARAMETER_LIST_LENGTH {
+        return Err(Sense::invalid_field_in_cdb(10, None));
+    }
     let service_action = u8_at(c, 1) & 0x1F;
     let list_identifier = match service_action {
         out_action::POPULATE_TOKEN | out_action::WRITE_USING_TOKEN => be32(c, 6),
@@ -723,6 +732,19 @@ mod tests {
 
     fn asc(r: Result<CopyList, Sense>) -> Asc {
         r.unwrap_err().asc
+    }
+
+    #[test]
+    fn a_parameter_list_beyond_64_kib_is_refused_in_the_cdb() {
+        let mut cdb = [0u8; 16];
+        cdb[0] = 0x83;
+        cdb[10..14].copy_from_slice(&MAX_PARAMETER_LIST_LENGTH.to_be_bytes());
+        assert!(decode_extended_copy(&cdb).is_ok());
+        cdb[10..14].copy_from_slice(&(MAX_PARAMETER_LIST_LENGTH + 1).to_be_bytes());
+        assert_eq!(
+            decode_extended_copy(&cdb).unwrap_err(),
+            Sense::invalid_field_in_cdb(10, None)
+        );
     }
 
     #[test]
