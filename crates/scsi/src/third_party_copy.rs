@@ -75,14 +75,14 @@ pub struct ReceiveCopyResults {
 
 /// The longest parameter list of an 83h command the device takes: room for the largest
 /// valid list (a LID4 header and MAXIMUM DESCRIPTOR LIST LENGTH) with slack for lists that
-/// overrun it, which deserve PARAMETER LIST LENGTH ERROR. Longer ones are refused before
-/// the transport buffers them.
+/// overrun it. Longer ones are refused with PARAMETER LIST LENGTH ERROR (as PERSISTENT
+/// RESERVE OUT's are) before the transport buffers them.
 pub const MAX_PARAMETER_LIST_LENGTH: u32 = 64 << 10;
 
 /// Decoder of the table's 83h entries: PARAMETER LIST LENGTH in bytes 10–13.
 pub(crate) fn decode_extended_copy(c: &[u8]) -> Result<Command, Sense> {
     if be32(c, 10) > MAX_PARAMETER_LIST_LENGTH {
-        return Err(Sense::invalid_field_in_cdb(10, None));
+        return Err(param_list_length_error());
     }
     let service_action = u8_at(c, 1) & 0x1F;
     let list_identifier = match service_action {
@@ -735,15 +735,15 @@ mod tests {
     }
 
     #[test]
-    fn a_parameter_list_beyond_64_kib_is_refused_in_the_cdb() {
+    fn a_parameter_list_beyond_64_kib_is_refused_before_its_data() {
         let mut cdb = [0u8; 16];
         cdb[0] = 0x83;
         cdb[10..14].copy_from_slice(&MAX_PARAMETER_LIST_LENGTH.to_be_bytes());
         assert!(decode_extended_copy(&cdb).is_ok());
         cdb[10..14].copy_from_slice(&(MAX_PARAMETER_LIST_LENGTH + 1).to_be_bytes());
         assert_eq!(
-            decode_extended_copy(&cdb).unwrap_err(),
-            Sense::invalid_field_in_cdb(10, None)
+            decode_extended_copy(&cdb).unwrap_err().asc,
+            Asc::PARAMETER_LIST_LENGTH_ERROR
         );
     }
 
