@@ -8,7 +8,7 @@
 //! - a MODE SELECT that passes selects values that MODE SENSE reports and that the same
 //!   MODE SELECT of that report selects again;
 //! - an EXTENDED COPY, POPULATE TOKEN or WRITE USING TOKEN parameter list (SPC-4 §6.4,
-//!   SBC-4 §5.9, §5.50) that is refused points inside the list, one that parses stays
+//!   SBC-4) that is refused points inside the list, one that parses stays
 //!   within the descriptor limits.
 #![no_main]
 

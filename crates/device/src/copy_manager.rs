@@ -1,6 +1,6 @@
-//! The copy manager's view of the process (SPC-4 §5.16.2): every logical unit a third-party
+//! The copy manager's view of the process (SPC-4): every logical unit a third-party
 //! copy may name as a copy source or destination, found by its VPD 83h designators, and the
-//! ROD tokens POPULATE TOKEN created (SPC-4 §5.16.6). One copy manager is shared by every
+//! ROD tokens POPULATE TOKEN created (SPC-4). One copy manager is shared by every
 //! target of a `stint serve`, so copies and tokens cross LUNs and targets of one process.
 
 use crate::{LogicalUnit, Ns};

@@ -1,4 +1,4 @@
-//! The copy manager of a logical unit (SPC-4 §5.16): EXTENDED COPY (LID1)/(LID4) with block
+//! The copy manager of a logical unit (SPC-4): EXTENDED COPY (LID1)/(LID4) with block
 //! to block segments, within this logical unit or to and from any other the process serves,
 //! and RECEIVE COPY RESULTS. A copy moves through the stores in chunks, never the whole
 //! range at once, and stops between chunks when a reset or nexus loss aborts it.
@@ -131,7 +131,7 @@ impl Unit {
     }
 }
 
-/// COPY ABORTED with the segment pointer sense-key specific data (SPC-4 table 49) at the
+/// COPY ABORTED with the segment pointer sense-key specific data (SPC-4) at the
 /// descriptor being processed: SD = 0, FIELD POINTER relative to the parameter list.
 fn copy_aborted(asc: Asc, seg: &BlockToBlock) -> Sense {
     Sense {
@@ -325,7 +325,7 @@ impl LogicalUnit {
         Ok(())
     }
 
-    /// RECEIVE COPY RESULTS (SPC-4 §6.18–§6.21). A completed copy's results are given once:
+    /// RECEIVE COPY RESULTS (SPC-4). A completed copy's results are given once:
     /// reporting them lets the list identifier go, as CTL does.
     pub(crate) fn receive_copy_results(
         &self,

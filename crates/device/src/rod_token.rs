@@ -1,4 +1,4 @@
-//! Token-based copy offload (SBC-4 §4.26.2, the ODX model): POPULATE TOKEN makes a ROD
+//! Token-based copy offload (SBC-4, the ODX model): POPULATE TOKEN makes a ROD
 //! token that represents ranges of this logical unit, WRITE USING TOKEN writes what a token
 //! represents into ranges of this (or any other of the process's) logical unit, and RECEIVE
 //! ROD TOKEN INFORMATION returns the token. Tokens are access upon reference: the data is
@@ -21,7 +21,7 @@ fn extents(ranges: &[Range], block_size: u32) -> Vec<(u64, u64)> {
 }
 
 impl LogicalUnit {
-    /// Every range inside the capacity, else LBA OUT OF RANGE (SBC-4 §5.9).
+    /// Every range inside the capacity, else LBA OUT OF RANGE (SBC-4).
     fn check_ranges(&self, ranges: &[Range]) -> Result<u64, Sense> {
         let mut blocks = 0u64;
         for r in ranges {
@@ -44,7 +44,7 @@ impl LogicalUnit {
         }
     }
 
-    /// POPULATE TOKEN (SBC-4 §5.9): the ranges are checked, the token is made and held
+    /// POPULATE TOKEN (SBC-4): the ranges are checked, the token is made and held
     /// under the CDB's LIST IDENTIFIER for RECEIVE ROD TOKEN INFORMATION.
     pub(crate) fn populate_token(&self, req: &Request, x: &ExtendedCopy, p: &[u8]) -> Completion {
         let pt = match tpc::parse_populate_token(p) {
@@ -75,7 +75,7 @@ impl LogicalUnit {
         Completion::GOOD
     }
 
-    /// WRITE USING TOKEN (SBC-4 §5.50): the token's data from OFFSET INTO ROD fills the
+    /// WRITE USING TOKEN (SBC-4): the token's data from OFFSET INTO ROD fills the
     /// ranges in order, in chunks; a token that represents less fills less (the transfer
     /// count says how much). The block device zero token writes zeros.
     pub(crate) fn write_using_token(

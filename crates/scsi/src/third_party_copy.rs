@@ -1,16 +1,16 @@
-//! Third-party copy (SPC-4 §5.16): the EXTENDED COPY (LID1) and (LID4) parameter lists
-//! (SPC-4 §6.4, §6.5), their CSCD and segment descriptors (SPC-4 §6.4.5, §6.4.6), the data of
-//! RECEIVE COPY STATUS, FAILURE DETAILS and OPERATING PARAMETERS (SPC-4 §6.18–§6.21), the
-//! POPULATE TOKEN and WRITE USING TOKEN parameter lists (SBC-4 §5.9, §5.50), ROD tokens and
-//! RECEIVE ROD TOKEN INFORMATION (SPC-4 §5.16.6, §6.22), and the Third-party Copy VPD page
-//! (SPC-4 §7.8.17). Pure: the device resolves, copies and keeps tokens.
+//! Third-party copy, SPC-4's copy manager model: the EXTENDED COPY (LID4) and (LID1)
+//! parameter lists (SPC-4 §6.4, §6.5) with their CSCD and segment descriptors, the data of
+//! the RECEIVE COPY STATUS, FAILURE DETAILS, OPERATING PARAMETERS and RECEIVE ROD TOKEN
+//! INFORMATION service actions, ROD tokens, SBC-4's POPULATE TOKEN and WRITE USING TOKEN
+//! parameter lists, and the Third-party Copy VPD page (8Fh). Pure: the device resolves,
+//! copies and keeps tokens.
 
 use crate::cdb::{be16, be24, be32, be64, u8_at};
 use crate::command::Command;
 use crate::inquiry::{begin_page, end_page};
 use crate::sense::{Asc, Sense, SenseKey};
 
-/// Service actions of operation code 83h (SPC-4 table 97).
+/// Service actions of operation code 83h (SPC-4).
 pub mod out_action {
     pub const EXTENDED_COPY_LID1: u8 = 0x00;
     pub const EXTENDED_COPY_LID4: u8 = 0x01;
@@ -18,7 +18,7 @@ pub mod out_action {
     pub const WRITE_USING_TOKEN: u8 = 0x11;
 }
 
-/// Service actions of operation code 84h (SPC-4 table 98).
+/// Service actions of operation code 84h (SPC-4).
 pub mod in_action {
     pub const RECEIVE_COPY_STATUS_LID1: u8 = 0x00;
     pub const RECEIVE_COPY_OPERATING_PARAMETERS: u8 = 0x03;
@@ -36,9 +36,9 @@ pub const MAX_DESCRIPTOR_LIST_LENGTH: u32 = 8192;
 pub const MAX_HELD_LISTS: usize = 255;
 
 const CSCD_LENGTH: usize = 32;
-/// Identification descriptor CSCD descriptor (SPC-4 §6.4.5.6).
+/// Identification descriptor CSCD descriptor (SPC-4).
 pub const CSCD_IDENTIFICATION: u8 = 0xE4;
-/// Block device to block device segment descriptor (SPC-4 §6.4.6.5).
+/// Block device to block device segment descriptor (SPC-4).
 pub const SEGMENT_BLOCK_TO_BLOCK: u8 = 0x02;
 /// Its DESCRIPTOR LENGTH: the 28 bytes after the first four.
 const BLOCK_TO_BLOCK_LENGTH: u16 = 0x18;
@@ -64,7 +64,7 @@ pub struct ExtendedCopy {
     pub parameter_list_length: u32,
 }
 
-/// A RECEIVE COPY RESULTS service action (SPC-4 §6.18–§6.21).
+/// A RECEIVE COPY RESULTS service action (SPC-4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReceiveCopyResults {
     pub service_action: u8,
@@ -112,7 +112,7 @@ pub(crate) fn decode_receive_copy_results(c: &[u8]) -> Result<Command, Sense> {
     }))
 }
 
-/// LIST ID USAGE (SPC-4 table 100): 11b holds nothing and needs LIST IDENTIFIER 0.
+/// LIST ID USAGE (SPC-4): 11b holds nothing and needs LIST IDENTIFIER 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ListIdUsage {
     Held,
@@ -175,7 +175,7 @@ struct Header {
     list_identifier_byte: u16,
 }
 
-/// The LID1 header (SPC-4 table 99) is 16 bytes; the LID4 header (SPC-4 table 102) is 48
+/// The LID1 header is 16 bytes; the LID4 header is 48
 /// with LIST FORMAT 01h in byte 0 and no header CSCD descriptors supported.
 fn header(lid4: bool, p: &[u8]) -> Result<Header, Sense> {
     if !lid4 {
@@ -294,7 +294,7 @@ pub fn parse_copy_list(lid4: bool, p: &[u8]) -> Result<CopyList, Sense> {
     })
 }
 
-/// One CSCD descriptor at `offset` in the parameter list (SPC-4 §6.4.5.6, table 121).
+/// One CSCD descriptor at `offset` in the parameter list (SPC-4).
 fn cscd(d: &[u8], offset: usize) -> Result<CscdDescriptor, Sense> {
     if d[0] != CSCD_IDENTIFICATION {
         return Err(illegal(UNSUPPORTED_TARGET_DESCRIPTOR_TYPE_CODE));
@@ -323,18 +323,18 @@ fn cscd(d: &[u8], offset: usize) -> Result<CscdDescriptor, Sense> {
     })
 }
 
-/// A ROD token (SPC-4 §5.16.6.2, table 44): always 512 bytes.
+/// A ROD token (SPC-4): always 512 bytes.
 pub type RodToken = [u8; 512];
 
 /// ROD TYPE of the tokens this copy manager creates: access upon reference (SPC-4 table
 /// 45), so the data is read when a WRITE USING TOKEN uses it, and a write to the
 /// represented blocks first revokes the token.
 pub const ROD_TYPE_ACCESS_UPON_REFERENCE: u32 = 0x0001_0000;
-/// The block device zero ROD token (SBC-4 §5.50.4): WRITE USING TOKEN writes zeros.
+/// The block device zero ROD token (SBC-4): WRITE USING TOKEN writes zeros.
 pub const ROD_TYPE_BLOCK_DEVICE_ZERO: u32 = 0xFFFF_0001;
 /// ROD TOKEN LENGTH of a 512-byte token.
 const ROD_TOKEN_LENGTH: u16 = 0x01F8;
-/// MAXIMUM RANGE DESCRIPTORS (Block Device ROD Limits, SBC-4 table 240).
+/// MAXIMUM RANGE DESCRIPTORS (Block Device ROD Limits, SBC-4).
 pub const MAX_RANGE_DESCRIPTORS: u16 = 64;
 /// Inactivity timeouts in seconds: the default for 0, and the largest accepted.
 pub const DEFAULT_INACTIVITY_TIMEOUT: u32 = 60;
@@ -346,14 +346,14 @@ pub const TOKEN_REVOKED: Asc = Asc(0x23, 0x06);
 pub const TOKEN_EXPIRED: Asc = Asc(0x23, 0x07);
 pub const REMOTE_TOKEN_USAGE_NOT_SUPPORTED: Asc = Asc(0x23, 0x02);
 
-/// A block device range descriptor (SBC-4 table 38): LBA and NUMBER OF LOGICAL BLOCKS.
+/// A block device range descriptor (SBC-4): LBA and NUMBER OF LOGICAL BLOCKS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Range {
     pub lba: u64,
     pub blocks: u32,
 }
 
-/// A POPULATE TOKEN parameter list (SBC-4 table 39).
+/// A POPULATE TOKEN parameter list (SBC-4).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PopulateToken {
     /// Seconds; 0 asks for the default.
@@ -361,7 +361,7 @@ pub struct PopulateToken {
     pub ranges: Vec<Range>,
 }
 
-/// A WRITE USING TOKEN parameter list (SBC-4 table 125).
+/// A WRITE USING TOKEN parameter list (SBC-4).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteUsingToken {
     pub delete_token: bool,
@@ -453,7 +453,7 @@ pub fn token_type(token: &RodToken) -> Result<u32, Sense> {
     Ok(rod_type)
 }
 
-/// A token of ours (SPC-4 table 44): ROD TYPE, ROD TOKEN LENGTH, the copy manager's token
+/// A token of ours (SPC-4): ROD TYPE, ROD TOKEN LENGTH, the copy manager's token
 /// identifier (bytes 8–15), the CSCD descriptor of the source logical unit (16–47),
 /// NUMBER OF BYTES REPRESENTED (48–63), then `secret` so that a token cannot be guessed.
 pub fn make_token(id: u64, source: &CscdDescriptor, bytes: u64, secret: [u8; 32]) -> RodToken {
@@ -472,8 +472,7 @@ pub fn make_token(id: u64, source: &CscdDescriptor, bytes: u64, secret: [u8; 32]
     t
 }
 
-/// COPY STATUS values of LID1 (SPC-4 table 134) and COPY OPERATION STATUS of LID4
-/// (SPC-4 table 140).
+/// COPY STATUS values of LID1 and COPY OPERATION STATUS values of LID4 (SPC-4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CopyStatus {
     Good,
@@ -510,10 +509,10 @@ impl CopyResult {
     }
 }
 
-/// TRANSFER COUNT UNITS F1h: logical blocks of the destination (SPC-4 table 135).
+/// TRANSFER COUNT UNITS F1h: logical blocks of the destination (SPC-4).
 const UNITS_BLOCKS: u8 = 0xF1;
 
-/// RECEIVE COPY STATUS (LID1) data (SPC-4 table 134).
+/// RECEIVE COPY STATUS (LID1) data (SPC-4).
 pub fn copy_status_lid1(r: &CopyResult, out: &mut Vec<u8>) {
     out.extend_from_slice(&8u32.to_be_bytes());
     out.push(match r.status {
@@ -529,7 +528,7 @@ pub fn copy_status_lid1(r: &CopyResult, out: &mut Vec<u8>) {
     );
 }
 
-/// RECEIVE COPY STATUS (LID4) data (SPC-4 table 139), with the sense data it ended with.
+/// RECEIVE COPY STATUS (LID4) data (SPC-4), with the sense data it ended with.
 pub fn copy_status_lid4(r: &CopyResult, descriptor_sense: bool, out: &mut Vec<u8>) {
     let mut sense = Vec::new();
     if let Some(s) = &r.sense {
@@ -555,7 +554,7 @@ pub fn copy_status_lid4(r: &CopyResult, descriptor_sense: bool, out: &mut Vec<u8
     out.extend_from_slice(&sense);
 }
 
-/// RECEIVE ROD TOKEN INFORMATION data (SPC-4 table 146): the LID4 copy status, then the
+/// RECEIVE ROD TOKEN INFORMATION data (SPC-4): the LID4 copy status, then the
 /// ROD token descriptors (one, with the token, after POPULATE TOKEN).
 pub fn rod_token_information(r: &CopyResult, descriptor_sense: bool, out: &mut Vec<u8>) {
     let start = out.len();
@@ -570,7 +569,7 @@ pub fn rod_token_information(r: &CopyResult, descriptor_sense: bool, out: &mut V
     out[start..start + 4].copy_from_slice(&available.to_be_bytes());
 }
 
-/// RECEIVE COPY FAILURE DETAILS data (SPC-4 table 137).
+/// RECEIVE COPY FAILURE DETAILS data (SPC-4).
 pub fn failure_details(r: &CopyResult, descriptor_sense: bool, out: &mut Vec<u8>) {
     let mut sense = Vec::new();
     if let Some(s) = &r.sense {
@@ -586,7 +585,7 @@ pub fn failure_details(r: &CopyResult, descriptor_sense: bool, out: &mut Vec<u8>
     out.extend_from_slice(&sense);
 }
 
-/// RECEIVE COPY OPERATING PARAMETERS data (SPC-4 table 136). `max_segment_bytes` is what
+/// RECEIVE COPY OPERATING PARAMETERS data (SPC-4). `max_segment_bytes` is what
 /// one block to block segment can move on this logical unit.
 pub fn operating_parameters(max_segment_bytes: u32, out: &mut Vec<u8>) {
     let codes = [SEGMENT_BLOCK_TO_BLOCK, CSCD_IDENTIFICATION];
@@ -606,8 +605,8 @@ pub fn operating_parameters(max_segment_bytes: u32, out: &mut Vec<u8>) {
     out.extend_from_slice(&codes);
 }
 
-/// Third-party Copy VPD page (SPC-4 §7.8.17): the Block Device ROD Token Limits (0000h,
-/// SBC-4 §6.6.6.2), Supported Commands (0001h), Parameter Data (0004h), Supported
+/// Third-party Copy VPD page (SPC-4): the Block Device ROD Token Limits (0000h,
+/// SBC-4), Supported Commands (0001h), Parameter Data (0004h), Supported
 /// Descriptors (0008h), Supported CSCD Descriptor IDs (000Ch), ROD Token Features (0106h),
 /// Supported ROD Token and ROD Types (0108h) and General Copy Operations (8001h)
 /// third-party copy descriptors.
