@@ -6,7 +6,10 @@
 //! - a decoded CDB was long enough for its command, whose opcode it carries;
 //! - a T2A/T2B page that decodes encodes back to its changeable bits and header;
 //! - a MODE SELECT that passes selects values that MODE SENSE reports and that the same
-//!   MODE SELECT of that report selects again.
+//!   MODE SELECT of that report selects again;
+//! - an EXTENDED COPY, POPULATE TOKEN or WRITE USING TOKEN parameter list (SPC-4 §6.4,
+//!   SBC-4) that is refused points inside the list, one that parses stays
+//!   within the descriptor limits.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -24,6 +27,7 @@ fuzz_target!(|input: &[u8]| {
     match knobs & 3 {
         0 => cdb(data, knobs),
         1 => cdl_page(data, knobs),
+        3 if knobs & 0x80 != 0 => copy_parameter_list(data, knobs),
         _ => mode_select(data, knobs),
     }
 });
@@ -70,6 +74,29 @@ fn cdb(cdb: &[u8], knobs: u8) {
                 );
                 assert!(f.bit.is_none_or(|b| b < 8));
             }
+        }
+    }
+}
+
+fn copy_parameter_list(p: &[u8], knobs: u8) {
+    use scsi::third_party_copy as tpc;
+    let refused = match knobs & 0x0C {
+        0 | 4 => match tpc::parse_copy_list(knobs & 4 != 0, p) {
+            Ok(list) => {
+                assert!(list.cscds.len() <= usize::from(tpc::MAX_CSCD_DESCRIPTORS));
+                assert!(list.segments.len() <= usize::from(tpc::MAX_SEGMENT_DESCRIPTORS));
+                assert!(list.segments.iter().all(|s| s.offset + 28 <= p.len()));
+                None
+            }
+            Err(s) => Some(s),
+        },
+        8 => tpc::parse_populate_token(p).err(),
+        _ => tpc::parse_write_using_token(p).err(),
+    };
+    if let Some(sense) = refused {
+        check_sense(&sense);
+        if let Some(f) = sense.field {
+            assert!(!f.in_cdb && usize::from(f.byte) < p.len());
         }
     }
 }

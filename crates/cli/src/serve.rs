@@ -205,12 +205,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut nodes = Vec::new();
     let mut urls = Vec::new();
     let mut units = Vec::new();
+    // One copy manager for the process: EXTENDED COPY and ROD tokens reach every LUN of
+    // every target; token lifetimes run on the transport's monotonic clock.
+    let copy_manager = Arc::new(device::CopyManager::with_clock(iscsi::clock::now));
     for t in &config.targets {
         let mut luns = Vec::new();
         let mut masks = Vec::new();
         for (i, lun) in t.luns.iter().enumerate() {
             let id = lun.id.unwrap_or(i as u64);
             let unit = Arc::new(build_lun(&t.name, id, lun, &config.base)?);
+            copy_manager.register(&unit);
             units.push(unit.clone());
             luns.push((id, unit));
             urls.push((t.name.clone(), id));

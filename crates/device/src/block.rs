@@ -173,6 +173,7 @@ impl LogicalUnit {
                 Asc::INTERNAL_TARGET_FAILURE,
             ));
         };
+        self.written(lba, (n / bs) as u64);
         // FUA with the write cache on: this write is stable before GOOD (SBC-4 §4.15). With
         // WCE = 0 the store is in write-through mode already.
         let written = if fua && self.wce.load(Ordering::Relaxed) {
@@ -423,6 +424,7 @@ impl LogicalUnit {
             };
             block
         };
+        self.written(w.lba, blocks);
         let per_write = ((128 << 10) / bs).max(1) as u64;
         let pattern = block.repeat(per_write.min(blocks) as usize);
         let mut lba = w.lba;
@@ -442,6 +444,7 @@ impl LogicalUnit {
     /// durable before GOOD, as a write's would be.
     pub(crate) fn deallocate(&self, lba: u64, blocks: u64) -> Completion {
         let bs = u64::from(self.block_size());
+        self.written(lba, blocks);
         let mut done = self.store.punch_hole(lba * bs, blocks * bs);
         if done.is_ok() && !self.wce.load(Ordering::Relaxed) {
             done = self.store.flush();

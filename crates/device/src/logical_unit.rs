@@ -3,7 +3,9 @@
 //! other and READ/WRITE touch no lock of the LU.
 
 use crate::config::{ConfigError, LuConfig};
+use crate::copy_manager::CopyManager;
 use crate::device_queue::{DeviceQueue, Scheduled};
+use crate::extended_copy::CopyLists;
 use crate::identity;
 use crate::metrics::CommandCounters;
 use crate::range_lock::RangeLock;
@@ -21,7 +23,7 @@ use scsi::provisioning;
 use scsi::{rsoc, Asc, CommandInfo, Sense, SenseKey, Status};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use store::Store;
 
 /// One logical unit. Build it with [`LogicalUnit::new`] and hand it to [`crate::Target::new`].
@@ -30,7 +32,7 @@ pub struct LogicalUnit {
     blocks: u64,
     pub(crate) store: Arc<dyn Store>,
     inquiry: StandardInquiry,
-    identifiers: DeviceIdentifiers,
+    pub(crate) identifiers: DeviceIdentifiers,
     serial: String,
     block_limits: BlockLimits,
     default_mode: ModeParameters,
@@ -65,6 +67,10 @@ pub struct LogicalUnit {
     pub(crate) scheduled: Option<Scheduled>,
     /// Commands, sense data and bytes, for the operator's metrics.
     pub(crate) counters: CommandCounters,
+    /// The registry through which EXTENDED COPY reaches other logical units.
+    pub(crate) copy_manager: OnceLock<Arc<CopyManager>>,
+    /// Third-party copies: held results, and what stops running ones.
+    pub(crate) copies: CopyLists,
 }
 
 /// Complete with CHECK CONDITION.
@@ -107,6 +113,7 @@ impl LogicalUnit {
         let inquiry = StandardInquiry {
             peripheral: inquiry::DIRECT_ACCESS_BLOCK_DEVICE,
             removable: config.removable,
+            third_party_copy: true,
             version: config.inquiry_version,
             vendor,
             product: inquiry::ascii_field(&config.product),
@@ -177,6 +184,8 @@ impl LogicalUnit {
             clock: DeviceClock::default(),
             scheduled: None,
             counters: CommandCounters::default(),
+            copy_manager: OnceLock::new(),
+            copies: CopyLists::default(),
         })
     }
 
@@ -260,6 +269,11 @@ impl LogicalUnit {
         self.config.read_only || self.swp.load(Ordering::Relaxed)
     }
 
+    /// Medium present and the unit started: medium access commands may run.
+    pub(crate) fn medium_ready(&self) -> bool {
+        self.medium_present.load(Ordering::Relaxed) && !self.stopped.load(Ordering::Relaxed)
+    }
+
     pub fn store(&self) -> &dyn Store {
         &*self.store
     }
@@ -291,6 +305,7 @@ impl LogicalUnit {
         self.stopped.store(false, Ordering::Relaxed);
         drop(mode);
         self.prevent_removal.lock().clear();
+        self.copies.abort_running();
         self.reservations.reset();
         self.unit_attentions.raise(asc, None);
     }
@@ -301,6 +316,7 @@ impl LogicalUnit {
         let _none = self.abort_tasks(now, Some(nexus), |n| n == nexus);
         self.unit_attentions.forget(nexus);
         self.prevent_removal.lock().remove(&nexus);
+        self.copies.forget(nexus);
         self.reservations.nexus_lost(nexus);
     }
 
@@ -594,6 +610,8 @@ impl LogicalUnit {
             Command::SetTimestamp {
                 parameter_list_length,
             } => self.set_timestamp(req, parameter_list_length),
+            Command::ExtendedCopy(x) => self.extended_copy(req, &x),
+            Command::ReceiveCopyResults(r) => self.receive_copy_results(req, &r, data_in),
         }
     }
 
@@ -610,6 +628,11 @@ impl LogicalUnit {
                     inquiry::device_identification(data_in, p, &self.identifiers)
                 }
                 vpd::EXTENDED_INQUIRY_DATA => inquiry::extended_inquiry_data(data_in, p),
+                vpd::THIRD_PARTY_COPY => scsi::third_party_copy::third_party_copy_vpd(
+                    data_in,
+                    p,
+                    self.max_segment_bytes(),
+                ),
                 vpd::BLOCK_LIMITS => inquiry::block_limits(data_in, p, &self.block_limits),
                 vpd::BLOCK_DEVICE_CHARACTERISTICS => inquiry::block_device_characteristics(
                     data_in,

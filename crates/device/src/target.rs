@@ -25,8 +25,14 @@ fn lun_not_supported() -> Sense {
 
 /// Keep at most `allocation_length` bytes appended after `start`.
 impl Target {
-    /// A target serving `luns`; a later duplicate LUN replaces an earlier one.
+    /// A target serving `luns`; a later duplicate LUN replaces an earlier one. Logical units
+    /// not yet registered with a [`crate::CopyManager`] share a new one, so EXTENDED COPY
+    /// reaches every LUN of the target (register them first to reach further).
     pub fn new(luns: Vec<(u64, Arc<LogicalUnit>)>) -> Self {
+        let manager = Arc::new(crate::CopyManager::default());
+        for (_, lu) in &luns {
+            manager.register(lu);
+        }
         Target {
             luns: luns.into_iter().collect(),
             masks: BTreeMap::new(),
@@ -153,6 +159,7 @@ impl Target {
                 StandardInquiry {
                     peripheral: inquiry::NO_LOGICAL_UNIT,
                     removable: false,
+                    third_party_copy: false,
                     version: self
                         .luns
                         .values()

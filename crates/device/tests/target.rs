@@ -193,9 +193,13 @@ fn inquiry_and_vpd() {
     // Truncated to the allocation length.
     assert_eq!(run(&t, &n, 0, &[0x12, 0, 0, 0, 10, 0], &[]).1.len(), 10);
     let (_, pages) = run(&t, &n, 0, &[0x12, 1, 0, 0, 255, 0], &[]);
-    assert_eq!(&pages[4..], &[0x00, 0x80, 0x83, 0x86, 0xB0, 0xB1, 0xB2]);
+    assert_eq!(
+        &pages[4..],
+        &[0x00, 0x80, 0x83, 0x86, 0x8F, 0xB0, 0xB1, 0xB2]
+    );
+    // Room for the longest page (Third-party Copy, 372 bytes).
     for &page in &pages[4..] {
-        let (c, d) = run(&t, &n, 0, &[0x12, 1, page, 0, 255, 0], &[]);
+        let (c, d) = run(&t, &n, 0, &[0x12, 1, page, 0x04, 0, 0], &[]);
         assert_eq!(c, Completion::GOOD);
         assert_eq!(d[1], page);
         assert_eq!(usize::from(u16::from_be_bytes([d[2], d[3]])), d.len() - 4);

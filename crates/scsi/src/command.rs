@@ -2,6 +2,7 @@
 
 use crate::persistent_reserve::{PrInAction, PrOutAction};
 use crate::sanitize::SanitizeAction;
+use crate::third_party_copy::{ExtendedCopy, ReceiveCopyResults};
 
 /// READ/WRITE (6)/(10)/(12)/(16)/(32) (SBC-4 §5.12–5.16, §5.39–5.43). A READ(6)/WRITE(6)
 /// transfer length of 0 is already turned into 256.
@@ -309,6 +310,10 @@ pub enum Command {
     SetTimestamp {
         parameter_list_length: u32,
     },
+    /// EXTENDED COPY (LID1)/(LID4) (SPC-4 §6.4, §6.5).
+    ExtendedCopy(ExtendedCopy),
+    /// RECEIVE COPY RESULTS service actions (SPC-4 §6.18–§6.21).
+    ReceiveCopyResults(ReceiveCopyResults),
 }
 
 /// The data a command moves, in logical blocks or bytes.
@@ -384,6 +389,8 @@ impl Command {
             Command::ReportSupportedTaskManagementFunctions {
                 allocation_length, ..
             } => InBytes(allocation_length),
+            Command::ExtendedCopy(x) => OutBytes(x.parameter_list_length),
+            Command::ReceiveCopyResults(r) => InBytes(r.allocation_length),
         }
     }
 
@@ -404,6 +411,7 @@ impl Command {
                 | Command::Verify(_)
                 | Command::SynchronizeCache(_)
                 | Command::PreFetch(_)
+                | Command::ExtendedCopy(_)
         )
     }
 }

@@ -18,6 +18,8 @@ pub struct StandardInquiry {
     /// PERIPHERAL QUALIFIER and PERIPHERAL DEVICE TYPE (byte 0).
     pub peripheral: u8,
     pub removable: bool,
+    /// 3PC: the logical unit has a copy manager (third-party copy commands, VPD 8Fh).
+    pub third_party_copy: bool,
     /// VERSION (byte 2): the SPC version claimed (Linux probes CDL only from SPC-5, 07h, on).
     pub version: u8,
     pub vendor: [u8; 8],
@@ -45,6 +47,7 @@ impl StandardInquiry {
         b[2] = self.version;
         b[3] = 0x02; // RESPONSE DATA FORMAT 2
         b[4] = (STANDARD_INQUIRY_LENGTH - 5) as u8;
+        b[5] = u8::from(self.third_party_copy) << 3;
         b[7] = 0x02; // CMDQUE: SIMPLE/ORDERED/HEAD OF QUEUE task attributes
         b[8..16].copy_from_slice(&self.vendor);
         b[16..32].copy_from_slice(&self.product);
@@ -61,14 +64,16 @@ pub mod vpd {
     pub const UNIT_SERIAL_NUMBER: u8 = 0x80;
     pub const DEVICE_IDENTIFICATION: u8 = 0x83;
     pub const EXTENDED_INQUIRY_DATA: u8 = 0x86;
+    pub const THIRD_PARTY_COPY: u8 = 0x8F;
     pub const BLOCK_LIMITS: u8 = 0xB0;
     pub const BLOCK_DEVICE_CHARACTERISTICS: u8 = 0xB1;
     pub const LOGICAL_BLOCK_PROVISIONING: u8 = 0xB2;
-    pub const ALL: [u8; 7] = [
+    pub const ALL: [u8; 8] = [
         SUPPORTED_VPD_PAGES,
         UNIT_SERIAL_NUMBER,
         DEVICE_IDENTIFICATION,
         EXTENDED_INQUIRY_DATA,
+        THIRD_PARTY_COPY,
         BLOCK_LIMITS,
         BLOCK_DEVICE_CHARACTERISTICS,
         LOGICAL_BLOCK_PROVISIONING,
@@ -246,6 +251,7 @@ mod tests {
         let inq = StandardInquiry {
             peripheral: 0,
             removable: false,
+            third_party_copy: false,
             version: 0x0D,
             vendor: ascii_field("STINT"),
             product: ascii_field("ramdisk\u{7}"),

@@ -17,6 +17,7 @@ pub mod sanitize;
 pub mod sense;
 pub mod status;
 pub mod table;
+pub mod third_party_copy;
 pub mod timestamp;
 
 pub use command::Command;

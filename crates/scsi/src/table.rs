@@ -8,6 +8,7 @@ use crate::cdl::CdlPageKind;
 use crate::command::Command;
 use crate::decode as d;
 use crate::sense::Sense;
+use crate::third_party_copy as tpc;
 
 /// Direction of the data phase (SAM-5 §5.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,8 +137,8 @@ impl CommandInfo {
 /// SPC-5 variable length CDB format).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ServiceActionField {
-    /// Byte 1 bits 4:0: SANITIZE, PERSISTENT RESERVE IN/OUT, SERVICE ACTION IN/OUT (16),
-    /// MAINTENANCE IN/OUT.
+    /// Byte 1 bits 4:0: SANITIZE, PERSISTENT RESERVE IN/OUT, the third-party copy OUT/IN
+    /// operation codes (83h, 84h), SERVICE ACTION IN/OUT (16), MAINTENANCE IN/OUT.
     Byte1,
     /// Bytes 8–9 of a variable length CDB (opcode 7Fh).
     Bytes8To9,
@@ -146,7 +147,7 @@ pub enum ServiceActionField {
 impl ServiceActionField {
     pub const fn of(opcode: u8) -> Option<Self> {
         match opcode {
-            0x48 | 0x5E | 0x5F | 0x9E | 0x9F | 0xA3 | 0xA4 => Some(Self::Byte1),
+            0x48 | 0x5E | 0x5F | 0x83 | 0x84 | 0x9E | 0x9F | 0xA3 | 0xA4 => Some(Self::Byte1),
             VARIABLE_LENGTH_CDB => Some(Self::Bytes8To9),
             _ => None,
         }
@@ -687,6 +688,96 @@ const TABLE: &[CommandInfo] = &[
             0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x0B, 0x1A, 0x07, F, F, F, F, F, F, F, F,
             F, F, F, F, F, F, F, F, F, F, F, F
         ]
+    ),
+    entry!(
+        "EXTENDED COPY(LID1)",
+        Write,
+        Out,
+        Some(0x00),
+        false,
+        60,
+        tpc::decode_extended_copy,
+        [0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "EXTENDED COPY(LID4)",
+        Write,
+        Out,
+        Some(0x01),
+        false,
+        60,
+        tpc::decode_extended_copy,
+        [0x83, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "POPULATE TOKEN",
+        Read,
+        Out,
+        Some(0x10),
+        false,
+        60,
+        tpc::decode_extended_copy,
+        [0x83, 0x10, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA]
+    ),
+    entry!(
+        "WRITE USING TOKEN",
+        Write,
+        Out,
+        Some(0x11),
+        false,
+        60,
+        tpc::decode_extended_copy,
+        [0x83, 0x11, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA]
+    ),
+    entry!(
+        "RECEIVE COPY STATUS(LID1)",
+        Allowed,
+        In,
+        Some(0x00),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x00, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "RECEIVE COPY OPERATING PARAMETERS",
+        Allowed,
+        In,
+        Some(0x03),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "RECEIVE COPY FAILURE DETAILS(LID1)",
+        Allowed,
+        In,
+        Some(0x04),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x04, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "RECEIVE COPY STATUS(LID4)",
+        Allowed,
+        In,
+        Some(0x05),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x05, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "RECEIVE ROD TOKEN INFORMATION",
+        Allowed,
+        In,
+        Some(0x07),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x07, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
         cdl T2A,

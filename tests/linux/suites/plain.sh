@@ -2,7 +2,8 @@
 # Suite "plain", INSIDE the guest: a RAM LUN (`stint serve --lun ram:512MiB`) through the whole
 # Linux initiator path: SendTargets discovery, login, sd attach, the INQUIRY VPD pages, READ
 # CAPACITY, REPORT SUPPORTED OPERATION CODES, MODE SENSE, persistent reservations (sg_persist
-# registers, reads the keys, reserves, releases), raw sequential I/O, ext4 with files
+# registers, reads the keys, reserves, releases), raw sequential I/O, copy offload (3PC, the
+# Third-party Copy VPD page, sg_xcopy's EXTENDED COPY checked by reading both ranges), ext4 with files
 # verified across a remount, thin provisioning (fstrim frees what ext4 freed, as GET LBA STATUS
 # shows; blkdiscard deallocates the disk, which then reads zeros), fio random read/write with
 # crc32c verification, logout, and no
@@ -55,6 +56,16 @@ kv dd_write_s "$(el $t)"; check dd_write $rc "(rc=$rc)"
 t=$(now); rsha=$(dd if="$D" bs=1M count=64 iflag=direct status=none | sha256sum | cut -d' ' -f1)
 kv dd_read_s "$(el $t)"; expect dd_sha256 "$rsha" "$sha"
 rm -f /tmp/seq
+
+sec "copy offload: 3PC, sg_vpd decodes page 8Fh, sg_xcopy copies 16 MiB within the disk"
+check inquiry_3pc "$(sg_inq "$D" | grep -q '3PC=1' && echo 0 || echo 1)"
+expect_cmd sg_vpd_8f sg_vpd -p 0x8f "$D"
+# sg_xcopy takes the disk's sg node (it cannot find one for a block device without udev).
+SG=/dev/$(ls "/sys/block/${D#/dev/}/device/scsi_generic"); kv sg_node "$SG"
+t=$(now); expect_cmd sg_xcopy sg_xcopy if="$SG" of="$SG" bs=512 count=32768 seek=65536
+kv sg_xcopy_16mib_s "$(el $t)"
+expect xcopy_sha256 "$(dd if="$D" bs=1M skip=32 count=16 iflag=direct status=none | sha256sum)" \
+    "$(dd if="$D" bs=1M count=16 iflag=direct status=none | sha256sum)"
 
 fs_check "" 300
 
