@@ -222,7 +222,7 @@ fn watermark_errors_name_the_field() {
             "cache.destage_idle_delay_ms",
         ),
         (
-            "destage_max_age_ms = 10000.0",
+            "destage_max_age_ms = 60000.0",
             "destage_max_age_ms = -1.0",
             "cache.destage_max_age_ms",
         ),
@@ -234,7 +234,7 @@ fn watermark_errors_name_the_field() {
             "{to}: {e}"
         );
     }
-    let missing = text.replace("destage_max_age_ms = 10000.0\n", "");
+    let missing = text.replace("destage_max_age_ms = 60000.0\n", "");
     let e = HddProfile::from_toml(&missing).expect_err("missing");
     assert!(e.to_string().contains("destage_max_age_ms"), "{e}");
 }
