@@ -274,6 +274,10 @@ impl Hdd {
     /// remembers about it (brought up to date).
     #[inline(always)]
     fn position(&self, now: Ns, origin: &Origin, op: &MediaOp, m: &mut OpMemo) -> Ns {
+        if op.is_flush() {
+            // It needs no positioning of its own: destage starts where the heads are.
+            return 0;
+        }
         if op.write && self.caches_write(op) && self.write_cache.has_room(op.blocks.into(), now) {
             return self.write_hit_overhead;
         }
