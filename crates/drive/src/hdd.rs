@@ -44,6 +44,9 @@ pub struct Hdd {
     head_lba: u64,
     /// When the actuator finishes its current media access.
     free_at: Ns,
+    /// When it finishes the last host command's access (`free_at` is later when a forced
+    /// destage follows it).
+    host_until: Ns,
     read_cache: ReadCache,
     write_cache: WriteCache,
     write_cache_enabled: bool,
@@ -131,6 +134,7 @@ impl Hdd {
             cylinder: 0,
             head_lba: 0,
             free_at: 0,
+            host_until: 0,
             read_cache: ReadCache::new(c.read_segments, c.read_ahead_sectors),
             write_cache: WriteCache::new(limits),
             write_cache_enabled: c.write_cache,
@@ -478,25 +482,22 @@ impl Hdd {
         }
     }
 
-    /// Destages in the time the actuator was idle before `now`: from `destage_idle_delay`
-    /// after it freed up (at once when destage is forced), one write after another while
+    /// Destages in the time the actuator was idle before `now`: while destage is forced at
+    /// once, else from `destage_idle_delay` after it freed up, one write after another while
     /// the next would start before `now`. The last may run past `now`: a command that
     /// arrives then waits for it, as on a drive, which cannot stop a write half done.
     fn destage_idle(&mut self, now: Ns) {
-        if self.write_cache.is_empty() {
-            return;
-        }
-        let delay = if self.write_cache.forced() {
-            0
-        } else {
-            self.destage_idle_delay
-        };
-        let begin = self.free_at.saturating_add(delay);
-        if begin >= now {
-            return;
-        }
-        self.free_at = begin;
-        while !self.write_cache.is_empty() && self.free_at < now {
+        let lazy_from = self.free_at.saturating_add(self.destage_idle_delay);
+        while !self.write_cache.is_empty() {
+            let begin = if self.write_cache.forced() {
+                self.free_at
+            } else {
+                self.free_at.max(lazy_from)
+            };
+            if begin >= now {
+                return;
+            }
+            self.free_at = begin;
             self.destage_one();
         }
     }
@@ -529,9 +530,12 @@ impl Drive for Hdd {
     }
 
     /// The actuator gives up the abandoned access (e.g. its retry revolutions) at `now`; the
-    /// head stays where the access left it.
+    /// head stays where the access left it. A destage booked after the access still runs,
+    /// from `now`.
     fn abort(&mut self, now: Ns, _op: &MediaOp) {
-        self.free_at = self.free_at.min(now);
+        let trailing = self.free_at.saturating_sub(self.host_until);
+        self.free_at = self.free_at.min(now.saturating_add(trailing));
+        self.host_until = self.host_until.min(now);
     }
 
     fn positioning_time(&self, now: Ns, op: &MediaOp) -> Ns {
@@ -626,6 +630,7 @@ impl Drive for Hdd {
         self.destage_idle(now);
         let busy = self.free_at;
         let service = self.serve(now, op);
+        self.host_until = self.free_at;
         if self.write_cache.forced() && (self.free_at != busy || busy <= now) {
             self.free_at = self.free_at.max(now);
             self.destage_one();

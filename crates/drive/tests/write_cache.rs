@@ -1,7 +1,7 @@
 //! The HDD's write-back cache: watermarks, idle destage, read hits, flush, FUA, destage by
 //! position against FIFO, and the age bound.
 
-use drive::{Drive, Hdd, HddProfile, MediaOp, Ns, ProfileError};
+use drive::{Drive, FaultRange, Hdd, HddProfile, MediaOp, Ns, ProfileError};
 
 const MS: Ns = 1_000_000;
 
@@ -188,6 +188,33 @@ fn no_dirty_write_starves_beyond_the_maximum_age() {
     let waited = far_write_wait(500.0).expect("destaged");
     // Destaged once 500 ms old, after the destage and the read already under way.
     assert!(waited < 600 * MS, "waited {waited} ns");
+}
+
+#[test]
+fn an_aborted_command_keeps_the_destage_booked_after_it() {
+    // Room for four 8 MiB writes: the fourth passes the high watermark (three).
+    let mut hdd = drive(4 * 2048, 1e6, 1e7);
+    let weak = 5_000_000_000;
+    hdd.set_faults(vec![FaultRange {
+        start_lba: weak,
+        sectors: 8,
+        retries: 100,
+        unrecoverable: false,
+    }])
+    .expect("faults");
+    let mut now = 0;
+    for i in 0..4 {
+        now = hdd.start(now, &op(i << 30, 16_384, true, false)).done_at;
+    }
+    // The read's retries run for 100 revolutions; an 8 MiB destage (29 ms of transfer at the
+    // OD's 285 MB/s) is booked after them. Aborting the read mid-way frees the actuator for
+    // the destage, not for the next command (which alone would be positioned within a full
+    // stroke and a revolution, 25 ms).
+    let read = hdd.start(now, &op(weak, 8, false, false));
+    let abort_at = read.done_at - read.recovery / 2;
+    hdd.abort(abort_at, &op(weak, 8, false, false));
+    let next = hdd.positioning_time(abort_at, &op(7 << 30, 8, false, false));
+    assert!(next > 29 * MS, "positioning {next} ns includes the destage");
 }
 
 #[test]
