@@ -64,7 +64,8 @@ impl LogicalUnit {
     }
 
     /// The medium access `cmd` makes, for a drive model, with its DLD; `None` for commands
-    /// that move no blocks (or only the cache's: SYNCHRONIZE CACHE, PRE-FETCH). The range and
+    /// that move no blocks (PRE-FETCH, which only fills a cache, among them). SYNCHRONIZE
+    /// CACHE is the drive's flush ([`MediaOp::FLUSH`]). The range and
     /// write-protect checks the command's handler makes come first, so a command that would
     /// fail them fails before it is timed.
     pub(crate) fn media_op(
@@ -83,6 +84,11 @@ impl LogicalUnit {
             Command::WriteAndVerify(w) => (w.lba, w.transfer_length, true, true, 0),
             Command::WriteSame(w) => (w.lba, w.number_of_logical_blocks, true, false, 0),
             Command::Verify(v) => (v.lba, v.verification_length, false, false, 0),
+            // Timed as the drive model's flush of its write cache, after the range check.
+            Command::SynchronizeCache(r) => {
+                self.cache_range(&r)?;
+                return Ok(Some((MediaOp::FLUSH, 0)));
+            }
             _ => return Ok(None),
         };
         if write {

@@ -16,8 +16,9 @@ use store::{RamStore, Store};
 const MS: Ns = 1_000_000;
 const BLOCKS: u64 = 1 << 16;
 
-/// Every op takes 10 ms, except LBAs listed in `slow` (their own time); positioning is the
-/// LBA distance from the last started op, so positional ordering has something to order.
+/// Every op takes 10 ms, except LBAs listed in `slow` (their own time), and a flush 25 ms;
+/// positioning is the LBA distance from the last started op, so positional ordering has
+/// something to order.
 struct TestDrive {
     slow: Vec<(u64, Ns)>,
     head: u64,
@@ -44,9 +45,11 @@ impl Drive for TestDrive {
         }
     }
     fn flush(&mut self, now: Ns) -> Ns {
-        now
+        now + FLUSH
     }
 }
+
+const FLUSH: Ns = 25 * MS;
 
 /// A timed LU, the nexuses that talk to it, and the tasks they have in it.
 struct Bench {
@@ -929,6 +932,31 @@ fn a_command_takes_its_class_from_its_nexus_else_from_its_dld() {
     let done = b.run(u64::MAX);
     let order: Vec<(u64, u64)> = done.iter().map(|(n, d)| (*n, d.tag)).collect();
     assert_eq!(order, [(1, 1), (2, 5), (1, 4), (1, 3), (1, 2)]);
+}
+
+#[test]
+fn synchronize_cache_completes_when_the_drive_has_flushed() {
+    let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
+    let write = write16(100, 1, 0);
+    assert!(b
+        .submit(0, 1, 1, TaskAttribute::Simple, &write, &[7; 512])
+        .is_none());
+    let sync10 = [0x35, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    let queued = b.submit(0, 1, 2, TaskAttribute::Simple, &sync10, &[]);
+    assert!(queued.is_none(), "queued like a medium command: {queued:?}");
+    let done = b.run(Ns::MAX);
+    let at: Vec<(u64, Ns)> = done.iter().map(|(_, d)| (d.tag, d.at)).collect();
+    // The write takes 10 ms; the flush starts after it and takes the drive's 25 ms.
+    assert_eq!(at, [(1, 10 * MS), (2, 10 * MS + FLUSH)]);
+    assert!(done.iter().all(|(_, d)| d.completion == Completion::GOOD));
+    // A range beyond the capacity fails at once, before it is timed.
+    let mut beyond = sync10;
+    beyond[2..6].copy_from_slice(&(BLOCKS as u32).to_be_bytes());
+    let failed = b.submit(0, 1, 3, TaskAttribute::Simple, &beyond, &[]);
+    assert_eq!(
+        failed.as_ref().and_then(sense),
+        Some((SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE))
+    );
 }
 
 /// A timed LU with one limited read descriptor (15 ms inactive, Fh), FIFO ordered.

@@ -20,10 +20,12 @@ use crate::{Drive, MediaOp, MediaOutcome, Ns, OpMemo, QueuedOp, Service, NS_PER_
 use fault::Faults;
 use read_cache::{MissCheck, ReadCache, ReadHit};
 use seek::{SeekAnchors, SeekCurve};
-use write_cache::{Dirty, WriteCache};
+use write_cache::{Limits, WriteCache};
 
-/// How many of the oldest dirty writes the destage scheduler considers (an NCQ-sized window).
-const DESTAGE_WINDOW: usize = 32;
+/// Destage by position considers this many dirty writes on either side of the head in LBA
+/// order (the nearest cylinders): the cheapest to reach lies among them, and the pick costs
+/// the same with a thousand writes cached as with a hundred.
+const DESTAGE_SCAN: usize = 64;
 
 /// A modelled hard disk.
 #[derive(Clone, Debug)]
@@ -38,11 +40,18 @@ pub struct Hdd {
     host_turnaround: Ns,
     /// Cylinder under the heads after the last media access.
     cylinder: u32,
+    /// The last LBA of that access: where destage by position looks for its candidates.
+    head_lba: u64,
     /// When the actuator finishes its current media access.
     free_at: Ns,
+    /// When it finishes the last host command's access (`free_at` is later when a forced
+    /// destage follows it).
+    host_until: Ns,
     read_cache: ReadCache,
     write_cache: WriteCache,
     write_cache_enabled: bool,
+    destage_idle_delay: Ns,
+    destage_max_age: Ns,
     faults: Faults,
     /// ⌊2^64 / T_rev⌋ (or one less): `t mod T_rev` by a multiplication, see [`Hdd::rev_phase`].
     rev_magic: u64,
@@ -107,7 +116,13 @@ impl Hdd {
         let c = &p.cache;
         let r = &p.recovery;
         let retry_ns = geometry.rev_ns + ms(r.retry_overhead_ms);
-        let cache_sectors = (c.write_cache_mb * 1e6 / f64::from(p.geometry.sector_bytes)) as u64;
+        // Rounded: MB are decimal, so a capacity of whole sectors is rarely exact in binary.
+        let cache_sectors = (c.write_cache_mb * 1e6 / f64::from(p.geometry.sector_bytes)).round();
+        let limits = Limits {
+            capacity: cache_sectors as u64,
+            high: (cache_sectors * c.destage_high_watermark).round() as u64,
+            low: (cache_sectors * c.destage_low_watermark).round() as u64,
+        };
         Ok(Self {
             seek_read,
             seek_write,
@@ -117,10 +132,14 @@ impl Hdd {
             interface_ns_per_byte: 1e9 / (c.interface_mb_s * 1e6),
             host_turnaround: (p.timing.host_turnaround_us * NS_PER_US).round() as Ns,
             cylinder: 0,
+            head_lba: 0,
             free_at: 0,
+            host_until: 0,
             read_cache: ReadCache::new(c.read_segments, c.read_ahead_sectors),
-            write_cache: WriteCache::new(cache_sectors),
+            write_cache: WriteCache::new(limits),
             write_cache_enabled: c.write_cache,
+            destage_idle_delay: ms(c.destage_idle_delay_ms),
+            destage_max_age: ms(c.destage_max_age_ms),
             rev_magic: u64::MAX / geometry.rev_ns.max(1),
             seeks_below_3_revs,
             place_memo: Box::new([const { Cell::new(OpMemo::EMPTY) }; PLACE_MEMO]),
@@ -259,7 +278,11 @@ impl Hdd {
     /// remembers about it (brought up to date).
     #[inline(always)]
     fn position(&self, now: Ns, origin: &Origin, op: &MediaOp, m: &mut OpMemo) -> Ns {
-        if op.write && self.caches_write(op) && self.write_cache.has_room(op.blocks.into()) {
+        if op.is_flush() {
+            // It needs no positioning of its own: destage starts where the heads are.
+            return 0;
+        }
+        if op.write && self.caches_write(op) && self.write_cache.has_room(op.blocks.into(), now) {
             return self.write_hit_overhead;
         }
         let key = op.lba.wrapping_add(1);
@@ -428,6 +451,7 @@ impl Hdd {
         let done = transfer_start + transfer + recovery;
         let last = lba.saturating_add(blocks.saturating_sub(1));
         self.cylinder = self.geometry.locate(last).cylinder;
+        self.head_lba = last;
         self.free_at = done;
         if !write && outcome == MediaOutcome::Ok {
             self.read_cache
@@ -436,28 +460,44 @@ impl Hdd {
         (done, recovery, outcome)
     }
 
-    /// Destages one dirty write (shortest positioning among the oldest few) when the actuator
-    /// frees up.
+    /// Destages one dirty write when the actuator frees up: the oldest once it has waited
+    /// `destage_max_age`, else the one cheapest to reach from the head.
     fn destage_one(&mut self) {
-        let t = self.free_at + self.overhead;
-        let best = self
-            .write_cache
-            .oldest(DESTAGE_WINDOW)
-            .enumerate()
-            .min_by_key(|(_, d)| {
-                let (cylinder, angle) = self.place(d.lba);
-                self.access(t, cylinder, angle, true)
-            })
-            .map(|(i, _)| i);
-        if let Some(d) = best.and_then(|i| self.write_cache.remove(i)) {
-            let start = self.free_at;
-            self.media(start, d.lba, d.blocks, true);
+        let start = self.free_at;
+        let t = start + self.overhead;
+        let cache = &self.write_cache;
+        let slot = match cache.oldest() {
+            Some((slot, d)) if start.saturating_sub(d.since) >= self.destage_max_age => Some(slot),
+            _ => cache
+                .near(self.head_lba, DESTAGE_SCAN)
+                .min_by_key(|(_, d)| {
+                    let (cylinder, angle) = self.place(d.lba);
+                    self.access(t, cylinder, angle, true)
+                })
+                .map(|(slot, _)| slot),
+        };
+        if let Some(d) = slot.and_then(|slot| self.write_cache.remove(slot)) {
+            let (done, _, _) = self.media(start, d.lba, d.blocks, true);
+            self.write_cache.destaging(d.blocks, done);
         }
     }
 
-    /// Destages while the actuator would have been idle before `now` (destage when idle).
+    /// Destages in the time the actuator was idle before `now`: while destage is forced at
+    /// once, else from `destage_idle_delay` after it freed up, one write after another while
+    /// the next would start before `now`. The last may run past `now`: a command that
+    /// arrives then waits for it, as on a drive, which cannot stop a write half done.
     fn destage_idle(&mut self, now: Ns) {
-        while !self.write_cache.is_empty() && self.free_at < now {
+        let lazy_from = self.free_at.saturating_add(self.destage_idle_delay);
+        while !self.write_cache.is_empty() {
+            let begin = if self.write_cache.forced() {
+                self.free_at
+            } else {
+                self.free_at.max(lazy_from)
+            };
+            if begin >= now {
+                return;
+            }
+            self.free_at = begin;
             self.destage_one();
         }
     }
@@ -472,7 +512,7 @@ impl Hdd {
     /// Whether `op` at `now` would not need the actuator (a read hit or a cached write).
     fn served_from_cache(&self, now: Ns, op: &MediaOp) -> bool {
         if op.write {
-            self.caches_write(op) && self.write_cache.has_room(op.blocks.into())
+            self.caches_write(op) && self.write_cache.has_room(op.blocks.into(), now)
         } else {
             let end = op.lba.saturating_add(op.blocks.into());
             matches!(self.read_hit(now, op.lba, end), ReadHit::Cached)
@@ -490,9 +530,12 @@ impl Drive for Hdd {
     }
 
     /// The actuator gives up the abandoned access (e.g. its retry revolutions) at `now`; the
-    /// head stays where the access left it.
+    /// head stays where the access left it. A destage booked after the access still runs,
+    /// from `now`.
     fn abort(&mut self, now: Ns, _op: &MediaOp) {
-        self.free_at = self.free_at.min(now);
+        let trailing = self.free_at.saturating_sub(self.host_until);
+        self.free_at = self.free_at.min(now.saturating_add(trailing));
+        self.host_until = self.host_until.min(now);
     }
 
     fn positioning_time(&self, now: Ns, op: &MediaOp) -> Ns {
@@ -579,23 +622,53 @@ impl Drive for Hdd {
         true
     }
 
+    /// Past the high watermark, until the low one, a destage follows every command that
+    /// used the actuator (after its media access: reads go ahead of destage) and every
+    /// command that found it idle.
     fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
+        self.write_cache.retire(now);
         self.destage_idle(now);
+        let busy = self.free_at;
+        let service = self.serve(now, op);
+        self.host_until = self.free_at;
+        if self.write_cache.forced() && (self.free_at != busy || busy <= now) {
+            self.free_at = self.free_at.max(now);
+            self.destage_one();
+        }
+        service
+    }
+
+    fn flush(&mut self, now: Ns) -> Ns {
+        self.destage_idle(now);
+        self.free_at = self.free_at.max(now);
+        while !self.write_cache.is_empty() {
+            self.destage_one();
+        }
+        self.free_at
+    }
+}
+
+impl Hdd {
+    /// [`Drive::start`] of `op` once idle destage is done.
+    fn serve(&mut self, now: Ns, op: &MediaOp) -> Service {
         let blocks = u64::from(op.blocks);
         let end = op.lba.saturating_add(blocks);
         if op.write {
             self.read_cache.invalidate(op.lba, end);
             if self.caches_write(op) {
-                // Full: the write is accepted once destage has made room.
+                // Full: the write is accepted once destage has made room, and the host waits.
                 let mut ready = now;
-                while !self.write_cache.has_room(blocks) && !self.write_cache.is_empty() {
-                    self.destage_one();
-                    ready = ready.max(self.free_at);
+                while !self.write_cache.has_room(blocks, ready) {
+                    if let Some(t) = self.write_cache.next_release(ready) {
+                        ready = t;
+                    } else if self.write_cache.is_empty() {
+                        break;
+                    } else {
+                        self.free_at = self.free_at.max(ready);
+                        self.destage_one();
+                    }
                 }
-                self.write_cache.push(Dirty {
-                    lba: op.lba,
-                    blocks,
-                });
+                self.write_cache.push(op.lba, blocks, ready);
                 let done = ready + self.write_hit_overhead + self.interface_time(blocks);
                 return Service {
                     done_at: done,
@@ -603,6 +676,9 @@ impl Drive for Hdd {
                     recovery: 0,
                 };
             }
+            // Written through (FUA, WCE off, or larger than the cache): on the medium when
+            // done, and cached writes it wholly replaces need no destage.
+            self.write_cache.supersede(op.lba, end);
             let (done, recovery, outcome) = self.media(now.max(self.free_at), op.lba, blocks, true);
             return Service {
                 done_at: done,
@@ -626,6 +702,7 @@ impl Drive for Hdd {
                 self.read_cache.extend_stream(end, media_done);
                 self.free_at = self.free_at.max(media_done);
                 self.cylinder = self.geometry.locate(end.saturating_sub(1)).cylinder;
+                self.head_lba = end.saturating_sub(1);
                 Service {
                     done_at: done,
                     outcome: MediaOutcome::Ok,
@@ -642,17 +719,6 @@ impl Drive for Hdd {
                 }
             }
         }
-    }
-
-    fn flush(&mut self, now: Ns) -> Ns {
-        self.destage_idle(now);
-        if self.free_at < now {
-            self.free_at = now;
-        }
-        while !self.write_cache.is_empty() {
-            self.destage_one();
-        }
-        self.free_at.max(now)
     }
 }
 

@@ -8,10 +8,26 @@ pub type Ns = u64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MediaOp {
     pub lba: u64,
+    /// At least 1, except for [`MediaOp::FLUSH`].
     pub blocks: u32,
     pub write: bool,
     /// Force Unit Access: a write bypasses (or writes through) the write cache.
     pub fua: bool,
+}
+
+impl MediaOp {
+    /// SYNCHRONIZE CACHE (SBC-4 §5.32–5.33) as a queued op: a write of no blocks, forced to
+    /// the medium. The queue runs it with [`Drive::flush`].
+    pub const FLUSH: Self = Self {
+        lba: 0,
+        blocks: 0,
+        write: true,
+        fua: true,
+    };
+
+    pub fn is_flush(&self) -> bool {
+        self.blocks == 0
+    }
 }
 
 /// How a started operation ends.

@@ -335,7 +335,11 @@ fn default_profile_parses_and_every_line_cites() {
         if l.contains(" = ") && !l.starts_with('#') && !l.starts_with("name") && !l.starts_with('[')
         {
             let comment = lines.get(i.wrapping_sub(1)).copied().unwrap_or("");
-            let cites = |c: &str| ["[", "assumed", "derived"].iter().any(|k| c.contains(k));
+            let cites = |c: &str| {
+                ["[", "assumed", "assumption", "derived"]
+                    .iter()
+                    .any(|k| c.contains(k))
+            };
             let cited = cites(comment) || lines.get(i.wrapping_sub(2)).is_some_and(|c| cites(c));
             assert!(
                 comment.trim_start().starts_with('#') && cited,

@@ -11,7 +11,7 @@ use crate::config::{ConfigError, QueueConfig};
 use crate::deadline::DeadlineAware;
 use crate::order::{Candidate, OrderingPolicy, QueueMemos};
 use crate::stats::Stats;
-use drive::{Drive, MediaOp, MediaOutcome, Ns};
+use drive::{Drive, MediaOp, MediaOutcome, Ns, Service};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
@@ -384,7 +384,15 @@ impl<D: Drive> Queue<D> {
         let Some(s) = self.slots.get_mut(slot as usize) else {
             return;
         };
-        let service = self.drive.start(t, &s.op);
+        let service = if s.op.is_flush() {
+            Service {
+                done_at: self.drive.flush(t),
+                outcome: MediaOutcome::Ok,
+                recovery: 0,
+            }
+        } else {
+            self.drive.start(t, &s.op)
+        };
         s.state = State::Active;
         s.started_at = t;
         s.done_at = service.done_at.max(t);

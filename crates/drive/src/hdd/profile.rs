@@ -65,6 +65,14 @@ pub struct TimingProfile {
 pub struct CacheProfile {
     pub write_cache: bool,
     pub write_cache_mb: f64,
+    /// Destage is forced once dirty data exceeds this fraction of `write_cache_mb`...
+    pub destage_high_watermark: f64,
+    /// ...until it is down to this fraction.
+    pub destage_low_watermark: f64,
+    /// Idle time of the actuator before it starts destaging (below the high watermark).
+    pub destage_idle_delay_ms: f64,
+    /// A dirty write older than this is destaged next, wherever it lies (no starvation).
+    pub destage_max_age_ms: f64,
     pub interface_mb_s: f64,
     pub read_segments: u32,
     pub read_ahead_sectors: u32,
@@ -169,6 +177,34 @@ impl HddProfile {
 
         let c = &self.cache;
         check_range("cache.write_cache_mb", c.write_cache_mb, 0.0, 1e6)?;
+        check_range(
+            "cache.destage_high_watermark",
+            c.destage_high_watermark,
+            0.0,
+            1.0,
+        )?;
+        check_range(
+            "cache.destage_low_watermark",
+            c.destage_low_watermark,
+            0.0,
+            1.0,
+        )?;
+        if c.destage_low_watermark > c.destage_high_watermark {
+            return Err(ProfileError::invalid(
+                "cache.destage_low_watermark",
+                format!(
+                    "must not exceed destage_high_watermark ({}), got {}",
+                    c.destage_high_watermark, c.destage_low_watermark
+                ),
+            ));
+        }
+        check_range(
+            "cache.destage_idle_delay_ms",
+            c.destage_idle_delay_ms,
+            0.0,
+            1e6,
+        )?;
+        check_range("cache.destage_max_age_ms", c.destage_max_age_ms, 0.0, 1e7)?;
         check_range("cache.interface_mb_s", c.interface_mb_s, 1.0, 100_000.0)?;
         if c.read_segments > 1024 {
             return Err(ProfileError::invalid(
