@@ -61,9 +61,9 @@ impl LogicalUnit {
     }
 
     /// The medium access `cmd` makes, for a drive model, with its DLD; `None` for commands
-    /// that move no blocks (or only the cache's: SYNCHRONIZE CACHE, PRE-FETCH). The range and
-    /// write-protect checks the command's handler makes come first, so a command that would
-    /// fail them fails before it is timed.
+    /// that move no blocks (or only the cache's: SYNCHRONIZE CACHE, PRE-FETCH). The range
+    /// checks the command's handler makes come first (write protection is a precheck), so a
+    /// command that would fail them fails before it is timed.
     pub(crate) fn media_op(
         &self,
         info: &CommandInfo,
@@ -80,9 +80,6 @@ impl LogicalUnit {
             Command::Verify(v) => (v.lba, v.verification_length, false, false, 0),
             _ => return Ok(None),
         };
-        if write {
-            self.check_writable()?;
-        }
         match cmd {
             // Their own length limits are checked when they run.
             Command::CompareAndWrite(_) | Command::WriteSame(_) => {
@@ -110,13 +107,6 @@ impl LogicalUnit {
     /// MAXIMUM COMPARE AND WRITE LENGTH (VPD B0h) in logical blocks.
     fn max_compare_and_write_length(&self) -> u8 {
         self.block_limits().maximum_compare_and_write_length
-    }
-
-    fn check_writable(&self) -> Result<(), Sense> {
-        if self.write_protected() {
-            return Err(Sense::new(SenseKey::DataProtect, Asc::WRITE_PROTECTED));
-        }
-        Ok(())
     }
 
     /// READ (6)/(10)/(12)/(16) (SBC-4 §5.12–5.15).
@@ -180,9 +170,6 @@ impl LogicalUnit {
 
     /// WRITE (6)/(10)/(12)/(16) (SBC-4 §5.39–5.42).
     pub(crate) fn write(&self, info: &CommandInfo, rw: &ReadWrite, data_out: &[u8]) -> Completion {
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         match self.range(info, rw.lba, rw.transfer_length) {
             Ok((offset, len)) => self.store_blocks(rw.lba, offset, len, data_out, rw.fua),
             Err(sense) => check(sense),
@@ -197,9 +184,6 @@ impl LogicalUnit {
         rw: &ReadWrite,
         data_out: &[u8],
     ) -> Completion {
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         let (offset, len) = match self.range(info, rw.lba, rw.transfer_length) {
             Ok(r) => r,
             Err(sense) => return check(sense),
@@ -239,9 +223,6 @@ impl LogicalUnit {
         w: &WriteAndVerify,
         data_out: &[u8],
     ) -> Completion {
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         match self.range(info, w.lba, w.transfer_length) {
             Ok((offset, len)) => self.store_blocks(w.lba, offset, len, data_out, true),
             Err(sense) => check(sense),
@@ -258,9 +239,6 @@ impl LogicalUnit {
     /// another size than the two instances.
     pub(crate) fn compare_and_write(&self, rw: &ReadWrite, req: &Request) -> Completion {
         let data_out = req.data_out;
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         let blocks = rw.transfer_length;
         if blocks == 0 || blocks > u32::from(self.max_compare_and_write_length()) {
             return check(Sense::invalid_field_in_cdb(13, None));
@@ -305,9 +283,6 @@ impl LogicalUnit {
         req: &Request,
     ) -> Completion {
         let data_out = req.data_out;
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         let buffer = req.data_out_buffer_size;
         if buffer != 0 && (w.ndob || buffer != self.block_size()) {
             return check(Sense::new(
@@ -382,9 +357,6 @@ impl LogicalUnit {
     /// and BLOCK DESCRIPTOR COUNT) before any range is deallocated. A PARAMETER LIST LENGTH of
     /// 0 unmaps nothing.
     pub(crate) fn unmap(&self, u: &Unmap, data_out: &[u8]) -> Completion {
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         if u.parameter_list_length == 0 {
             return Completion::GOOD;
         }

@@ -50,6 +50,9 @@ pub struct LuConfig {
     /// persist through power loss (APTPL = 1, SPC-4 §5.13.5); `None`: it cannot (PTPL_C = 0),
     /// and APTPL = 1 is refused.
     pub persistent_reservations_path: Option<std::path::PathBuf>,
+    /// The access state of the logical unit's one target port group (implicit ALUA, SPC-4
+    /// §5.16): standby and unavailable refuse what the command table does not let through.
+    pub alua_state: scsi::alua::AccessState,
 }
 
 impl LuConfig {
@@ -79,6 +82,7 @@ impl LuConfig {
             max_transfer_bytes: 8 << 20,
             saved_mode_path: None,
             persistent_reservations_path: None,
+            alua_state: scsi::alua::AccessState::ActiveOptimized,
         }
     }
 

@@ -11,11 +11,12 @@ use crate::saved_mode;
 use crate::unit_attention::UnitAttentions;
 use crate::{Completion, Ns, Request, TaskAttribute, Transfer};
 use parking_lot::Mutex;
-use scsi::command::{Command, DataLength, Inquiry, ModeSelect, StartStopUnit};
+use scsi::alua::{self, TargetPortGroup};
+use scsi::command::{Command, Inquiry, ModeSelect, StartStopUnit};
 use scsi::inquiry::{self, vpd, BlockLimits, DeviceIdentifiers, StandardInquiry};
 use scsi::mode::{self, ModeContext, ModeParameters};
 use scsi::provisioning;
-use scsi::{rsoc, Asc, CommandInfo, Sense, SenseKey, Status};
+use scsi::{rsoc, Asc, CommandInfo, Flags, Sense, SenseKey, Status};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use store::Store;
@@ -99,6 +100,7 @@ impl LogicalUnit {
         let inquiry = StandardInquiry {
             peripheral: inquiry::DIRECT_ACCESS_BLOCK_DEVICE,
             removable: config.removable,
+            implicit_alua: true,
             version: config.inquiry_version,
             vendor,
             product: inquiry::ascii_field(&config.product),
@@ -227,7 +229,17 @@ impl LogicalUnit {
 
     /// A CDB through the command table, refusing what this unit does not support.
     pub(crate) fn decode(&self, cdb: &[u8]) -> Result<(&'static CommandInfo, Command), Sense> {
-        let (info, cmd) = scsi::decode(cdb)?;
+        self.decode_found(scsi::table::find(cdb), cdb)
+    }
+
+    /// [`Self::decode`] of the entry [`scsi::table::find`] found for `cdb`.
+    pub(crate) fn decode_found(
+        &self,
+        found: Result<&'static CommandInfo, Sense>,
+        cdb: &[u8],
+    ) -> Result<(&'static CommandInfo, Command), Sense> {
+        let info = found?;
+        let cmd = scsi::table::decode_as(info, cdb)?;
         if !self.features().supports(info) {
             return Err(Sense::invalid_command_operation_code());
         }
@@ -252,14 +264,7 @@ impl LogicalUnit {
     /// refuse is refused here, before the transport asks for (and buffers) any of its data.
     pub(crate) fn transfer(&self, info: &CommandInfo, cmd: &Command) -> Result<Transfer, Sense> {
         self.check_data_out_range(info, cmd)?;
-        let bs = self.config.block_size;
-        Ok(match cmd.data_length() {
-            DataLength::None => Transfer::None,
-            DataLength::InBytes(n) => Transfer::In(n),
-            DataLength::OutBytes(n) => Transfer::Out(n),
-            DataLength::InBlocks(b) => Transfer::In(b.saturating_mul(bs)),
-            DataLength::OutBlocks(b) => Transfer::Out(b.saturating_mul(bs)),
-        })
+        Ok(Transfer::of(cmd.data_length(), self.config.block_size))
     }
 
     /// LOGICAL UNIT RESET or a target reset (SAM-5 §6.3): every task is aborted (those of
@@ -324,16 +329,21 @@ impl LogicalUnit {
         }
     }
 
-    /// What SAM-5 checks before a command enters the task set, in its order: reservation,
-    /// unit attention, task attribute, the CDB, then medium state.
+    /// The checks made before a command enters the task set, once, from its table entry's
+    /// [`Flags`]: a reservation held by another nexus (RESERVATION CONFLICT takes precedence
+    /// over CHECK CONDITION, SAM-5 §5.3.2), a pending unit attention for this nexus (SAM-5
+    /// §5.14), then [`Self::check_command`].
     pub(crate) fn precheck(
         &self,
         req: &Request,
     ) -> Result<(&'static CommandInfo, Command), Completion> {
-        self.check_reservation(req)?;
-        let opcode = req.cdb.first().copied().unwrap_or(0);
-        unit_attention(self.unit_attentions.on_command(req.nexus, opcode))?;
-        self.check_command(req)
+        let found = scsi::table::find(req.cdb);
+        self.check_reservation(req, &found)?;
+        let exempt = found
+            .as_ref()
+            .is_ok_and(|i| i.flags.contains(Flags::NO_UNIT_ATTENTION));
+        unit_attention(self.unit_attentions.on_command(req.nexus, exempt))?;
+        self.check_command(req, found)
     }
 
     /// [`Self::precheck`] by the logical unit's only user (no lock taken).
@@ -341,15 +351,25 @@ impl LogicalUnit {
         &mut self,
         req: &Request,
     ) -> Result<(&'static CommandInfo, Command), Completion> {
-        self.check_reservation(req)?;
-        let opcode = req.cdb.first().copied().unwrap_or(0);
-        unit_attention(self.unit_attentions.on_command_mut(req.nexus, opcode))?;
-        self.check_command(req)
+        let found = scsi::table::find(req.cdb);
+        self.check_reservation(req, &found)?;
+        let exempt = found
+            .as_ref()
+            .is_ok_and(|i| i.flags.contains(Flags::NO_UNIT_ATTENTION));
+        unit_attention(self.unit_attentions.on_command_mut(req.nexus, exempt))?;
+        self.check_command(req, found)
     }
 
     /// The first of [`Self::precheck`]'s checks: a reservation held by another nexus.
-    fn check_reservation(&self, req: &Request) -> Result<(), Completion> {
-        if self.reservations.conflict(req.nexus, req.cdb) {
+    fn check_reservation(
+        &self,
+        req: &Request,
+        found: &Result<&'static CommandInfo, Sense>,
+    ) -> Result<(), Completion> {
+        if self
+            .reservations
+            .conflict(req.nexus, found.as_ref().ok().copied(), req.cdb)
+        {
             return Err(Completion {
                 status: Status::ReservationConflict,
                 sense: None,
@@ -358,9 +378,14 @@ impl LogicalUnit {
         Ok(())
     }
 
-    /// [`Self::precheck`]'s checks after the unit attention: task attribute, the CDB, medium
-    /// state.
-    fn check_command(&self, req: &Request) -> Result<(&'static CommandInfo, Command), Completion> {
+    /// [`Self::precheck`]'s checks after the unit attention: the task attribute, the CDB, then
+    /// the unit's state as the entry's flags ask: the target port group's ALUA state, medium
+    /// present, unit started, write protection.
+    fn check_command(
+        &self,
+        req: &Request,
+        found: Result<&'static CommandInfo, Sense>,
+    ) -> Result<(&'static CommandInfo, Command), Completion> {
         // NormACA = 0: an ACA condition never exists, so a command with the ACA attribute has
         // nothing to run under (SAM-5 §5.9.2, §8.6).
         if req.attribute == TaskAttribute::Aca {
@@ -369,25 +394,27 @@ impl LogicalUnit {
                 Asc::INVALID_MESSAGE_ERROR,
             )));
         }
-        let (info, cmd) = self.decode(req.cdb).map_err(check)?;
-        let needs_medium = cmd.accesses_medium()
-            || matches!(
-                cmd,
-                Command::TestUnitReady | Command::ReadCapacity10 | Command::ReadCapacity16 { .. }
-            );
-        if needs_medium && !self.medium_present.load(Ordering::Relaxed) {
-            return Err(check(Sense::new(
-                SenseKey::NotReady,
-                Asc::MEDIUM_NOT_PRESENT,
-            )));
+        let (info, cmd) = self.decode_found(found, req.cdb).map_err(check)?;
+        self.check_state(info.flags).map_err(check)?;
+        Ok((info, cmd))
+    }
+
+    /// Whether the unit's state lets a command with `flags` run.
+    fn check_state(&self, flags: Flags) -> Result<(), Sense> {
+        self.config.alua_state.admits(flags)?;
+        if flags.contains(Flags::MEDIUM) && !self.medium_present.load(Ordering::Relaxed) {
+            return Err(Sense::new(SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT));
         }
-        if cmd.accesses_medium() && self.stopped.load(Ordering::Relaxed) {
-            return Err(check(Sense::new(
+        if flags.contains(Flags::READY) && self.stopped.load(Ordering::Relaxed) {
+            return Err(Sense::new(
                 SenseKey::NotReady,
                 Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
-            )));
+            ));
         }
-        Ok((info, cmd))
+        if flags.contains(Flags::WRITES) && self.write_protected() {
+            return Err(Sense::new(SenseKey::DataProtect, Asc::WRITE_PROTECTED));
+        }
+        Ok(())
     }
 
     /// Run a command that passed [`Self::precheck`].
@@ -400,16 +427,8 @@ impl LogicalUnit {
     ) -> Completion {
         let start = data_in.len();
         match cmd {
-            Command::TestUnitReady => {
-                if self.stopped.load(Ordering::Relaxed) {
-                    check(Sense::new(
-                        SenseKey::NotReady,
-                        Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
-                    ))
-                } else {
-                    Completion::GOOD
-                }
-            }
+            // Its flags make the prechecks report a stopped unit or a missing medium.
+            Command::TestUnitReady => Completion::GOOD,
             Command::RequestSense {
                 desc,
                 allocation_length,
@@ -557,6 +576,19 @@ impl LogicalUnit {
                 allocation_length,
             } => {
                 rsoc::report_supported_task_management_functions(repd, data_in);
+                truncate(data_in, start, allocation_length);
+                Completion::GOOD
+            }
+            Command::ReportTargetPortGroups {
+                extended,
+                allocation_length,
+            } => {
+                let group = TargetPortGroup {
+                    id: crate::TARGET_PORT_GROUP,
+                    state: self.config.alua_state,
+                    relative_target_port: crate::RELATIVE_TARGET_PORT,
+                };
+                alua::report_target_port_groups(&[group], extended, data_in);
                 truncate(data_in, start, allocation_length);
                 Completion::GOOD
             }

@@ -261,6 +261,12 @@ pub enum Command {
         repd: bool,
         allocation_length: u32,
     },
+    /// REPORT TARGET PORT GROUPS (SPC-5 §6.37); `extended`: PARAMETER DATA FORMAT 001b,
+    /// the extended header.
+    ReportTargetPortGroups {
+        extended: bool,
+        allocation_length: u32,
+    },
 }
 
 /// The data a command moves, in logical blocks or bytes.
@@ -322,25 +328,10 @@ impl Command {
             Command::ReadDefectData(r) => InBytes(r.allocation_length),
             Command::ReportSupportedTaskManagementFunctions {
                 allocation_length, ..
+            }
+            | Command::ReportTargetPortGroups {
+                allocation_length, ..
             } => InBytes(allocation_length),
         }
-    }
-
-    /// Whether the command accesses the medium (fails with NOT READY while the unit is stopped).
-    pub fn accesses_medium(&self) -> bool {
-        matches!(
-            self,
-            Command::Read(_)
-                | Command::Write(_)
-                | Command::OrWrite(_)
-                | Command::CompareAndWrite(_)
-                | Command::WriteAndVerify(_)
-                | Command::WriteSame(_)
-                | Command::Unmap(_)
-                | Command::GetLbaStatus { .. }
-                | Command::Verify(_)
-                | Command::SynchronizeCache(_)
-                | Command::PreFetch(_)
-        )
     }
 }
