@@ -1009,6 +1009,10 @@ const fn index(table: &[CommandInfo]) -> [Span; 256] {
                 span.start as usize + span.len as usize == i,
                 "the entries of one opcode are adjacent"
             );
+            assert!(
+                info.service_action.is_some(),
+                "an opcode without service actions has one entry"
+            );
         }
         span.len += 1;
         i += 1;
@@ -1034,18 +1038,27 @@ pub fn find(cdb: &[u8]) -> Result<&'static CommandInfo, Sense> {
     let Some(&opcode) = cdb.first() else {
         return Err(Sense::invalid_command_operation_code());
     };
-    if BY_OPCODE[usize::from(opcode)].len == 0 {
-        return Err(Sense::invalid_command_operation_code());
-    }
+    let span = BY_OPCODE[usize::from(opcode)];
+    let start = usize::from(span.start);
+    let entries = COMMANDS
+        .get(start..start + usize::from(span.len))
+        .unwrap_or_default();
     match ServiceActionField::of(opcode) {
+        // The index holds one entry for an opcode without service actions.
+        None => entries
+            .first()
+            .ok_or_else(Sense::invalid_command_operation_code),
+        Some(_) if entries.is_empty() => Err(Sense::invalid_command_operation_code()),
         Some(field) => {
             // Too short to hold the service action: the transport lost bytes.
             let sa = field
                 .read(cdb)
                 .ok_or_else(|| Sense::invalid_field_in_cdb(0, None))?;
-            lookup(opcode, Some(sa)).ok_or_else(|| field.invalid())
+            entries
+                .iter()
+                .find(|c| c.service_action == Some(sa))
+                .ok_or_else(|| field.invalid())
         }
-        None => lookup(opcode, None).ok_or_else(Sense::invalid_command_operation_code),
     }
 }
 
