@@ -14,6 +14,7 @@ pub mod latency;
 mod logical_unit;
 pub mod metrics;
 mod persistent_reservation;
+mod provisioning;
 mod reservations;
 mod saved_mode;
 mod target;

@@ -509,7 +509,9 @@ impl LogicalUnit {
             }
             Command::ModeSelect(m) => self.mode_select(req, &m),
             Command::LogSense(l) => {
-                match scsi::log::log_sense(&l, self.cdl_statistics().as_ref(), data_in) {
+                let cdl = self.cdl_statistics();
+                let provisioning = self.provisioning_resources();
+                match scsi::log::log_sense(&l, cdl.as_ref(), provisioning.as_ref(), data_in) {
                     Ok(()) => {
                         truncate(data_in, start, l.allocation_length.into());
                         Completion::GOOD
@@ -517,7 +519,7 @@ impl LogicalUnit {
                     Err(sense) => check(sense),
                 }
             }
-            Command::LogSelect(l) => match scsi::log::log_select(&l, self.has_device_queue()) {
+            Command::LogSelect(l) => match scsi::log::log_select(&l, self.log_pages()) {
                 Ok(reset) => {
                     if reset {
                         self.reset_cdl_statistics();
@@ -617,7 +619,9 @@ impl LogicalUnit {
                 vpd::LOGICAL_BLOCK_PROVISIONING => provisioning::logical_block_provisioning(
                     data_in,
                     p,
-                    self.config.thin_provisioning,
+                    self.config
+                        .thin_provisioning
+                        .then(|| self.threshold_exponent()),
                 ),
                 _ => return check(Sense::invalid_field_in_cdb(2, None)),
             }

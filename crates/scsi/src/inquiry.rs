@@ -257,7 +257,7 @@ mod tests {
         device_identification(&mut pages[2], 0, &ids);
         extended_inquiry_data(&mut pages[3], 0);
         block_device_characteristics(&mut pages[4], 0, 1);
-        crate::provisioning::logical_block_provisioning(&mut pages[5], 0, true);
+        crate::provisioning::logical_block_provisioning(&mut pages[5], 0, Some(3));
         for p in &pages {
             assert_eq!(u16::from_be_bytes([p[2], p[3]]) as usize, p.len() - 4);
         }

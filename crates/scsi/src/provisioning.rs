@@ -64,15 +64,16 @@ pub fn lba_status(extents: &[(u64, u32, ProvisioningStatus)], out: &mut Vec<u8>)
     }
 }
 
-/// Logical Block Provisioning (SBC-4 §6.6.6, table 217). Thin: LBPU (UNMAP), LBPWS and
-/// LBPWS10 (WRITE SAME with UNMAP), LBPRZ 001b (a deallocated block reads as zeros),
-/// PROVISIONING TYPE 010b; no thresholds, no anchored state. Otherwise fully provisioned.
-pub fn logical_block_provisioning(out: &mut Vec<u8>, peripheral: u8, thin: bool) {
+/// Logical Block Provisioning (SBC-4 §6.6.6, table 217). Thin (`Some(threshold exponent)`):
+/// THRESHOLD EXPONENT, the unit of the Logical Block Provisioning log page's counts and of
+/// its thresholds (2^exponent logical blocks); LBPU (UNMAP), LBPWS and LBPWS10 (WRITE SAME
+/// with UNMAP), LBPRZ 001b (a deallocated block reads as zeros), PROVISIONING TYPE 010b; no
+/// anchored state. `None`: fully provisioned.
+pub fn logical_block_provisioning(out: &mut Vec<u8>, peripheral: u8, thin: Option<u8>) {
     let s = begin_page(out, peripheral, vpd::LOGICAL_BLOCK_PROVISIONING);
-    if thin {
-        out.extend_from_slice(&[0, 0x80 | 0x40 | 0x20 | 0x04, 0x02, 0]);
-    } else {
-        out.extend_from_slice(&[0, 0, 0, 0]);
+    match thin {
+        Some(exponent) => out.extend_from_slice(&[exponent, 0x80 | 0x40 | 0x20 | 0x04, 0x02, 0]),
+        None => out.extend_from_slice(&[0, 0, 0, 0]),
     }
     end_page(out, s);
 }
@@ -142,10 +143,10 @@ mod tests {
     #[test]
     fn provisioning_page() {
         let mut thin = Vec::new();
-        logical_block_provisioning(&mut thin, 0, true);
-        assert_eq!(thin, [0, 0xB2, 0, 4, 0, 0xE4, 0x02, 0]);
+        logical_block_provisioning(&mut thin, 0, Some(11));
+        assert_eq!(thin, [0, 0xB2, 0, 4, 11, 0xE4, 0x02, 0]);
         let mut full = Vec::new();
-        logical_block_provisioning(&mut full, 0, false);
+        logical_block_provisioning(&mut full, 0, None);
         assert_eq!(full, [0, 0xB2, 0, 4, 0, 0, 0, 0]);
     }
 }
