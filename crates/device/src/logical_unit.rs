@@ -15,10 +15,10 @@ use scsi::alua::{self, TargetPortGroup};
 use scsi::command::{Command, Inquiry, ModeSelect, StartStopUnit};
 use scsi::inquiry::{self, vpd, BlockLimits, DeviceIdentifiers, StandardInquiry};
 use scsi::mode::{self, ModeContext, ModeParameters};
-use scsi::provisioning;
+use scsi::provisioning::{self, Thresholds};
 use scsi::{rsoc, Asc, CommandInfo, Flags, Sense, SenseKey, Status};
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use store::Store;
 
 /// One logical unit. Build it with [`LogicalUnit::new`] and hand it to [`crate::Target::new`].
@@ -31,7 +31,7 @@ pub struct LogicalUnit {
     serial: String,
     block_limits: BlockLimits,
     default_mode: ModeParameters,
-    mode: Mutex<ModeParameters>,
+    pub(crate) mode: Mutex<ModeParameters>,
     /// Saved values, on a logical unit that can save them (one with a device queue); kept
     /// in `config.saved_mode_path` when there is one.
     saved_mode: Option<Mutex<ModeParameters>>,
@@ -58,6 +58,10 @@ pub struct LogicalUnit {
     pub(crate) scheduled: Option<Scheduled>,
     /// Commands, sense data and bytes, for the operator's metrics.
     pub(crate) counters: CommandCounters,
+    /// A logical block provisioning threshold is enabled: writes check the resources.
+    pub(crate) thresholds_enabled: AtomicBool,
+    /// The USED LBA MAPPING RESOURCE COUNT the thresholds last saw.
+    pub(crate) provisioning_used: AtomicU64,
 }
 
 /// Complete with CHECK CONDITION.
@@ -137,6 +141,7 @@ impl LogicalUnit {
             d_sense: false,
             swp: false,
             cdl: None,
+            provisioning: config.thin_provisioning.then(Thresholds::default),
         };
         store.set_write_through(!config.write_cache);
         let reservations = Reservations::new(config.persistent_reservations_path.clone())
@@ -163,6 +168,8 @@ impl LogicalUnit {
             read_modify_write: Mutex::new(()),
             scheduled: None,
             counters: CommandCounters::default(),
+            thresholds_enabled: AtomicBool::new(false),
+            provisioning_used: AtomicU64::new(0),
         })
     }
 
@@ -306,6 +313,12 @@ impl LogicalUnit {
             // A saved page from before the pin does not turn the cache back on.
             new.wce = self.config.write_cache;
         }
+        // A saved file from another provisioning neither adds nor drops the page.
+        new.provisioning = match self.config.thin_provisioning {
+            true => Some(new.provisioning.unwrap_or_default()),
+            false => None,
+        };
+        self.arm_thresholds(new.provisioning);
         if let (Some(pages), Some(s)) = (new.cdl, &self.scheduled) {
             if mode.cdl != new.cdl {
                 // Commands already in the task set keep the descriptors they arrived with.
@@ -417,8 +430,23 @@ impl LogicalUnit {
         Ok(())
     }
 
-    /// Run a command that passed [`Self::precheck`].
+    /// Run a command that passed [`Self::precheck`]; after one that changes the medium, the
+    /// logical block provisioning thresholds, when any is enabled.
     pub(crate) fn run(
+        &self,
+        req: &Request,
+        info: &'static CommandInfo,
+        cmd: Command,
+        data_in: &mut Vec<u8>,
+    ) -> Completion {
+        let done = self.run_command(req, info, cmd, data_in);
+        if info.flags.contains(Flags::WRITES) && self.thresholds_enabled.load(Ordering::Relaxed) {
+            self.check_thresholds(req.nexus.id);
+        }
+        done
+    }
+
+    fn run_command(
         &self,
         req: &Request,
         info: &'static CommandInfo,

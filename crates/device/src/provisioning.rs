@@ -1,9 +1,12 @@
 //! Logical block provisioning of a thin-provisioned logical unit (SBC-4 §4.7.3): what its
 //! store holds mapped, counted for the Logical Block Provisioning log page in sets of
-//! 2^THRESHOLD EXPONENT logical blocks.
+//! 2^THRESHOLD EXPONENT logical blocks, and the thresholds of its mode page.
 
 use crate::LogicalUnit;
 use scsi::log::{Pages, ProvisioningResources};
+use scsi::provisioning::Thresholds;
+use scsi::Asc;
+use std::sync::atomic::Ordering;
 
 impl LogicalUnit {
     /// THRESHOLD EXPONENT (VPD page B2h): the store's unmap granularity in logical blocks
@@ -43,6 +46,45 @@ impl LogicalUnit {
         Pages {
             cdl: self.has_device_queue(),
             provisioning: self.config().thin_provisioning && self.store.allocated_bytes().is_some(),
+        }
+    }
+
+    /// The thresholds in force became `thresholds`: writes check the resources while one is
+    /// enabled, from the count as it is now.
+    pub(crate) fn arm_thresholds(&self, thresholds: Option<Thresholds>) {
+        let enabled = thresholds.is_some_and(|t| t.available.enabled || t.used.enabled);
+        if enabled {
+            let used = self.provisioning_resources().map_or(0, |r| r.used);
+            self.provisioning_used.store(used.into(), Ordering::Relaxed);
+        }
+        self.thresholds_enabled.store(enabled, Ordering::Relaxed);
+    }
+
+    /// After a command from `nexus` changed the medium: if the resources crossed an enabled
+    /// threshold since the last check, THIN PROVISIONING SOFT THRESHOLD REACHED for every
+    /// nexus, or with SITUA for `nexus` alone (SBC-4 §4.7.3.7).
+    pub(crate) fn check_thresholds(&self, nexus: u64) {
+        let Some(now) = self.provisioning_resources() else {
+            return;
+        };
+        let last = self
+            .provisioning_used
+            .swap(now.used.into(), Ordering::Relaxed);
+        let total = u64::from(now.available) + u64::from(now.used);
+        let before = ProvisioningResources {
+            available: u32::try_from(total.saturating_sub(last)).unwrap_or(u32::MAX),
+            used: u32::try_from(last).unwrap_or(u32::MAX),
+        };
+        let Some(thresholds) = self.mode.lock().provisioning else {
+            return;
+        };
+        if thresholds.crossed(&before, &now) {
+            let asc = Asc::THIN_PROVISIONING_SOFT_THRESHOLD_REACHED;
+            if thresholds.situa {
+                self.unit_attentions.raise_for(nexus, asc);
+            } else {
+                self.unit_attentions.raise(asc, None);
+            }
         }
     }
 }

@@ -92,3 +92,104 @@ fn a_fully_provisioned_unit_has_no_provisioning_page() {
     let (_, vpd) = run(&t, &n, &[0x12, 1, 0xB2, 0, 255, 0], &[]);
     assert_eq!(vpd[4], 0, "no THRESHOLD EXPONENT");
 }
+
+/// MODE SELECT(10) of the Logical Block Provisioning page: SITUA and the used threshold.
+fn select_thresholds(t: &Target, n: &Nexus, situa: bool, used: Option<u32>) -> Completion {
+    let mut list = vec![0u8; 8];
+    let mut page = [0u8; 32];
+    page[..4].copy_from_slice(&[0x5C, 0x02, 0x00, 0x1C]);
+    page[4] = u8::from(situa);
+    page[16..18].copy_from_slice(&[0x00, 0x01]); // available, armed decreasing, disabled
+    page[24] = if used.is_some() { 0x81 } else { 0x01 }; // used, armed increasing
+    page[25] = 0x02;
+    page[28..].copy_from_slice(&used.unwrap_or(0).to_be_bytes());
+    list.extend_from_slice(&page);
+    let cdb = [0x55, 0x10, 0, 0, 0, 0, 0, 0, list.len() as u8, 0];
+    run(t, n, &cdb, &list).0
+}
+
+fn other_nexus(t: &Target) -> Nexus {
+    let n = Nexus {
+        id: 2,
+        initiator_port: "iqn.test:other,i,0x000000000002".into(),
+        class: None,
+        privileged: false,
+    };
+    run(t, &n, &[0; 6], &[]);
+    n
+}
+
+fn unit_attention(t: &Target, n: &Nexus) -> Option<scsi::Asc> {
+    let (c, _) = run(t, n, &[0; 6], &[]);
+    c.sense.map(|s| s.asc)
+}
+
+fn write_chunk(t: &Target, n: &Nexus, chunk: u64) {
+    let data = vec![1u8; 1 << 20];
+    assert_eq!(
+        run(t, n, &write16(chunk * 2048, 2048), &data).0,
+        Completion::GOOD
+    );
+}
+
+#[test]
+fn crossing_the_used_threshold_raises_the_soft_threshold_unit_attention() {
+    let t = target(true);
+    let (n, other) = (nexus(&t), other_nexus(&t));
+    // MODE SENSE lists the page, changeable and current.
+    let (_, all) = run(&t, &n, &[0x5A, 0x08, 0x3F, 0xFF, 0, 0, 0, 0x10, 0, 0], &[]);
+    let tail = &all[all.len() - 32..];
+    assert_eq!(&tail[..2], &[0x5C, 0x02]);
+    assert_eq!(select_thresholds(&t, &n, false, Some(2)), Completion::GOOD);
+    assert_eq!(
+        unit_attention(&t, &other),
+        Some(scsi::Asc::MODE_PARAMETERS_CHANGED)
+    );
+    write_chunk(&t, &n, 0);
+    assert_eq!(unit_attention(&t, &n), None, "1 set used, below 2");
+    write_chunk(&t, &n, 1);
+    let reached = Some(scsi::Asc::THIN_PROVISIONING_SOFT_THRESHOLD_REACHED);
+    assert_eq!(unit_attention(&t, &n), reached);
+    assert_eq!(unit_attention(&t, &other), reached, "SITUA 0: every nexus");
+    write_chunk(&t, &n, 2);
+    assert_eq!(
+        unit_attention(&t, &other),
+        None,
+        "already above: no second one"
+    );
+    // SITUA 1: only the nexus whose write crossed it.
+    let t = target(true);
+    let (n, other) = (nexus(&t), other_nexus(&t));
+    assert_eq!(select_thresholds(&t, &n, true, Some(1)), Completion::GOOD);
+    unit_attention(&t, &other);
+    write_chunk(&t, &n, 5);
+    assert_eq!(unit_attention(&t, &n), reached);
+    assert_eq!(unit_attention(&t, &other), None);
+}
+
+#[test]
+fn only_the_enabled_bits_counts_and_situa_are_changeable() {
+    let t = target(true);
+    let n = nexus(&t);
+    let mut list = vec![0u8; 8];
+    let mut page = [0u8; 32];
+    page[..4].copy_from_slice(&[0x5C, 0x02, 0x00, 0x1C]);
+    page[16..18].copy_from_slice(&[0x00, 0x02]); // THRESHOLD RESOURCE changed
+    page[24..26].copy_from_slice(&[0x01, 0x02]);
+    list.extend_from_slice(&page);
+    let cdb = [0x55, 0x10, 0, 0, 0, 0, 0, 0, list.len() as u8, 0];
+    assert_eq!(
+        run(&t, &n, &cdb, &list).0.sense,
+        Some(scsi::Sense::invalid_field_in_parameter_list(
+            8 + 17,
+            Some(1)
+        ))
+    );
+    // A fully provisioned unit has no such page.
+    let t = target(false);
+    let n = nexus(&t);
+    assert_eq!(
+        select_thresholds(&t, &n, false, Some(1)).sense,
+        Some(scsi::Sense::invalid_field_in_parameter_list(8, Some(5)))
+    );
+}
