@@ -274,10 +274,12 @@ mod tests {
     #[test]
     fn thresholds_fire_once_per_crossing_in_their_direction() {
         let r = |available, used| ProvisioningResources { available, used };
-        let mut t = Thresholds::default();
-        t.used = Threshold {
-            enabled: true,
-            count: 10,
+        let mut t = Thresholds {
+            used: Threshold {
+                enabled: true,
+                count: 10,
+            },
+            ..Thresholds::default()
         };
         assert!(t.crossed(&r(91, 9), &r(90, 10)));
         assert!(!t.crossed(&r(90, 10), &r(89, 11)), "already above");
