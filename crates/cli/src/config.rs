@@ -54,6 +54,23 @@ pub struct TargetConfig {
     pub chap: Option<ChapConfig>,
     /// What the target proves when an initiator asks for mutual CHAP.
     pub mutual_chap: Option<ChapConfig>,
+    /// ALUA access state of the target's port group for its LUNs (implicit ALUA, SPC-4
+    /// §5.16): "active/optimized" (default), "active/non-optimized", "standby" or
+    /// "unavailable"; a LUN's own `alua_state` wins.
+    pub alua_state: Option<AluaState>,
+}
+
+/// An ALUA access state by its name, as `alua_state` takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AluaState(pub scsi::alua::AccessState);
+
+impl<'de> Deserialize<'de> for AluaState {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse()
+            .map(AluaState)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// A CHAP name and its secret, given inline or in a file only its owner can read.
@@ -202,6 +219,9 @@ pub struct LunConfig {
     /// Seed of the drive's fault set.
     #[serde(default)]
     pub seed: u64,
+    /// ALUA access state of this LUN through the target's port group (as the target's
+    /// `alua_state`, which it overrides).
+    pub alua_state: Option<AluaState>,
 }
 
 /// `dh_completion`.
@@ -348,6 +368,7 @@ impl LunConfig {
             cdl: None,
             dh_completion: DhForm::default(),
             seed: 0,
+            alua_state: None,
         }
     }
 
@@ -579,6 +600,7 @@ mod tests {
             read_only = true
             removable = true
             inquiry_version = 6
+            alua_state = "standby"
             "#,
         )
         .unwrap();
@@ -590,6 +612,13 @@ mod tests {
         assert!(c.targets[0].luns[1].removable);
         assert_eq!(c.targets[0].luns[1].inquiry_version, 6);
         assert_eq!(c.targets[0].luns[0].inquiry_version, 0x0D);
+        use scsi::alua::AccessState;
+        assert_eq!(c.targets[0].alua_state, None);
+        assert_eq!(c.targets[0].luns[0].alua_state, None);
+        assert_eq!(
+            c.targets[0].luns[1].alua_state,
+            Some(AluaState(AccessState::Standby))
+        );
     }
 
     #[test]
@@ -613,6 +642,7 @@ mod tests {
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\nprivileged_initiators = [\"root\"]\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "initiator name \"root\""),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nserial = \"S1\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nserial = \"S1\"", "serial \"S1\" is also target[0] (iqn.2026-11.dev.stint:a).lun[0]'s"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\ninquiry_version = 9", "inquiry_version"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\nalua_state = \"passive\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "unknown ALUA state \"passive\"; expected one of active/optimized, active/non-optimized, standby, unavailable"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\n[[target.lun]]\nid = 0\nstore = \"ram\"\nsize = 512", "duplicate LUN 0"),
         ];
         for (text, want) in cases {

@@ -105,6 +105,7 @@ impl ServeArgs {
                     initiator_classes: Default::default(),
                     chap: None,
                     mutual_chap: None,
+                    alua_state: None,
                 };
                 let config = Config {
                     listen: DEFAULT_LISTEN.parse()?,
@@ -129,11 +130,12 @@ impl ServeArgs {
 }
 
 fn build_lun(
-    target: &str,
+    t: &TargetConfig,
     id: u64,
     lun: &LunConfig,
     base: &Path,
 ) -> anyhow::Result<device::LogicalUnit> {
+    let target = t.name.as_str();
     let device = lun.device(base)?;
     // A timed LUN reports its drive's capacity unless told less.
     let size = lun.size.or(device.as_ref().map(|d| d.drive.capacity));
@@ -158,6 +160,9 @@ fn build_lun(
     config.sanitize_pace = std::time::Duration::from_millis(lun.sanitize_pace_ms);
     config.thin_provisioning = lun.thin_provisioning.unwrap_or(device.is_none());
     config.inquiry_version = lun.inquiry_version;
+    if let Some(state) = lun.alua_state.or(t.alua_state) {
+        config.alua_state = state.0;
+    }
     if let Some(product) = &lun.product {
         config.product = product.clone();
     }
@@ -213,7 +218,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let mut masks = Vec::new();
         for (i, lun) in t.luns.iter().enumerate() {
             let id = lun.id.unwrap_or(i as u64);
-            let unit = Arc::new(build_lun(&t.name, id, lun, &config.base)?);
+            let unit = Arc::new(build_lun(t, id, lun, &config.base)?);
             copy_manager.register(&unit);
             units.push(unit.clone());
             luns.push((id, unit));

@@ -53,6 +53,9 @@ pub struct LuConfig {
     /// The least time a SANITIZE takes (it sleeps between steps), so that an initiator's test
     /// can watch one in progress; zero: as fast as the store goes.
     pub sanitize_pace: std::time::Duration,
+    /// The access state of the logical unit's one target port group (implicit ALUA, SPC-4
+    /// §5.16): standby and unavailable refuse what the command table does not let through.
+    pub alua_state: scsi::alua::AccessState,
 }
 
 impl LuConfig {
@@ -83,6 +86,7 @@ impl LuConfig {
             saved_mode_path: None,
             persistent_reservations_path: None,
             sanitize_pace: std::time::Duration::ZERO,
+            alua_state: scsi::alua::AccessState::ActiveOptimized,
         }
     }
 
