@@ -280,6 +280,7 @@ impl<D: Drive> Queue<D> {
         &self.drive
     }
 
+    /// The drive model; a change of its write cache goes through [`Queue::set_write_cache`].
     pub fn drive_mut(&mut self) -> &mut D {
         &mut self.drive
     }
