@@ -178,11 +178,12 @@ pub struct LunConfig {
     pub product: Option<String>,
     /// Unit serial number (VPD 80h); also seeds the device identifier (VPD 83h).
     pub serial: Option<String>,
-    /// Caching mode page WCE: false makes every write durable before GOOD.
-    #[serde(default = "yes")]
-    pub write_cache: bool,
-    /// Whether an initiator may change WCE with MODE SELECT; default: only when `write_cache`
-    /// is true, so a LUN configured write-through stays so.
+    /// Caching mode page WCE at power on: false makes every write durable before GOOD. On a
+    /// LUN whose drive model has a write cache (hdd) it is also the model's cache; default:
+    /// the model's setting there, true elsewhere.
+    pub write_cache: Option<bool>,
+    /// Whether an initiator may change WCE with MODE SELECT; default: unless `write_cache` is
+    /// false, so a LUN configured write-through stays so.
     pub write_cache_changeable: Option<bool>,
     /// LUN masking: the initiators that may see this LUN (REPORT LUNS) and use it; empty: all
     /// that may log in to the target.
@@ -256,9 +257,6 @@ fn default_block_size() -> u32 {
 fn default_inquiry_version() -> u8 {
     0x0D
 }
-fn yes() -> bool {
-    true
-}
 
 /// Parses a capacity as `truncate -s` reads one: "1GiB" and "1G" are 2^30 bytes, "1GB" is
 /// 10^9 (as disk vendors count), a plain number is bytes.
@@ -323,6 +321,16 @@ impl LunConfig {
             faults: None,
         });
         let mut drive = spec.prepare(base)?;
+        // WCE and the model's write cache are one setting: either key gives it.
+        if let Some(wce) = self.write_cache {
+            if let Some(model) = spec.write_cache.filter(|model| *model != wce) {
+                bail!(
+                    "write_cache = {wce} and drive.write_cache = {model} disagree (both are the \
+                     Caching mode page's WCE): give one of them"
+                );
+            }
+            drive.set_write_cache(wce);
+        }
         // The LUN's weak sectors are where its own seed puts them, whoever runs the drive.
         drive.fault_seed = Some(self.seed);
         let queue = self.queue.clone().unwrap_or_default();
@@ -355,7 +363,7 @@ impl LunConfig {
             physical_block_exponent: 0,
             product: None,
             serial: None,
-            write_cache: true,
+            write_cache: None,
             write_cache_changeable: None,
             allowed_initiators: Vec::new(),
             read_only: false,
@@ -608,7 +616,7 @@ mod tests {
         assert_eq!(c.metrics, Some("127.0.0.1:9100".parse().unwrap()));
         assert_eq!(c.targets[0].luns[0].size, Some(64 << 20));
         assert_eq!(c.targets[0].luns[1].id, Some(7));
-        assert!(!c.targets[0].luns[1].write_cache);
+        assert_eq!(c.targets[0].luns[1].write_cache, Some(false));
         assert!(c.targets[0].luns[1].removable);
         assert_eq!(c.targets[0].luns[1].inquiry_version, 6);
         assert_eq!(c.targets[0].luns[0].inquiry_version, 0x0D);
@@ -618,6 +626,50 @@ mod tests {
         assert_eq!(
             c.targets[0].luns[1].alua_state,
             Some(AluaState(AccessState::Standby))
+        );
+    }
+
+    #[test]
+    fn write_cache_and_the_drive_models_are_one_setting() {
+        let lun = |keys: &str| {
+            let text = format!(
+                "[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = \"1GiB\"\n{keys}\n"
+            );
+            parse(&text).and_then(|c| c.targets[0].luns[0].device(Path::new(".")))
+        };
+        let wce = |keys: &str| lun(keys).unwrap().map(|d| d.drive.write_cache());
+        // The profile's (off for the shipped disk), either key, or both when they agree.
+        assert_eq!(
+            wce("[target.lun.drive]\nmodel = \"hdd\""),
+            Some(Some(false))
+        );
+        assert_eq!(
+            wce("write_cache = true\n[target.lun.drive]\nmodel = \"hdd\""),
+            Some(Some(true))
+        );
+        assert_eq!(
+            wce("[target.lun.drive]\nmodel = \"hdd\"\nwrite_cache = true"),
+            Some(Some(true))
+        );
+        assert_eq!(
+            wce("write_cache = false\n[target.lun.drive]\nmodel = \"hdd\"\nwrite_cache = false"),
+            Some(Some(false))
+        );
+        // A model without a write cache, and a LUN without a model.
+        assert_eq!(
+            wce("write_cache = false\n[target.lun.drive]\nmodel = \"ssd\""),
+            Some(None)
+        );
+        assert_eq!(wce("write_cache = false"), None);
+        let Err(e) =
+            lun("write_cache = false\n[target.lun.drive]\nmodel = \"hdd\"\nwrite_cache = true")
+        else {
+            panic!("disagreeing keys accepted");
+        };
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("write_cache = false and drive.write_cache = true disagree"),
+            "{e}"
         );
     }
 

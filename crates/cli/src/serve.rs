@@ -153,8 +153,11 @@ fn build_lun(
     config.block_size = lun.block_size;
     config.physical_block_exponent = lun.physical_block_exponent;
     config.serial = lun.serial.clone();
-    config.write_cache = lun.write_cache;
-    config.write_cache_changeable = lun.write_cache_changeable.unwrap_or(lun.write_cache);
+    // A drive model with a write cache puts its own setting here (LogicalUnit::with_device_queue).
+    config.write_cache = lun.write_cache.unwrap_or(true);
+    config.write_cache_changeable = lun
+        .write_cache_changeable
+        .unwrap_or(lun.write_cache.unwrap_or(true));
     config.read_only = lun.read_only;
     config.removable = lun.removable;
     config.sanitize_pace = std::time::Duration::from_millis(lun.sanitize_pace_ms);

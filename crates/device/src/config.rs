@@ -21,7 +21,9 @@ pub struct LuConfig {
     pub revision: String,
     /// Unit serial number (VPD 80h); also seeds the device identifier when given.
     pub serial: Option<String>,
-    /// Default (and power-on) value of WCE in the Caching mode page.
+    /// Default (and power-on) value of WCE in the Caching mode page. On a logical unit whose
+    /// drive model has a write cache, the model's setting replaces it, and MODE SELECT of WCE
+    /// switches the model's cache.
     pub write_cache: bool,
     /// Whether MODE SELECT may change WCE; false pins it at `write_cache`, whatever an
     /// initiator selects or a saved page says.

@@ -206,6 +206,11 @@ impl LogicalUnit {
         queue: DeviceQueue,
     ) -> Result<Self, ConfigError> {
         let pages = queue.queue.cdl;
+        let mut config = config;
+        // WCE is the drive model's write cache where it has one: one setting, not two.
+        if let Some(wce) = queue.drive.write_cache() {
+            config.write_cache = wce;
+        }
         let mut lu = Self::new(config, store)?;
         lu.scheduled = Some(Scheduled::new(queue).map_err(|e| ConfigError(format!("queue: {e}")))?);
         lu.default_mode.cdl = Some(pages);
@@ -356,6 +361,14 @@ impl LogicalUnit {
                 // Commands already in the task set keep the descriptors they arrived with.
                 let accepted = s.set.lock().queue_mut().set_cdl(pages);
                 debug_assert!(accepted.is_ok(), "MODE SELECT validated the pages");
+            }
+        }
+        if let Some(s) = &self.scheduled {
+            let mut set = s.set.lock();
+            if set.queue().write_cache().is_some_and(|on| on != new.wce) {
+                // In order with the task set: commands the drive starts from now on follow it.
+                let now = set.latest();
+                set.queue_mut().set_write_cache(now, new.wce);
             }
         }
         *mode = new;
