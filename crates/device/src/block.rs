@@ -1,7 +1,8 @@
 //! Medium-access commands of SBC-4: READ, WRITE, WRITE ATOMIC, WRITE AND VERIFY, VERIFY,
 //! SYNCHRONIZE CACHE, PRE-FETCH. Data moves once: store → `data_in`, `data_out` → store.
 //! Every command that changes blocks holds their range in the logical unit's range lock
-//! while it does, so overlapping changes happen one after the other, never interleaved.
+//! while it does, so overlapping changes happen one after the other, never interleaved; the
+//! atomic ones (WRITE ATOMIC, COMPARE AND WRITE, ORWRITE) also tell reads, which see them whole.
 
 use crate::logical_unit::{check, LogicalUnit};
 use crate::{Completion, Request};
@@ -146,7 +147,11 @@ impl LogicalUnit {
         };
         let start = data_in.len();
         data_in.resize(start + len, 0);
-        match self.store.read_at(offset, &mut data_in[start..]) {
+        let buf = &mut data_in[start..];
+        let copied = self.ranges.read(rw.lba, rw.transfer_length.into(), || {
+            self.store.read_at(offset, buf)
+        });
+        match copied {
             Ok(()) => Completion::GOOD,
             Err(e) => {
                 data_in.truncate(start);
@@ -262,7 +267,7 @@ impl LogicalUnit {
         let Some(data) = data_out.get(..len) else {
             return check(Sense::invalid_field_in_cdb(12, None));
         };
-        let _held = self.ranges.lock(rw.lba, rw.transfer_length.into());
+        let _held = self.ranges.lock_atomic(rw.lba, rw.transfer_length.into());
         self.store_blocks(rw.lba, offset, len, data, rw.fua)
     }
 
@@ -283,7 +288,7 @@ impl LogicalUnit {
         };
         let bs = self.block_size() as usize;
         let n = len.min(data_out.len() / bs * bs);
-        let _held = self.ranges.lock(rw.lba, rw.transfer_length.into());
+        let _held = self.ranges.lock_atomic(rw.lba, rw.transfer_length.into());
         let mut medium = match self.read_medium(rw.lba, offset, n) {
             Ok(m) => m,
             Err(failed) => return failed,
@@ -357,7 +362,7 @@ impl LogicalUnit {
             return check(Sense::invalid_field_in_cdb(13, None));
         }
         let offset = rw.lba * u64::from(self.block_size());
-        let _held = self.ranges.lock(rw.lba, blocks.into());
+        let _held = self.ranges.lock_atomic(rw.lba, blocks.into());
         let medium = match self.read_medium(rw.lba, offset, len) {
             Ok(m) => m,
             Err(failed) => return failed,
