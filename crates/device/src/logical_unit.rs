@@ -601,7 +601,7 @@ impl LogicalUnit {
             Command::WriteAtomic {
                 rw,
                 atomic_boundary,
-            } => self.write_atomic(&rw, atomic_boundary, req.data_out),
+            } => self.write_atomic(info, &rw, atomic_boundary, req.data_out),
             Command::ReportTimestamp { allocation_length } => {
                 self.clock.report(data_in);
                 truncate(data_in, start, allocation_length);

@@ -690,6 +690,32 @@ const TABLE: &[CommandInfo] = &[
         ]
     ),
     entry!(
+        "WRITE SAME(32)",
+        Write,
+        Out,
+        Some(0x000D),
+        true,
+        60,
+        d::write_same32,
+        [
+            0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x0D, 0x09, 0, F, F, F, F, F, F, F, F, F, F,
+            F, F, F, F, F, F, F, F, F, F
+        ]
+    ),
+    entry!(
+        "WRITE ATOMIC(32)",
+        Write,
+        Out,
+        Some(0x000F),
+        true,
+        30,
+        d::write_atomic32,
+        [
+            0x7F, NACA, 0, 0, F, F, 0x3F, 0x18, 0x00, 0x0F, 0x18, 0, F, F, F, F, F, F, F, F, F, F,
+            F, F, F, F, F, F, F, F, F, F
+        ]
+    ),
+    entry!(
         "EXTENDED COPY(LID1)",
         Write,
         Out,
