@@ -2,6 +2,7 @@
 
 use crate::persistent_reserve::{PrInAction, PrOutAction};
 use crate::sanitize::SanitizeAction;
+use crate::third_party_copy::out_action::COPY_OPERATION_ABORT;
 use crate::third_party_copy::{ExtendedCopy, ReceiveCopyResults};
 
 /// READ/WRITE (6)/(10)/(12)/(16)/(32) (SBC-4 §5.12–5.16, §5.39–5.43). A READ(6)/WRITE(6)
@@ -389,6 +390,8 @@ impl Command {
             Command::ReportSupportedTaskManagementFunctions {
                 allocation_length, ..
             } => InBytes(allocation_length),
+            // COPY OPERATION ABORT has no parameter list.
+            Command::ExtendedCopy(x) if x.service_action == COPY_OPERATION_ABORT => None,
             Command::ExtendedCopy(x) => OutBytes(x.parameter_list_length),
             Command::ReceiveCopyResults(r) => InBytes(r.allocation_length),
         }
@@ -411,7 +414,6 @@ impl Command {
                 | Command::Verify(_)
                 | Command::SynchronizeCache(_)
                 | Command::PreFetch(_)
-                | Command::ExtendedCopy(_)
-        )
+        ) || matches!(self, Command::ExtendedCopy(x) if x.service_action != COPY_OPERATION_ABORT)
     }
 }

@@ -756,6 +756,16 @@ const TABLE: &[CommandInfo] = &[
         [0x83, 0x11, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA]
     ),
     entry!(
+        "COPY OPERATION ABORT",
+        Allowed,
+        None,
+        Some(0x1C),
+        false,
+        1,
+        tpc::decode_copy_operation_abort,
+        [0x83, 0x1C, F, F, F, F, 0, 0, 0, 0, 0, 0, 0, 0, 0, NACA]
+    ),
+    entry!(
         "RECEIVE COPY STATUS(LID1)",
         Allowed,
         In,
@@ -764,6 +774,16 @@ const TABLE: &[CommandInfo] = &[
         1,
         tpc::decode_receive_copy_results,
         [0x84, 0x00, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "RECEIVE COPY DATA(LID1)",
+        Allowed,
+        In,
+        Some(0x01),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x01, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
         "RECEIVE COPY OPERATING PARAMETERS",
@@ -796,6 +816,16 @@ const TABLE: &[CommandInfo] = &[
         [0x84, 0x05, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
+        "RECEIVE COPY DATA(LID4)",
+        Allowed,
+        In,
+        Some(0x06),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x06, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
         "RECEIVE ROD TOKEN INFORMATION",
         Allowed,
         In,
@@ -804,6 +834,16 @@ const TABLE: &[CommandInfo] = &[
         1,
         tpc::decode_receive_copy_results,
         [0x84, 0x07, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "REPORT ALL ROD TOKENS",
+        Allowed,
+        In,
+        Some(0x08),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
         cdl T2A,
