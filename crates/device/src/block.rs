@@ -145,6 +145,9 @@ impl LogicalUnit {
             Ok(r) => r,
             Err(sense) => return check(sense),
         };
+        if let Some(bad) = self.uncorrectable.first(rw.lba, rw.transfer_length.into()) {
+            return crate::read_write_long::unrecovered(bad);
+        }
         let start = data_in.len();
         data_in.resize(start + len, 0);
         let buf = &mut data_in[start..];
@@ -168,7 +171,7 @@ impl LogicalUnit {
     /// Store the whole blocks of `data_out` (at most `len` bytes): when the initiator sent less
     /// than the CDB asks (iSCSI EDTL < transfer length), only what arrived is written
     /// (RFC 7143 §11.4.5.1 residual overflow; libiscsi test_write10_residuals).
-    fn store_blocks(
+    pub(crate) fn store_blocks(
         &self,
         lba: u64,
         offset: u64,
@@ -609,6 +612,12 @@ impl LogicalUnit {
             Ok(r) => r,
             Err(sense) => return check(sense),
         };
+        if let Some(bad) = self
+            .uncorrectable
+            .first(v.lba, v.verification_length.into())
+        {
+            return crate::read_write_long::unrecovered(bad);
+        }
         let bs = self.block_size() as usize;
         let pattern_len = match v.bytchk {
             ByteCheck::None => return Completion::GOOD,

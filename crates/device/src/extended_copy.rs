@@ -174,6 +174,7 @@ fn copy_aborted(asc: Asc, seg: &BlockToBlock) -> Sense {
         }),
         information: None,
         progress: None,
+        ili: false,
     }
 }
 
@@ -191,8 +192,10 @@ impl LogicalUnit {
         }
     }
 
-    /// `blocks` from `lba` are about to change: ROD tokens that represent them are revoked.
+    /// `blocks` from `lba` are about to change: ROD tokens that represent them are revoked,
+    /// and blocks WRITE LONG marked uncorrectable read back again.
     pub(crate) fn written(&self, lba: u64, blocks: u64) {
+        self.uncorrectable.clear(lba, blocks);
         if let Some(m) = self.copy_manager.get() {
             m.written(self, lba, blocks);
         }

@@ -17,6 +17,7 @@ mod logical_unit;
 pub mod metrics;
 mod persistent_reservation;
 mod range_lock;
+mod read_write_long;
 mod reservations;
 mod rod_token;
 mod sanitize;

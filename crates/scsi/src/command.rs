@@ -303,6 +303,21 @@ pub enum Command {
         rw: ReadWrite,
         atomic_boundary: u16,
     },
+    /// READ LONG (10)/(16) (SBC-4): one logical block with its ECC, of which these stores
+    /// keep none, so BYTE TRANSFER LENGTH must be the block size. CORRCT is accepted and
+    /// changes nothing; PBLOCK is refused.
+    ReadLong {
+        lba: u64,
+        byte_transfer_length: u16,
+    },
+    /// WRITE LONG (10)/(16) (SBC-4): WR_UNCOR marks the block uncorrectable (no data);
+    /// otherwise one block of BYTE TRANSFER LENGTH bytes is written. COR_DIS and PBLOCK are
+    /// refused.
+    WriteLong {
+        lba: u64,
+        byte_transfer_length: u16,
+        wr_uncor: bool,
+    },
     /// REPORT TIMESTAMP (SPC-5 §6.38).
     ReportTimestamp {
         allocation_length: u32,
@@ -353,6 +368,20 @@ impl Command {
                 n => OutBytes(n),
             },
             Command::WriteAtomic { rw, .. } => OutBlocks(rw.transfer_length),
+            Command::ReadLong {
+                byte_transfer_length,
+                ..
+            } => InBytes(byte_transfer_length.into()),
+            // WR_UNCOR transfers nothing (SBC-4 WRITE LONG).
+            Command::WriteLong {
+                byte_transfer_length,
+                wr_uncor,
+                ..
+            } => OutBytes(if wr_uncor {
+                0
+            } else {
+                byte_transfer_length.into()
+            }),
             Command::ReportTimestamp { allocation_length } => InBytes(allocation_length),
             Command::SetTimestamp {
                 parameter_list_length,
@@ -404,6 +433,8 @@ impl Command {
             Command::Read(_)
                 | Command::Write(_)
                 | Command::WriteAtomic { .. }
+                | Command::ReadLong { .. }
+                | Command::WriteLong { .. }
                 | Command::OrWrite(_)
                 | Command::CompareAndWrite(_)
                 | Command::FormatUnit(_)

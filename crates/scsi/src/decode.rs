@@ -554,6 +554,43 @@ pub(crate) fn write_atomic32(c: &[u8]) -> Decoded {
     })
 }
 
+/// READ LONG (10) (SBC-4): LBA in bytes 2–5, BYTE TRANSFER LENGTH in bytes 7–8.
+pub(crate) fn read_long10(c: &[u8]) -> Decoded {
+    Ok(Command::ReadLong {
+        lba: be32(c, 2).into(),
+        byte_transfer_length: be16(c, 7),
+    })
+}
+
+/// READ LONG (16) (SBC-4, SERVICE ACTION IN (16) 11h): LBA in bytes 2–9, BYTE TRANSFER
+/// LENGTH in bytes 12–13.
+pub(crate) fn read_long16(c: &[u8]) -> Decoded {
+    Ok(Command::ReadLong {
+        lba: be64(c, 2),
+        byte_transfer_length: be16(c, 12),
+    })
+}
+
+/// WRITE LONG (10) (SBC-4): WR_UNCOR in byte 1 bit 6, LBA in bytes 2–5, BYTE TRANSFER
+/// LENGTH in bytes 7–8.
+pub(crate) fn write_long10(c: &[u8]) -> Decoded {
+    Ok(Command::WriteLong {
+        lba: be32(c, 2).into(),
+        byte_transfer_length: be16(c, 7),
+        wr_uncor: bit(c, 1, 6),
+    })
+}
+
+/// WRITE LONG (16) (SBC-4, SERVICE ACTION OUT (16) 11h): WR_UNCOR in byte 1 bit 6, LBA in
+/// bytes 2–9, BYTE TRANSFER LENGTH in bytes 12–13.
+pub(crate) fn write_long16(c: &[u8]) -> Decoded {
+    Ok(Command::WriteLong {
+        lba: be64(c, 2),
+        byte_transfer_length: be16(c, 12),
+        wr_uncor: bit(c, 1, 6),
+    })
+}
+
 /// REPORT TIMESTAMP (SPC-5 table 269).
 pub(crate) fn report_timestamp(c: &[u8]) -> Decoded {
     Ok(Command::ReportTimestamp {

@@ -420,6 +420,26 @@ const TABLE: &[CommandInfo] = &[
         [0x37, 0, 0x1F, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        "READ LONG(10)",
+        Read,
+        In,
+        None,
+        false,
+        30,
+        d::read_long10,
+        [0x3E, 0x02, F, F, F, F, 0, F, F, NACA]
+    ),
+    entry!(
+        "WRITE LONG(10)",
+        Write,
+        Out,
+        None,
+        false,
+        30,
+        d::write_long10,
+        [0x3F, 0x40, F, F, F, F, 0, F, F, NACA]
+    ),
+    entry!(
         "WRITE SAME(10)",
         Write,
         Out,
@@ -958,6 +978,16 @@ const TABLE: &[CommandInfo] = &[
         [0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
+        "READ LONG(16)",
+        Read,
+        In,
+        Some(0x11),
+        false,
+        30,
+        d::read_long16,
+        [0x9E, 0x11, F, F, F, F, F, F, F, F, 0, 0, F, F, 0x01, NACA]
+    ),
+    entry!(
         "GET LBA STATUS",
         Read,
         In,
@@ -966,6 +996,16 @@ const TABLE: &[CommandInfo] = &[
         1,
         d::get_lba_status,
         [0x9E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "WRITE LONG(16)",
+        Write,
+        Out,
+        Some(0x11),
+        false,
+        30,
+        d::write_long16,
+        [0x9F, 0x51, F, F, F, F, F, F, F, F, 0, 0, F, F, 0, NACA]
     ),
     entry!(
         "REPORT LUNS",
