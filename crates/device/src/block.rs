@@ -215,7 +215,7 @@ impl LogicalUnit {
         }
     }
 
-    /// WRITE ATOMIC (16)/(32)'s limits (SBC-4 §5.48, §5.49): TRANSFER LENGTH within MAXIMUM
+    /// WRITE ATOMIC (16)/(32)'s limits (SBC-4): TRANSFER LENGTH within MAXIMUM
     /// ATOMIC TRANSFER LENGTH (or, with an ATOMIC BOUNDARY, the limits with a boundary), the
     /// range within the capacity. No alignment or granularity is required. 0 blocks writes
     /// nothing but still names an LBA that must exist.
@@ -255,7 +255,7 @@ impl LogicalUnit {
         Ok(())
     }
 
-    /// WRITE ATOMIC (16)/(32) (SBC-4 §5.48, §5.49): the blocks change all at once with
+    /// WRITE ATOMIC (16)/(32) (SBC-4): the blocks change all at once with
     /// respect to every other write and every read (they hold their whole range as an atomic
     /// write), and all or nothing: a Data-Out shorter than the TRANSFER LENGTH writes nothing
     /// (where WRITE would write the whole blocks that came).
@@ -391,7 +391,7 @@ impl LogicalUnit {
         self.store_blocks(rw.lba, offset, len, write, rw.fua)
     }
 
-    /// WRITE SAME (10)/(16)/(32) (SBC-4 §5.46, §5.47, §5.50): the one data-out block written to every block
+    /// WRITE SAME (10)/(16)/(32) (SBC-4): the one data-out block written to every block
     /// of the range, in writes of up to 128 KiB. WSNZ = 0: 0 blocks means every block from the
     /// LBA to the last one. More than MAXIMUM WRITE SAME LENGTH is an invalid NUMBER OF LOGICAL
     /// BLOCKS. With UNMAP on a thin-provisioned unit the range is deallocated instead, whatever

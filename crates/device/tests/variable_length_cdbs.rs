@@ -1,4 +1,4 @@
-//! WRITE SAME (32) and WRITE ATOMIC (32) (SBC-4 §5.50, §5.49) through the target: the (16)
+//! WRITE SAME (32) and WRITE ATOMIC (32) (SBC-4) through the target: the (16)
 //! forms' behaviour, with field pointers into the variable length CDB.
 
 use device::{Completion, LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute};

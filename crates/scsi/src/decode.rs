@@ -269,7 +269,7 @@ pub(crate) fn write_same16(c: &[u8]) -> Decoded {
     }))
 }
 
-/// WRITE SAME (32) (SBC-4 §5.50): the fields of WRITE SAME (16) at the variable length
+/// WRITE SAME (32) (SBC-4): the fields of WRITE SAME (16) at the variable length
 /// CDB's offsets (UNMAP and NDOB in byte 10, LBA in bytes 12–19, NUMBER OF LOGICAL BLOCKS in
 /// bytes 28–31); ANCHOR is outside the usage mask as in the (10) and (16) forms.
 pub(crate) fn write_same32(c: &[u8]) -> Decoded {
@@ -545,7 +545,7 @@ pub(crate) fn write_atomic16(c: &[u8]) -> Decoded {
     })
 }
 
-/// WRITE ATOMIC (32) (SBC-4 §5.49): ATOMIC BOUNDARY in bytes 4–5, the 32-bit TRANSFER
+/// WRITE ATOMIC (32) (SBC-4): ATOMIC BOUNDARY in bytes 4–5, the 32-bit TRANSFER
 /// LENGTH in bytes 28–31, the rest as WRITE (32) without DLD.
 pub(crate) fn write_atomic32(c: &[u8]) -> Decoded {
     Ok(Command::WriteAtomic {

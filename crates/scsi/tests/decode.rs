@@ -513,7 +513,7 @@ fn rw32(sa: u16, flags: u8, dld: u8, lba: u64, blocks: u32) -> [u8; 32] {
     c
 }
 
-/// WRITE SAME (32) and WRITE ATOMIC (32) (SBC-4 §5.50, §5.49): the (16) forms' fields at the
+/// WRITE SAME (32) and WRITE ATOMIC (32) (SBC-4): the (16) forms' fields at the
 /// variable length CDB's offsets; ANCHOR refused in every WRITE SAME (ANC_SUP = 0).
 #[test]
 fn write_same32_and_write_atomic32_fields() {
