@@ -1,7 +1,8 @@
 //! Medium-access commands of SBC-4: READ, WRITE, WRITE ATOMIC, WRITE AND VERIFY, VERIFY,
 //! SYNCHRONIZE CACHE, PRE-FETCH. Data moves once: store → `data_in`, `data_out` → store.
 //! Every command that changes blocks holds their range in the logical unit's range lock
-//! while it does, so overlapping changes happen one after the other, never interleaved.
+//! while it does, so overlapping changes happen one after the other, never interleaved; the
+//! atomic ones (WRITE ATOMIC, COMPARE AND WRITE, ORWRITE) also tell reads, which see them whole.
 
 use crate::logical_unit::{check, LogicalUnit};
 use crate::{Completion, Request};
@@ -54,7 +55,7 @@ impl LogicalUnit {
                 self.range(info, rw.lba, rw.transfer_length)
             }
             Command::WriteAndVerify(w) => self.range(info, w.lba, w.transfer_length),
-            Command::WriteAtomic { rw, .. } => self.atomic_range(&rw),
+            Command::WriteAtomic { rw, .. } => self.atomic_range(info, &rw),
             Command::Verify(v) if v.bytchk == ByteCheck::Compare => {
                 self.range(info, v.lba, v.verification_length)
             }
@@ -93,7 +94,7 @@ impl LogicalUnit {
         };
         match cmd {
             Command::WriteAtomic { rw, .. } => {
-                self.atomic_range(rw)?;
+                self.atomic_range(info, rw)?;
             }
             // Their own length limits are checked when they run.
             Command::CompareAndWrite(_) | Command::WriteSame(_) => {
@@ -134,9 +135,16 @@ impl LogicalUnit {
             Ok(r) => r,
             Err(sense) => return check(sense),
         };
+        if let Some(bad) = self.uncorrectable.first(rw.lba, rw.transfer_length.into()) {
+            return crate::read_write_long::unrecovered(bad);
+        }
         let start = data_in.len();
         data_in.resize(start + len, 0);
-        match self.store.read_at(offset, &mut data_in[start..]) {
+        let buf = &mut data_in[start..];
+        let copied = self.ranges.read(rw.lba, rw.transfer_length.into(), || {
+            self.store.read_at(offset, buf)
+        });
+        match copied {
             Ok(()) => Completion::GOOD,
             Err(e) => {
                 data_in.truncate(start);
@@ -153,7 +161,7 @@ impl LogicalUnit {
     /// Store the whole blocks of `data_out` (at most `len` bytes): when the initiator sent less
     /// than the CDB asks (iSCSI EDTL < transfer length), only what arrived is written
     /// (RFC 7143 §11.4.5.1 residual overflow; libiscsi test_write10_residuals).
-    fn store_blocks(
+    pub(crate) fn store_blocks(
         &self,
         lba: u64,
         offset: u64,
@@ -194,12 +202,16 @@ impl LogicalUnit {
         }
     }
 
-    /// WRITE ATOMIC (16)'s limits (SBC-4 §5.48): TRANSFER LENGTH within MAXIMUM ATOMIC
-    /// TRANSFER LENGTH (or, with an ATOMIC BOUNDARY, the limits with a boundary), the range
-    /// within the capacity. No alignment or granularity is required. 0 blocks writes nothing
-    /// but still names an LBA that must exist.
-    fn atomic_range(&self, rw: &scsi::command::ReadWrite) -> Result<(u64, usize), Sense> {
-        self.atomic_limits(rw.transfer_length, 0)?;
+    /// WRITE ATOMIC (16)/(32)'s limits (SBC-4): TRANSFER LENGTH within MAXIMUM
+    /// ATOMIC TRANSFER LENGTH (or, with an ATOMIC BOUNDARY, the limits with a boundary), the
+    /// range within the capacity. No alignment or granularity is required. 0 blocks writes
+    /// nothing but still names an LBA that must exist.
+    fn atomic_range(
+        &self,
+        info: &CommandInfo,
+        rw: &scsi::command::ReadWrite,
+    ) -> Result<(u64, usize), Sense> {
+        self.atomic_limits(info, rw.transfer_length, 0)?;
         match rw.lba.checked_add(rw.transfer_length.into()) {
             Some(end) if end <= self.blocks() => {}
             _ => return Err(Sense::lba_out_of_range()),
@@ -208,34 +220,42 @@ impl LogicalUnit {
         Ok((rw.lba * bs, rw.transfer_length as usize * bs as usize))
     }
 
-    fn atomic_limits(&self, blocks: u32, boundary: u16) -> Result<(), Sense> {
+    fn atomic_limits(&self, info: &CommandInfo, blocks: u32, boundary: u16) -> Result<(), Sense> {
+        // ATOMIC BOUNDARY and TRANSFER LENGTH: bytes 10 and 12 of the (16) CDB, 4 and 28 of
+        // the (32) one.
+        let (boundary_field, length_field) = match info.cdb_length() {
+            32 => (4, 28),
+            _ => (10, 12),
+        };
         let l = self.block_limits();
         let max = if boundary == 0 {
             l.maximum_atomic_transfer_length
         } else {
             if u32::from(boundary) > l.maximum_atomic_boundary_size {
-                return Err(Sense::invalid_field_in_cdb(10, None));
+                return Err(Sense::invalid_field_in_cdb(boundary_field, None));
             }
             l.maximum_atomic_transfer_length_with_atomic_boundary
         };
         if blocks > max {
-            return Err(Sense::invalid_field_in_cdb(12, None));
+            return Err(Sense::invalid_field_in_cdb(length_field, None));
         }
         Ok(())
     }
 
-    /// WRITE ATOMIC (16) (SBC-4 §5.48): the blocks change all at once with respect to every
-    /// other write (they hold their whole range), and all or nothing: a Data-Out shorter than
-    /// the TRANSFER LENGTH writes nothing (where WRITE would write the whole blocks that came).
+    /// WRITE ATOMIC (16)/(32) (SBC-4): the blocks change all at once with
+    /// respect to every other write and every read (they hold their whole range as an atomic
+    /// write), and all or nothing: a Data-Out shorter than the TRANSFER LENGTH writes nothing
+    /// (where WRITE would write the whole blocks that came).
     pub(crate) fn write_atomic(
         &self,
+        info: &CommandInfo,
         rw: &scsi::command::ReadWrite,
         atomic_boundary: u16,
         data_out: &[u8],
     ) -> Completion {
         let (offset, len) = match self
-            .atomic_limits(rw.transfer_length, atomic_boundary)
-            .and_then(|()| self.atomic_range(rw))
+            .atomic_limits(info, rw.transfer_length, atomic_boundary)
+            .and_then(|()| self.atomic_range(info, rw))
         {
             Ok(r) => r,
             Err(sense) => return check(sense),
@@ -244,9 +264,10 @@ impl LogicalUnit {
             return Completion::GOOD;
         }
         let Some(data) = data_out.get(..len) else {
-            return check(Sense::invalid_field_in_cdb(12, None));
+            let length_field = if info.cdb_length() == 32 { 28 } else { 12 };
+            return check(Sense::invalid_field_in_cdb(length_field, None));
         };
-        let _held = self.ranges.lock(rw.lba, rw.transfer_length.into());
+        let _held = self.ranges.lock_atomic(rw.lba, rw.transfer_length.into());
         self.store_blocks(rw.lba, offset, len, data, rw.fua)
     }
 
@@ -264,7 +285,7 @@ impl LogicalUnit {
         };
         let bs = self.block_size() as usize;
         let n = len.min(data_out.len() / bs * bs);
-        let _held = self.ranges.lock(rw.lba, rw.transfer_length.into());
+        let _held = self.ranges.lock_atomic(rw.lba, rw.transfer_length.into());
         let mut medium = match self.read_medium(rw.lba, offset, n) {
             Ok(m) => m,
             Err(failed) => return failed,
@@ -332,7 +353,7 @@ impl LogicalUnit {
             return check(Sense::invalid_field_in_cdb(13, None));
         }
         let offset = rw.lba * u64::from(self.block_size());
-        let _held = self.ranges.lock(rw.lba, blocks.into());
+        let _held = self.ranges.lock_atomic(rw.lba, blocks.into());
         let medium = match self.read_medium(rw.lba, offset, len) {
             Ok(m) => m,
             Err(failed) => return failed,
@@ -345,7 +366,7 @@ impl LogicalUnit {
         self.store_blocks(rw.lba, offset, len, write, rw.fua)
     }
 
-    /// WRITE SAME (10)/(16) (SBC-4 §5.46–5.47): the one data-out block written to every block
+    /// WRITE SAME (10)/(16)/(32) (SBC-4): the one data-out block written to every block
     /// of the range, in writes of up to 128 KiB. WSNZ = 0: 0 blocks means every block from the
     /// LBA to the last one. More than MAXIMUM WRITE SAME LENGTH is an invalid NUMBER OF LOGICAL
     /// BLOCKS. With UNMAP on a thin-provisioned unit the range is deallocated instead, whatever
@@ -369,9 +390,16 @@ impl LogicalUnit {
         }
         // LBPWS/LBPWS10 are set only with thin provisioning.
         if w.unmap && !self.config().thin_provisioning {
-            return check(Sense::invalid_field_in_cdb(1, Some(3)));
+            return check(Sense::invalid_field_in_cdb(
+                info.protect_byte() as u16,
+                Some(3),
+            ));
         }
-        let number_field = if info.cdb_length() == 10 { 7 } else { 10 };
+        let number_field = match info.cdb_length() {
+            10 => 7,
+            32 => 28,
+            _ => 10,
+        };
         if w.lba >= self.blocks() {
             return check(Sense::lba_out_of_range());
         }
@@ -553,6 +581,12 @@ impl LogicalUnit {
             Ok(r) => r,
             Err(sense) => return check(sense),
         };
+        if let Some(bad) = self
+            .uncorrectable
+            .first(v.lba, v.verification_length.into())
+        {
+            return crate::read_write_long::unrecovered(bad);
+        }
         let bs = self.block_size() as usize;
         let pattern_len = match v.bytchk {
             ByteCheck::None => return Completion::GOOD,

@@ -24,6 +24,8 @@ struct HeldList {
     list_identifier: u32,
     /// `None` while the copy runs.
     result: Option<CopyResult>,
+    /// A COPY OPERATION ABORT asked the running copy to stop at its next chunk.
+    abort: bool,
 }
 
 /// The copies of one logical unit: results held for RECEIVE COPY RESULTS, and an epoch
@@ -54,6 +56,7 @@ impl CopyLists {
             nexus,
             list_identifier,
             result: None,
+            abort: false,
         });
         Ok(())
     }
@@ -77,6 +80,33 @@ impl CopyLists {
     /// Whether a reset since `epoch` stopped the copies.
     pub(crate) fn aborted_since(&self, epoch: u64) -> bool {
         self.epoch.load(Ordering::Relaxed) != epoch
+    }
+
+    /// Whether a reset since `epoch`, or a COPY OPERATION ABORT of held copy `list` of
+    /// `nexus`, stopped this copy. Asked once per chunk, so the lock costs nothing.
+    fn stopped(&self, epoch: u64, nexus: u64, list: Option<u32>) -> bool {
+        self.aborted_since(epoch)
+            || list.is_some_and(|id| {
+                self.held.lock().iter().any(|h| {
+                    h.nexus == nexus && h.list_identifier == id && h.result.is_none() && h.abort
+                })
+            })
+    }
+
+    /// COPY OPERATION ABORT: the running copy `list_identifier` of `nexus` stops at its next
+    /// chunk; a finished one has nothing left to stop. `false` if the nexus holds no such
+    /// list.
+    fn abort(&self, nexus: u64, list_identifier: u32) -> bool {
+        let mut lists = self.held.lock();
+        let mut found = false;
+        for h in lists
+            .iter_mut()
+            .filter(|h| h.nexus == nexus && h.list_identifier == list_identifier)
+        {
+            h.abort = true;
+            found = true;
+        }
+        found
     }
 
     /// Stop the copies running now at their next chunk.
@@ -144,6 +174,7 @@ fn copy_aborted(asc: Asc, seg: &BlockToBlock) -> Sense {
         }),
         information: None,
         progress: None,
+        ili: false,
     }
 }
 
@@ -161,8 +192,10 @@ impl LogicalUnit {
         }
     }
 
-    /// `blocks` from `lba` are about to change: ROD tokens that represent them are revoked.
+    /// `blocks` from `lba` are about to change: ROD tokens that represent them are revoked,
+    /// and blocks WRITE LONG marked uncorrectable read back again.
     pub(crate) fn written(&self, lba: u64, blocks: u64) {
+        self.uncorrectable.clear(lba, blocks);
         if let Some(m) = self.copy_manager.get() {
             m.written(self, lba, blocks);
         }
@@ -184,9 +217,21 @@ impl LogicalUnit {
             ));
         };
         match x.service_action {
+            tpc::out_action::COPY_OPERATION_ABORT => self.copy_operation_abort(req, x),
             tpc::out_action::POPULATE_TOKEN => self.populate_token(req, x, p),
             tpc::out_action::WRITE_USING_TOKEN => self.write_using_token(req, x, p),
             sa => self.copy_list(req, sa, p),
+        }
+    }
+
+    /// COPY OPERATION ABORT (SPC-4): the nexus's held copy with the LIST IDENTIFIER stops
+    /// between chunks and ends as a reset would end it (COPY ABORTED; its status: aborted). A
+    /// list identifier the nexus does not hold is an invalid field, as in FreeBSD CTL.
+    fn copy_operation_abort(&self, req: &Request, x: &ExtendedCopy) -> Completion {
+        if self.copies.abort(req.nexus.id, x.list_identifier) {
+            Completion::GOOD
+        } else {
+            check(Sense::invalid_field_in_cdb(2, None))
         }
     }
 
@@ -209,7 +254,7 @@ impl LogicalUnit {
                 return busy;
             }
         }
-        let result = self.run_copy(req.nexus, &list, service_action);
+        let result = self.run_copy(req.nexus, &list, service_action, held);
         let completion = completion_of(&result);
         if held {
             self.copies.end(req.nexus.id, list.list_identifier, result);
@@ -218,11 +263,19 @@ impl LogicalUnit {
     }
 
     /// Run every segment of `list` for `nexus`.
-    fn run_copy(&self, nexus: &Nexus, list: &CopyList, service_action: u8) -> CopyResult {
+    fn run_copy(
+        &self,
+        nexus: &Nexus,
+        list: &CopyList,
+        service_action: u8,
+        held: bool,
+    ) -> CopyResult {
         let epoch = self.copies.epoch();
+        let held = held.then_some(list.list_identifier);
+        let stopped = || self.copies.stopped(epoch, nexus.id, held);
         let mut result = CopyResult::new(service_action);
         for seg in &list.segments {
-            if let Err(e) = self.copy_segment(nexus, list, seg, epoch, &mut result) {
+            if let Err(e) = self.copy_segment(nexus, list, seg, &stopped, &mut result) {
                 result.status = if e.aborted {
                     CopyStatus::Aborted
                 } else {
@@ -259,7 +312,7 @@ impl LogicalUnit {
         nexus: &Nexus,
         list: &CopyList,
         seg: &BlockToBlock,
-        epoch: u64,
+        stopped: &dyn Fn() -> bool,
         result: &mut CopyResult,
     ) -> Result<(), SegmentError> {
         let src_unit = self.resolve(list, seg.source, seg)?;
@@ -308,7 +361,7 @@ impl LogicalUnit {
         let mut buf = vec![0u8; CHUNK_BYTES.min(bytes as usize)];
         let mut done = 0u64;
         while done < bytes {
-            if self.copies.aborted_since(epoch) {
+            if stopped() {
                 return Err(SegmentError {
                     sense: copy_aborted(Asc::NO_ADDITIONAL_SENSE, seg),
                     aborted: true,
@@ -340,11 +393,61 @@ impl LogicalUnit {
         data_in: &mut Vec<u8>,
     ) -> Completion {
         let start = data_in.len();
-        if r.service_action == in_action::RECEIVE_COPY_OPERATING_PARAMETERS {
-            tpc::operating_parameters(self.max_segment_bytes(), data_in);
-            truncate(data_in, start, r.allocation_length);
-            return Completion::GOOD;
+        match r.service_action {
+            in_action::RECEIVE_COPY_OPERATING_PARAMETERS => {
+                tpc::operating_parameters(self.max_segment_bytes(), data_in);
+            }
+            in_action::REPORT_ALL_ROD_TOKENS => tpc::all_rod_tokens(data_in),
+            in_action::RECEIVE_COPY_DATA_LID1 | in_action::RECEIVE_COPY_DATA_LID4 => {
+                if let Err(unknown) = self.copy_data(req, r, data_in) {
+                    return unknown;
+                }
+            }
+            _ => return self.copy_results(req, r, data_in),
         }
+        truncate(data_in, start, r.allocation_length);
+        Completion::GOOD
+    }
+
+    /// RECEIVE COPY DATA (LID1)/(LID4) (SPC-4): block to block segments hold no data, so
+    /// the answer is the header with no held data, for any list the nexus holds. Unlike the
+    /// status, asking for it does not let the list identifier go.
+    fn copy_data(
+        &self,
+        req: &Request,
+        r: &ReceiveCopyResults,
+        data_in: &mut Vec<u8>,
+    ) -> Result<(), Completion> {
+        let lists = self.copies.held.lock();
+        let Some(held) = lists
+            .iter()
+            .find(|h| h.nexus == req.nexus.id && h.list_identifier == r.list_identifier)
+        else {
+            return Err(check(Sense::invalid_field_in_cdb(2, None)));
+        };
+        if r.service_action == in_action::RECEIVE_COPY_DATA_LID1 {
+            tpc::copy_data_lid1(data_in);
+            return Ok(());
+        }
+        let start = data_in.len();
+        match &held.result {
+            Some(result) => tpc::copy_data_lid4(result, self.descriptor_sense(), data_in),
+            None => {
+                tpc::copy_data_lid4(&CopyResult::new(0), self.descriptor_sense(), data_in);
+                data_in[start + 5] = 0x11; // in progress, foreground
+            }
+        }
+        Ok(())
+    }
+
+    /// The status and failure details of a held copy.
+    fn copy_results(
+        &self,
+        req: &Request,
+        r: &ReceiveCopyResults,
+        data_in: &mut Vec<u8>,
+    ) -> Completion {
+        let start = data_in.len();
         let mut lists = self.copies.held.lock();
         let found = lists
             .iter()

@@ -18,6 +18,7 @@ pub mod metrics;
 mod persistent_reservation;
 mod provisioning;
 mod range_lock;
+mod read_write_long;
 mod reservations;
 mod rod_token;
 mod sanitize;

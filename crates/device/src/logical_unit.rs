@@ -61,6 +61,8 @@ pub struct LogicalUnit {
     pub(crate) ranges: Arc<RangeLock>,
     /// SANITIZE in progress or failed.
     pub(crate) sanitizer: Sanitizer,
+    /// Blocks WRITE LONG marked uncorrectable.
+    pub(crate) uncorrectable: crate::read_write_long::Uncorrectable,
     /// REPORT/SET TIMESTAMP.
     pub(crate) clock: DeviceClock,
     /// The task set and device queue of a timed or QoS logical unit; without one, commands
@@ -188,6 +190,7 @@ impl LogicalUnit {
             unit_attentions: UnitAttentions::default(),
             ranges: Arc::default(),
             sanitizer,
+            uncorrectable: Default::default(),
             clock: DeviceClock::default(),
             scheduled: None,
             counters: CommandCounters::default(),
@@ -663,7 +666,16 @@ impl LogicalUnit {
             Command::WriteAtomic {
                 rw,
                 atomic_boundary,
-            } => self.write_atomic(&rw, atomic_boundary, req.data_out),
+            } => self.write_atomic(info, &rw, atomic_boundary, req.data_out),
+            Command::ReadLong {
+                lba,
+                byte_transfer_length,
+            } => self.read_long(info, lba, byte_transfer_length, data_in),
+            Command::WriteLong {
+                lba,
+                byte_transfer_length,
+                wr_uncor,
+            } => self.write_long(info, lba, byte_transfer_length, wr_uncor, req.data_out),
             Command::ReportTimestamp { allocation_length } => {
                 self.clock.report(data_in);
                 truncate(data_in, start, allocation_length);

@@ -404,6 +404,9 @@ impl LogicalUnit {
             let total = job.blocks * job.block_size * job.passes();
             *phase = Phase::Running { done: 0, total };
         }
+        // Every block is rewritten: blocks WRITE LONG marked uncorrectable read again, and
+        // ROD tokens over the old data are revoked.
+        self.written(0, job.blocks);
         let later = match completes {
             Completes::Inline => return Some(completion(&job.run())),
             Completes::AtOnce => None,

@@ -584,3 +584,90 @@ fn a_reset_stops_a_running_copy_between_chunks() {
     assert_eq!(status[5], 0x60);
     assert!(u16::from_be_bytes([status[24], status[25]]) < 64);
 }
+
+fn abort_cdb(list: u32) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[0] = 0x83;
+    c[1] = 0x1C;
+    c[2..6].copy_from_slice(&list.to_be_bytes());
+    c
+}
+
+/// COPY OPERATION ABORT from another thread stops a running LID4 copy between chunks, by
+/// its list identifier: COPY ABORTED, and the held status says aborted.
+#[test]
+fn copy_operation_abort_stops_a_running_lid4_copy() {
+    let mut config = LuConfig::new("iqn.test:k", 0, 64 << 20);
+    config.block_size = 512;
+    let unit =
+        Arc::new(LogicalUnit::new(config, Box::new(RamStore::new(64 << 20).unwrap())).unwrap());
+    let t = Arc::new(Target::new(vec![(0, unit)]));
+    let n = attach(&t, 1);
+    let a = naa(&t, &n, 0);
+    // An unknown list identifier is an invalid field.
+    let (c, _) = run(&t, &n, 0, &abort_cdb(7), &[]);
+    assert_eq!(c.sense.unwrap().field.unwrap().byte, 2);
+    let segments = vec![segment(0, 0, 32768, 0, 32768); 64];
+    let p = lid4(7, &[cscd(&a, 512)], &segments);
+    let copier = {
+        let (t, n, p) = (Arc::clone(&t), n.clone(), p.clone());
+        std::thread::spawn(move || run(&t, &n, 0, &xcopy_cdb(0x01, p.len()), &p).0)
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let (c, d) = run(&t, &n, 0, &receive_cdb(0x05, 7), &[]);
+        if c == Completion::GOOD && d[5] == 0x11 {
+            break;
+        }
+        assert!(
+            !copier.is_finished(),
+            "the copy ended before it was seen running"
+        );
+        assert!(started.elapsed().as_secs() < 10);
+    }
+    // Another nexus cannot reach this nexus's list.
+    let other = attach(&t, 2);
+    assert!(run(&t, &other, 0, &abort_cdb(7), &[]).0.sense.is_some());
+    good(&t, &n, 0, &abort_cdb(7), &[]);
+    let c = copier.join().unwrap();
+    assert_eq!(
+        sense_of(&c),
+        (SenseKey::CopyAborted, Asc::NO_ADDITIONAL_SENSE)
+    );
+    let status = good(&t, &n, 0, &receive_cdb(0x05, 7), &[]);
+    assert_eq!(status[5], 0x60, "aborted");
+    assert!(u16::from_be_bytes([status[24], status[25]]) < 64);
+}
+
+/// RECEIVE COPY DATA (LID1)/(LID4): block to block copies hold no data, so the header says
+/// none, for a list the nexus holds; REPORT ALL ROD TOKENS: no management tokens.
+#[test]
+fn receive_copy_data_and_report_all_rod_tokens() {
+    let t = Target::new(vec![(0, lu("iqn.test:t", 0, 512, false))]);
+    let n = attach(&t, 1);
+    let a = naa(&t, &n, 0);
+    let seg = [segment(0, 0, 4, 0, 100)];
+    let p = lid1(5, &[cscd(&a, 512)], &seg);
+    good(&t, &n, 0, &xcopy_cdb(0x00, p.len()), &p);
+    assert_eq!(good(&t, &n, 0, &receive_cdb(0x01, 5), &[]), [0, 0, 0, 0]);
+    let (c, _) = run(&t, &n, 0, &receive_cdb(0x01, 6), &[]);
+    assert_eq!(c.sense.unwrap().field.unwrap().byte, 2, "unknown list");
+    let p = lid4(9, &[cscd(&a, 512)], &seg);
+    good(&t, &n, 0, &xcopy_cdb(0x01, p.len()), &p);
+    let data = good(&t, &n, 0, &receive_cdb_lid4(0x06, 9), &[]);
+    assert_eq!(data.len(), 36, "copy status, then HELD DATA LENGTH");
+    assert_eq!(u32::from_be_bytes(data[0..4].try_into().unwrap()), 32);
+    assert_eq!(data[5], 0x01, "completed, good");
+    assert_eq!(u64::from_be_bytes(data[16..24].try_into().unwrap()), 4);
+    assert_eq!(&data[32..36], &[0; 4], "no held data");
+    // The status is still there to be received once.
+    let status = good(&t, &n, 0, &receive_cdb(0x05, 9), &[]);
+    assert_eq!(status[5], 0x01);
+    let mut cdb = [0u8; 16];
+    cdb[0] = 0x84;
+    cdb[1] = 0x08;
+    cdb[10..14].copy_from_slice(&64u32.to_be_bytes());
+    assert_eq!(good(&t, &n, 0, &cdb, &[]), [0, 0, 0, 4, 0, 0, 0, 0]);
+    cdb[13] = 6;
+    assert_eq!(good(&t, &n, 0, &cdb, &[]).len(), 6, "allocation length");
+}

@@ -463,6 +463,47 @@ fn changes_to_the_same_blocks_do_not_interleave() {
     }
 }
 
+/// A READ concurrent with WRITE ATOMICs of the same blocks sees one write's data whole,
+/// never half of each (SBC-4 §4.29.2), though plain reads take no lock. The range spans RAM
+/// chunks, which the store copies one at a time.
+#[test]
+fn reads_never_see_half_an_atomic_write() {
+    let t = target(|_| {});
+    let n = ready(&t, 1);
+    let blocks = 4096u16; // 2 MiB from LBA 1024: three RAM chunks
+    let len = usize::from(blocks) * 512;
+    let patterns = [vec![0xAA; len], vec![0x55; len]];
+    assert_eq!(
+        run(&t, &n, &write_atomic16(1024, blocks), &patterns[0]).0,
+        Completion::GOOD
+    );
+    let done = AtomicBool::new(false);
+    let (reads, mixed) = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let (mut reads, mut mixed) = (0, 0);
+            while !done.load(Ordering::SeqCst) {
+                let data = read_all(&t, &n, 1024, blocks.into());
+                reads += 1;
+                if !data.iter().all(|&b| b == data[0]) {
+                    mixed += 1;
+                }
+            }
+            (reads, mixed)
+        });
+        for i in 0..400 {
+            let data = &patterns[i % 2];
+            assert_eq!(
+                run(&t, &n, &write_atomic16(1024, blocks), data).0,
+                Completion::GOOD
+            );
+        }
+        done.store(true, Ordering::SeqCst);
+        reader.join().unwrap()
+    });
+    assert!(reads > 0);
+    assert_eq!(mixed, 0, "{mixed} of {reads} reads saw two writes' data");
+}
+
 #[test]
 fn timestamps_follow_device_time() {
     let t = target(|_| {});

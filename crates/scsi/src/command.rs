@@ -2,6 +2,7 @@
 
 use crate::persistent_reserve::{PrInAction, PrOutAction};
 use crate::sanitize::SanitizeAction;
+use crate::third_party_copy::out_action::COPY_OPERATION_ABORT;
 use crate::third_party_copy::{ExtendedCopy, ReceiveCopyResults};
 
 /// READ/WRITE (6)/(10)/(12)/(16)/(32) (SBC-4 §5.12–5.16, §5.39–5.43). A READ(6)/WRITE(6)
@@ -302,6 +303,21 @@ pub enum Command {
         rw: ReadWrite,
         atomic_boundary: u16,
     },
+    /// READ LONG (10)/(16) (SBC-4): one logical block with its ECC, of which these stores
+    /// keep none, so BYTE TRANSFER LENGTH must be the block size. CORRCT is accepted and
+    /// changes nothing; PBLOCK is refused.
+    ReadLong {
+        lba: u64,
+        byte_transfer_length: u16,
+    },
+    /// WRITE LONG (10)/(16) (SBC-4): WR_UNCOR marks the block uncorrectable (no data);
+    /// otherwise one block of BYTE TRANSFER LENGTH bytes is written. COR_DIS and PBLOCK are
+    /// refused.
+    WriteLong {
+        lba: u64,
+        byte_transfer_length: u16,
+        wr_uncor: bool,
+    },
     /// REPORT TIMESTAMP (SPC-5 §6.38).
     ReportTimestamp {
         allocation_length: u32,
@@ -358,6 +374,20 @@ impl Command {
                 n => OutBytes(n),
             },
             Command::WriteAtomic { rw, .. } => OutBlocks(rw.transfer_length),
+            Command::ReadLong {
+                byte_transfer_length,
+                ..
+            } => InBytes(byte_transfer_length.into()),
+            // WR_UNCOR transfers nothing (SBC-4 WRITE LONG).
+            Command::WriteLong {
+                byte_transfer_length,
+                wr_uncor,
+                ..
+            } => OutBytes(if wr_uncor {
+                0
+            } else {
+                byte_transfer_length.into()
+            }),
             Command::ReportTimestamp { allocation_length } => InBytes(allocation_length),
             Command::SetTimestamp {
                 parameter_list_length,
@@ -398,6 +428,8 @@ impl Command {
             | Command::ReportTargetPortGroups {
                 allocation_length, ..
             } => InBytes(allocation_length),
+            // COPY OPERATION ABORT has no parameter list.
+            Command::ExtendedCopy(x) if x.service_action == COPY_OPERATION_ABORT => None,
             Command::ExtendedCopy(x) => OutBytes(x.parameter_list_length),
             Command::ReceiveCopyResults(r) => InBytes(r.allocation_length),
         }

@@ -245,7 +245,8 @@ pub(crate) fn read_defect_data12(c: &[u8]) -> Decoded {
 }
 
 /// WRITE SAME (10) (SBC-4 §5.46, table 124). ANCHOR and the obsolete PBDATA/LBDATA are
-/// outside the usage mask, so setting them is an invalid field. UNMAP is decoded so that a
+/// outside the usage mask, so setting them is an invalid field: with ANC_SUP = 0 in the
+/// Logical Block Provisioning VPD page, SBC-4 requires INVALID FIELD IN CDB for ANCHOR = 1. UNMAP is decoded so that a
 /// write-protected LU can answer WRITE PROTECTED first; the LU refuses it while LBPWS10 = 0.
 pub(crate) fn write_same10(c: &[u8]) -> Decoded {
     Ok(Command::WriteSame(WriteSame {
@@ -265,6 +266,19 @@ pub(crate) fn write_same16(c: &[u8]) -> Decoded {
         lba: be64(c, 2),
         number_of_logical_blocks: be32(c, 10),
         group_number: u8_at(c, 14) & 0x3F,
+    }))
+}
+
+/// WRITE SAME (32) (SBC-4): the fields of WRITE SAME (16) at the variable length
+/// CDB's offsets (UNMAP and NDOB in byte 10, LBA in bytes 12–19, NUMBER OF LOGICAL BLOCKS in
+/// bytes 28–31); ANCHOR is outside the usage mask as in the (10) and (16) forms.
+pub(crate) fn write_same32(c: &[u8]) -> Decoded {
+    Ok(Command::WriteSame(WriteSame {
+        unmap: bit(c, 10, 3),
+        ndob: bit(c, 10, 0),
+        lba: be64(c, 12),
+        number_of_logical_blocks: be32(c, 28),
+        group_number: u8_at(c, 6) & 0x3F,
     }))
 }
 
@@ -528,6 +542,52 @@ pub(crate) fn write_atomic16(c: &[u8]) -> Decoded {
     Ok(Command::WriteAtomic {
         rw: rw(be64(c, 2), be16(c, 12).into(), c, 14),
         atomic_boundary: be16(c, 10),
+    })
+}
+
+/// WRITE ATOMIC (32) (SBC-4): ATOMIC BOUNDARY in bytes 4–5, the 32-bit TRANSFER
+/// LENGTH in bytes 28–31, the rest as WRITE (32) without DLD.
+pub(crate) fn write_atomic32(c: &[u8]) -> Decoded {
+    Ok(Command::WriteAtomic {
+        rw: ReadWrite { dld: 0, ..rw32(c) },
+        atomic_boundary: be16(c, 4),
+    })
+}
+
+/// READ LONG (10) (SBC-4): LBA in bytes 2–5, BYTE TRANSFER LENGTH in bytes 7–8.
+pub(crate) fn read_long10(c: &[u8]) -> Decoded {
+    Ok(Command::ReadLong {
+        lba: be32(c, 2).into(),
+        byte_transfer_length: be16(c, 7),
+    })
+}
+
+/// READ LONG (16) (SBC-4, SERVICE ACTION IN (16) 11h): LBA in bytes 2–9, BYTE TRANSFER
+/// LENGTH in bytes 12–13.
+pub(crate) fn read_long16(c: &[u8]) -> Decoded {
+    Ok(Command::ReadLong {
+        lba: be64(c, 2),
+        byte_transfer_length: be16(c, 12),
+    })
+}
+
+/// WRITE LONG (10) (SBC-4): WR_UNCOR in byte 1 bit 6, LBA in bytes 2–5, BYTE TRANSFER
+/// LENGTH in bytes 7–8.
+pub(crate) fn write_long10(c: &[u8]) -> Decoded {
+    Ok(Command::WriteLong {
+        lba: be32(c, 2).into(),
+        byte_transfer_length: be16(c, 7),
+        wr_uncor: bit(c, 1, 6),
+    })
+}
+
+/// WRITE LONG (16) (SBC-4, SERVICE ACTION OUT (16) 11h): WR_UNCOR in byte 1 bit 6, LBA in
+/// bytes 2–9, BYTE TRANSFER LENGTH in bytes 12–13.
+pub(crate) fn write_long16(c: &[u8]) -> Decoded {
+    Ok(Command::WriteLong {
+        lba: be64(c, 2),
+        byte_transfer_length: be16(c, 12),
+        wr_uncor: bit(c, 1, 6),
     })
 }
 

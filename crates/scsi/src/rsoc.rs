@@ -255,7 +255,7 @@ mod tests {
         assert_eq!(&out[4..20], lookup(0x9E, Some(0x10)).unwrap().usage);
         assert_eq!(&out[20..22], &[0, 0x0A]);
         assert_eq!(out.len(), 4 + 16 + 12);
-        assert_eq!(rsoc(false, 2, 0x9E, 0x11).unwrap(), vec![0, 1, 0, 0]);
+        assert_eq!(rsoc(false, 2, 0x9E, 0x1F).unwrap(), vec![0, 1, 0, 0]);
         assert_eq!(
             rsoc(false, 2, 0x88, 0).unwrap_err(),
             Sense::invalid_field_in_cdb(2, Some(2))

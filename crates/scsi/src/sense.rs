@@ -109,6 +109,9 @@ pub struct Sense {
     /// PROGRESS INDICATION (SPC-5 §4.4.2.3.4, table 65): the fraction of an operation done,
     /// in 65,536ths, in the sense-key specific field when there is no field pointer.
     pub progress: Option<u16>,
+    /// ILI: the requested length did not match the logical block's (READ LONG, WRITE LONG;
+    /// SBC-4); INFORMATION holds the requested length minus the block's.
+    pub ili: bool,
 }
 
 impl Sense {
@@ -119,6 +122,7 @@ impl Sense {
             field: None,
             information: None,
             progress: None,
+            ili: false,
         }
     }
 
@@ -142,6 +146,7 @@ impl Sense {
             }),
             information: None,
             progress: None,
+            ili: false,
         }
     }
 
@@ -157,6 +162,7 @@ impl Sense {
             }),
             information: None,
             progress: None,
+            ili: false,
         }
     }
 
@@ -205,10 +211,16 @@ impl Sense {
     pub fn write_fixed(&self, out: &mut Vec<u8>) {
         let mut b = [0u8; 18];
         b[0] = 0x70;
-        b[2] = self.key as u8;
+        b[2] = self.key as u8 | if self.ili { 0x20 } else { 0 };
         if let Some(info) = self.information {
-            // The fixed format has room for 32 bits of INFORMATION.
-            if let Ok(info) = u32::try_from(info) {
+            // The fixed format has room for 32 bits of INFORMATION; with ILI it is a signed
+            // length difference, whose low 32 bits are its two's complement.
+            let info = if self.ili {
+                Ok(info as u32)
+            } else {
+                u32::try_from(info)
+            };
+            if let Ok(info) = info {
                 b[0] |= 0x80;
                 b[3..7].copy_from_slice(&info.to_be_bytes());
             }
@@ -233,6 +245,10 @@ impl Sense {
         }
         if let Some(sks) = self.sense_key_specific() {
             out.extend_from_slice(&[0x02, 0x06, 0, 0, sks[0], sks[1], sks[2], 0]);
+        }
+        if self.ili {
+            // The block commands sense data descriptor (SBC-4): ILI in byte 3 bit 5.
+            out.extend_from_slice(&[0x05, 0x02, 0, 0x20]);
         }
         out[start + 7] = (out.len() - start - 8) as u8;
     }
@@ -293,5 +309,23 @@ mod tests {
         assert_eq!(out[0], 0x72);
         assert_eq!(out[7] as usize, out.len() - 8);
         assert_eq!(&out[12..20], &0x1_0000_0000u64.to_be_bytes());
+    }
+
+    #[test]
+    fn ili_and_a_negative_information_in_both_formats() {
+        let mut sense = Sense::invalid_field_in_cdb(7, None);
+        sense.ili = true;
+        sense.information = Some((-8i64) as u64);
+        let mut fixed = Vec::new();
+        sense.write_fixed(&mut fixed);
+        assert_eq!(fixed[0] & 0x80, 0x80, "VALID");
+        assert_eq!(fixed[2], 0x20 | 0x05, "ILI, ILLEGAL REQUEST");
+        assert_eq!(&fixed[3..7], &(-8i32).to_be_bytes());
+        let mut desc = Vec::new();
+        sense.write_descriptor(&mut desc);
+        assert_eq!(&desc[8..12], &[0x00, 0x0A, 0x80, 0]);
+        assert_eq!(&desc[12..20], &(-8i64).to_be_bytes());
+        assert_eq!(&desc[desc.len() - 4..], &[0x05, 0x02, 0, 0x20]);
+        assert_eq!(usize::from(desc[7]), desc.len() - 8);
     }
 }

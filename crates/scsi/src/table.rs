@@ -525,6 +525,28 @@ const TABLE: &[CommandInfo] = &[
         [0x37, 0, 0x1F, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        flags(READY),
+        "READ LONG(10)",
+        Read,
+        In,
+        None,
+        false,
+        30,
+        d::read_long10,
+        [0x3E, 0x02, F, F, F, F, 0, F, F, NACA]
+    ),
+    entry!(
+        flags(READY | WRITES),
+        "WRITE LONG(10)",
+        Write,
+        Out,
+        None,
+        false,
+        30,
+        d::write_long10,
+        [0x3F, 0x40, F, F, F, F, 0, F, F, NACA]
+    ),
+    entry!(
         "WRITE SAME(10)",
         Write,
         Out,
@@ -815,6 +837,32 @@ const TABLE: &[CommandInfo] = &[
         ]
     ),
     entry!(
+        "WRITE SAME(32)",
+        Write,
+        Out,
+        Some(0x000D),
+        true,
+        60,
+        d::write_same32,
+        [
+            0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x0D, 0x09, 0, F, F, F, F, F, F, F, F, F, F,
+            F, F, F, F, F, F, F, F, F, F
+        ]
+    ),
+    entry!(
+        "WRITE ATOMIC(32)",
+        Write,
+        Out,
+        Some(0x000F),
+        true,
+        30,
+        d::write_atomic32,
+        [
+            0x7F, NACA, 0, 0, F, F, 0x3F, 0x18, 0x00, 0x0F, 0x18, 0, F, F, F, F, F, F, F, F, F, F,
+            F, F, F, F, F, F, F, F, F, F
+        ]
+    ),
+    entry!(
         flags(READY),
         "EXTENDED COPY(LID1)",
         Write,
@@ -859,6 +907,16 @@ const TABLE: &[CommandInfo] = &[
         [0x83, 0x11, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA]
     ),
     entry!(
+        "COPY OPERATION ABORT",
+        Allowed,
+        None,
+        Some(0x1C),
+        false,
+        1,
+        tpc::decode_copy_operation_abort,
+        [0x83, 0x1C, F, F, F, F, 0, 0, 0, 0, 0, 0, 0, 0, 0, NACA]
+    ),
+    entry!(
         "RECEIVE COPY STATUS(LID1)",
         Allowed,
         In,
@@ -867,6 +925,16 @@ const TABLE: &[CommandInfo] = &[
         1,
         tpc::decode_receive_copy_results,
         [0x84, 0x00, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "RECEIVE COPY DATA(LID1)",
+        Allowed,
+        In,
+        Some(0x01),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x01, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
         "RECEIVE COPY OPERATING PARAMETERS",
@@ -899,6 +967,16 @@ const TABLE: &[CommandInfo] = &[
         [0x84, 0x05, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
+        "RECEIVE COPY DATA(LID4)",
+        Allowed,
+        In,
+        Some(0x06),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x06, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
         "RECEIVE ROD TOKEN INFORMATION",
         Allowed,
         In,
@@ -907,6 +985,16 @@ const TABLE: &[CommandInfo] = &[
         1,
         tpc::decode_receive_copy_results,
         [0x84, 0x07, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        "REPORT ALL ROD TOKENS",
+        Allowed,
+        In,
+        Some(0x08),
+        false,
+        1,
+        tpc::decode_receive_copy_results,
+        [0x84, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
         cdl T2A,
@@ -1025,6 +1113,17 @@ const TABLE: &[CommandInfo] = &[
     ),
     entry!(
         flags(READY),
+        "READ LONG(16)",
+        Read,
+        In,
+        Some(0x11),
+        false,
+        30,
+        d::read_long16,
+        [0x9E, 0x11, F, F, F, F, F, F, F, F, 0, 0, F, F, 0x01, NACA]
+    ),
+    entry!(
+        flags(READY),
         "GET LBA STATUS",
         Read,
         In,
@@ -1033,6 +1132,17 @@ const TABLE: &[CommandInfo] = &[
         1,
         d::get_lba_status,
         [0x9E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        flags(READY | WRITES),
+        "WRITE LONG(16)",
+        Write,
+        Out,
+        Some(0x11),
+        false,
+        30,
+        d::write_long16,
+        [0x9F, 0x51, F, F, F, F, F, F, F, F, 0, 0, F, F, 0, NACA]
     ),
     entry!(
         flags(NO_LUN | TARGET | NO_UNIT_ATTENTION | STANDBY | UNAVAILABLE),

@@ -16,15 +16,19 @@ pub mod out_action {
     pub const EXTENDED_COPY_LID4: u8 = 0x01;
     pub const POPULATE_TOKEN: u8 = 0x10;
     pub const WRITE_USING_TOKEN: u8 = 0x11;
+    pub const COPY_OPERATION_ABORT: u8 = 0x1C;
 }
 
 /// Service actions of operation code 84h (SPC-4).
 pub mod in_action {
     pub const RECEIVE_COPY_STATUS_LID1: u8 = 0x00;
+    pub const RECEIVE_COPY_DATA_LID1: u8 = 0x01;
     pub const RECEIVE_COPY_OPERATING_PARAMETERS: u8 = 0x03;
     pub const RECEIVE_COPY_FAILURE_DETAILS: u8 = 0x04;
     pub const RECEIVE_COPY_STATUS_LID4: u8 = 0x05;
+    pub const RECEIVE_COPY_DATA_LID4: u8 = 0x06;
     pub const RECEIVE_ROD_TOKEN_INFORMATION: u8 = 0x07;
+    pub const REPORT_ALL_ROD_TOKENS: u8 = 0x08;
 }
 
 /// Copy manager limits, reported by OPERATING PARAMETERS and the VPD page.
@@ -96,13 +100,24 @@ pub(crate) fn decode_extended_copy(c: &[u8]) -> Result<Command, Sense> {
     }))
 }
 
+/// COPY OPERATION ABORT (SPC-4): the LIST IDENTIFIER of the copy to stop, bytes 2–5;
+/// no parameter list.
+pub(crate) fn decode_copy_operation_abort(c: &[u8]) -> Result<Command, Sense> {
+    Ok(Command::ExtendedCopy(ExtendedCopy {
+        service_action: out_action::COPY_OPERATION_ABORT,
+        list_identifier: be32(c, 2),
+        parameter_list_length: 0,
+    }))
+}
+
 /// Decoder of the table's RECEIVE COPY RESULTS entries: ALLOCATION LENGTH in bytes 10–13.
 pub(crate) fn decode_receive_copy_results(c: &[u8]) -> Result<Command, Sense> {
     let service_action = u8_at(c, 1) & 0x1F;
     let list_identifier = match service_action {
-        in_action::RECEIVE_COPY_STATUS_LID4 | in_action::RECEIVE_ROD_TOKEN_INFORMATION => {
-            be32(c, 2)
-        }
+        in_action::RECEIVE_COPY_STATUS_LID4
+        | in_action::RECEIVE_COPY_DATA_LID4
+        | in_action::RECEIVE_ROD_TOKEN_INFORMATION => be32(c, 2),
+        in_action::REPORT_ALL_ROD_TOKENS => 0,
         _ => u32::from(u8_at(c, 2)),
     };
     Ok(Command::ReceiveCopyResults(ReceiveCopyResults {
@@ -569,6 +584,29 @@ pub fn rod_token_information(r: &CopyResult, descriptor_sense: bool, out: &mut V
     out[start..start + 4].copy_from_slice(&available.to_be_bytes());
 }
 
+/// RECEIVE COPY DATA (LID1) data (SPC-4): AVAILABLE DATA and the held data, of which
+/// block to block segments keep none.
+pub fn copy_data_lid1(out: &mut Vec<u8>) {
+    out.extend_from_slice(&0u32.to_be_bytes());
+}
+
+/// RECEIVE COPY DATA (LID4) data (SPC-4): the LID4 copy status, then HELD DATA LENGTH
+/// and the held data (none: block to block segments hold no data).
+pub fn copy_data_lid4(r: &CopyResult, descriptor_sense: bool, out: &mut Vec<u8>) {
+    let start = out.len();
+    copy_status_lid4(r, descriptor_sense, out);
+    out.extend_from_slice(&0u32.to_be_bytes());
+    let available = (out.len() - start - 4) as u32;
+    out[start..start + 4].copy_from_slice(&available.to_be_bytes());
+}
+
+/// REPORT ALL ROD TOKENS data (SPC-4): AVAILABLE DATA, four reserved bytes and the ROD
+/// management tokens, of which this copy manager makes none.
+pub fn all_rod_tokens(out: &mut Vec<u8>) {
+    out.extend_from_slice(&4u32.to_be_bytes());
+    out.extend_from_slice(&[0; 4]);
+}
+
 /// RECEIVE COPY FAILURE DETAILS data (SPC-4).
 pub fn failure_details(r: &CopyResult, descriptor_sense: bool, out: &mut Vec<u8>) {
     let mut sense = Vec::new();
@@ -629,20 +667,24 @@ pub fn third_party_copy_vpd(out: &mut Vec<u8>, peripheral: u8, max_segment_bytes
     // Supported Commands: per operation code, its service actions.
     let ec = [
         0x83,
-        4,
+        5,
         out_action::EXTENDED_COPY_LID1,
         out_action::EXTENDED_COPY_LID4,
         out_action::POPULATE_TOKEN,
         out_action::WRITE_USING_TOKEN,
+        out_action::COPY_OPERATION_ABORT,
     ];
     let rcr = [
         0x84,
-        5,
+        8,
         in_action::RECEIVE_COPY_STATUS_LID1,
+        in_action::RECEIVE_COPY_DATA_LID1,
         in_action::RECEIVE_COPY_OPERATING_PARAMETERS,
         in_action::RECEIVE_COPY_FAILURE_DETAILS,
         in_action::RECEIVE_COPY_STATUS_LID4,
+        in_action::RECEIVE_COPY_DATA_LID4,
         in_action::RECEIVE_ROD_TOKEN_INFORMATION,
+        in_action::REPORT_ALL_ROD_TOKENS,
     ];
     let mut commands = vec![(ec.len() + rcr.len()) as u8];
     commands.extend_from_slice(&ec);
