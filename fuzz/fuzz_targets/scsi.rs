@@ -16,6 +16,7 @@ use libfuzzer_sys::fuzz_target;
 use scsi::cdl::{changeable_mask, CdlPage, CdlPageKind, CdlPages};
 use scsi::command::{Command, ModeSelect, ModeSense, PageControl};
 use scsi::mode::{self, ModeContext, ModeParameters};
+use scsi::provisioning::Thresholds;
 use scsi::Sense;
 
 const BLOCKS: u64 = 2048;
@@ -57,7 +58,11 @@ fn cdb(cdb: &[u8], knobs: u8) {
                 }
             }
             if let Command::LogSelect(l) = command {
-                if let Err(s) = scsi::log::log_select(&l, knobs & 4 != 0) {
+                let pages = scsi::log::Pages {
+                    cdl: knobs & 4 != 0,
+                    provisioning: knobs & 8 != 0,
+                };
+                if let Err(s) = scsi::log::log_select(&l, pages) {
                     check_sense(&s);
                 }
             }
@@ -125,17 +130,21 @@ fn cdl_page(page: &[u8], knobs: u8) {
 
 fn mode_select(data: &[u8], knobs: u8) {
     let cdl = (knobs & 4 != 0).then(CdlPages::default);
+    // The Logical Block Provisioning page of a thin unit.
+    let provisioning = (knobs & 1 != 0).then(Thresholds::default);
     let current = ModeParameters {
         wce: knobs & 8 != 0,
         d_sense: knobs & 16 != 0,
         swp: false,
         cdl,
+        provisioning,
     };
     let default = ModeParameters {
         wce: true,
         d_sense: false,
         swp: false,
         cdl,
+        provisioning,
     };
     let saved = (knobs & 32 != 0).then_some(default);
     let ctx = ModeContext {
@@ -169,6 +178,10 @@ fn mode_select(data: &[u8], knobs: u8) {
         assert_eq!(selected.wce, current.wce, "WCE changed where it may not");
     }
     assert_eq!(selected.cdl.is_some(), current.cdl.is_some());
+    assert_eq!(
+        selected.provisioning.is_some(),
+        current.provisioning.is_some()
+    );
     // What MODE SENSE reports of the selected values is a MODE SELECT of the same values.
     let report = ModeContext {
         current: &selected,

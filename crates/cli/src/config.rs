@@ -54,6 +54,23 @@ pub struct TargetConfig {
     pub chap: Option<ChapConfig>,
     /// What the target proves when an initiator asks for mutual CHAP.
     pub mutual_chap: Option<ChapConfig>,
+    /// ALUA access state of the target's port group for its LUNs (implicit ALUA, SPC-4
+    /// §5.16): "active/optimized" (default), "active/non-optimized", "standby" or
+    /// "unavailable"; a LUN's own `alua_state` wins.
+    pub alua_state: Option<AluaState>,
+}
+
+/// An ALUA access state by its name, as `alua_state` takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AluaState(pub scsi::alua::AccessState);
+
+impl<'de> Deserialize<'de> for AluaState {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse()
+            .map(AluaState)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// A CHAP name and its secret, given inline or in a file only its owner can read.
@@ -161,11 +178,12 @@ pub struct LunConfig {
     pub product: Option<String>,
     /// Unit serial number (VPD 80h); also seeds the device identifier (VPD 83h).
     pub serial: Option<String>,
-    /// Caching mode page WCE: false makes every write durable before GOOD.
-    #[serde(default = "yes")]
-    pub write_cache: bool,
-    /// Whether an initiator may change WCE with MODE SELECT; default: only when `write_cache`
-    /// is true, so a LUN configured write-through stays so.
+    /// Caching mode page WCE at power on: false makes every write durable before GOOD. On a
+    /// LUN whose drive model has a write cache (hdd) it is also the model's cache; default:
+    /// the model's setting there, true elsewhere.
+    pub write_cache: Option<bool>,
+    /// Whether an initiator may change WCE with MODE SELECT; default: unless `write_cache` is
+    /// false, so a LUN configured write-through stays so.
     pub write_cache_changeable: Option<bool>,
     /// LUN masking: the initiators that may see this LUN (REPORT LUNS) and use it; empty: all
     /// that may log in to the target.
@@ -202,6 +220,9 @@ pub struct LunConfig {
     /// Seed of the drive's fault set.
     #[serde(default)]
     pub seed: u64,
+    /// ALUA access state of this LUN through the target's port group (as the target's
+    /// `alua_state`, which it overrides).
+    pub alua_state: Option<AluaState>,
 }
 
 /// `dh_completion`.
@@ -235,9 +256,6 @@ fn default_block_size() -> u32 {
 }
 fn default_inquiry_version() -> u8 {
     0x0D
-}
-fn yes() -> bool {
-    true
 }
 
 /// Parses a capacity as `truncate -s` reads one: "1GiB" and "1G" are 2^30 bytes, "1GB" is
@@ -303,6 +321,16 @@ impl LunConfig {
             faults: None,
         });
         let mut drive = spec.prepare(base)?;
+        // WCE and the model's write cache are one setting: either key gives it.
+        if let Some(wce) = self.write_cache {
+            if let Some(model) = spec.write_cache.filter(|model| *model != wce) {
+                bail!(
+                    "write_cache = {wce} and drive.write_cache = {model} disagree (both are the \
+                     Caching mode page's WCE): give one of them"
+                );
+            }
+            drive.set_write_cache(wce);
+        }
         // The LUN's weak sectors are where its own seed puts them, whoever runs the drive.
         drive.fault_seed = Some(self.seed);
         let queue = self.queue.clone().unwrap_or_default();
@@ -335,7 +363,7 @@ impl LunConfig {
             physical_block_exponent: 0,
             product: None,
             serial: None,
-            write_cache: true,
+            write_cache: None,
             write_cache_changeable: None,
             allowed_initiators: Vec::new(),
             read_only: false,
@@ -348,6 +376,7 @@ impl LunConfig {
             cdl: None,
             dh_completion: DhForm::default(),
             seed: 0,
+            alua_state: None,
         }
     }
 
@@ -579,6 +608,7 @@ mod tests {
             read_only = true
             removable = true
             inquiry_version = 6
+            alua_state = "standby"
             "#,
         )
         .unwrap();
@@ -586,10 +616,61 @@ mod tests {
         assert_eq!(c.metrics, Some("127.0.0.1:9100".parse().unwrap()));
         assert_eq!(c.targets[0].luns[0].size, Some(64 << 20));
         assert_eq!(c.targets[0].luns[1].id, Some(7));
-        assert!(!c.targets[0].luns[1].write_cache);
+        assert_eq!(c.targets[0].luns[1].write_cache, Some(false));
         assert!(c.targets[0].luns[1].removable);
         assert_eq!(c.targets[0].luns[1].inquiry_version, 6);
         assert_eq!(c.targets[0].luns[0].inquiry_version, 0x0D);
+        use scsi::alua::AccessState;
+        assert_eq!(c.targets[0].alua_state, None);
+        assert_eq!(c.targets[0].luns[0].alua_state, None);
+        assert_eq!(
+            c.targets[0].luns[1].alua_state,
+            Some(AluaState(AccessState::Standby))
+        );
+    }
+
+    #[test]
+    fn write_cache_and_the_drive_models_are_one_setting() {
+        let lun = |keys: &str| {
+            let text = format!(
+                "[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = \"1GiB\"\n{keys}\n"
+            );
+            parse(&text).and_then(|c| c.targets[0].luns[0].device(Path::new(".")))
+        };
+        let wce = |keys: &str| lun(keys).unwrap().map(|d| d.drive.write_cache());
+        // The profile's (off for the shipped disk), either key, or both when they agree.
+        assert_eq!(
+            wce("[target.lun.drive]\nmodel = \"hdd\""),
+            Some(Some(false))
+        );
+        assert_eq!(
+            wce("write_cache = true\n[target.lun.drive]\nmodel = \"hdd\""),
+            Some(Some(true))
+        );
+        assert_eq!(
+            wce("[target.lun.drive]\nmodel = \"hdd\"\nwrite_cache = true"),
+            Some(Some(true))
+        );
+        assert_eq!(
+            wce("write_cache = false\n[target.lun.drive]\nmodel = \"hdd\"\nwrite_cache = false"),
+            Some(Some(false))
+        );
+        // A model without a write cache, and a LUN without a model.
+        assert_eq!(
+            wce("write_cache = false\n[target.lun.drive]\nmodel = \"ssd\""),
+            Some(None)
+        );
+        assert_eq!(wce("write_cache = false"), None);
+        let Err(e) =
+            lun("write_cache = false\n[target.lun.drive]\nmodel = \"hdd\"\nwrite_cache = true")
+        else {
+            panic!("disagreeing keys accepted");
+        };
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("write_cache = false and drive.write_cache = true disagree"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -613,6 +694,7 @@ mod tests {
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\nprivileged_initiators = [\"root\"]\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "initiator name \"root\""),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nserial = \"S1\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nserial = \"S1\"", "serial \"S1\" is also target[0] (iqn.2026-11.dev.stint:a).lun[0]'s"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\ninquiry_version = 9", "inquiry_version"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\nalua_state = \"passive\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "unknown ALUA state \"passive\"; expected one of active/optimized, active/non-optimized, standby, unavailable"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\n[[target.lun]]\nid = 0\nstore = \"ram\"\nsize = 512", "duplicate LUN 0"),
         ];
         for (text, want) in cases {

@@ -105,6 +105,7 @@ impl ServeArgs {
                     initiator_classes: Default::default(),
                     chap: None,
                     mutual_chap: None,
+                    alua_state: None,
                 };
                 let config = Config {
                     listen: DEFAULT_LISTEN.parse()?,
@@ -129,11 +130,12 @@ impl ServeArgs {
 }
 
 fn build_lun(
-    target: &str,
+    t: &TargetConfig,
     id: u64,
     lun: &LunConfig,
     base: &Path,
 ) -> anyhow::Result<device::LogicalUnit> {
+    let target = t.name.as_str();
     let device = lun.device(base)?;
     // A timed LUN reports its drive's capacity unless told less.
     let size = lun.size.or(device.as_ref().map(|d| d.drive.capacity));
@@ -151,13 +153,19 @@ fn build_lun(
     config.block_size = lun.block_size;
     config.physical_block_exponent = lun.physical_block_exponent;
     config.serial = lun.serial.clone();
-    config.write_cache = lun.write_cache;
-    config.write_cache_changeable = lun.write_cache_changeable.unwrap_or(lun.write_cache);
+    // A drive model with a write cache puts its own setting here (LogicalUnit::with_device_queue).
+    config.write_cache = lun.write_cache.unwrap_or(true);
+    config.write_cache_changeable = lun
+        .write_cache_changeable
+        .unwrap_or(lun.write_cache.unwrap_or(true));
     config.read_only = lun.read_only;
     config.removable = lun.removable;
     config.sanitize_pace = std::time::Duration::from_millis(lun.sanitize_pace_ms);
     config.thin_provisioning = lun.thin_provisioning.unwrap_or(device.is_none());
     config.inquiry_version = lun.inquiry_version;
+    if let Some(state) = lun.alua_state.or(t.alua_state) {
+        config.alua_state = state.0;
+    }
     if let Some(product) = &lun.product {
         config.product = product.clone();
     }
@@ -213,7 +221,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let mut masks = Vec::new();
         for (i, lun) in t.luns.iter().enumerate() {
             let id = lun.id.unwrap_or(i as u64);
-            let unit = Arc::new(build_lun(&t.name, id, lun, &config.base)?);
+            let unit = Arc::new(build_lun(t, id, lun, &config.base)?);
             copy_manager.register(&unit);
             units.push(unit.clone());
             luns.push((id, unit));

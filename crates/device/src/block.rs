@@ -65,9 +65,9 @@ impl LogicalUnit {
 
     /// The medium access `cmd` makes, for a drive model, with its DLD; `None` for commands
     /// that move no blocks (PRE-FETCH, which only fills a cache, among them). SYNCHRONIZE
-    /// CACHE is the drive's flush ([`MediaOp::FLUSH`]). The range and
-    /// write-protect checks the command's handler makes come first, so a command that would
-    /// fail them fails before it is timed.
+    /// CACHE is the drive's flush ([`MediaOp::FLUSH`]). The range checks the command's handler
+    /// makes come first (write protection is a precheck), so a command that would fail them
+    /// fails before it is timed.
     pub(crate) fn media_op(
         &self,
         info: &CommandInfo,
@@ -91,9 +91,6 @@ impl LogicalUnit {
             }
             _ => return Ok(None),
         };
-        if write {
-            self.check_writable()?;
-        }
         match cmd {
             Command::WriteAtomic { rw, .. } => {
                 self.atomic_range(rw)?;
@@ -124,13 +121,6 @@ impl LogicalUnit {
     /// MAXIMUM COMPARE AND WRITE LENGTH (VPD B0h) in logical blocks.
     fn max_compare_and_write_length(&self) -> u8 {
         self.block_limits().maximum_compare_and_write_length
-    }
-
-    fn check_writable(&self) -> Result<(), Sense> {
-        if self.write_protected() {
-            return Err(Sense::new(SenseKey::DataProtect, Asc::WRITE_PROTECTED));
-        }
-        Ok(())
     }
 
     /// READ (6)/(10)/(12)/(16) (SBC-4 §5.12–5.15).
@@ -195,9 +185,6 @@ impl LogicalUnit {
 
     /// WRITE (6)/(10)/(12)/(16) (SBC-4 §5.39–5.42).
     pub(crate) fn write(&self, info: &CommandInfo, rw: &ReadWrite, data_out: &[u8]) -> Completion {
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         match self.range(info, rw.lba, rw.transfer_length) {
             Ok((offset, len)) => {
                 let _held = self.ranges.lock(rw.lba, rw.transfer_length.into());
@@ -246,9 +233,6 @@ impl LogicalUnit {
         atomic_boundary: u16,
         data_out: &[u8],
     ) -> Completion {
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         let (offset, len) = match self
             .atomic_limits(rw.transfer_length, atomic_boundary)
             .and_then(|()| self.atomic_range(rw))
@@ -274,9 +258,6 @@ impl LogicalUnit {
         rw: &ReadWrite,
         data_out: &[u8],
     ) -> Completion {
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         let (offset, len) = match self.range(info, rw.lba, rw.transfer_length) {
             Ok(r) => r,
             Err(sense) => return check(sense),
@@ -316,9 +297,6 @@ impl LogicalUnit {
         w: &WriteAndVerify,
         data_out: &[u8],
     ) -> Completion {
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         match self.range(info, w.lba, w.transfer_length) {
             Ok((offset, len)) => {
                 let _held = self.ranges.lock(w.lba, w.transfer_length.into());
@@ -338,9 +316,6 @@ impl LogicalUnit {
     /// another size than the two instances.
     pub(crate) fn compare_and_write(&self, rw: &ReadWrite, req: &Request) -> Completion {
         let data_out = req.data_out;
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         let blocks = rw.transfer_length;
         if blocks == 0 || blocks > u32::from(self.max_compare_and_write_length()) {
             return check(Sense::invalid_field_in_cdb(13, None));
@@ -385,9 +360,6 @@ impl LogicalUnit {
         req: &Request,
     ) -> Completion {
         let data_out = req.data_out;
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         let buffer = req.data_out_buffer_size;
         if buffer != 0 && (w.ndob || buffer != self.block_size()) {
             return check(Sense::new(
@@ -465,9 +437,6 @@ impl LogicalUnit {
     /// and BLOCK DESCRIPTOR COUNT) before any range is deallocated. A PARAMETER LIST LENGTH of
     /// 0 unmaps nothing.
     pub(crate) fn unmap(&self, u: &Unmap, data_out: &[u8]) -> Completion {
-        if let Err(sense) = self.check_writable() {
-            return check(sense);
-        }
         if u.parameter_list_length == 0 {
             return Completion::GOOD;
         }

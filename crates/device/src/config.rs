@@ -21,7 +21,9 @@ pub struct LuConfig {
     pub revision: String,
     /// Unit serial number (VPD 80h); also seeds the device identifier when given.
     pub serial: Option<String>,
-    /// Default (and power-on) value of WCE in the Caching mode page.
+    /// Default (and power-on) value of WCE in the Caching mode page. On a logical unit whose
+    /// drive model has a write cache, the model's setting replaces it, and MODE SELECT of WCE
+    /// switches the model's cache.
     pub write_cache: bool,
     /// Whether MODE SELECT may change WCE; false pins it at `write_cache`, whatever an
     /// initiator selects or a saved page says.
@@ -53,6 +55,9 @@ pub struct LuConfig {
     /// The least time a SANITIZE takes (it sleeps between steps), so that an initiator's test
     /// can watch one in progress; zero: as fast as the store goes.
     pub sanitize_pace: std::time::Duration,
+    /// The access state of the logical unit's one target port group (implicit ALUA, SPC-4
+    /// §5.16): standby and unavailable refuse what the command table does not let through.
+    pub alua_state: scsi::alua::AccessState,
 }
 
 impl LuConfig {
@@ -83,6 +88,7 @@ impl LuConfig {
             saved_mode_path: None,
             persistent_reservations_path: None,
             sanitize_pace: std::time::Duration::ZERO,
+            alua_state: scsi::alua::AccessState::ActiveOptimized,
         }
     }
 

@@ -269,7 +269,12 @@ impl LogicalUnit {
         // nexus had sent it a READ(16) or WRITE(16).
         let reachable = |lu: &LogicalUnit, opcode: u8| {
             std::ptr::eq(lu, self)
-                || (lu.medium_ready() && !lu.reservations.conflict(nexus, &[opcode; 1]))
+                || (lu.medium_ready()
+                    && !lu.reservations.conflict(
+                        nexus,
+                        scsi::table::lookup(opcode, None),
+                        &[opcode],
+                    ))
         };
         if !reachable(src, 0x88) || !reachable(dst, 0x8A) {
             return Err(copy_aborted(tpc::COPY_TARGET_DEVICE_NOT_REACHABLE, seg).into());

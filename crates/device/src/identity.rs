@@ -56,7 +56,8 @@ pub(crate) fn device_identifiers(vendor: [u8; 8], serial: &str, key: &[u8]) -> D
         eui64,
         vendor,
         serial: serial.to_owned(),
-        relative_target_port: 1,
+        relative_target_port: crate::RELATIVE_TARGET_PORT,
+        target_port_group: crate::TARGET_PORT_GROUP,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod latency;
 mod logical_unit;
 pub mod metrics;
 mod persistent_reservation;
+mod provisioning;
 mod range_lock;
 mod reservations;
 mod rod_token;
@@ -36,6 +37,11 @@ pub use target::Target;
 pub use task_set::DhCompletion;
 
 use scsi::{Sense, Status};
+
+/// The one target port of a target and its target port group (SPC-4 §5.16): stint serves a
+/// target through one portal group, whose tag (1) names the group.
+pub const TARGET_PORT_GROUP: u16 = 1;
+pub const RELATIVE_TARGET_PORT: u16 = 1;
 
 /// An I_T nexus (SAM-5 §4.7.4): one initiator port attached to this target port.
 /// Unit attentions and reservations are kept per nexus.
@@ -159,6 +165,20 @@ pub enum Transfer {
     In(u32),
     /// The device needs exactly this many bytes from the initiator.
     Out(u32),
+}
+
+impl Transfer {
+    /// What a command's data length comes to on a logical unit with `block_size`-byte blocks.
+    pub fn of(length: scsi::command::DataLength, block_size: u32) -> Transfer {
+        use scsi::command::DataLength;
+        match length {
+            DataLength::None => Transfer::None,
+            DataLength::InBytes(n) => Transfer::In(n),
+            DataLength::OutBytes(n) => Transfer::Out(n),
+            DataLength::InBlocks(b) => Transfer::In(b.saturating_mul(block_size)),
+            DataLength::OutBlocks(b) => Transfer::Out(b.saturating_mul(block_size)),
+        }
+    }
 }
 
 /// Task management functions (SAM-5 §7; RFC 7143 §11.5.1).

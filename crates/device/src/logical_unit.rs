@@ -16,13 +16,14 @@ use crate::timestamp::DeviceClock;
 use crate::unit_attention::UnitAttentions;
 use crate::{Completion, Ns, Request, TaskAttribute, Transfer};
 use parking_lot::Mutex;
-use scsi::command::{Command, DataLength, Inquiry, ModeSelect, StartStopUnit};
+use scsi::alua::{self, TargetPortGroup};
+use scsi::command::{Command, Inquiry, ModeSelect, StartStopUnit};
 use scsi::inquiry::{self, vpd, BlockLimits, DeviceIdentifiers, StandardInquiry};
 use scsi::mode::{self, ModeContext, ModeParameters};
-use scsi::provisioning;
-use scsi::{rsoc, Asc, CommandInfo, Sense, SenseKey, Status};
+use scsi::provisioning::{self, Thresholds};
+use scsi::{rsoc, Asc, CommandInfo, Flags, Sense, SenseKey, Status};
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use store::Store;
 
@@ -36,7 +37,7 @@ pub struct LogicalUnit {
     serial: String,
     block_limits: BlockLimits,
     default_mode: ModeParameters,
-    mode: Mutex<ModeParameters>,
+    pub(crate) mode: Mutex<ModeParameters>,
     /// Saved values, on a logical unit that can save them (one with a device queue); kept
     /// in `config.saved_mode_path` when there is one.
     saved_mode: Option<Mutex<ModeParameters>>,
@@ -71,6 +72,10 @@ pub struct LogicalUnit {
     pub(crate) copy_manager: OnceLock<Arc<CopyManager>>,
     /// Third-party copies: held results, and what stops running ones.
     pub(crate) copies: CopyLists,
+    /// A logical block provisioning threshold is enabled: writes check the resources.
+    pub(crate) thresholds_enabled: AtomicBool,
+    /// The USED LBA MAPPING RESOURCE COUNT the thresholds last saw.
+    pub(crate) provisioning_used: AtomicU64,
 }
 
 /// Complete with CHECK CONDITION.
@@ -114,6 +119,7 @@ impl LogicalUnit {
             peripheral: inquiry::DIRECT_ACCESS_BLOCK_DEVICE,
             removable: config.removable,
             third_party_copy: true,
+            implicit_alua: true,
             version: config.inquiry_version,
             vendor,
             product: inquiry::ascii_field(&config.product),
@@ -155,6 +161,7 @@ impl LogicalUnit {
             d_sense: false,
             swp: false,
             cdl: None,
+            provisioning: config.thin_provisioning.then(Thresholds::default),
         };
         store.set_write_through(!config.write_cache);
         let reservations = Reservations::new(config.persistent_reservations_path.clone())
@@ -186,6 +193,8 @@ impl LogicalUnit {
             counters: CommandCounters::default(),
             copy_manager: OnceLock::new(),
             copies: CopyLists::default(),
+            thresholds_enabled: AtomicBool::new(false),
+            provisioning_used: AtomicU64::new(0),
         })
     }
 
@@ -197,6 +206,11 @@ impl LogicalUnit {
         queue: DeviceQueue,
     ) -> Result<Self, ConfigError> {
         let pages = queue.queue.cdl;
+        let mut config = config;
+        // WCE is the drive model's write cache where it has one: one setting, not two.
+        if let Some(wce) = queue.drive.write_cache() {
+            config.write_cache = wce;
+        }
         let mut lu = Self::new(config, store)?;
         lu.scheduled = Some(Scheduled::new(queue).map_err(|e| ConfigError(format!("queue: {e}")))?);
         lu.default_mode.cdl = Some(pages);
@@ -252,7 +266,17 @@ impl LogicalUnit {
 
     /// A CDB through the command table, refusing what this unit does not support.
     pub(crate) fn decode(&self, cdb: &[u8]) -> Result<(&'static CommandInfo, Command), Sense> {
-        let (info, cmd) = scsi::decode(cdb)?;
+        self.decode_found(scsi::table::find(cdb), cdb)
+    }
+
+    /// [`Self::decode`] of the entry [`scsi::table::find`] found for `cdb`.
+    pub(crate) fn decode_found(
+        &self,
+        found: Result<&'static CommandInfo, Sense>,
+        cdb: &[u8],
+    ) -> Result<(&'static CommandInfo, Command), Sense> {
+        let info = found?;
+        let cmd = scsi::table::decode_as(info, cdb)?;
         if !self.features().supports(info) {
             return Err(Sense::invalid_command_operation_code());
         }
@@ -282,14 +306,7 @@ impl LogicalUnit {
     /// refuse is refused here, before the transport asks for (and buffers) any of its data.
     pub(crate) fn transfer(&self, info: &CommandInfo, cmd: &Command) -> Result<Transfer, Sense> {
         self.check_data_out_range(info, cmd)?;
-        let bs = self.config.block_size;
-        Ok(match cmd.data_length() {
-            DataLength::None => Transfer::None,
-            DataLength::InBytes(n) => Transfer::In(n),
-            DataLength::OutBytes(n) => Transfer::Out(n),
-            DataLength::InBlocks(b) => Transfer::In(b.saturating_mul(bs)),
-            DataLength::OutBlocks(b) => Transfer::Out(b.saturating_mul(bs)),
-        })
+        Ok(Transfer::of(cmd.data_length(), self.config.block_size))
     }
 
     /// LOGICAL UNIT RESET or a target reset (SAM-5 §6.3): every task is aborted (those of
@@ -333,11 +350,25 @@ impl LogicalUnit {
             // A saved page from before the pin does not turn the cache back on.
             new.wce = self.config.write_cache;
         }
+        // A saved file from another provisioning neither adds nor drops the page.
+        new.provisioning = match self.config.thin_provisioning {
+            true => Some(new.provisioning.unwrap_or_default()),
+            false => None,
+        };
+        self.arm_thresholds(new.provisioning);
         if let (Some(pages), Some(s)) = (new.cdl, &self.scheduled) {
             if mode.cdl != new.cdl {
                 // Commands already in the task set keep the descriptors they arrived with.
                 let accepted = s.set.lock().queue_mut().set_cdl(pages);
                 debug_assert!(accepted.is_ok(), "MODE SELECT validated the pages");
+            }
+        }
+        if let Some(s) = &self.scheduled {
+            let mut set = s.set.lock();
+            if set.queue().write_cache().is_some_and(|on| on != new.wce) {
+                // In order with the task set: commands the drive starts from now on follow it.
+                let now = set.latest();
+                set.queue_mut().set_write_cache(now, new.wce);
             }
         }
         *mode = new;
@@ -356,16 +387,21 @@ impl LogicalUnit {
         }
     }
 
-    /// What SAM-5 checks before a command enters the task set, in its order: reservation,
-    /// unit attention, task attribute, the CDB, then medium state.
+    /// The checks made before a command enters the task set, once, from its table entry's
+    /// [`Flags`]: a reservation held by another nexus (RESERVATION CONFLICT takes precedence
+    /// over CHECK CONDITION, SAM-5 §5.3.2), a pending unit attention for this nexus (SAM-5
+    /// §5.14), then [`Self::check_command`].
     pub(crate) fn precheck(
         &self,
         req: &Request,
     ) -> Result<(&'static CommandInfo, Command), Completion> {
-        self.check_reservation(req)?;
-        let opcode = req.cdb.first().copied().unwrap_or(0);
-        unit_attention(self.unit_attentions.on_command(req.nexus, opcode))?;
-        self.check_command(req)
+        let found = scsi::table::find(req.cdb);
+        self.check_reservation(req, &found)?;
+        let exempt = found
+            .as_ref()
+            .is_ok_and(|i| i.flags.contains(Flags::NO_UNIT_ATTENTION));
+        unit_attention(self.unit_attentions.on_command(req.nexus, exempt))?;
+        self.check_command(req, found)
     }
 
     /// [`Self::precheck`] by the logical unit's only user (no lock taken).
@@ -373,15 +409,25 @@ impl LogicalUnit {
         &mut self,
         req: &Request,
     ) -> Result<(&'static CommandInfo, Command), Completion> {
-        self.check_reservation(req)?;
-        let opcode = req.cdb.first().copied().unwrap_or(0);
-        unit_attention(self.unit_attentions.on_command_mut(req.nexus, opcode))?;
-        self.check_command(req)
+        let found = scsi::table::find(req.cdb);
+        self.check_reservation(req, &found)?;
+        let exempt = found
+            .as_ref()
+            .is_ok_and(|i| i.flags.contains(Flags::NO_UNIT_ATTENTION));
+        unit_attention(self.unit_attentions.on_command_mut(req.nexus, exempt))?;
+        self.check_command(req, found)
     }
 
     /// The first of [`Self::precheck`]'s checks: a reservation held by another nexus.
-    fn check_reservation(&self, req: &Request) -> Result<(), Completion> {
-        if self.reservations.conflict(req.nexus, req.cdb) {
+    fn check_reservation(
+        &self,
+        req: &Request,
+        found: &Result<&'static CommandInfo, Sense>,
+    ) -> Result<(), Completion> {
+        if self
+            .reservations
+            .conflict(req.nexus, found.as_ref().ok().copied(), req.cdb)
+        {
             return Err(Completion {
                 status: Status::ReservationConflict,
                 sense: None,
@@ -390,9 +436,14 @@ impl LogicalUnit {
         Ok(())
     }
 
-    /// [`Self::precheck`]'s checks after the unit attention: task attribute, the CDB, medium
-    /// state.
-    fn check_command(&self, req: &Request) -> Result<(&'static CommandInfo, Command), Completion> {
+    /// [`Self::precheck`]'s checks after the unit attention: the task attribute, the CDB, then
+    /// the unit's state as the entry's flags ask: the target port group's ALUA state, medium
+    /// present, unit started, write protection.
+    fn check_command(
+        &self,
+        req: &Request,
+        found: Result<&'static CommandInfo, Sense>,
+    ) -> Result<(&'static CommandInfo, Command), Completion> {
         // NormACA = 0: an ACA condition never exists, so a command with the ACA attribute has
         // nothing to run under (SAM-5 §5.9.2, §8.6).
         if req.attribute == TaskAttribute::Aca {
@@ -401,30 +452,47 @@ impl LogicalUnit {
                 Asc::INVALID_MESSAGE_ERROR,
             )));
         }
-        let (info, cmd) = self.decode(req.cdb).map_err(check)?;
-        let needs_medium = cmd.accesses_medium()
-            || matches!(
-                cmd,
-                Command::TestUnitReady | Command::ReadCapacity10 | Command::ReadCapacity16 { .. }
-            );
-        if needs_medium && !self.medium_present.load(Ordering::Relaxed) {
-            return Err(check(Sense::new(
-                SenseKey::NotReady,
-                Asc::MEDIUM_NOT_PRESENT,
-            )));
-        }
-        if cmd.accesses_medium() && self.stopped.load(Ordering::Relaxed) {
-            return Err(check(Sense::new(
-                SenseKey::NotReady,
-                Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
-            )));
-        }
-        self.sanitizer.gate(&cmd).map_err(check)?;
+        let (info, cmd) = self.decode_found(found, req.cdb).map_err(check)?;
+        self.check_state(info.flags).map_err(check)?;
+        self.sanitizer.gate(&cmd, info.flags).map_err(check)?;
         Ok((info, cmd))
     }
 
-    /// Run a command that passed [`Self::precheck`].
+    /// Whether the unit's state lets a command with `flags` run.
+    fn check_state(&self, flags: Flags) -> Result<(), Sense> {
+        self.config.alua_state.admits(flags)?;
+        if flags.contains(Flags::MEDIUM) && !self.medium_present.load(Ordering::Relaxed) {
+            return Err(Sense::new(SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT));
+        }
+        if flags.contains(Flags::READY) && self.stopped.load(Ordering::Relaxed) {
+            return Err(Sense::new(
+                SenseKey::NotReady,
+                Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
+            ));
+        }
+        if flags.contains(Flags::WRITES) && self.write_protected() {
+            return Err(Sense::new(SenseKey::DataProtect, Asc::WRITE_PROTECTED));
+        }
+        Ok(())
+    }
+
+    /// Run a command that passed [`Self::precheck`]; after one that changes the medium, the
+    /// logical block provisioning thresholds, when any is enabled.
     pub(crate) fn run(
+        &self,
+        req: &Request,
+        info: &'static CommandInfo,
+        cmd: Command,
+        data_in: &mut Vec<u8>,
+    ) -> Completion {
+        let done = self.run_command(req, info, cmd, data_in);
+        if info.flags.contains(Flags::WRITES) && self.thresholds_enabled.load(Ordering::Relaxed) {
+            self.check_thresholds(req.nexus.id);
+        }
+        done
+    }
+
+    fn run_command(
         &self,
         req: &Request,
         info: &'static CommandInfo,
@@ -433,16 +501,8 @@ impl LogicalUnit {
     ) -> Completion {
         let start = data_in.len();
         match cmd {
-            Command::TestUnitReady => {
-                if self.stopped.load(Ordering::Relaxed) {
-                    check(Sense::new(
-                        SenseKey::NotReady,
-                        Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
-                    ))
-                } else {
-                    Completion::GOOD
-                }
-            }
+            // Its flags make the prechecks report a stopped unit or a missing medium.
+            Command::TestUnitReady => Completion::GOOD,
             Command::RequestSense {
                 desc,
                 allocation_length,
@@ -526,7 +586,9 @@ impl LogicalUnit {
             }
             Command::ModeSelect(m) => self.mode_select(req, &m),
             Command::LogSense(l) => {
-                match scsi::log::log_sense(&l, self.cdl_statistics().as_ref(), data_in) {
+                let cdl = self.cdl_statistics();
+                let provisioning = self.provisioning_resources();
+                match scsi::log::log_sense(&l, cdl.as_ref(), provisioning.as_ref(), data_in) {
                     Ok(()) => {
                         truncate(data_in, start, l.allocation_length.into());
                         Completion::GOOD
@@ -534,7 +596,7 @@ impl LogicalUnit {
                     Err(sense) => check(sense),
                 }
             }
-            Command::LogSelect(l) => match scsi::log::log_select(&l, self.has_device_queue()) {
+            Command::LogSelect(l) => match scsi::log::log_select(&l, self.log_pages()) {
                 Ok(reset) => {
                     if reset {
                         self.reset_cdl_statistics();
@@ -612,6 +674,19 @@ impl LogicalUnit {
             } => self.set_timestamp(req, parameter_list_length),
             Command::ExtendedCopy(x) => self.extended_copy(req, &x),
             Command::ReceiveCopyResults(r) => self.receive_copy_results(req, &r, data_in),
+            Command::ReportTargetPortGroups {
+                extended,
+                allocation_length,
+            } => {
+                let group = TargetPortGroup {
+                    id: crate::TARGET_PORT_GROUP,
+                    state: self.config.alua_state,
+                    relative_target_port: crate::RELATIVE_TARGET_PORT,
+                };
+                alua::report_target_port_groups(&[group], extended, data_in);
+                truncate(data_in, start, allocation_length);
+                Completion::GOOD
+            }
         }
     }
 
@@ -643,7 +718,9 @@ impl LogicalUnit {
                 vpd::LOGICAL_BLOCK_PROVISIONING => provisioning::logical_block_provisioning(
                     data_in,
                     p,
-                    self.config.thin_provisioning,
+                    self.config
+                        .thin_provisioning
+                        .then(|| self.threshold_exponent()),
                 ),
                 _ => return check(Sense::invalid_field_in_cdb(2, None)),
             }

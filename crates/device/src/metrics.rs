@@ -9,12 +9,12 @@ use crate::latency::Latencies;
 use crate::{Completion, Request};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
-use scsi::{Asc, SenseKey, Status};
+use scsi::{Asc, Direction, SenseKey, Status};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// What a command does, for counting: reads and writes of the medium by operation code
-/// (SBC-4 READ and WRITE of every size, WRITE AND VERIFY, WRITE SAME, ORWRITE, COMPARE AND
-/// WRITE), everything else as other.
+/// What a command does, for counting: reads and writes of logical blocks (the command table's
+/// [`scsi::CommandInfo::moves_blocks`]: READ and WRITE of every size, WRITE AND VERIFY, WRITE
+/// SAME, ORWRITE, COMPARE AND WRITE), everything else as other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     Read,
@@ -25,16 +25,12 @@ pub enum Kind {
 impl Kind {
     pub const ALL: [Kind; 3] = [Kind::Read, Kind::Write, Kind::Other];
 
-    /// The kind of the command in `cdb`, from its operation code (and service action for the
-    /// 32-byte CDBs, SBC-4 §5.18 and §5.42), whether or not the rest of it is valid.
+    /// The kind of the command in `cdb`, from its table entry (operation code and service
+    /// action), whether or not the rest of it is valid.
     pub fn of(cdb: &[u8]) -> Kind {
-        match cdb {
-            [0x08 | 0x28 | 0xA8 | 0x88, ..] => Kind::Read,
-            [0x0A | 0x2A | 0xAA | 0x8A | 0x2E | 0xAE | 0x8E | 0x41 | 0x93 | 0x8B | 0x89, ..] => {
-                Kind::Write
-            }
-            [0x7F, _, _, _, _, _, _, _, 0x00, 0x09, ..] => Kind::Read,
-            [0x7F, _, _, _, _, _, _, _, 0x00, 0x0B, ..] => Kind::Write,
+        match scsi::table::find(cdb).map(|i| i.moves_blocks()) {
+            Ok(Some(Direction::In)) => Kind::Read,
+            Ok(Some(Direction::Out)) => Kind::Write,
             _ => Kind::Other,
         }
     }

@@ -9,8 +9,8 @@ use crate::persistent_reservation::{Effects, PersistentReservations, Refusal};
 use crate::{Completion, Nexus, Request};
 use parking_lot::Mutex;
 use scsi::command::{PersistentReserveIn, PersistentReserveOut};
-use scsi::table::{reservation_access, ReservationAccess};
-use scsi::{Asc, Sense, SenseKey, Status};
+use scsi::table::ReservationAccess;
+use scsi::{Asc, CommandInfo, Sense, SenseKey, Status};
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,11 +79,13 @@ impl Reservations {
     /// Whether another nexus's reservation refuses `cdb` from `nexus`. A RESERVE (6)/(10)
     /// reservation lets only the [`ReservationAccess::Unrestricted`] commands through (SPC-2
     /// §5.5.1); a persistent one follows SPC-4 table 65 and SBC-4 table 13.
-    pub(crate) fn conflict(&self, nexus: &Nexus, cdb: &[u8]) -> bool {
+    /// `info` is the command's table entry; a CDB the table does not know conflicts like a
+    /// write (the reservation is checked before the CDB is).
+    pub(crate) fn conflict(&self, nexus: &Nexus, info: Option<&CommandInfo>, cdb: &[u8]) -> bool {
         if !self.reserved.load(Ordering::Acquire) {
             return false;
         }
-        let access = reservation_access(cdb);
+        let access = info.map_or(ReservationAccess::Write, |i| i.reservation_access(cdb));
         let st = self.state.lock();
         match st.spc2_holder {
             Some(holder) => {

@@ -148,7 +148,14 @@ impl LogicalUnit {
             Some((unit, ranges)) => {
                 let lu: &LogicalUnit = unit.as_deref().unwrap_or(self);
                 let other = !std::ptr::eq(lu, self);
-                if other && (!lu.medium_ready() || lu.reservations.conflict(req.nexus, &[0x88])) {
+                if other
+                    && (!lu.medium_ready()
+                        || lu.reservations.conflict(
+                            req.nexus,
+                            scsi::table::lookup(0x88, None),
+                            &[0x88],
+                        ))
+                {
                     return Err(not_reachable());
                 }
                 (Some(lu), extents(ranges, lu.block_size()))

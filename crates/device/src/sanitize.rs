@@ -19,6 +19,7 @@ use crate::{Completion, Finished, Request, Submitted, Verdict};
 use parking_lot::Mutex;
 use scsi::command::{Command, FormatUnit, Sanitize};
 use scsi::sanitize::{self, Overwrite, SanitizeAction};
+use scsi::table::Flags;
 use scsi::{Asc, Sense, SenseKey};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
@@ -154,7 +155,7 @@ impl Sanitizer {
 
     /// Whether `cmd` may run in the current phase: while a sanitize runs only commands that
     /// report on the device (not its medium) do; in failure mode, none that access the medium.
-    pub(crate) fn gate(&self, cmd: &Command) -> Result<(), Sense> {
+    pub(crate) fn gate(&self, cmd: &Command, flags: Flags) -> Result<(), Sense> {
         let phase = self.phase();
         let allowed = match phase {
             Phase::Idle => true,
@@ -167,7 +168,10 @@ impl Sanitizer {
                     | Command::ReportSupportedOperationCodes(_)
                     | Command::ReportSupportedTaskManagementFunctions { .. }
             ),
-            Phase::Failed { .. } => !cmd.accesses_medium(),
+            // A new sanitize is how failure mode ends (SBC-4 §4.11.3).
+            Phase::Failed { .. } => {
+                !flags.contains(Flags::READY) || matches!(cmd, Command::Sanitize(_))
+            }
         };
         match phase.sense() {
             Some(sense) if !allowed => Err(sense),

@@ -4,24 +4,31 @@
 use crate::atomic_file;
 use scsi::cdl::{CdlPage, CdlPageKind, CdlPages, T2_PAGE_LEN};
 use scsi::mode::ModeParameters;
+use scsi::provisioning::{Thresholds, MODE_PAGE_LEN};
 use std::io;
 use std::path::Path;
 
 const MAGIC: &[u8] = b"stint saved mode parameters v1\n";
 
-/// The file's contents: MAGIC, a flags byte (WCE, D_SENSE, SWP, CDL pages present), then the
-/// T2A and T2B pages as MODE SENSE returns them.
+/// The file's contents: MAGIC, a flags byte (WCE, D_SENSE, SWP, CDL pages present, Logical
+/// Block Provisioning page present), then the T2A and T2B pages and the Logical Block
+/// Provisioning page as MODE SENSE returns them. A file written before the last page existed
+/// reads as one without it.
 fn encode(p: &ModeParameters) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.push(
         u8::from(p.wce)
             | u8::from(p.d_sense) << 1
             | u8::from(p.swp) << 2
-            | u8::from(p.cdl.is_some()) << 3,
+            | u8::from(p.cdl.is_some()) << 3
+            | u8::from(p.provisioning.is_some()) << 4,
     );
     if let Some(cdl) = &p.cdl {
         out.extend_from_slice(&cdl.t2a.encode(CdlPageKind::T2A));
         out.extend_from_slice(&cdl.t2b.encode(CdlPageKind::T2B));
+    }
+    if let Some(t) = &p.provisioning {
+        out.extend_from_slice(&t.encode(false));
     }
     out
 }
@@ -30,12 +37,15 @@ fn decode(bytes: &[u8]) -> Result<ModeParameters, String> {
     let rest = bytes
         .strip_prefix(MAGIC)
         .ok_or("not a saved mode parameters file")?;
-    let (&flags, pages) = rest.split_first().ok_or("truncated")?;
+    let (&flags, mut pages) = rest.split_first().ok_or("truncated")?;
     let cdl = if flags & 8 != 0 {
-        let (t2a, t2b) = pages
+        let (t2a, rest) = pages
             .split_at_checked(T2_PAGE_LEN)
-            .filter(|(_, b)| b.len() == T2_PAGE_LEN)
             .ok_or("truncated CDL pages")?;
+        let (t2b, rest) = rest
+            .split_at_checked(T2_PAGE_LEN)
+            .ok_or("truncated CDL pages")?;
+        pages = rest;
         Some(CdlPages {
             t2a: CdlPage::decode(CdlPageKind::T2A, t2a).map_err(|e| e.to_string())?,
             t2b: CdlPage::decode(CdlPageKind::T2B, t2b).map_err(|e| e.to_string())?,
@@ -43,11 +53,24 @@ fn decode(bytes: &[u8]) -> Result<ModeParameters, String> {
     } else {
         None
     };
+    let provisioning = if flags & 16 != 0 {
+        let (page, rest) = pages
+            .split_at_checked(MODE_PAGE_LEN)
+            .ok_or("truncated Logical Block Provisioning page")?;
+        pages = rest;
+        Some(Thresholds::decode(page))
+    } else {
+        None
+    };
+    if !pages.is_empty() {
+        return Err("trailing bytes".into());
+    }
     Ok(ModeParameters {
         wce: flags & 1 != 0,
         d_sense: flags & 2 != 0,
         swp: flags & 4 != 0,
         cdl,
+        provisioning,
     })
 }
 
@@ -76,6 +99,14 @@ mod tests {
             d_sense: false,
             swp: true,
             cdl: Some(pages),
+            provisioning: Some(Thresholds {
+                situa: wce,
+                used: scsi::provisioning::Threshold {
+                    enabled: true,
+                    count: 9,
+                },
+                ..Thresholds::default()
+            }),
         }
     }
 

@@ -5,7 +5,7 @@ use crate::logical_unit::{check, truncate, LogicalUnit};
 use crate::{Completion, Nexus, Ns, Request, Submitted, TaskManagement, TmfResponse, Transfer};
 use scsi::command::Command;
 use scsi::inquiry::{self, StandardInquiry};
-use scsi::{Asc, Sense, SenseKey};
+use scsi::{Asc, Flags, Sense, SenseKey};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -23,7 +23,12 @@ fn lun_not_supported() -> Sense {
     Sense::new(SenseKey::IllegalRequest, Asc::LOGICAL_UNIT_NOT_SUPPORTED)
 }
 
-/// Keep at most `allocation_length` bytes appended after `start`.
+/// Whether the target answers `cdb` itself, whichever LUN it names (the table's TARGET flag:
+/// REPORT LUNS).
+fn target_scope(cdb: &[u8]) -> bool {
+    scsi::table::find(cdb).is_ok_and(|i| i.flags.contains(Flags::TARGET))
+}
+
 impl Target {
     /// A target serving `luns`; a later duplicate LUN replaces an earlier one. Logical units
     /// not yet registered with a [`crate::CopyManager`] share a new one, so EXTENDED COPY
@@ -66,28 +71,17 @@ impl Target {
     /// Direction and length `cdb` from `nexus` asks for, or the sense to fail it with before
     /// any data moves.
     pub fn transfer(&self, nexus: &Nexus, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
-        let decoded = scsi::decode(cdb);
+        let found = scsi::table::find(cdb);
         let Some(lu) = self.unit(nexus, lun) else {
-            // Same answers as `absent_lun`: only INQUIRY, REQUEST SENSE and REPORT LUNS run.
-            return match decoded {
-                Ok((_, Command::Inquiry(i))) => Ok(Transfer::In(i.allocation_length.into())),
-                Ok((
-                    _,
-                    Command::RequestSense {
-                        allocation_length, ..
-                    },
-                )) => Ok(Transfer::In(allocation_length.into())),
-                Ok((
-                    _,
-                    Command::ReportLuns {
-                        allocation_length, ..
-                    },
-                )) => Ok(Transfer::In(allocation_length)),
-                Err(sense) if matches!(cdb.first(), Some(0x12 | 0x03 | 0xA0)) => Err(sense),
-                _ => Err(lun_not_supported()),
-            };
+            // Same answers as `absent_lun`: only the table's NO_LUN commands run.
+            let info = found
+                .ok()
+                .filter(|i| i.flags.contains(Flags::NO_LUN))
+                .ok_or_else(lun_not_supported)?;
+            let cmd = scsi::table::decode_as(info, cdb)?;
+            return Ok(Transfer::of(cmd.data_length(), 0));
         };
-        let (info, cmd) = lu.decode(cdb)?;
+        let (info, cmd) = lu.decode_found(found, cdb)?;
         lu.transfer(info, &cmd)
     }
 
@@ -95,14 +89,14 @@ impl Target {
     /// enters its task set; everything else runs at once, as [`Self::execute`].
     pub fn submit(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
         match self.unit(req.nexus, req.lun) {
-            Some(lu) if req.cdb.first() != Some(&0xA0) => lu.submit(now, req, data_in),
+            Some(lu) if !target_scope(req.cdb) => lu.submit(now, req, data_in),
             _ => Submitted::Done(self.execute(req, data_in)),
         }
     }
 
     /// Execute one command. Read data is appended to `data_in` (which the caller cleared).
     pub fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
-        if req.cdb.first() == Some(&0xA0) {
+        if target_scope(req.cdb) {
             return self.report_luns(req, data_in);
         }
         match self.unit(req.nexus, req.lun) {
@@ -151,15 +145,23 @@ impl Target {
     }
 
     /// A LUN with no logical unit (SPC-5 §4.4.3): INQUIRY answers peripheral qualifier 011b,
-    /// REQUEST SENSE returns LOGICAL UNIT NOT SUPPORTED as data, everything else fails with it.
+    /// REQUEST SENSE returns LOGICAL UNIT NOT SUPPORTED as data, everything else fails with it
+    /// (a NO_LUN command with an invalid CDB with that CDB's sense).
     fn absent_lun(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
         let start = data_in.len();
-        match scsi::decode(req.cdb) {
-            Ok((_, Command::Inquiry(i))) if !i.evpd => {
+        let Some(info) = scsi::table::find(req.cdb)
+            .ok()
+            .filter(|i| i.flags.contains(Flags::NO_LUN))
+        else {
+            return check(lun_not_supported());
+        };
+        match scsi::table::decode_as(info, req.cdb) {
+            Ok(Command::Inquiry(i)) if !i.evpd => {
                 StandardInquiry {
                     peripheral: inquiry::NO_LOGICAL_UNIT,
                     removable: false,
                     third_party_copy: false,
+                    implicit_alua: false,
                     version: self
                         .luns
                         .values()
@@ -173,19 +175,16 @@ impl Target {
                 truncate(data_in, start, i.allocation_length.into());
                 Completion::GOOD
             }
-            Ok((
-                _,
-                Command::RequestSense {
-                    desc,
-                    allocation_length,
-                },
-            )) => {
+            Ok(Command::RequestSense {
+                desc,
+                allocation_length,
+            }) => {
                 lun_not_supported().write(desc, data_in);
                 truncate(data_in, start, allocation_length.into());
                 Completion::GOOD
             }
-            Err(sense) if matches!(req.cdb.first(), Some(0x12 | 0x03 | 0xA0)) => check(sense),
-            _ => check(lun_not_supported()),
+            Err(sense) => check(sense),
+            Ok(_) => check(lun_not_supported()),
         }
     }
 

@@ -24,10 +24,6 @@ struct Pending {
     conditions: VecDeque<Asc>,
 }
 
-/// INQUIRY, REPORT LUNS and REQUEST SENSE neither report nor clear a unit attention
-/// (SAM-5 §5.14; REQUEST SENSE returns it as its data).
-const EXEMPT: [u8; 3] = [0x12, 0xA0, 0x03];
-
 /// The conditions of a nexus seen for the first time.
 fn first_contact(nexus: &Nexus) -> Pending {
     Pending {
@@ -37,10 +33,12 @@ fn first_contact(nexus: &Nexus) -> Pending {
 }
 
 impl UnitAttentions {
-    /// What a command with `opcode` from `nexus` meets: the oldest pending condition, which
-    /// it reports and clears, or none (the exempt commands only make the nexus known).
-    pub(crate) fn on_command(&self, nexus: &Nexus, opcode: u8) -> Option<Asc> {
-        if EXEMPT.contains(&opcode) {
+    /// What a command from `nexus` meets: the oldest pending condition, which it reports and
+    /// clears, or none. An `exempt` command (the table's NO_UNIT_ATTENTION: INQUIRY, REPORT
+    /// LUNS, REQUEST SENSE, which returns the condition as its data; SAM-5 §5.14) only makes
+    /// the nexus known.
+    pub(crate) fn on_command(&self, nexus: &Nexus, exempt: bool) -> Option<Asc> {
+        if exempt {
             self.register(nexus);
             None
         } else {
@@ -49,9 +47,9 @@ impl UnitAttentions {
     }
 
     /// [`Self::on_command`] by the logical unit's only user (no lock taken).
-    pub(crate) fn on_command_mut(&mut self, nexus: &Nexus, opcode: u8) -> Option<Asc> {
+    pub(crate) fn on_command_mut(&mut self, nexus: &Nexus, exempt: bool) -> Option<Asc> {
         let map = self.nexuses.get_mut();
-        if EXEMPT.contains(&opcode) {
+        if exempt {
             map.entry(nexus.id).or_insert_with(|| first_contact(nexus));
             None
         } else {

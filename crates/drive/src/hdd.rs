@@ -194,16 +194,6 @@ impl Hdd {
         self.host_turnaround
     }
 
-    /// Enables or disables the write-back cache (WCE of the caching mode page). Disabling does
-    /// not drop dirty data: it is destaged when idle or by `flush`.
-    pub fn set_write_cache(&mut self, enabled: bool) {
-        self.write_cache_enabled = enabled;
-    }
-
-    pub fn write_cache_enabled(&self) -> bool {
-        self.write_cache_enabled
-    }
-
     /// Sectors acknowledged but not yet on the medium.
     pub fn dirty_sectors(&self) -> u64 {
         self.write_cache.dirty_sectors()
@@ -645,6 +635,19 @@ impl Drive for Hdd {
             self.destage_one();
         }
         self.free_at
+    }
+
+    fn write_cache(&self) -> Option<bool> {
+        Some(self.write_cache_enabled)
+    }
+
+    /// Off: every dirty write is destaged from `now` (after the access under way), and the
+    /// actuator is busy until it is done.
+    fn set_write_cache(&mut self, now: Ns, enabled: bool) {
+        if !enabled {
+            self.flush(now);
+        }
+        self.write_cache_enabled = enabled;
     }
 }
 

@@ -147,6 +147,18 @@ pub trait Drive {
     /// SYNCHRONIZE CACHE at `now`: returns when the cache is clean.
     fn flush(&mut self, now: Ns) -> Ns;
 
+    /// Whether the write-back cache is on (WCE of the Caching mode page, SBC-4 §6.5.5);
+    /// `None` for a model without one, whose timing WCE does not change.
+    fn write_cache(&self) -> Option<bool> {
+        None
+    }
+
+    /// MODE SELECT turned the write-back cache on or off at `now`; writes started from then on
+    /// follow it. Turning it off destages the dirty data first (WCE = 0: a write completes
+    /// once on the medium, SBC-4 §4.15), so what starts next waits for that destage. A model
+    /// without a write cache ignores it.
+    fn set_write_cache(&mut self, _now: Ns, _enabled: bool) {}
+
     /// The running `op` is abandoned at `now` (a CDL policy Dh/Eh/Fh ended it during
     /// processing, or ABORT TASK): the drive stops working on it. By default nothing changes
     /// (a flash page operation runs to its end).
@@ -185,6 +197,12 @@ impl<D: Drive + ?Sized> Drive for Box<D> {
     }
     fn flush(&mut self, now: Ns) -> Ns {
         (**self).flush(now)
+    }
+    fn write_cache(&self) -> Option<bool> {
+        (**self).write_cache()
+    }
+    fn set_write_cache(&mut self, now: Ns, enabled: bool) {
+        (**self).set_write_cache(now, enabled)
     }
     fn abort(&mut self, now: Ns, op: &MediaOp) {
         (**self).abort(now, op)

@@ -284,6 +284,47 @@ fn write_cache_off_writes_to_media_with_write_settle() {
 }
 
 #[test]
+fn turning_the_write_cache_off_destages_before_the_next_write() {
+    let mut profile = HddProfile::default_22tb();
+    profile.cache.write_cache = true;
+    let mut hdd = Hdd::new(&profile).expect("profile");
+    assert_eq!(hdd.write_cache(), Some(true));
+    let mut rng = SplitMix(12);
+    let mut now = 0;
+    for _ in 0..16 {
+        now = hdd.start(now, &write(rng.below(1 << 35), 8)).done_at;
+    }
+    assert!(hdd.dirty_sectors() > 0);
+    // What a flush from here would take: the destage the switch must do first.
+    let clean = hdd.clone().flush(now);
+    hdd.set_write_cache(now, false);
+    assert_eq!(hdd.write_cache(), Some(false));
+    assert_eq!(hdd.dirty_sectors(), 0);
+    // The next write goes to the medium, after the destage.
+    let through = hdd.start(now, &write(rng.below(1 << 35), 8));
+    assert!(
+        through.done_at > clean + 1_000_000,
+        "{through:?} vs clean at {clean}"
+    );
+    assert_eq!(hdd.dirty_sectors(), 0);
+    // Back on: a write is acknowledged from the buffer again.
+    let later = through.done_at;
+    hdd.set_write_cache(later, true);
+    let cached = hdd.start(later, &write(rng.below(1 << 35), 8));
+    assert!(cached.done_at - later < 1_000_000);
+    assert!(hdd.dirty_sectors() > 0);
+}
+
+#[test]
+fn a_model_without_a_write_cache_says_so() {
+    let mut ssd = drive::Ssd::new(&drive::SsdProfile::default_nvme()).expect("profile");
+    assert_eq!(ssd.write_cache(), None);
+    ssd.set_write_cache(0, true);
+    assert_eq!(ssd.write_cache(), None);
+    assert_eq!(drive::Instant.write_cache(), None);
+}
+
+#[test]
 fn faults_add_retry_revolutions_or_fail_within_cap() {
     let mut hdd = Hdd::default_22tb();
     hdd.set_faults(vec![

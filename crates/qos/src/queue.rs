@@ -280,9 +280,23 @@ impl<D: Drive> Queue<D> {
         &self.drive
     }
 
-    /// The drive model, e.g. to change its write cache setting after MODE SELECT.
+    /// The drive model; a change of its write cache goes through [`Queue::set_write_cache`].
     pub fn drive_mut(&mut self) -> &mut D {
         &mut self.drive
+    }
+
+    /// The drive's write-back cache setting (WCE), `None` for a model without one.
+    pub fn write_cache(&self) -> Option<bool> {
+        self.drive.write_cache()
+    }
+
+    /// MODE SELECT changed WCE at `now`: the drive follows for every command it starts from
+    /// then on (commands in service keep the setting they started with). Turning it off
+    /// destages the dirty data first, so the next command starts once it is on the medium.
+    /// Times before the last `advance` are taken as that time.
+    pub fn set_write_cache(&mut self, now: Ns, enabled: bool) {
+        let now = now.max(self.now);
+        self.drive.set_write_cache(now, enabled);
     }
 
     /// Commands in the queue (submitted, queued or in service).

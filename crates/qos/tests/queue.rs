@@ -465,3 +465,48 @@ fn the_queues_memos_follow_its_device_queue() {
         .any(|c| c.outcome == Outcome::AbortedBeforeProcessing));
     assert!(picks.load(std::sync::atomic::Ordering::Relaxed) > 1_000);
 }
+
+#[test]
+fn the_write_cache_setting_reaches_the_drive_in_order_with_queued_commands() {
+    let mut profile = drive::HddProfile::default_22tb();
+    profile.cache.write_cache = true;
+    let hdd = drive::Hdd::new(&profile).expect("profile");
+    let mut q = match qos::Queue::new(
+        QueueConfig::default(),
+        hdd,
+        qos::Scheduler::Policy(Box::new(Fifo)),
+    ) {
+        Ok(q) => q,
+        Err(e) => panic!("config refused: {e}"),
+    };
+    assert_eq!(q.write_cache(), Some(true));
+    // Sixteen cached writes, each acknowledged from the buffer.
+    for id in 0..16 {
+        submit(&mut q, 0, write(id, id * 40_000_000, 0));
+    }
+    let done = run(&mut q, 20 * MS);
+    assert_eq!(done.len(), 16);
+    let cached_until = done.iter().map(|c| c.at).max().unwrap_or(0);
+    assert!(
+        cached_until < 16 * MS,
+        "cached writes done at {cached_until}"
+    );
+    assert!(q.drive().dirty_sectors() > 0);
+    // WCE off at 20 ms: the dirty data is destaged, and a write queued now is on the medium
+    // only after it.
+    let clean = drive::Drive::flush(&mut q.drive().clone(), 20 * MS);
+    assert!(clean > 30 * MS, "sixteen destages end at {clean}");
+    q.set_write_cache(20 * MS, false);
+    assert_eq!(
+        (q.write_cache(), q.drive().dirty_sectors()),
+        (Some(false), 0)
+    );
+    submit(&mut q, 20 * MS, write(16, 1 << 30, 0));
+    let through = by_id(&run(&mut q, 2_000 * MS), 16);
+    assert!(through.at > clean + MS, "done at {}", through.at);
+    // On again: the next write is cached.
+    q.set_write_cache(through.at, true);
+    submit(&mut q, through.at, write(17, 1 << 31, 0));
+    let again = by_id(&run(&mut q, through.at + 2_000 * MS), 17);
+    assert!(again.at - through.at < MS, "took {}", again.at - through.at);
+}

@@ -314,6 +314,12 @@ pub enum Command {
     ExtendedCopy(ExtendedCopy),
     /// RECEIVE COPY RESULTS service actions (SPC-4 §6.18–§6.21).
     ReceiveCopyResults(ReceiveCopyResults),
+    /// REPORT TARGET PORT GROUPS (SPC-5 §6.37); `extended`: PARAMETER DATA FORMAT 001b,
+    /// the extended header.
+    ReportTargetPortGroups {
+        extended: bool,
+        allocation_length: u32,
+    },
 }
 
 /// The data a command moves, in logical blocks or bytes.
@@ -388,30 +394,12 @@ impl Command {
             Command::ReadDefectData(r) => InBytes(r.allocation_length),
             Command::ReportSupportedTaskManagementFunctions {
                 allocation_length, ..
+            }
+            | Command::ReportTargetPortGroups {
+                allocation_length, ..
             } => InBytes(allocation_length),
             Command::ExtendedCopy(x) => OutBytes(x.parameter_list_length),
             Command::ReceiveCopyResults(r) => InBytes(r.allocation_length),
         }
-    }
-
-    /// Whether the command accesses the medium (fails with NOT READY while the unit is stopped).
-    pub fn accesses_medium(&self) -> bool {
-        matches!(
-            self,
-            Command::Read(_)
-                | Command::Write(_)
-                | Command::WriteAtomic { .. }
-                | Command::OrWrite(_)
-                | Command::CompareAndWrite(_)
-                | Command::FormatUnit(_)
-                | Command::WriteAndVerify(_)
-                | Command::WriteSame(_)
-                | Command::Unmap(_)
-                | Command::GetLbaStatus { .. }
-                | Command::Verify(_)
-                | Command::SynchronizeCache(_)
-                | Command::PreFetch(_)
-                | Command::ExtendedCopy(_)
-        )
     }
 }

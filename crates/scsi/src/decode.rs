@@ -544,3 +544,16 @@ pub(crate) fn set_timestamp(c: &[u8]) -> Decoded {
         parameter_list_length: be32(c, 6),
     })
 }
+/// REPORT TARGET PORT GROUPS (SPC-5 §6.37): PARAMETER DATA FORMAT (byte 1 bits 7:5) 000b or
+/// 001b.
+pub(crate) fn report_target_port_groups(c: &[u8]) -> Decoded {
+    let extended = match u8_at(c, 1) >> 5 {
+        0 => false,
+        1 => true,
+        _ => return Err(Sense::invalid_field_in_cdb(1, Some(7))),
+    };
+    Ok(Command::ReportTargetPortGroups {
+        extended,
+        allocation_length: be32(c, 6),
+    })
+}

@@ -20,6 +20,8 @@ pub struct StandardInquiry {
     pub removable: bool,
     /// 3PC: the logical unit has a copy manager (third-party copy commands, VPD 8Fh).
     pub third_party_copy: bool,
+    /// TPGS 01b (byte 5 bits 5:4): implicit asymmetric logical unit access (SPC-4 §5.16).
+    pub implicit_alua: bool,
     /// VERSION (byte 2): the SPC version claimed (Linux probes CDL only from SPC-5, 07h, on).
     pub version: u8,
     pub vendor: [u8; 8],
@@ -47,7 +49,7 @@ impl StandardInquiry {
         b[2] = self.version;
         b[3] = 0x02; // RESPONSE DATA FORMAT 2
         b[4] = (STANDARD_INQUIRY_LENGTH - 5) as u8;
-        b[5] = u8::from(self.third_party_copy) << 3;
+        b[5] = u8::from(self.implicit_alua) << 4 | u8::from(self.third_party_copy) << 3;
         b[7] = 0x02; // CMDQUE: SIMPLE/ORDERED/HEAD OF QUEUE task attributes
         b[8..16].copy_from_slice(&self.vendor);
         b[16..32].copy_from_slice(&self.product);
@@ -123,6 +125,8 @@ pub struct DeviceIdentifiers {
     pub serial: String,
     /// RELATIVE TARGET PORT IDENTIFIER of the port the command came through (SPC-5 table 508).
     pub relative_target_port: u16,
+    /// TARGET PORT GROUP of that port (SPC-5 §7.7.6.7), as REPORT TARGET PORT GROUPS names it.
+    pub target_port_group: u16,
 }
 
 /// Device Identification (SPC-5 §7.7.6, table 500; designation descriptor table 501).
@@ -147,6 +151,9 @@ pub fn device_identification(out: &mut Vec<u8>, peripheral: u8, ids: &DeviceIden
     // target port identifier).
     out.extend_from_slice(&[0x51, 0x94, 0, 4, 0, 0]);
     out.extend_from_slice(&ids.relative_target_port.to_be_bytes());
+    // The same with DESIGNATOR TYPE 5 (target port group).
+    out.extend_from_slice(&[0x51, 0x95, 0, 4, 0, 0]);
+    out.extend_from_slice(&ids.target_port_group.to_be_bytes());
     end_page(out, s);
 }
 
@@ -252,6 +259,7 @@ mod tests {
             peripheral: 0,
             removable: false,
             third_party_copy: false,
+            implicit_alua: true,
             version: 0x0D,
             vendor: ascii_field("STINT"),
             product: ascii_field("ramdisk\u{7}"),
@@ -264,6 +272,7 @@ mod tests {
         assert_eq!(&out[8..16], b"STINT   ");
         assert_eq!(&out[16..24], b"ramdisk_");
         assert_eq!(out[2], 0x0D);
+        assert_eq!(out[5], 0x10, "TPGS 01b");
         assert_eq!(&out[58..60], &[0x00, 0xA0]);
     }
 
@@ -275,6 +284,7 @@ mod tests {
             vendor: ascii_field("STINT"),
             serial: "abc".into(),
             relative_target_port: 1,
+            target_port_group: 7,
         };
         let mut pages: Vec<Vec<u8>> = vec![vec![]; 6];
         supported_vpd_pages(&mut pages[0], 0);
@@ -282,7 +292,7 @@ mod tests {
         device_identification(&mut pages[2], 0, &ids);
         extended_inquiry_data(&mut pages[3], 0);
         block_device_characteristics(&mut pages[4], 0, 1, AfterSanitize::NotSpecified);
-        crate::provisioning::logical_block_provisioning(&mut pages[5], 0, true);
+        crate::provisioning::logical_block_provisioning(&mut pages[5], 0, Some(3));
         for p in &pages {
             assert_eq!(u16::from_be_bytes([p[2], p[3]]) as usize, p.len() - 4);
         }
@@ -291,6 +301,12 @@ mod tests {
         // NAA descriptor first, then EUI-64 at 4 + 20.
         assert_eq!(pages[2][5], 0x03);
         assert_eq!(pages[2][4 + 20 + 1], 0x02);
+        // The last two designators: relative target port 1, target port group 7.
+        let tail = &pages[2][pages[2].len() - 16..];
+        assert_eq!(
+            tail,
+            &[0x51, 0x94, 0, 4, 0, 0, 0, 1, 0x51, 0x95, 0, 4, 0, 0, 0, 7]
+        );
         assert_eq!(&pages[4][4..6], &[0, 1]);
     }
 }

@@ -1,6 +1,7 @@
 //! T10 vocabulary for a block device: CDB decoding to typed commands, status, sense data,
 //! VPD and mode pages, and the command table. Pure: no I/O, no clocks.
 
+pub mod alua;
 mod cdb;
 pub mod cdl;
 pub mod command;
@@ -23,4 +24,4 @@ pub mod timestamp;
 pub use command::Command;
 pub use sense::{Asc, Sense, SenseKey};
 pub use status::Status;
-pub use table::{decode, CommandInfo, Direction, COMMANDS};
+pub use table::{decode, CommandInfo, Direction, Flags, COMMANDS};

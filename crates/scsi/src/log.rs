@@ -11,21 +11,66 @@ pub const ALL_SUBPAGES: u8 = 0xFF;
 /// Command Duration Limits Statistics: page 19h, subpage 21h (SPC-6; sg3_utils' sg_logs
 /// decodes it as "Command duration limits statistics log page [0x19,0x21]").
 pub const COMMAND_DURATION_LIMITS_STATISTICS: (u8, u8) = (0x19, 0x21);
+/// Logical Block Provisioning: page 0Ch (SBC-4 §6.4.5), on a thin-provisioned logical unit.
+pub const LOGICAL_BLOCK_PROVISIONING: (u8, u8) = (0x0C, 0x00);
+
+/// The optional pages a logical unit has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pages {
+    /// Command Duration Limits Statistics (a logical unit with CDL).
+    pub cdl: bool,
+    /// Logical Block Provisioning (a thin-provisioned logical unit).
+    pub provisioning: bool,
+}
 
 /// The (page, subpage) pairs a logical unit answers, in ascending order.
-fn implemented(cdl: bool) -> impl Iterator<Item = (u8, u8)> {
-    let extra: &[(u8, u8)] = if cdl {
-        &[COMMAND_DURATION_LIMITS_STATISTICS]
-    } else {
-        &[]
-    };
+fn implemented(pages: Pages) -> impl Iterator<Item = (u8, u8)> {
     [
-        (SUPPORTED_LOG_PAGES, 0x00),
-        (SUPPORTED_LOG_PAGES, ALL_SUBPAGES),
+        Some((SUPPORTED_LOG_PAGES, 0x00)),
+        Some((SUPPORTED_LOG_PAGES, ALL_SUBPAGES)),
+        pages.provisioning.then_some(LOGICAL_BLOCK_PROVISIONING),
+        pages.cdl.then_some(COMMAND_DURATION_LIMITS_STATISTICS),
     ]
-    .iter()
-    .chain(extra)
-    .copied()
+    .into_iter()
+    .flatten()
+}
+
+/// What the Logical Block Provisioning log page reports, in units of 2^THRESHOLD EXPONENT
+/// logical blocks (VPD page B2h).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProvisioningResources {
+    /// AVAILABLE LBA MAPPING RESOURCE COUNT: what the logical unit can still map.
+    pub available: u32,
+    /// USED LBA MAPPING RESOURCE COUNT: what its mapped blocks take.
+    pub used: u32,
+}
+
+/// Parameter codes of the Logical Block Provisioning log page (SBC-4 table 209).
+const AVAILABLE_LBA_MAPPING_RESOURCE_COUNT: u16 = 0x0001;
+const USED_LBA_MAPPING_RESOURCE_COUNT: u16 = 0x0002;
+
+/// The parameters from code `from` on (resource count log parameter format, SBC-4 table 210:
+/// RESOURCE COUNT, then SCOPE 01b, the resources are dedicated to this logical unit). The
+/// counts are values, not thresholds: PC 00b and 10b report zeros as the CDL page does.
+fn logical_block_provisioning(
+    r: &ProvisioningResources,
+    pc: LogPageControl,
+    from: u16,
+    out: &mut Vec<u8>,
+) {
+    let cumulative = pc == LogPageControl::CumulativeValues;
+    for (code, count) in [
+        (AVAILABLE_LBA_MAPPING_RESOURCE_COUNT, r.available),
+        (USED_LBA_MAPPING_RESOURCE_COUNT, r.used),
+    ] {
+        if code >= from {
+            let count = if cumulative { count } else { 0 };
+            let mut value = [0u8; 8];
+            value[..4].copy_from_slice(&count.to_be_bytes());
+            value[4] = 0x01;
+            parameter(code, CONTROL_BINARY, &value, out);
+        }
+    }
 }
 
 /// The counters of one T2 command duration limit descriptor (SPC-6 command duration limits
@@ -145,38 +190,56 @@ fn cdl_statistics(s: &CdlStatistics, pc: LogPageControl, from: u16, out: &mut Ve
 }
 
 /// LOG SENSE parameter data (SPC-5 log page format, not truncated): the two supported pages
-/// lists and, when `cdl` holds the logical unit's CDL counters, Command Duration Limits
-/// Statistics. The PAGE LENGTH is always the full length; the caller truncates to the
-/// allocation length. An unsupported page is ILLEGAL REQUEST, INVALID FIELD IN CDB (24h/00h:
-/// the only refusal cdladm takes for "statistics not supported") at PAGE CODE, or at SUBPAGE
-/// CODE when the page code exists.
+/// lists; Logical Block Provisioning when `provisioning` holds the logical unit's resource
+/// counts; Command Duration Limits Statistics when `cdl` holds its CDL counters. The PAGE
+/// LENGTH is always the full length; the caller truncates to the allocation length. An
+/// unsupported page is ILLEGAL REQUEST, INVALID FIELD IN CDB (24h/00h: the only refusal cdladm
+/// takes for "statistics not supported") at PAGE CODE, or at SUBPAGE CODE when the page code
+/// exists.
 pub fn log_sense(
     l: &LogSense,
     cdl: Option<&CdlStatistics>,
+    provisioning: Option<&ProvisioningResources>,
     out: &mut Vec<u8>,
 ) -> Result<(), Sense> {
+    let pages = Pages {
+        cdl: cdl.is_some(),
+        provisioning: provisioning.is_some(),
+    };
     let start = out.len();
     // Byte 0: DS (7), SPF (6), PAGE CODE (5:0); byte 1 SUBPAGE CODE; bytes 2–3 PAGE LENGTH.
-    match ((l.page_code, l.subpage_code), cdl) {
-        ((SUPPORTED_LOG_PAGES, 0x00), _) => {
+    match (l.page_code, l.subpage_code) {
+        (SUPPORTED_LOG_PAGES, 0x00) => {
             // The page codes that have a subpage 00h.
             out.extend_from_slice(&[SUPPORTED_LOG_PAGES, 0x00, 0, 0]);
-            out.extend(implemented(cdl.is_some()).filter(|p| p.1 == 0).map(|p| p.0));
+            out.extend(implemented(pages).filter(|p| p.1 == 0).map(|p| p.0));
         }
-        ((SUPPORTED_LOG_PAGES, ALL_SUBPAGES), _) => {
+        (SUPPORTED_LOG_PAGES, ALL_SUBPAGES) => {
             out.extend_from_slice(&[0x40 | SUPPORTED_LOG_PAGES, ALL_SUBPAGES, 0, 0]);
-            out.extend(implemented(cdl.is_some()).flat_map(|(p, s)| [p, s]));
+            out.extend(implemented(pages).flat_map(|(p, s)| [p, s]));
         }
-        (COMMAND_DURATION_LIMITS_STATISTICS, Some(stats)) => {
+        LOGICAL_BLOCK_PROVISIONING if provisioning.is_some() => {
+            if l.parameter_pointer > USED_LBA_MAPPING_RESOURCE_COUNT {
+                return Err(Sense::invalid_field_in_cdb(5, None));
+            }
+            // DS = 1: no parameter of the page is saved.
+            out.extend_from_slice(&[0x80 | LOGICAL_BLOCK_PROVISIONING.0, 0x00, 0, 0]);
+            if let Some(r) = provisioning {
+                logical_block_provisioning(r, l.pc, l.parameter_pointer, out);
+            }
+        }
+        COMMAND_DURATION_LIMITS_STATISTICS if cdl.is_some() => {
             if l.parameter_pointer > LAST_PARAMETER_CODE {
                 return Err(Sense::invalid_field_in_cdb(5, None));
             }
             // DS = 1: no parameter of the page is saved.
             let (page, subpage) = COMMAND_DURATION_LIMITS_STATISTICS;
             out.extend_from_slice(&[0x80 | 0x40 | page, subpage, 0, 0]);
-            cdl_statistics(stats, l.pc, l.parameter_pointer, out);
+            if let Some(stats) = cdl {
+                cdl_statistics(stats, l.pc, l.parameter_pointer, out);
+            }
         }
-        _ => return Err(unsupported_page(l.page_code, cdl.is_some())),
+        _ => return Err(unsupported_page(l.page_code, pages)),
     }
     let page_length = u16::try_from(out.len() - start - 4).unwrap_or(u16::MAX);
     out[start + 2..start + 4].copy_from_slice(&page_length.to_be_bytes());
@@ -185,8 +248,8 @@ pub fn log_sense(
 
 /// The refusal of a page the logical unit does not answer: INVALID FIELD IN CDB at SUBPAGE CODE
 /// when the page code exists, else at PAGE CODE.
-fn unsupported_page(page_code: u8, cdl: bool) -> Sense {
-    if implemented(cdl).any(|p| p.0 == page_code) {
+fn unsupported_page(page_code: u8, pages: Pages) -> Sense {
+    if implemented(pages).any(|p| p.0 == page_code) {
         Sense::invalid_field_in_cdb(3, None)
     } else {
         Sense::invalid_field_in_cdb(2, Some(5))
@@ -198,22 +261,22 @@ fn unsupported_page(page_code: u8, cdl: bool) -> Sense {
 /// default, zero. That is a parameter code reset (PCR = 1) of cumulative values (PC 01b or 11b)
 /// of the pages PAGE CODE and SUBPAGE CODE name: page 00h subpage 00h names every page,
 /// subpage FFh every subpage of its page. Resetting threshold values changes nothing, as no
-/// page keeps thresholds.
-pub fn log_select(l: &LogSelect, cdl: bool) -> Result<bool, Sense> {
+/// page keeps thresholds; the provisioning counts are values, which no reset changes.
+pub fn log_select(l: &LogSelect, pages: Pages) -> Result<bool, Sense> {
     let every_page = (l.page_code, l.subpage_code) == (SUPPORTED_LOG_PAGES, 0x00);
     let names = |(page, subpage): (u8, u8)| {
         every_page
             || (page == l.page_code
                 && (l.subpage_code == ALL_SUBPAGES || subpage == l.subpage_code))
     };
-    if !implemented(cdl).any(names) {
-        return Err(unsupported_page(l.page_code, cdl));
+    if !implemented(pages).any(names) {
+        return Err(unsupported_page(l.page_code, pages));
     }
     let cumulative = matches!(
         l.pc,
         LogPageControl::CumulativeValues | LogPageControl::DefaultCumulativeValues
     );
-    Ok(cdl && l.pcr && cumulative && names(COMMAND_DURATION_LIMITS_STATISTICS))
+    Ok(pages.cdl && l.pcr && cumulative && names(COMMAND_DURATION_LIMITS_STATISTICS))
 }
 
 #[cfg(test)]
@@ -244,7 +307,7 @@ mod tests {
             allocation_length: 0xFFFF,
         };
         let mut out = vec![];
-        log_sense(&l, cdl, &mut out).map(|_| out)
+        log_sense(&l, cdl, None, &mut out).map(|_| out)
     }
 
     fn stats() -> CdlStatistics {
@@ -373,7 +436,13 @@ mod tests {
             page_code: page,
             subpage_code: sub,
         };
-        log_select(&l, cdl)
+        log_select(
+            &l,
+            Pages {
+                cdl,
+                provisioning: false,
+            },
+        )
     }
 
     #[test]
@@ -414,6 +483,65 @@ mod tests {
         assert_eq!(
             select(true, pc, 0x0D, 0x00, true),
             Err(Sense::invalid_field_in_cdb(2, Some(5)))
+        );
+    }
+
+    fn provisioning_page(pc: LogPageControl, pointer: u16) -> Result<Vec<u8>, Sense> {
+        let l = LogSense {
+            pc,
+            page_code: 0x0C,
+            subpage_code: 0,
+            parameter_pointer: pointer,
+            allocation_length: 0xFFFF,
+        };
+        let r = ProvisioningResources {
+            available: 1000,
+            used: 24,
+        };
+        let mut out = vec![];
+        log_sense(&l, None, Some(&r), &mut out).map(|_| out)
+    }
+
+    #[test]
+    fn logical_block_provisioning_page_bytes() {
+        let out = provisioning_page(LogPageControl::CumulativeValues, 0).unwrap();
+        assert_eq!(
+            out,
+            [
+                0x8C, 0x00, 0x00, 0x18, // DS, page 0Ch, 2 × 12 bytes
+                0x00, 0x01, 0x03, 0x08, 0, 0, 0x03, 0xE8, 0x01, 0, 0, 0, // available 1000
+                0x00, 0x02, 0x03, 0x08, 0, 0, 0, 24, 0x01, 0, 0, 0, // used 24
+            ]
+        );
+        let used_only = provisioning_page(LogPageControl::CumulativeValues, 2).unwrap();
+        assert_eq!(&used_only[2..6], &[0, 12, 0x00, 0x02]);
+        assert_eq!(
+            provisioning_page(LogPageControl::CumulativeValues, 3).unwrap_err(),
+            Sense::invalid_field_in_cdb(5, None)
+        );
+        let thresholds = provisioning_page(LogPageControl::ThresholdValues, 0).unwrap();
+        assert_eq!(&thresholds[8..12], &[0; 4], "counts are not thresholds");
+    }
+
+    #[test]
+    fn supported_pages_list_provisioning_on_thin_units_only() {
+        let l = |sub| LogSense {
+            pc: LogPageControl::CumulativeValues,
+            page_code: 0,
+            subpage_code: sub,
+            parameter_pointer: 0,
+            allocation_length: 0xFFFF,
+        };
+        let r = ProvisioningResources::default();
+        let mut out = vec![];
+        log_sense(&l(0), Some(&stats()), Some(&r), &mut out).unwrap();
+        assert_eq!(out, [0, 0, 0, 2, 0x00, 0x0C]);
+        out.clear();
+        log_sense(&l(0xFF), Some(&stats()), Some(&r), &mut out).unwrap();
+        assert_eq!(&out[4..], &[0, 0, 0, 0xFF, 0x0C, 0, 0x19, 0x21]);
+        assert_eq!(
+            sense(0x0C, 0, 0, None).unwrap_err(),
+            Sense::invalid_field_in_cdb(2, Some(5))
         );
     }
 }

@@ -4,6 +4,7 @@
 use crate::cdb::{be16, be32, be64, u8_at};
 use crate::cdl::{changeable_mask, CdlError, CdlPage, CdlPageKind, CdlPages};
 use crate::command::{ModeSelect, ModeSense, PageControl};
+use crate::provisioning::{self, Thresholds};
 use crate::sense::{Asc, Sense, SenseKey};
 
 pub const READ_WRITE_ERROR_RECOVERY: u8 = 0x01;
@@ -26,6 +27,9 @@ pub struct ModeParameters {
     /// The Command Duration Limit T2A and T2B pages (SPC-6, subpages 07h and 08h of page 0Ah);
     /// `None`: the logical unit has no CDL and the subpages do not exist.
     pub cdl: Option<CdlPages>,
+    /// The Logical Block Provisioning page's thresholds (SBC-4, page 1Ch subpage 02h);
+    /// `None`: the logical unit is fully provisioned and the page does not exist.
+    pub provisioning: Option<Thresholds>,
 }
 
 /// Every (page, subpage) implemented, in MODE SENSE "all pages" order.
@@ -40,10 +44,15 @@ const PAGES: [(u8, u8); 4] = [
 /// with CDL has them.
 const CDL_PAGES: [(u8, u8); 2] = [(CONTROL, 0x07), (CONTROL, 0x08)];
 
-/// The pages a logical unit implements.
-fn implemented(cdl: bool) -> impl Iterator<Item = (u8, u8)> {
-    let extra: &[(u8, u8)] = if cdl { &CDL_PAGES } else { &[] };
-    PAGES.iter().chain(extra).copied()
+/// The pages a logical unit with `values` implements, in ascending order.
+fn implemented(values: &ModeParameters) -> impl Iterator<Item = (u8, u8)> {
+    let cdl: &[(u8, u8)] = if values.cdl.is_some() {
+        &CDL_PAGES
+    } else {
+        &[]
+    };
+    let provisioning = values.provisioning.map(|_| provisioning::MODE_PAGE);
+    PAGES.iter().chain(cdl).copied().chain(provisioning)
 }
 
 /// Which CDL page (page, subpage) is, if any.
@@ -121,6 +130,11 @@ fn page_bytes(
             }
             p
         }
+        // Logical Block Provisioning (SBC-4 §6.5.10): the thresholds, and their mask.
+        provisioning::MODE_PAGE => match values {
+            Some(v) => v.provisioning.unwrap_or_default().encode(false).to_vec(),
+            None => Thresholds::default().encode(true).to_vec(),
+        },
         // Command Duration Limit T2A/T2B (SPC-6 §7.5.11, §7.5.12): the codec's encoding, and
         // its mask of the fields MODE SELECT may change.
         _ => match (cdl_kind(page, subpage), values) {
@@ -135,17 +149,22 @@ fn page_bytes(
 
 /// Which pages a MODE SENSE (page code, subpage code) selects (SPC-5 §6.14, table 166), or the
 /// INVALID FIELD IN CDB sense for an unsupported one.
-fn select_pages(page_code: u8, subpage_code: u8, cdl: bool) -> Result<Vec<(u8, u8)>, Sense> {
+fn select_pages(
+    page_code: u8,
+    subpage_code: u8,
+    values: &ModeParameters,
+) -> Result<Vec<(u8, u8)>, Sense> {
+    let all = || implemented(values);
     let selected: Vec<(u8, u8)> = match (page_code, subpage_code) {
-        (ALL_PAGES, 0) => implemented(cdl).filter(|p| p.1 == 0).collect(),
-        (ALL_PAGES, ALL_SUBPAGES) => implemented(cdl).collect(),
+        (ALL_PAGES, 0) => all().filter(|p| p.1 == 0).collect(),
+        (ALL_PAGES, ALL_SUBPAGES) => all().collect(),
         (ALL_PAGES, _) => return Err(Sense::invalid_field_in_cdb(3, None)),
-        (p, ALL_SUBPAGES) => implemented(cdl).filter(|x| x.0 == p).collect(),
-        (p, s) => implemented(cdl).filter(|x| *x == (p, s)).collect(),
+        (p, ALL_SUBPAGES) => all().filter(|x| x.0 == p).collect(),
+        (p, s) => all().filter(|x| *x == (p, s)).collect(),
     };
     if selected.is_empty() {
         // Unknown page: point at PAGE CODE; known page with unknown subpage: at SUBPAGE CODE.
-        return Err(if implemented(cdl).any(|x| x.0 == page_code) {
+        return Err(if all().any(|x| x.0 == page_code) {
             Sense::invalid_field_in_cdb(3, None)
         } else {
             Sense::invalid_field_in_cdb(2, Some(5))
@@ -187,7 +206,7 @@ pub fn mode_sense(m: &ModeSense, ctx: &ModeContext, out: &mut Vec<u8>) -> Result
         PageControl::Saved => Some(ctx.saved.ok_or_else(saving_parameters_not_supported)?),
         PageControl::Changeable => None,
     };
-    let pages = select_pages(m.page_code, m.subpage_code, ctx.current.cdl.is_some())?;
+    let pages = select_pages(m.page_code, m.subpage_code, ctx.current)?;
     let start = out.len();
     let header_len = if m.ten { 8 } else { 4 };
     out.resize(start + header_len, 0);
@@ -320,7 +339,6 @@ pub fn mode_select(m: &ModeSelect, data: &[u8], ctx: &ModeContext) -> Result<Mod
         }
     }
     let mut new = *current;
-    let cdl = current.cdl.is_some();
     let mut at = header_len + descriptor_len;
     while at < data.len() {
         let spf = u8_at(data, at) & 0x40 != 0;
@@ -336,7 +354,7 @@ pub fn mode_select(m: &ModeSelect, data: &[u8], ctx: &ModeContext) -> Result<Mod
             }
             (0, usize::from(u8_at(data, at + 1)), 2)
         };
-        if !implemented(cdl).any(|x| x == (page, subpage)) || (spf != (subpage != 0)) {
+        if !implemented(current).any(|x| x == (page, subpage)) || (spf != (subpage != 0)) {
             return Err(param_error(at, Some(5)));
         }
         let cur = page_bytes(page, subpage, Some(current), ctx.wce_changeable);
@@ -360,6 +378,7 @@ pub fn mode_select(m: &ModeSelect, data: &[u8], ctx: &ModeContext) -> Result<Mod
                 new.d_sense = got[2] & 0x04 != 0;
                 new.swp = got[4] & 0x08 != 0;
             }
+            provisioning::MODE_PAGE => new.provisioning = Some(Thresholds::decode(got)),
             _ => {
                 if let (Some(kind), Some(pages)) = (cdl_kind(page, subpage), new.cdl.as_mut()) {
                     let decoded = CdlPage::decode(kind, got).map_err(|e| cdl_error(at, e))?;
@@ -388,6 +407,7 @@ mod tests {
         d_sense: false,
         swp: false,
         cdl: None,
+        provisioning: None,
     };
 
     /// A logical unit's mode values; `saved: None` means it cannot save.
@@ -901,7 +921,8 @@ mod tests {
                 wce: false,
                 d_sense: false,
                 swp: false,
-                cdl: None
+                cdl: None,
+                provisioning: None,
             }
         );
         let mut bad = caching_select(false);

@@ -29,6 +29,8 @@ pub struct Asc(pub u8, pub u8);
 impl Asc {
     pub const NO_ADDITIONAL_SENSE: Asc = Asc(0x00, 0x00);
     pub const LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED: Asc = Asc(0x04, 0x02);
+    pub const LOGICAL_UNIT_NOT_ACCESSIBLE_TARGET_PORT_IN_STANDBY_STATE: Asc = Asc(0x04, 0x0B);
+    pub const LOGICAL_UNIT_NOT_ACCESSIBLE_TARGET_PORT_IN_UNAVAILABLE_STATE: Asc = Asc(0x04, 0x0C);
     pub const WRITE_ERROR: Asc = Asc(0x0C, 0x00);
     pub const UNRECOVERED_READ_ERROR: Asc = Asc(0x11, 0x00);
     pub const MISCOMPARE_DURING_VERIFY: Asc = Asc(0x1D, 0x00);
@@ -59,6 +61,7 @@ impl Asc {
     pub const COMMAND_TIMEOUT_DURING_PROCESSING: Asc = Asc(0x2E, 0x02);
     pub const COMMAND_TIMEOUT_DURING_PROCESSING_DUE_TO_ERROR_RECOVERY: Asc = Asc(0x2E, 0x03);
     pub const MEDIUM_NOT_PRESENT: Asc = Asc(0x3A, 0x00);
+    pub const THIN_PROVISIONING_SOFT_THRESHOLD_REACHED: Asc = Asc(0x38, 0x07);
     pub const INVALID_MESSAGE_ERROR: Asc = Asc(0x49, 0x00);
     pub const OVERLAPPED_COMMANDS_ATTEMPTED: Asc = Asc(0x4E, 0x00);
     pub const MEDIUM_REMOVAL_PREVENTED: Asc = Asc(0x53, 0x02);

@@ -1,7 +1,7 @@
 //! The command table, the single source of truth (modelled on FreeBSD CTL's ctl_cmd_table.c):
 //! every supported operation code / service action with its CDB usage mask, data direction,
-//! CDL page and decoder. Decoding, REPORT SUPPORTED OPERATION CODES and reserved-bit checks all
-//! read it.
+//! CDL page, the [`Flags`] the prechecks read, and decoder. Decoding, REPORT SUPPORTED
+//! OPERATION CODES, reserved-bit checks and the prechecks of the logical unit all read it.
 
 use crate::cdb::{be16, u8_at};
 use crate::cdl::CdlPageKind;
@@ -46,6 +46,58 @@ pub enum ReservationAccess {
     OwnRules,
 }
 
+bitflags::bitflags! {
+    /// Where a command may run, for the checks made before it does (SAM-5 §5.3.2 status
+    /// precedence, then the logical unit's state). An entry that names none gets
+    /// [`Flags::derived`].
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Flags: u16 {
+        /// Runs on a LUN without a logical unit (SPC-5 §4.4.3: INQUIRY, REQUEST SENSE,
+        /// REPORT LUNS).
+        const NO_LUN = 1 << 0;
+        /// Answered by the target for whichever LUN it names (REPORT LUNS, SPC-5 §6.33).
+        const TARGET = 1 << 1;
+        /// Neither reports nor clears a pending unit attention (SAM-5 §5.14: INQUIRY, REPORT
+        /// LUNS, REQUEST SENSE).
+        const NO_UNIT_ATTENTION = 1 << 2;
+        /// Needs the medium present: NOT READY, MEDIUM NOT PRESENT once a removable medium
+        /// is ejected (SBC-4 §4.20).
+        const MEDIUM = 1 << 3;
+        /// Accesses the medium: NOT READY, INITIALIZING COMMAND REQUIRED on a stopped unit
+        /// (SBC-4 §4.20). Includes [`Flags::MEDIUM`].
+        const READY = 1 << 4 | 1 << 3;
+        /// Changes the medium: DATA PROTECT, WRITE PROTECTED on a write-protected unit
+        /// (SBC-4 §4.13).
+        const WRITES = 1 << 5;
+        /// Runs while the target port group is in the standby state (SPC-4 §5.16.2.4.4);
+        /// else NOT READY, LOGICAL UNIT NOT ACCESSIBLE, TARGET PORT IN STANDBY STATE.
+        const STANDBY = 1 << 6;
+        /// Runs while the target port group is in the unavailable state (SPC-4
+        /// §5.16.2.4.5); else NOT READY, ... TARGET PORT IN UNAVAILABLE STATE.
+        const UNAVAILABLE = 1 << 7;
+    }
+}
+
+impl Flags {
+    /// The flags of an entry that names none, from the fields every entry has: the
+    /// [`ReservationAccess::Unrestricted`] commands (INQUIRY, REQUEST SENSE, REPORT LUNS) run
+    /// anywhere and leave unit attentions alone; a command with a protection field moves
+    /// logical blocks (SBC-4 §4.22), so it accesses the medium, and changes it when it
+    /// conflicts with reservations as a write. Anything else runs whatever the unit's state
+    /// and only in the active ALUA states.
+    pub const fn derived(access: ReservationAccess, protect_field: bool) -> Flags {
+        match access {
+            ReservationAccess::Unrestricted => Flags::NO_LUN
+                .union(Flags::NO_UNIT_ATTENTION)
+                .union(Flags::STANDBY)
+                .union(Flags::UNAVAILABLE),
+            ReservationAccess::Write if protect_field => Flags::READY.union(Flags::WRITES),
+            _ if protect_field => Flags::READY,
+            _ => Flags::empty(),
+        }
+    }
+}
+
 /// START STOP UNIT with START = 1 and POWER CONDITION = 0h (byte 4).
 const START_STOP_UNIT: ReservationAccess = ReservationAccess::AllowedWhen {
     byte: 4,
@@ -76,6 +128,9 @@ pub struct CommandInfo {
     pub direction: Direction,
     /// What it may do under a reservation another I_T nexus holds.
     pub reservation_access: ReservationAccess,
+    /// Where it may run: without a logical unit, under a unit attention, on a stopped or
+    /// write-protected unit, in each ALUA state.
+    pub flags: Flags,
     /// The CDL mode page whose descriptors the command's DLD field selects (SBC-5 READ(16),
     /// WRITE(16), READ(32), WRITE(32)); reported as CDLP only by a logical unit with CDL.
     pub cdl_page: Option<CdlPageKind>,
@@ -119,6 +174,35 @@ impl CommandInfo {
             10
         } else {
             1
+        }
+    }
+
+    /// How the command in `cdb` fares under a reservation another I_T nexus holds, with the
+    /// CDB-dependent rows resolved.
+    pub fn reservation_access(&self, cdb: &[u8]) -> ReservationAccess {
+        match self.reservation_access {
+            ReservationAccess::AllowedWhen { byte, mask, value } => {
+                if u8_at(cdb, usize::from(byte)) & mask == value {
+                    ReservationAccess::Allowed
+                } else {
+                    ReservationAccess::Write
+                }
+            }
+            access => access,
+        }
+    }
+
+    /// Whether it moves logical blocks to or from the medium, and which way: READ, and the
+    /// writes (WRITE, WRITE AND VERIFY, WRITE SAME, ORWRITE, COMPARE AND WRITE). Exactly the
+    /// commands with a protection field (SBC-4 §4.22) that carry data that way; VERIFY only
+    /// compares.
+    pub fn moves_blocks(&self) -> Option<Direction> {
+        match self.direction {
+            Direction::In if self.protect_field => Some(Direction::In),
+            Direction::Out if self.protect_field && self.flags.contains(Flags::WRITES) => {
+                Some(Direction::Out)
+            }
+            _ => None,
         }
     }
 
@@ -172,23 +256,31 @@ impl ServiceActionField {
 
 const NACA: u8 = 0x04;
 
+/// One table entry. The forms: `entry!(NAME, ACCESS, DIRECTION, SERVICE_ACTION, PROTECT,
+/// TIMEOUT, DECODER, [USAGE])`; with `cdl T2A,` or `cdl T2B,` first for a command whose DLD
+/// selects a CDL page, `thin` first for one only a thin-provisioned unit runs; and any of those
+/// after `flags(A | B ...),` to list its [`Flags`] instead of taking [`Flags::derived`].
 macro_rules! entry {
-    (cdl $page:ident, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ Some(CdlPageKind::$page), false, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    (@f $f:expr; cdl $page:ident, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ $f, Some(CdlPageKind::$page), false, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
     };
-    (thin $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ None, true, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    (@f $f:expr; thin $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ $f, None, true, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
     };
-    ($name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ None, false, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    (@f $f:expr; $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ $f, None, false, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
     };
-    (@ $cdl:expr, $thin:expr, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+]) => {
+    (@ $f:expr, $cdl:expr, $thin:expr, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+]) => {
         CommandInfo {
             name: $name,
             usage: &[$($u),+],
             service_action: $sa,
             direction: Direction::$dir,
             reservation_access: access!($pr),
+            flags: match $f {
+                Some(flags) => flags,
+                None => Flags::derived(access!($pr), $protect),
+            },
             cdl_page: $cdl,
             thin_provisioning: $thin,
             protect_field: $protect,
@@ -196,6 +288,12 @@ macro_rules! entry {
             recommended_timeout: $to * 2,
             decode: $decode,
         }
+    };
+    (flags($($flag:ident)|+), $($rest:tt)+) => {
+        entry!(@f Some(Flags::empty()$(.union(Flags::$flag))+); $($rest)+)
+    };
+    ($($rest:tt)+) => {
+        entry!(@f None::<Flags>; $($rest)+)
     };
 }
 
@@ -219,6 +317,7 @@ pub static COMMANDS: &[CommandInfo] = TABLE;
 
 const TABLE: &[CommandInfo] = &[
     entry!(
+        flags(READY),
         "TEST UNIT READY",
         Allowed,
         None,
@@ -240,6 +339,7 @@ const TABLE: &[CommandInfo] = &[
     ),
     // FMTPINFO needs protection information (PROTECT = 0), so it is outside the mask.
     entry!(
+        flags(READY | WRITES),
         "FORMAT UNIT",
         Write,
         Out,
@@ -280,6 +380,7 @@ const TABLE: &[CommandInfo] = &[
         [0x12, 0x01, F, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "MODE SELECT(6)",
         Write,
         Out,
@@ -310,6 +411,7 @@ const TABLE: &[CommandInfo] = &[
         [0x17, 0, 0, 0, 0, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "MODE SENSE(6)",
         Read,
         In,
@@ -340,6 +442,7 @@ const TABLE: &[CommandInfo] = &[
         [0x1E, 0, 0, 0, 0x01, NACA]
     ),
     entry!(
+        flags(MEDIUM),
         "READ CAPACITY(10)",
         Allowed,
         In,
@@ -390,6 +493,7 @@ const TABLE: &[CommandInfo] = &[
         [0x2F, 0x16, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
+        flags(READY),
         "PRE-FETCH(10)",
         Read,
         None,
@@ -400,6 +504,7 @@ const TABLE: &[CommandInfo] = &[
         [0x34, 0x02, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
+        flags(READY),
         "SYNCHRONIZE CACHE(10)",
         Write,
         None,
@@ -430,6 +535,7 @@ const TABLE: &[CommandInfo] = &[
         [0x41, 0x08, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
+        flags(READY | WRITES),
         thin "UNMAP",
         Write,
         Out,
@@ -440,6 +546,7 @@ const TABLE: &[CommandInfo] = &[
         [0x42, 0, 0, 0, 0, 0, 0x3F, F, F, NACA]
     ),
     entry!(
+        flags(READY | WRITES),
         "SANITIZE (OVERWRITE)",
         Write,
         Out,
@@ -450,6 +557,7 @@ const TABLE: &[CommandInfo] = &[
         [0x48, 0xA1, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        flags(READY | WRITES),
         "SANITIZE (BLOCK ERASE)",
         Write,
         Out,
@@ -460,6 +568,7 @@ const TABLE: &[CommandInfo] = &[
         [0x48, 0xA2, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        flags(READY | WRITES),
         "SANITIZE (CRYPTOGRAPHIC ERASE)",
         Write,
         Out,
@@ -482,6 +591,7 @@ const TABLE: &[CommandInfo] = &[
     // No log parameter is changeable: PARAMETER LIST LENGTH is outside the usage mask, so
     // a parameter list is refused at byte 7 (and with PCR = 1 SPC requires that anyway).
     entry!(
+        flags(STANDBY),
         "LOG SELECT",
         Write,
         None,
@@ -492,6 +602,7 @@ const TABLE: &[CommandInfo] = &[
         [0x4C, 0x02, F, F, 0, 0, 0, 0, 0, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "LOG SENSE",
         Allowed,
         In,
@@ -502,6 +613,7 @@ const TABLE: &[CommandInfo] = &[
         [0x4D, 0, F, F, 0, F, F, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "MODE SELECT(10)",
         Write,
         Out,
@@ -532,6 +644,7 @@ const TABLE: &[CommandInfo] = &[
         [0x57, 0, 0, 0, 0, 0, 0, 0, 0, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "MODE SENSE(10)",
         Read,
         In,
@@ -542,6 +655,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5A, 0x18, F, F, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE IN (READ KEYS)",
         Allowed,
         In,
@@ -552,6 +666,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5E, 0x00, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE IN (READ RESERVATION)",
         Allowed,
         In,
@@ -562,6 +677,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5E, 0x01, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE IN (REPORT CAPABILITIES)",
         Allowed,
         In,
@@ -572,6 +688,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5E, 0x02, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE IN (READ FULL STATUS)",
         Allowed,
         In,
@@ -582,6 +699,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5E, 0x03, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE OUT (REGISTER)",
         OwnRules,
         Out,
@@ -592,6 +710,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x00, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE OUT (RESERVE)",
         OwnRules,
         Out,
@@ -602,6 +721,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x01, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE OUT (RELEASE)",
         OwnRules,
         Out,
@@ -612,6 +732,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x02, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE OUT (CLEAR)",
         OwnRules,
         Out,
@@ -622,6 +743,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x03, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE OUT (PREEMPT)",
         OwnRules,
         Out,
@@ -632,6 +754,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x04, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE OUT (PREEMPT AND ABORT)",
         OwnRules,
         Out,
@@ -642,6 +765,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x05, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE OUT (REGISTER AND IGNORE EXISTING KEY)",
         OwnRules,
         Out,
@@ -652,6 +776,7 @@ const TABLE: &[CommandInfo] = &[
         [0x5F, 0x06, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
+        flags(STANDBY),
         "PERSISTENT RESERVE OUT (REGISTER AND MOVE)",
         OwnRules,
         Out,
@@ -690,6 +815,7 @@ const TABLE: &[CommandInfo] = &[
         ]
     ),
     entry!(
+        flags(READY),
         "EXTENDED COPY(LID1)",
         Write,
         Out,
@@ -700,6 +826,7 @@ const TABLE: &[CommandInfo] = &[
         [0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
+        flags(READY),
         "EXTENDED COPY(LID4)",
         Write,
         Out,
@@ -710,6 +837,7 @@ const TABLE: &[CommandInfo] = &[
         [0x83, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
+        flags(READY),
         "POPULATE TOKEN",
         Read,
         Out,
@@ -720,6 +848,7 @@ const TABLE: &[CommandInfo] = &[
         [0x83, 0x10, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA]
     ),
     entry!(
+        flags(READY | WRITES),
         "WRITE USING TOKEN",
         Write,
         Out,
@@ -842,6 +971,7 @@ const TABLE: &[CommandInfo] = &[
         [0x8F, 0x16, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
+        flags(READY),
         "PRE-FETCH(16)",
         Read,
         None,
@@ -852,6 +982,7 @@ const TABLE: &[CommandInfo] = &[
         [0x90, 0x02, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
+        flags(READY),
         "SYNCHRONIZE CACHE(16)",
         Write,
         None,
@@ -882,6 +1013,7 @@ const TABLE: &[CommandInfo] = &[
         [0x9C, 0x18, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
+        flags(MEDIUM),
         "READ CAPACITY(16)",
         Allowed,
         In,
@@ -892,6 +1024,7 @@ const TABLE: &[CommandInfo] = &[
         [0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
+        flags(READY),
         "GET LBA STATUS",
         Read,
         In,
@@ -902,6 +1035,7 @@ const TABLE: &[CommandInfo] = &[
         [0x9E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0, NACA]
     ),
     entry!(
+        flags(NO_LUN | TARGET | NO_UNIT_ATTENTION | STANDBY | UNAVAILABLE),
         "REPORT LUNS",
         Unrestricted,
         In,
@@ -912,6 +1046,18 @@ const TABLE: &[CommandInfo] = &[
         [0xA0, 0, F, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
+        flags(STANDBY | UNAVAILABLE),
+        "REPORT TARGET PORT GROUPS",
+        Allowed,
+        In,
+        Some(0x0A),
+        false,
+        1,
+        d::report_target_port_groups,
+        [0xA3, 0xEA, 0, 0, 0, 0, F, F, F, F, 0, NACA]
+    ),
+    entry!(
+        flags(STANDBY | UNAVAILABLE),
         "REPORT SUPPORTED OPERATION CODES",
         Read,
         In,
@@ -922,6 +1068,7 @@ const TABLE: &[CommandInfo] = &[
         [0xA3, 0x0C, 0x87, F, F, F, F, F, F, F, 0, NACA]
     ),
     entry!(
+        flags(STANDBY | UNAVAILABLE),
         "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS",
         Read,
         In,
@@ -1042,6 +1189,10 @@ const fn index(table: &[CommandInfo]) -> [Span; 256] {
                 span.start as usize + span.len as usize == i,
                 "the entries of one opcode are adjacent"
             );
+            assert!(
+                info.service_action.is_some(),
+                "an opcode without service actions has one entry"
+            );
         }
         span.len += 1;
         i += 1;
@@ -1061,49 +1212,55 @@ pub fn lookup(opcode: u8, service_action: Option<u16>) -> Option<&'static Comman
         .find(|c| c.service_action == service_action)
 }
 
-/// How the command in `cdb` fares under a reservation another I_T nexus holds, with the
-/// CDB-dependent rows resolved. The reservation is checked before the CDB is (in SAM-5's
-/// order), so a CDB the table does not know conflicts like a write.
-pub fn reservation_access(cdb: &[u8]) -> ReservationAccess {
-    let Some(&opcode) = cdb.first() else {
-        return ReservationAccess::Write;
-    };
-    let info = match ServiceActionField::of(opcode) {
-        Some(field) => field.read(cdb).and_then(|sa| lookup(opcode, Some(sa))),
-        None => lookup(opcode, None),
-    };
-    match info.map(|i| i.reservation_access) {
-        Some(ReservationAccess::AllowedWhen { byte, mask, value }) => {
-            if u8_at(cdb, usize::from(byte)) & mask == value {
-                ReservationAccess::Allowed
-            } else {
-                ReservationAccess::Write
-            }
-        }
-        Some(access) => access,
-        None => ReservationAccess::Write,
-    }
-}
-
-/// Decode a CDB through the table. `cdb` may be longer than the command (iSCSI carries 16
-/// bytes, or 32 with an extended CDB AHS); extra bytes are ignored.
-pub fn decode(cdb: &[u8]) -> Result<(&'static CommandInfo, Command), Sense> {
+/// The entry `cdb` names by its operation code and, where the opcode has them, service
+/// action; or the sense for a CDB that names none. One array access for most opcodes.
+pub fn find(cdb: &[u8]) -> Result<&'static CommandInfo, Sense> {
     let Some(&opcode) = cdb.first() else {
         return Err(Sense::invalid_command_operation_code());
     };
-    if BY_OPCODE[usize::from(opcode)].len == 0 {
-        return Err(Sense::invalid_command_operation_code());
-    }
-    let info = match ServiceActionField::of(opcode) {
+    let span = BY_OPCODE[usize::from(opcode)];
+    let start = usize::from(span.start);
+    let entries = COMMANDS
+        .get(start..start + usize::from(span.len))
+        .unwrap_or_default();
+    match ServiceActionField::of(opcode) {
+        // The index holds one entry for an opcode without service actions.
+        None => entries
+            .first()
+            .ok_or_else(Sense::invalid_command_operation_code),
+        Some(_) if entries.is_empty() => Err(Sense::invalid_command_operation_code()),
         Some(field) => {
             // Too short to hold the service action: the transport lost bytes.
             let sa = field
                 .read(cdb)
                 .ok_or_else(|| Sense::invalid_field_in_cdb(0, None))?;
-            lookup(opcode, Some(sa)).ok_or_else(|| field.invalid())?
+            entries
+                .iter()
+                .find(|c| c.service_action == Some(sa))
+                .ok_or_else(|| field.invalid())
         }
-        None => lookup(opcode, None).ok_or_else(Sense::invalid_command_operation_code)?,
-    };
+    }
+}
+
+/// How the command in `cdb` fares under a reservation another I_T nexus holds, with the
+/// CDB-dependent rows resolved. The reservation is checked before the CDB is (in SAM-5's
+/// order), so a CDB the table does not know conflicts like a write.
+pub fn reservation_access(cdb: &[u8]) -> ReservationAccess {
+    find(cdb).map_or(ReservationAccess::Write, |info| {
+        info.reservation_access(cdb)
+    })
+}
+
+/// Decode a CDB through the table. `cdb` may be longer than the command (iSCSI carries 16
+/// bytes, or 32 with an extended CDB AHS); extra bytes are ignored.
+pub fn decode(cdb: &[u8]) -> Result<(&'static CommandInfo, Command), Sense> {
+    let info = find(cdb)?;
+    decode_as(info, cdb).map(|cmd| (info, cmd))
+}
+
+/// Decode `cdb` as the command [`find`] found for it: its length, the bits outside its usage
+/// mask, then its fields.
+pub fn decode_as(info: &CommandInfo, cdb: &[u8]) -> Result<Command, Sense> {
     // ADDITIONAL CDB LENGTH: the bytes after byte 7 (18h for READ(32)/WRITE(32)).
     if info.variable_length() && usize::from(u8_at(cdb, 7)) + 8 != info.cdb_length() {
         return Err(Sense::invalid_field_in_cdb(7, None));
@@ -1113,7 +1270,7 @@ pub fn decode(cdb: &[u8]) -> Result<(&'static CommandInfo, Command), Sense> {
         return Err(Sense::invalid_field_in_cdb(0, None));
     };
     check_reserved(info, cdb)?;
-    (info.decode)(cdb).map(|cmd| (info, cmd))
+    (info.decode)(cdb)
 }
 
 /// The generic checks every entry gets: protection field, bits outside the usage mask, NACA

@@ -300,7 +300,8 @@ fn is_value_check(opcode: u8, s: &Sense) -> bool {
     let f = s.field.expect("field pointer");
     match opcode {
         0x2E | 0xAE | 0x8E => (f.byte, f.bit) == (1, Some(2)), // BYTCHK 11b
-        0xA3 => (f.byte, f.bit) == (2, Some(2)),               // REPORTING OPTIONS 111b
+        // REPORTING OPTIONS 111b (RSOC), PARAMETER DATA FORMAT 111b (RTPG).
+        0xA3 => [(2, Some(2)), (1, Some(7))].contains(&(f.byte, f.bit)),
         _ => false,
     }
 }
@@ -465,6 +466,7 @@ fn table_direction_matches_decoded_data_length() {
         }
         if info.opcode() == 0xA3 {
             cdb[2] &= 0x80; // REPORTING OPTIONS 000b
+            cdb[1] &= 0x3F; // PARAMETER DATA FORMAT 001b
         }
         if info.opcode() == 0x5F {
             cdb[5..9].copy_from_slice(&24u32.to_be_bytes()); // within the longest list taken

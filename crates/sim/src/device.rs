@@ -280,6 +280,22 @@ impl DeviceSpec {
 }
 
 impl DriveSetup {
+    /// The write-back cache (WCE) the model starts with; `None` for a model without one.
+    pub fn write_cache(&self) -> Option<bool> {
+        match &self.config {
+            DriveConfig::Hdd(p) => Some(p.cache.write_cache),
+            DriveConfig::Ssd(_) | DriveConfig::Instant => None,
+        }
+    }
+
+    /// Sets the write-back cache (WCE) the model starts with; a model without one (ssd,
+    /// instant) is left as it is, its timing the same either way.
+    pub fn set_write_cache(&mut self, on: bool) {
+        if let DriveConfig::Hdd(p) = &mut self.config {
+            p.cache.write_cache = on;
+        }
+    }
+
     /// A fresh drive in its initial state; an HDD's fault set is drawn from the fixed fault
     /// seed, else from `seed`.
     pub fn build(&self, seed: u64) -> Result<Box<dyn Drive + Send>, SimError> {

@@ -232,6 +232,15 @@ impl Store for FileStore {
         self.file.metadata().map_or(0, |m| m.blksize())
     }
 
+    /// The file's allocated blocks (`st_blocks`, in 512-byte units whatever the file system).
+    fn allocated_bytes(&self) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        self.file
+            .metadata()
+            .ok()
+            .map(|m| m.blocks().saturating_mul(512))
+    }
+
     /// Whether data (not a hole) starts before the end of the range, by `lseek(SEEK_DATA)`.
     fn is_mapped(&self, offset: u64, len: u64) -> bool {
         match fs::seek(&self.file, SeekFrom::Data(offset)) {
@@ -370,6 +379,18 @@ mod tests {
         assert_eq!(s.extent(2 << 20, 2 << 20).unwrap(), (true, 1 << 20));
         assert_eq!(s.extent(3 << 20, 1 << 20).unwrap(), (false, 1 << 20));
         assert!(s.unmap_granularity() >= 512);
+    }
+
+    #[test]
+    fn allocated_bytes_follow_writes_and_holes() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = FileStore::open(&dir.path().join("count.img"), Some(8 << 20)).unwrap();
+        let before = s.allocated_bytes().unwrap();
+        s.write_at(0, &vec![0xAB; 2 << 20]).unwrap();
+        let written = s.allocated_bytes().unwrap();
+        assert!(written >= before + (2 << 20), "{before} -> {written}");
+        s.punch_hole(0, 2 << 20).unwrap();
+        assert!(s.allocated_bytes().unwrap() < written);
     }
 
     /// A 22 TB LUN file is created sparse and opens at once. Tries `$STINT_SPARSE_TEST_DIR`, the

@@ -75,6 +75,12 @@ pub trait Store: Send + Sync {
     fn unmap_granularity(&self) -> u64 {
         0
     }
+
+    /// Bytes of backing storage the store holds allocated (the used resources of thin
+    /// provisioning); `None` when it cannot tell.
+    fn allocated_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The error for an access past the end of a store.

@@ -256,6 +256,10 @@ impl Store for RamStore {
         CHUNK as u64
     }
 
+    fn allocated_bytes(&self) -> Option<u64> {
+        Some(self.allocated())
+    }
+
     /// Whether a chunk the range touches is allocated; `false` for a range beyond the end.
     fn is_mapped(&self, offset: u64, len: u64) -> bool {
         if check_span(self.len, offset, len).is_err() {

@@ -4,7 +4,7 @@
 # CDL page of READ(16); the T2A/T2B mode pages must be readable; cdl_enable must stick; fio's
 # prioritized I/Os (ioprio hint N) must reach the target as DLD N: the per-descriptor command
 # counts of LOG SENSE 19h/21h grow by exactly fio's own per-priority counts, and LOG SELECT
-# (sg_logs -R) sets them to zero. Then ext4 on the first GiB and fio verification, both with
+# (sg_logs -R) sets them to zero; the write cache is the model's (off: "write through"). Then ext4 on the first GiB and fio verification, both with
 # CDL enabled.
 . /job/lib.sh
 COUNT_SECS=${COUNT_SECS:-15}
@@ -21,6 +21,9 @@ done
 kv capacity_bytes "$(blockdev --getsize64 "$D")"
 expect cdl_supported "$(sysfs device/cdl_supported)" 1
 expect rotational "$(sysfs queue/rotational)" 1
+# The Caching page's WCE is the drive model's write cache: off for the shipped disk.
+expect cache_type "$(cat /sys/block/$N/device/scsi_disk/*/cache_type)" "write through"
+expect queue_write_cache "$(sysfs queue/write_cache)" "write through"
 
 for op in 0x88 0x8a; do
     sec "sg_opcodes -o $op"

@@ -1,9 +1,10 @@
 #!/bin/bash
 # Suite "plain", INSIDE the guest: a RAM LUN (`stint serve --lun ram:512MiB`) through the whole
 # Linux initiator path: SendTargets discovery, login, sd attach, the INQUIRY VPD pages, READ
-# CAPACITY, REPORT SUPPORTED OPERATION CODES, MODE SENSE, persistent reservations (sg_persist
-# registers, reads the keys, reserves, releases), raw sequential I/O, copy offload (3PC, the
-# Third-party Copy VPD page, sg_xcopy's EXTENDED COPY checked by reading both ranges), ext4 with files
+# CAPACITY, REPORT SUPPORTED OPERATION CODES, MODE SENSE, REPORT TARGET PORT GROUPS, the
+# Logical Block Provisioning log page, persistent reservations (sg_persist registers, reads the
+# keys, reserves, releases), raw sequential I/O, copy offload (3PC, the Third-party Copy VPD
+# page, sg_xcopy's EXTENDED COPY checked by reading both ranges), ext4 with files
 # verified across a remount, thin provisioning (fstrim frees what ext4 freed, as GET LBA STATUS
 # shows; blkdiscard deallocates the disk, which then reads zeros), fio random read/write with
 # crc32c verification, logout, and no
@@ -24,6 +25,14 @@ sec "sg_readcap -l"; expect_cmd sg_readcap sg_readcap -l "$D"
 sec "sg_opcodes (all)"; expect_cmd sg_opcodes sg_opcodes "$D"
 sec "sg_opcodes -o 0x88"; sg_opcodes -o 0x88 "$D"
 sec "sg_modes -a"; expect_cmd sg_modes sg_modes -a "$D"
+sec "sg_rtpg -d (implicit ALUA: one target port group, active/optimized)"
+sg_rtpg -d "$D" > rtpg.txt 2>&1; rc=$?; cat rtpg.txt
+check rtpg_active_optimized "$([ $rc = 0 ] && grep -q 'active/optimized' rtpg.txt && echo 0 || echo 1)" \
+    "(rc=$rc: $(head -4 rtpg.txt | tr '\n' ' '))"
+sec "sg_logs -p 0xc (logical block provisioning)"
+sg_logs -p 0xc "$D" > lbp-log.txt 2>&1; rc=$?; cat lbp-log.txt
+check lbp_log_page "$([ $rc = 0 ] && grep -qi 'resource count' lbp-log.txt && echo 0 || echo 1)" \
+    "(rc=$rc: $(head -4 lbp-log.txt | tr '\n' ' '))"
 
 sec "persistent reservations: sg_persist registers, reads the keys, reserves, releases"
 K=0x5374696e74  # "Stint"
