@@ -432,14 +432,16 @@ def main():
         if name == "stint" and not args.no_compare:
             status = compare(results)
     if len(totals) > 1:
-        k4 = lambda test: "@block_size=4096" in test
-        print("\nlibiscsi iscsi-test-cu, same run (the 512-byte pass includes its @inquiry_version=6 "
-              "and @lbppb=8 runs):")
-        print(f"  {'target':7} {'all':>28}   {'512-byte pass':>28}   {'4096-byte pass':>28}")
+        # A column per pass: the 512-byte one, the 4096-byte one, and the extra runs on LUNs
+        # of one flavour (@inquiry_version=6, @lbppb=8), whose suites also ran in the passes.
+        suffix = lambda test: "".join(re.findall(r"@[^.]*", test)[:1]) or "512-byte"
+        cols = sorted({suffix(t) for _, results, _ in totals for t in results}, key=lambda c: (c[0] == "@", c))
+        print("\nlibiscsi iscsi-test-cu, same run: passed/failed/skipped of run")
+        print(f"  {'target':7} {'all':>18}" + "".join(f"{c:>22}" for c in cols))
         for name, results, _ in totals:
-            c = [counts(results), counts(results, lambda t: not k4(t)), counts(results, k4)]
-            print(f"  {name:7} " + "   ".join(f"{x['pass']:4} pass {x['fail']:3} fail {x['skip']:3} skip /{sum(x.values()):3}"
-                                             for x in c))
+            c = [counts(results)] + [counts(results, lambda t, col=col: suffix(t) == col) for col in cols]
+            print(f"  {name:7} " + "".join(f"{x['pass']}/{x['fail']}/{x['skip']} of {sum(x.values())}".rjust(w)
+                                           for x, w in zip(c, [18] + [22] * len(cols))))
     return status
 
 
