@@ -245,7 +245,9 @@ def serve_tgt(luns, stack):
 def serve_istgt(luns, stack):
     """Starts istgt (Debian's 0.4~20111008) with one logical unit (target) per LUN, each a 64 MiB
     file on tmpfs at LUN 0; returns their URLs. Flavours map to BlockLength and ReadOnly; the
-    rest get a plain disk (istgt's removable units are DVD drives, not disks)."""
+    rest get a plain disk (istgt's removable units are DVD drives, not disks). A reservation
+    (RESERVE or PERSISTENT RESERVE) a test leaves behind stays on istgt's LUN, so later suites
+    there fail with RESERVATION CONFLICT: most of its failures are that."""
     work = peer_dir(stack, "istgt")
     port = free_port()
     open(os.path.join(work, "auth.conf"), "w").close()
