@@ -437,13 +437,15 @@ def main():
         # A column per pass: the 512-byte one, the 4096-byte one, and the extra runs on LUNs
         # of one flavour (@inquiry_version=6, @lbppb=8), whose suites also ran in the passes.
         suffix = lambda test: "".join(re.findall(r"@[^.]*", test)[:1]) or "512-byte"
-        cols = sorted({suffix(t) for _, results, _ in totals for t in results}, key=lambda c: (c[0] == "@", c))
+        cols = sorted({suffix(t) for _, results, _ in totals for t in results},
+                      key=lambda c: (c[0] == "@", c))
+        cell = lambda x, width: f"{x['pass']}/{x['fail']}/{x['skip']} of {sum(x.values())}".rjust(width)
         print("\nlibiscsi iscsi-test-cu, same run: passed/failed/skipped of run")
         print(f"  {'target':7} {'all':>18}" + "".join(f"{c:>22}" for c in cols))
         for name, results, _ in totals:
-            c = [counts(results)] + [counts(results, lambda t, col=col: suffix(t) == col) for col in cols]
-            print(f"  {name:7} " + "".join(f"{x['pass']}/{x['fail']}/{x['skip']} of {sum(x.values())}".rjust(w)
-                                           for x, w in zip(c, [18] + [22] * len(cols))))
+            row = [cell(counts(results), 18)]
+            row += [cell(counts(results, lambda t, col=col: suffix(t) == col), 22) for col in cols]
+            print(f"  {name:7} " + "".join(row))
     return status
 
 
