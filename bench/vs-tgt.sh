@@ -8,9 +8,12 @@
 # target. The runs alternate point by point and round by round (rotated, every other round
 # reversed), so machine noise hits them alike; each table prints medians over the rounds.
 #
-#   bench/vs-tgt.sh [--rounds N] [--seconds S] [--points "BLOCKS:QD ..."]
+#   bench/vs-tgt.sh [--rounds N] [--seconds S] [--points "BLOCKS:QD ..."] [--stint-b PATH]
 #
 # BLOCKS counts 512-byte blocks per I/O (iscsi-perf -b): 8 = 4 KiB, 256 = 128 KiB.
+# --stint-b serves the same 1 GiB RAM LUN from a second stint binary (another build, e.g. one
+# from before a change) in a process of its own, run by both clients in the same rotation as the
+# first; the tables then show it as "stint B", with its ratio to this tree's build (B/stint).
 #
 # Before the rounds, `stint bench` runs for a second against each of its targets; a target it
 # cannot run against is reported (with the URL and the tool's error) and left out of the client
@@ -19,17 +22,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-rounds=3 seconds=5 points="8:1 8:32 256:1 256:32"
+rounds=3 seconds=5 points="8:1 8:32 256:1 256:32" stint_b=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --points) points=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds N] [--seconds S] [--points \"BLOCKS:QD ...\"]" >&2; exit 2 ;;
+    --stint-b) stint_b=$2; shift 2 ;;
+    *) echo "usage: $0 [--rounds N] [--seconds S] [--points \"BLOCKS:QD ...\"] [--stint-b PATH]" >&2
+       exit 2 ;;
   esac
 done
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bad --rounds '$rounds'" >&2; exit 2; }
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "bad --seconds '$seconds'" >&2; exit 2; }
+if [ -n "$stint_b" ] && ! [ -x "$stint_b" ]; then
+  echo "bad --stint-b '$stint_b': not an executable file" >&2; exit 2
+fi
 for p in $points; do
   [[ $p =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] ||
     { echo "bad point '$p': expected BLOCKS:QD, e.g. 8:32" >&2; exit 2; }
@@ -76,6 +84,15 @@ port=$(free_port)
 pids+=($!)
 wait_up "stint serve" "$port" $! "$work/stint.log"
 url[stint]=$(grep -m1 -o 'iscsi://[^ ]*' "$work/stint.log")
+
+# The second stint build, if any: the same LUN, in a process of its own.
+if [ -n "$stint_b" ]; then
+  port=$(free_port)
+  "$stint_b" serve --listen "127.0.0.1:$port" --lun ram:1GiB >"$work/stint-b.log" 2>&1 &
+  pids+=($!)
+  wait_up "stint serve (--stint-b)" "$port" $! "$work/stint-b.log"
+  url[stintb]=$(grep -m1 -o 'iscsi://[^ ]*' "$work/stint-b.log")
+fi
 
 # stint with the QoS queue: examples/priority.toml, in a process of its own.
 port=$(free_port)
@@ -185,11 +202,12 @@ run() { # client target blocks qd seconds
 # The tool's last words (progress lines dropped).
 said() { tr '\r' '\n' <"$err" | grep -av -e '^\s*$' -e '^[0-9:]* - lba' | tail -n "$1" | sed 's/^/    /' >&2; }
 name() { case $1 in perf) echo iscsi-perf ;; bench) echo "stint bench" ;; esac; }
+label() { case $1 in stintb) echo "stint B" ;; *) echo "$1" ;; esac; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 # Every (client, target) pair, each client's pairs on a target next to each other.
 runs=() skipped=""
-for t in stint qos tgt istgt; do
+for t in stint ${stint_b:+stintb} qos tgt istgt; do
   runs+=("perf:$t")
   if [ "$t" != qos ]; then
     if v=$(run bench "$t" 8 1 1); then
@@ -222,7 +240,7 @@ for r in $(seq "$rounds"); do
         exit 1
       }
       res[$c,$t,$b,$q]+="$v "
-      printf '  round %d  %-11s %-5s %4d KiB QD%-3d %8d IOPS\n' "$r" "$(name "$c")" "$t" \
+      printf '  round %d  %-11s %-7s %4d KiB QD%-3d %8d IOPS\n' "$r" "$(name "$c")" "$(label "$t")" \
         $((b / 2)) "$q" "$v" >&2
     done
   done
@@ -243,19 +261,32 @@ for p in $points; do
       b/2, d, s, s*m, t, t*m, i, i*m, s/t, s/i, q, 100*q/s }'
 done
 
+if [ -n "$stint_b" ]; then
+  echo
+  echo "Two stint builds, same runs: median iscsi-perf IOPS of this tree's build and of stint B"
+  echo "($stint_b)"
+  printf '%-13s %9s %9s %9s %10s %10s\n' "point" "stint" "stint B" "B/stint" "stint/tgt" "B/tgt"
+  for p in $points; do
+    b=${p%:*} q=${p#*:}
+    s=$(med "perf,stint,$b,$q") o=$(med "perf,stintb,$b,$q") t=$(med "perf,tgt,$b,$q")
+    awk -v b="$b" -v d="$q" -v s="$s" -v o="$o" -v t="$t" 'BEGIN {
+      printf "%4d KiB QD%-3d %9.0f %9.0f %8.1f%% %9.2fx %9.2fx\n", b/2, d, s, o, 100*o/s, s/t, o/t }'
+  done
+fi
+
 echo
 echo "Clients, same runs: median IOPS of iscsi-perf and stint bench per target"
 printf '%-13s %-7s %11s %12s %11s\n' "point" "target" "iscsi-perf" "stint bench" "bench/perf"
 for p in $points; do
   b=${p%:*} q=${p#*:}
-  for t in stint tgt istgt; do
+  for t in stint ${stint_b:+stintb} tgt istgt; do
     pf=$(med "perf,$t,$b,$q")
     if [[ " $skipped " == *" $t "* ]]; then
-      printf '%4d KiB QD%-3d %-7s %11.0f %12s %11s\n' $((b / 2)) "$q" "$t" "$pf" "fails" "-"
+      printf '%4d KiB QD%-3d %-7s %11.0f %12s %11s\n' $((b / 2)) "$q" "$(label "$t")" "$pf" "fails" "-"
       continue
     fi
     sb=$(med "bench,$t,$b,$q")
-    awk -v b="$b" -v d="$q" -v t="$t" -v p="$pf" -v s="$sb" 'BEGIN {
+    awk -v b="$b" -v d="$q" -v t="$(label "$t")" -v p="$pf" -v s="$sb" 'BEGIN {
       printf "%4d KiB QD%-3d %-7s %11.0f %12.0f %10.2fx\n", b/2, d, t, p, s, s/p }'
   done
 done

@@ -6,13 +6,17 @@ Each suite runs in its own process (Debian's 1.19.0 tool corrupts later 16-byte
 CDBs when an earlier suite bails out early), with the URL given twice so MultipathIO runs.
 SANITIZE runs with --allow-sanitize on LUNs of its own, one process per test.
 CUnit counts a skipped test as passed; a test that printed [SKIPPED] is counted as skipped.
+With --peer tgt (or istgt) the same passes run, in the same invocation, against that target
+started here on LUNs of the same flavours, and a table puts the counts side by side.
 
 Exit status: 0 when every test not listed in the expectations file passed and every listed test
 behaved as listed (or better); 1 otherwise.
 """
 import argparse
+import contextlib
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -33,17 +37,17 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_listening(port, proc, timeout_s=30):
+def wait_listening(name, port, proc, timeout_s=30):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            sys.exit(f"stint serve exited early with status {proc.returncode}")
+            sys.exit(f"{name} exited early with status {proc.returncode}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.1)
-    sys.exit(f"stint serve did not listen on 127.0.0.1:{port} within {timeout_s} s")
+    sys.exit(f"{name} did not listen on 127.0.0.1:{port} within {timeout_s} s")
 
 
 def list_tests(parts_wanted):
@@ -126,130 +130,243 @@ def load_expected():
     return expected
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--stint", help="path to the stint binary to start (on a free port)")
-    ap.add_argument("--url", help="test an already running target at this libiscsi URL instead")
-    ap.add_argument("--no-compare", action="store_true", help="only print the results")
-    ap.add_argument("--jobs", type=int, default=2, help="suites run at once (each needs its own LUN)")
-    args = ap.parse_args()
-    if not args.stint and not args.url:
-        ap.error("give --stint or --url")
+def flavours():
+    """The LUNs a pass needs beyond the plain ones: (settings as stint.toml spells them, suites
+    run there, suffix of their result names, extra iscsi-test-cu arguments)."""
+    # SANITIZE wipes its LUN, so it gets LUNs of its own, and each test its own process with a
+    # timeout. Sanitize.Reset needs a sanitize still running 4 s after it began, through resets
+    # and a new login: a paced LUN's takes 8 s.
+    sanitize = [t for t in list_tests(3) if t.startswith("SCSI.Sanitize.")]
+    reset = ["SCSI.Sanitize.Reset"]
+    allow = ["--allow-sanitize"]
+    unpaced = [t for t in sanitize if t not in reset]
+    k4 = {"block_size": 4096}
+    return [
+        ({"inquiry_version": 6}, ["SCSI.Inquiry"], "@inquiry_version=6", []),
+        ({"read_only": True}, ["SCSI.ReadOnly"], "", []),
+        ({"removable": True}, ["SCSI.PreventAllow", "SCSI.StartStopUnit", "SCSI.NoMedia"], "", []),
+        # 512e (8 logical blocks per physical block): the unaligned-unmap and data-out size
+        # cases of these suites skip unless LBPPB >= 2.
+        ({"physical_block_exponent": 3},
+         ["SCSI.WriteSame10", "SCSI.WriteSame16", "SCSI.CompareAndWrite"], "@lbppb=8", []),
+        ({}, unpaced, "", allow),
+        ({"sanitize_pace_ms": 8000}, reset, "", allow),
+        # The whole suite once more on 4 KiB logical blocks, with the same flavours.
+        (k4, ["*"], "@block_size=4096", []),
+        ({**k4, "read_only": True}, ["SCSI.ReadOnly"], "@block_size=4096", []),
+        ({**k4, "removable": True}, ["SCSI.PreventAllow", "SCSI.StartStopUnit"], "@block_size=4096", []),
+        (k4, unpaced, "@block_size=4096", allow),
+        ({**k4, "sanitize_pace_ms": 8000}, reset, "@block_size=4096", allow),
+    ]
 
-    procs, urls, special = [], [], []
+
+def stop(proc, name, term=True):
+    """Stops a server this script started: SIGTERM, then SIGKILL after 10 s (at once without
+    `term`)."""
+    (proc.terminate if term else proc.kill)()
     try:
-        if args.stint:
-            # One LUN per parallel worker so suites that write never see each other's data, plus
-            # LUNs of the flavours some suites need: those suites
-            # skip on a plain fixed disk.
-            port = free_port()
-            # SANITIZE wipes its LUN, so it gets LUNs of its own, and each test its own process
-            # with a timeout. Sanitize.Reset needs a sanitize still running 4 s after it began,
-            # through resets and a new login: a paced LUN's takes 8 s.
-            sanitize = [t for t in list_tests(3) if t.startswith("SCSI.Sanitize.")]
-            reset = ["SCSI.Sanitize.Reset"]
-            allow = ["--allow-sanitize"]
-            unpaced = [t for t in sanitize if t not in reset]
-            flavours = [
-                ("inquiry_version = 6", ["SCSI.Inquiry"], "@inquiry_version=6", []),
-                ("read_only = true", ["SCSI.ReadOnly"], "", []),
-                ("removable = true", ["SCSI.PreventAllow", "SCSI.StartStopUnit", "SCSI.NoMedia"], "", []),
-                # 512e (8 logical blocks per physical block): the unaligned-unmap and data-out
-                # size cases of these suites skip unless LBPPB >= 2.
-                ("physical_block_exponent = 3",
-                 ["SCSI.WriteSame10", "SCSI.WriteSame16", "SCSI.CompareAndWrite"], "@lbppb=8", []),
-                ("", unpaced, "", allow),
-                ("sanitize_pace_ms = 8000", reset, "", allow),
-                # The whole suite once more on 4 KiB logical blocks, with the same flavours.
-                ("block_size = 4096", ["*"], "@block_size=4096", []),
-                ("block_size = 4096\nread_only = true", ["SCSI.ReadOnly"], "@block_size=4096", []),
-                ("block_size = 4096\nremovable = true", ["SCSI.PreventAllow", "SCSI.StartStopUnit"],
-                 "@block_size=4096", []),
-                ("block_size = 4096", unpaced, "@block_size=4096", allow),
-                ("block_size = 4096\nsanitize_pace_ms = 8000", reset, "@block_size=4096", allow),
-            ]
-            # Each LUN gets a target node of its own: a TARGET RESET from one suite must not
-            # raise unit attentions in a suite running beside it.
-            config = [f'listen = "127.0.0.1:{port}"']
-            luns = [""] * args.jobs + [extra for extra, _, _, _ in flavours]
-            # The suite stops units, switches SWP and resets targets: stint refuses those to
-            # initiators not granted them (16 tests fail or skip without the grant).
-            for i, extra in enumerate(luns):
-                config += ["[[target]]", f'name = "{TARGET}{i}"', 'privileged_initiators = ["*"]',
-                           "[[target.lun]]", 'store = "ram"', 'size = "64MiB"', extra]
-            config_path = os.path.join(tempfile.gettempdir(), f"stint-conformance-{port}.toml")
-            with open(config_path, "w") as f:
-                f.write("\n".join(config) + "\n")
-            log = open(os.path.join(tempfile.gettempdir(), "stint-conformance-serve.log"), "w")
-            procs.append(subprocess.Popen([args.stint, "serve", "--config", config_path],
-                                          stdout=subprocess.DEVNULL, stderr=log))
-            wait_listening(port, procs[0])
-            url = lambda i: f"iscsi://127.0.0.1:{port}/{TARGET}{i}/0"
-            urls = [url(i) for i in range(args.jobs)]
-            special = [(url(args.jobs + i), suites, suffix, extra_args)
-                       for i, (_, suites, suffix, extra_args) in enumerate(flavours)]
-        else:
-            urls = [args.url]
-        suites = list_tests(2)
-        family = lambda s: ".".join(s.split(".")[:2])
-        # Suites that only a special LUN exercises run there instead of on a plain LUN (or, in
-        # a suffixed pass, instead of on that pass's "*" LUN); a suffix marks an extra run whose
-        # results are reported under their own names.
-        moved = {}
-        for _, ss, suffix, _ in special:
-            if ss != ["*"]:
-                moved.setdefault(suffix, set()).update(family(s) for s in ss)
-        everything = lambda suffix: [s for s in suites if s not in moved.get(suffix, set())]
-        items = [("special", (url, everything(suffix) if ss == ["*"] else ss, suffix, extra_args))
-                 for url, ss, suffix, extra_args in special]
-        items += [("plain", suite) for suite in everything("")]
-        results = {}
-        started = time.monotonic()
-        free = list(urls)
-        lock = threading.Lock()
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        print(f"  ({name} ignored SIGTERM for 10 s and was killed)")
 
-        def work(item):
-            kind, what = item
-            if kind == "special":
-                url, ss, suffix, extra_args = what
-                out = {}
-                for suite in ss:
-                    f = family(suite)
-                    out.update({name.replace(f, f + suffix, 1): r
-                                for name, r in run_suite(suite, url, extra_args).items()})
-                return out
+
+def serve_stint(binary, luns, stack):
+    """Starts `stint serve` with one target node per LUN (a TARGET RESET from one suite must not
+    raise unit attentions in a suite running beside it); returns their URLs."""
+    port = free_port()
+    config = [f'listen = "127.0.0.1:{port}"']
+    # The suite stops units, switches SWP and resets targets: stint refuses those to initiators
+    # not granted them (16 tests fail or skip without the grant).
+    for i, settings in enumerate(luns):
+        config += ["[[target]]", f'name = "{TARGET}{i}"', 'privileged_initiators = ["*"]',
+                   "[[target.lun]]", 'store = "ram"', 'size = "64MiB"']
+        config += [f"{k} = {str(v).lower() if isinstance(v, bool) else v}" for k, v in settings.items()]
+    work = tempfile.mkdtemp(prefix="stint-conformance.")
+    stack.callback(shutil.rmtree, work, True)
+    config_path = os.path.join(work, "stint.toml")
+    with open(config_path, "w") as f:
+        f.write("\n".join(config) + "\n")
+    log = stack.enter_context(open(os.path.join(tempfile.gettempdir(), "stint-conformance-serve.log"), "w"))
+    proc = subprocess.Popen([binary, "serve", "--config", config_path], stdout=subprocess.DEVNULL, stderr=log)
+    stack.callback(stop, proc, "stint serve")
+    wait_listening("stint serve", port, proc)
+    return [f"iscsi://127.0.0.1:{port}/{TARGET}{i}/0" for i in range(len(luns))]
+
+
+def peer_dir(stack, name):
+    """A temp dir for a peer's backing files (tmpfs when there is one), removed at the end."""
+    work = tempfile.mkdtemp(prefix=f"stint-conformance-{name}.",
+                            dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    stack.callback(shutil.rmtree, work, True)
+    return work
+
+
+def serve_tgt(luns, stack):
+    """Starts tgtd (Debian's tgt) with one target per LUN, each a 64 MiB file on tmpfs through
+    its rdwr store at LUN 1 (tgt puts its controller at LUN 0); returns their URLs. Flavours
+    map to tgt's own LU parameters where it has them (block size, LBPPBE, readonly,
+    removable); the rest (INQUIRY version, SANITIZE pace) get a plain LUN. Thin provisioning is
+    on, as on stint's RAM LUNs."""
+    work = peer_dir(stack, "tgt")
+    port = free_port()
+    # -C names a UNIX control socket, not a TCP port: any number whose socket is not taken.
+    cport = next(n for n in range(4100, 9000) if not os.path.exists(f"/var/run/tgtd/socket.{n}"))
+    log = stack.enter_context(open(os.path.join(work, "tgtd.log"), "w"))
+    proc = subprocess.Popen(["tgtd", "-f", "-C", str(cport), "--iscsi", f"portal=127.0.0.1:{port}"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    # tgtd ignores SIGTERM while it has targets.
+    stack.callback(stop, proc, "tgtd", False)
+    wait_listening("tgtd", port, proc)
+
+    def adm(*a):
+        p = subprocess.run(["tgtadm", "-C", str(cport), "--lld", "iscsi", *a], capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"tgtadm {' '.join(a)}: {p.stdout.strip()} {p.stderr.strip()}")
+
+    for i, settings in enumerate(luns):
+        tid, img = str(i + 1), os.path.join(work, f"lun{i}.img")
+        with open(img, "wb") as f:
+            f.truncate(64 << 20)
+        adm("--op", "new", "--mode", "target", "--tid", tid, "-T", f"{TARGET}{i}")
+        adm("--op", "new", "--mode", "logicalunit", "--tid", tid, "--lun", "1", "-b", img,
+            "--blocksize", str(settings.get("block_size", 512)))
+        params = ["thin_provisioning=1"]
+        if "physical_block_exponent" in settings:
+            params.append(f"lbppbe={settings['physical_block_exponent']}")
+        params += [f"{k}=1" for k in ("read_only", "removable") if settings.get(k)]
+        adm("--op", "update", "--mode", "logicalunit", "--tid", tid, "--lun", "1",
+            "--params", ",".join(params).replace("read_only", "readonly"))
+        adm("--op", "bind", "--mode", "target", "--tid", tid, "-I", "ALL")
+    return [f"iscsi://127.0.0.1:{port}/{TARGET}{i}/1" for i in range(len(luns))]
+
+
+def serve_istgt(luns, stack):
+    """Starts istgt (Debian's 0.4~20111008) with one logical unit (target) per LUN, each a 64 MiB
+    file on tmpfs at LUN 0; returns their URLs. Flavours map to BlockLength and ReadOnly; the
+    rest get a plain disk (istgt's removable units are DVD drives, not disks). A reservation
+    (RESERVE or PERSISTENT RESERVE) a test leaves behind stays on istgt's LUN, so later suites
+    there fail with RESERVATION CONFLICT: most of its failures are that."""
+    work = peer_dir(stack, "istgt")
+    port = free_port()
+    open(os.path.join(work, "auth.conf"), "w").close()
+    os.mkdir(os.path.join(work, "media"))
+    # The settings of bench/vs-tgt.sh (see its comments); MaxSessions and MaxConnections leave
+    # room for the two sessions each MultipathIO test opens.
+    conf = f"""[Global]
+  NodeBase "iqn.2026-11.dev.stint"
+  PidFile {work}/istgt.pid
+  AuthFile {work}/auth.conf
+  MediaDirectory {work}/media
+  Timeout 30
+  NopInInterval 0
+  DiscoveryAuthMethod None
+  MaxSessions 64
+  MaxConnections 4
+  MaxR2T 32
+  MaxOutstandingR2T 16
+  FirstBurstLength 262144
+  MaxBurstLength 1048576
+  MaxRecvDataSegmentLength 262144
+  InitialR2T Yes
+  ImmediateData Yes
+  ErrorRecoveryLevel 0
+[UnitControl]
+  AuthMethod None
+[PortalGroup1]
+  Portal P1 127.0.0.1:{port}
+[InitiatorGroup1]
+  InitiatorName "ALL"
+  Netmask 127.0.0.1
+"""
+    for i, settings in enumerate(luns):
+        img = os.path.join(work, f"lun{i}.img")
+        with open(img, "wb") as f:
+            f.truncate(64 << 20)
+        conf += f"""[LogicalUnit{i + 1}]
+  TargetName {TARGET}{i}
+  Mapping PortalGroup1 InitiatorGroup1
+  AuthMethod None
+  UseDigest Auto
+  UnitType Disk
+  QueueDepth 32
+  BlockLength {settings.get("block_size", 512)}
+  ReadOnly {"Yes" if settings.get("read_only") else "No"}
+  LUN0 Storage {img} Auto
+"""
+    with open(os.path.join(work, "istgt.conf"), "w") as f:
+        f.write(conf)
+    log = stack.enter_context(open(os.path.join(work, "istgt.log"), "w"))
+    proc = subprocess.Popen(["istgt", "-D", "-m", "1", "-c", os.path.join(work, "istgt.conf"),
+                             "-p", os.path.join(work, "istgt.pid")], stdout=log, stderr=subprocess.STDOUT)
+    stack.callback(stop, proc, "istgt")
+    wait_listening("istgt", port, proc)
+    return [f"iscsi://127.0.0.1:{port}/{TARGET}{i}/0" for i in range(len(luns))]
+
+
+PEERS = {"tgt": serve_tgt, "istgt": serve_istgt}
+
+
+def run_all(urls, special):
+    """Runs every suite: the plain ones spread over `urls` (one at a time per URL), the special
+    ones on their LUNs. Returns ({test: (result, detail)}, seconds)."""
+    suites = list_tests(2)
+    family = lambda s: ".".join(s.split(".")[:2])
+    # Suites that only a special LUN exercises run there instead of on a plain LUN (or, in a
+    # suffixed pass, instead of on that pass's "*" LUN); a suffix marks an extra run whose
+    # results are reported under their own names.
+    moved = {}
+    for _, ss, suffix, _ in special:
+        if ss != ["*"]:
+            moved.setdefault(suffix, set()).update(family(s) for s in ss)
+    everything = lambda suffix: [s for s in suites if s not in moved.get(suffix, set())]
+    items = [("special", (url, everything(suffix) if ss == ["*"] else ss, suffix, extra_args))
+             for url, ss, suffix, extra_args in special]
+    items += [("plain", suite) for suite in everything("")]
+    results = {}
+    started = time.monotonic()
+    free = list(urls)
+    lock = threading.Lock()
+
+    def work(item):
+        kind, what = item
+        if kind == "special":
+            url, ss, suffix, extra_args = what
+            out = {}
+            for suite in ss:
+                f = family(suite)
+                out.update({name.replace(f, f + suffix, 1): r
+                            for name, r in run_suite(suite, url, extra_args).items()})
+            return out
+        with lock:
+            url = free.pop()
+        try:
+            return run_suite(what, url)
+        finally:
             with lock:
-                url = free.pop()
-            try:
-                return run_suite(what, url)
-            finally:
-                with lock:
-                    free.append(url)
+                free.append(url)
 
-        with ThreadPoolExecutor(max_workers=len(urls)) as pool:
-            for r in pool.map(work, items):
-                results.update(r)
-        elapsed = time.monotonic() - started
-    finally:
-        for p in procs:
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+    with ThreadPoolExecutor(max_workers=len(urls)) as pool:
+        for r in pool.map(work, items):
+            results.update(r)
+    return results, time.monotonic() - started
 
-    counts = {"pass": 0, "fail": 0, "skip": 0}
-    for res, _ in results.values():
-        counts[res] += 1
-    for name in sorted(results):
-        res, detail = results[name]
-        if res != "pass":
-            print(f"  {res:4} {name}  {detail}")
-    print(f"libiscsi iscsi-test-cu: {counts['pass']} passed, {counts['fail']} failed, "
-          f"{counts['skip']} skipped of {len(results)} in {elapsed:.0f} s")
-    if args.no_compare:
-        return 0
 
+def counts(results, pred=lambda name: True):
+    c = {"pass": 0, "fail": 0, "skip": 0}
+    for name, (res, _) in results.items():
+        if pred(name):
+            c[res] += 1
+    return c
+
+
+def summary(c):
+    return f"{c['pass']} passed, {c['fail']} failed, {c['skip']} skipped of {sum(c.values())}"
+
+
+def compare(results):
+    """Checks stint's results against the expectations file; returns the exit status."""
     expected = load_expected()
     regressions, improvements = [], []
     for name in sorted(results):
@@ -271,6 +388,65 @@ def main():
         return 1
     print("libiscsi conformance: matches expectations")
     return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stint", help="path to the stint binary to start (on a free port)")
+    ap.add_argument("--url", help="test an already running target at this libiscsi URL instead")
+    ap.add_argument("--peer", action="append", default=[], choices=sorted(PEERS),
+                    help="also run the same passes against this target, started here with the "
+                         "same LUNs (repeatable); its results are printed, never compared")
+    ap.add_argument("--no-compare", action="store_true", help="only print the results")
+    ap.add_argument("--jobs", type=int, default=2, help="suites run at once (each needs its own LUN)")
+    args = ap.parse_args()
+    if not args.stint and not args.url and not args.peer:
+        ap.error("give --stint, --url or --peer")
+    if args.url and (args.stint or args.peer):
+        ap.error("--url tests one running target: give it alone")
+
+    targets = [("stint", lambda luns, stack: serve_stint(args.stint, luns, stack))] if args.stint else []
+    targets += [(peer, PEERS[peer]) for peer in args.peer]
+    totals, status = [], 0
+    if args.url:
+        results, elapsed = run_all([args.url], [])
+        totals.append(("target", results, elapsed))
+    else:
+        passes = flavours()
+        for name, serve in targets:
+            with contextlib.ExitStack() as stack:
+                # One LUN per parallel worker so suites that write never see each other's
+                # data, plus the LUNs of the flavours some suites need (they skip on a plain
+                # fixed disk).
+                urls = serve([{}] * args.jobs + [settings for settings, _, _, _ in passes], stack)
+                special = [(urls[args.jobs + i], ss, suffix, extra)
+                           for i, (_, ss, suffix, extra) in enumerate(passes)]
+                results, elapsed = run_all(urls[: args.jobs], special)
+            totals.append((name, results, elapsed))
+
+    for name, results, elapsed in totals:
+        print(f"== {name}")
+        for test in sorted(results):
+            res, detail = results[test]
+            if res != "pass":
+                print(f"  {res:4} {test}  {detail}")
+        print(f"libiscsi iscsi-test-cu against {name}: {summary(counts(results))} in {elapsed:.0f} s")
+        if name == "stint" and not args.no_compare:
+            status = compare(results)
+    if len(totals) > 1:
+        # A column per pass: the 512-byte one, the 4096-byte one, and the extra runs on LUNs
+        # of one flavour (@inquiry_version=6, @lbppb=8), whose suites also ran in the passes.
+        suffix = lambda test: "".join(re.findall(r"@[^.]*", test)[:1]) or "512-byte"
+        cols = sorted({suffix(t) for _, results, _ in totals for t in results},
+                      key=lambda c: (c[0] == "@", c))
+        cell = lambda x, width: f"{x['pass']}/{x['fail']}/{x['skip']} of {sum(x.values())}".rjust(width)
+        print("\nlibiscsi iscsi-test-cu, same run: passed/failed/skipped of run")
+        print(f"  {'target':7} {'all':>18}" + "".join(f"{c:>22}" for c in cols))
+        for name, results, _ in totals:
+            row = [cell(counts(results), 18)]
+            row += [cell(counts(results, lambda t, col=col: suffix(t) == col), 22) for col in cols]
+            print(f"  {name:7} " + "".join(row))
+    return status
 
 
 if __name__ == "__main__":
