@@ -176,7 +176,9 @@ def serve_stint(binary, luns, stack):
     """Starts `stint serve` with one target node per LUN (a TARGET RESET from one suite must not
     raise unit attentions in a suite running beside it); returns their URLs."""
     port = free_port()
-    config = [f'listen = "127.0.0.1:{port}"']
+    # The tool's synchronous API answers no NOP-In while a test sleeps (Sanitize.Reset sleeps
+    # 60 s), and stint closes a connection silent for two ping intervals: no pings here.
+    config = [f'listen = "127.0.0.1:{port}"', "nop_in_interval_s = 0"]
     # The suite stops units, switches SWP and resets targets: stint refuses those to initiators
     # not granted them (16 tests fail or skip without the grant).
     for i, settings in enumerate(luns):

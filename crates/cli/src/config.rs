@@ -21,6 +21,11 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Address of the Prometheus metrics endpoint (docs/metrics.md); none by default.
     pub metrics: Option<SocketAddr>,
+    /// Seconds a full-feature connection may stay silent before the target pings it with a
+    /// NOP-In (RFC 7143 §11.19); one that does not answer within as long again is closed.
+    /// 0: never ping.
+    #[serde(default = "default_nop_in_interval_s")]
+    pub nop_in_interval_s: u64,
     #[serde(default, rename = "target")]
     pub targets: Vec<TargetConfig>,
     /// CHAP that discovery sessions must pass, and the target's answer to mutual CHAP.
@@ -248,6 +253,9 @@ pub enum StoreKind {
     File,
 }
 
+pub fn default_nop_in_interval_s() -> u64 {
+    30
+}
 fn default_listen() -> SocketAddr {
     DEFAULT_LISTEN.parse().expect("valid default address")
 }
@@ -434,6 +442,12 @@ impl Config {
 
     /// Checks what serde cannot: names, LUN numbering, block sizes, store paths.
     pub fn validate(&self) -> anyhow::Result<()> {
+        if self.nop_in_interval_s > 3600 {
+            bail!(
+                "nop_in_interval_s: {} s is more than an hour; give 1..=3600, or 0 for no pings",
+                self.nop_in_interval_s
+            );
+        }
         if self.targets.is_empty() {
             bail!("no [[target]] defined");
         }
@@ -584,6 +598,24 @@ mod tests {
         let c: Config = toml::from_str(text)?;
         c.validate()?;
         Ok(c)
+    }
+
+    #[test]
+    fn nop_in_interval() {
+        let lun =
+            "[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = \"1MiB\"\n";
+        assert_eq!(parse(lun).unwrap().nop_in_interval_s, 30);
+        assert_eq!(
+            parse(&format!("nop_in_interval_s = 0\n{lun}"))
+                .unwrap()
+                .nop_in_interval_s,
+            0
+        );
+        let e = parse(&format!("nop_in_interval_s = 3601\n{lun}")).unwrap_err();
+        assert!(
+            e.to_string().starts_with("nop_in_interval_s: 3601 s"),
+            "{e}"
+        );
     }
 
     #[test]

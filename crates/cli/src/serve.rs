@@ -110,6 +110,7 @@ impl ServeArgs {
                 let config = Config {
                     listen: DEFAULT_LISTEN.parse()?,
                     metrics: None,
+                    nop_in_interval_s: crate::config::default_nop_in_interval_s(),
                     targets: vec![target],
                     discovery_chap: None,
                     discovery_mutual_chap: None,
@@ -255,6 +256,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         });
     }
     let mut portal = iscsi::Portal::new(nodes);
+    portal.nop_in_interval = (config.nop_in_interval_s > 0)
+        .then(|| std::time::Duration::from_secs(config.nop_in_interval_s));
     portal.discovery_chap = crate::config::chap(
         config.discovery_chap.as_ref(),
         config.discovery_mutual_chap.as_ref(),
