@@ -136,6 +136,17 @@ fn overwrite_fills_every_block_with_the_pattern() {
     assert!(read_all(&t, &n, 100, 4).iter().all(|&b| b == 0xF0));
 }
 
+/// GET LBA STATUS (16) from LBA 0, 255 bytes of descriptors.
+fn lba_status(t: &Target, n: &Nexus) -> Vec<u8> {
+    let mut cdb = [0u8; 16];
+    cdb[0] = 0x9E;
+    cdb[1] = 0x12;
+    cdb[13] = 255;
+    let (c, data) = run(t, n, &cdb, &[]);
+    assert_eq!(c, Completion::GOOD);
+    data
+}
+
 #[test]
 fn an_overwrite_with_zeros_deallocates() {
     // 1 TiB of RAM: written block by block this would allocate all of it.
@@ -149,13 +160,7 @@ fn an_overwrite_with_zeros_deallocates() {
     let (c, _) = run(&t, &n, &sanitize(1, false, false, 8), &list);
     assert_eq!(c, Completion::GOOD);
     assert!(read_all(&t, &n, 0, 16).iter().all(|&b| b == 0));
-    let mut cdb = [0u8; 16];
-    cdb[0] = 0x9E;
-    cdb[1] = 0x12;
-    cdb[13] = 255;
-    let (c, data) = run(&t, &n, &cdb, &[]);
-    assert_eq!(c, Completion::GOOD);
-    assert_eq!(data[20] & 0x0F, 1, "deallocated");
+    assert_eq!(lba_status(&t, &n)[20] & 0x0F, 1, "deallocated");
 }
 
 #[test]
@@ -171,12 +176,7 @@ fn block_and_crypto_erase_deallocate_the_medium() {
         assert!(read_all(&t, &n, 0, 16).iter().all(|&b| b == 0));
         assert!(read_all(&t, &n, BLOCKS - 16, 16).iter().all(|&b| b == 0));
         // GET LBA STATUS: one descriptor, every block deallocated.
-        let mut cdb = [0u8; 16];
-        cdb[0] = 0x9E;
-        cdb[1] = 0x12;
-        cdb[13] = 255;
-        let (c, data) = run(&t, &n, &cdb, &[]);
-        assert_eq!(c, Completion::GOOD);
+        let data = lba_status(&t, &n);
         assert_eq!(&data[16..20], &(BLOCKS as u32).to_be_bytes());
         assert_eq!(data[20] & 0x0F, 1, "deallocated");
         // A parameter list is an error for the erases.
