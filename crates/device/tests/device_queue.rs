@@ -1,6 +1,9 @@
 //! A logical unit with a device queue, driven in virtual time through real CDBs: CDL policies
 //! for every limit kind (status, sense, data moved or not), task attributes, task management.
 
+mod common;
+
+use common::request;
 use device::{
     Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Request,
     Submitted, Target, TaskAttribute, TaskManagement, TmfResponse, Verdict,
@@ -135,24 +138,10 @@ impl Bench {
             nexuses: Vec::new(),
         };
         for id in 1..=2 {
-            let n = Nexus {
-                id,
-                initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
-                class: None,
-                privileged: true,
-            };
+            let n = common::nexus(id);
             // Consume the power-on unit attention.
             let mut data_in = Vec::new();
-            let tur = Request {
-                nexus: &n,
-                lun: 0,
-                tag: 0,
-                cdb: &[0; 6],
-                attribute: TaskAttribute::Simple,
-                data_out: &[],
-                data_out_buffer_size: 0,
-            };
-            b.lu.submit(0, &tur, &mut data_in);
+            b.lu.submit(0, &request(&n, 0, &[0; 6], &[]), &mut data_in);
             b.nexuses.push(n);
         }
         b
@@ -170,13 +159,9 @@ impl Bench {
     ) -> Option<Completion> {
         let nexus = &self.nexuses[n as usize - 1];
         let req = Request {
-            nexus,
-            lun: 0,
             tag,
-            cdb,
             attribute,
-            data_out,
-            data_out_buffer_size: data_out.len() as u32,
+            ..request(nexus, 0, cdb, data_out)
         };
         let mut data_in = Vec::new();
         match self.lu.submit(now, &req, &mut data_in) {
@@ -192,13 +177,8 @@ impl Bench {
     /// A command that completes at once, from nexus 1: its status and data-in.
     fn at_once(&mut self, tag: u64, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
         let req = Request {
-            nexus: &self.nexuses[0],
-            lun: 0,
             tag,
-            cdb,
-            attribute: TaskAttribute::Simple,
-            data_out,
-            data_out_buffer_size: data_out.len() as u32,
+            ..request(&self.nexuses[0], 0, cdb, data_out)
         };
         let mut data_in = Vec::new();
         match self.lu.submit(0, &req, &mut data_in) {
@@ -240,13 +220,8 @@ impl Bench {
                 }
                 let nexus = &self.nexuses[f.nexus as usize - 1];
                 let req = Request {
-                    nexus,
-                    lun: 0,
                     tag: f.tag,
-                    cdb: &cdb,
-                    attribute: TaskAttribute::Simple,
-                    data_out: &data_out,
-                    data_out_buffer_size: data_out.len() as u32,
+                    ..request(nexus, 0, &cdb, &data_out)
                 };
                 let mut data_in = Vec::new();
                 let completion = self.lu.complete(&f, &req, &mut data_in);
@@ -991,14 +966,7 @@ fn the_exclusive_api_answers_as_the_shared_one() {
     // submit/advance on a shared LU and submit_mut/advance_mut on an exclusive one.
     let shared = limited_lu();
     let mut exclusive = limited_lu();
-    let nexuses: Vec<Nexus> = (1..=3)
-        .map(|id| Nexus {
-            id,
-            initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
-            class: None,
-            privileged: true,
-        })
-        .collect();
+    let nexuses: Vec<Nexus> = (1..=3).map(common::nexus).collect();
     let mut x: u64 = 5;
     let mut next = move || {
         x = x

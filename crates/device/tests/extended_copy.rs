@@ -1,12 +1,12 @@
 //! EXTENDED COPY and RECEIVE COPY RESULTS through the target, within a LUN, across LUNs of one
 //! target and across targets sharing a copy manager, with the data read back.
 
-use device::{
-    Completion, CopyManager, LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute,
-};
+mod common;
+
+use common::{nexus, read16, run_on as run, sense_of, write16};
+use device::{Completion, CopyManager, LogicalUnit, LuConfig, Nexus, Target};
 use scsi::{Asc, SenseKey};
 use std::sync::Arc;
-use store::RamStore;
 
 const BLOCKS: u64 = 8192;
 
@@ -14,17 +14,7 @@ fn lu(target: &str, lun: u64, block_size: u32, read_only: bool) -> Arc<LogicalUn
     let mut config = LuConfig::new(target, lun, BLOCKS * u64::from(block_size));
     config.block_size = block_size;
     config.read_only = read_only;
-    let store = RamStore::new(config.size_bytes).unwrap();
-    Arc::new(LogicalUnit::new(config, Box::new(store)).unwrap())
-}
-
-fn nexus(id: u64) -> Nexus {
-    Nexus {
-        id,
-        initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
-        class: None,
-        privileged: true,
-    }
+    common::ram_lu(config)
 }
 
 /// A nexus past its power-on unit attention on every LUN of `t`.
@@ -36,21 +26,6 @@ fn attach(t: &Target, id: u64) -> Nexus {
     n
 }
 
-fn run(t: &Target, n: &Nexus, lun: u64, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
-    let req = Request {
-        nexus: n,
-        lun,
-        tag: 0,
-        cdb,
-        attribute: TaskAttribute::Simple,
-        data_out,
-        data_out_buffer_size: data_out.len() as u32,
-    };
-    let mut data_in = Vec::new();
-    let c = t.execute(&req, &mut data_in);
-    (c, data_in)
-}
-
 /// Run, consuming the power-on unit attention of a new nexus first.
 fn good(t: &Target, n: &Nexus, lun: u64, cdb: &[u8], data_out: &[u8]) -> Vec<u8> {
     let (c, d) = run(t, n, lun, cdb, data_out);
@@ -59,11 +34,6 @@ fn good(t: &Target, n: &Nexus, lun: u64, cdb: &[u8], data_out: &[u8]) -> Vec<u8>
     }
     assert_eq!(c, Completion::GOOD, "{cdb:02x?}");
     d
-}
-
-fn sense_of(c: &Completion) -> (SenseKey, Asc) {
-    let s = c.sense.as_ref().expect("sense");
-    (s.key, s.asc)
 }
 
 /// The NAA designator of VPD 83h, as an initiator picks it for a CSCD descriptor.
@@ -137,20 +107,6 @@ fn receive_cdb(service_action: u8, list: u32) -> [u8; 16] {
         c[2] = list as u8;
     }
     c[10..14].copy_from_slice(&1024u32.to_be_bytes());
-    c
-}
-
-fn write16(lba: u64, blocks: u32) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = 0x8A;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
-    c
-}
-
-fn read16(lba: u64, blocks: u32) -> [u8; 16] {
-    let mut c = write16(lba, blocks);
-    c[0] = 0x88;
     c
 }
 
@@ -541,17 +497,44 @@ fn the_zero_token_writes_zeros_and_protection_holds() {
     assert_eq!(sense_of(&c), (SenseKey::DataProtect, Asc::WRITE_PROTECTED));
 }
 
+/// A 64 MiB LUN of 512-byte blocks, a nexus attached to it and its NAA: room for a copy long
+/// enough to be stopped while it runs.
+fn big_unit() -> (Arc<Target>, Nexus, [u8; 16]) {
+    let mut config = LuConfig::new("iqn.test:k", 0, 64 << 20);
+    config.block_size = 512;
+    let t = Arc::new(Target::new(vec![(0, common::ram_lu(config))]));
+    let n = attach(&t, 1);
+    let a = naa(&t, &n, 0);
+    (t, n, a)
+}
+
+/// Polls the copy's status with `receive` until `running` says it is under way.
+fn wait_running(
+    t: &Target,
+    n: &Nexus,
+    receive: &[u8],
+    running: impl Fn(&[u8]) -> bool,
+    copier: &std::thread::JoinHandle<Completion>,
+) {
+    let started = std::time::Instant::now();
+    loop {
+        let (c, d) = run(t, n, 0, receive, &[]);
+        if c == Completion::GOOD && running(&d) {
+            return;
+        }
+        assert!(
+            !copier.is_finished(),
+            "the copy ended before it was seen running"
+        );
+        assert!(started.elapsed().as_secs() < 10);
+    }
+}
+
 /// A LOGICAL UNIT RESET from another thread stops a running copy between chunks: the copy
 /// ends with COPY ABORTED and its status says aborted.
 #[test]
 fn a_reset_stops_a_running_copy_between_chunks() {
-    let mut config = LuConfig::new("iqn.test:k", 0, 64 << 20);
-    config.block_size = 512;
-    let unit =
-        Arc::new(LogicalUnit::new(config, Box::new(RamStore::new(64 << 20).unwrap())).unwrap());
-    let t = Arc::new(Target::new(vec![(0, unit)]));
-    let n = attach(&t, 1);
-    let a = naa(&t, &n, 0);
+    let (t, n, a) = big_unit();
     // 64 segments of 16 MiB: 1 GiB to move, far longer than the reset takes to arrive.
     let segments = vec![segment(0, 0, 32768, 0, 32768); 64];
     let p = lid1(3, &[cscd(&a, 512)], &segments);
@@ -560,18 +543,7 @@ fn a_reset_stops_a_running_copy_between_chunks() {
         std::thread::spawn(move || run(&t, &n, 0, &xcopy_cdb(0x00, p.len()), &p).0)
     };
     // Wait until the copy runs (its status says in progress), then reset the unit.
-    let started = std::time::Instant::now();
-    loop {
-        let (c, d) = run(&t, &n, 0, &receive_cdb(0x00, 3), &[]);
-        if c == Completion::GOOD && d[4] == 0x00 {
-            break;
-        }
-        assert!(
-            !copier.is_finished(),
-            "the copy ended before it was seen running"
-        );
-        assert!(started.elapsed().as_secs() < 10);
-    }
+    wait_running(&t, &n, &receive_cdb(0x00, 3), |d| d[4] == 0x00, &copier);
     let reset = t.task_management(0, &n, 0, device::TaskManagement::LogicalUnitReset);
     assert_eq!(reset, device::TmfResponse::FunctionComplete);
     let c = copier.join().unwrap();
@@ -597,13 +569,7 @@ fn abort_cdb(list: u32) -> [u8; 16] {
 /// its list identifier: COPY ABORTED, and the held status says aborted.
 #[test]
 fn copy_operation_abort_stops_a_running_lid4_copy() {
-    let mut config = LuConfig::new("iqn.test:k", 0, 64 << 20);
-    config.block_size = 512;
-    let unit =
-        Arc::new(LogicalUnit::new(config, Box::new(RamStore::new(64 << 20).unwrap())).unwrap());
-    let t = Arc::new(Target::new(vec![(0, unit)]));
-    let n = attach(&t, 1);
-    let a = naa(&t, &n, 0);
+    let (t, n, a) = big_unit();
     // An unknown list identifier is an invalid field.
     let (c, _) = run(&t, &n, 0, &abort_cdb(7), &[]);
     assert_eq!(c.sense.unwrap().field.unwrap().byte, 2);
@@ -613,18 +579,7 @@ fn copy_operation_abort_stops_a_running_lid4_copy() {
         let (t, n, p) = (Arc::clone(&t), n.clone(), p.clone());
         std::thread::spawn(move || run(&t, &n, 0, &xcopy_cdb(0x01, p.len()), &p).0)
     };
-    let started = std::time::Instant::now();
-    loop {
-        let (c, d) = run(&t, &n, 0, &receive_cdb(0x05, 7), &[]);
-        if c == Completion::GOOD && d[5] == 0x11 {
-            break;
-        }
-        assert!(
-            !copier.is_finished(),
-            "the copy ended before it was seen running"
-        );
-        assert!(started.elapsed().as_secs() < 10);
-    }
+    wait_running(&t, &n, &receive_cdb(0x05, 7), |d| d[5] == 0x11, &copier);
     // Another nexus cannot reach this nexus's list.
     let other = attach(&t, 2);
     assert!(run(&t, &other, 0, &abort_cdb(7), &[]).0.sense.is_some());

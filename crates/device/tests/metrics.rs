@@ -3,9 +3,12 @@
 //! on a timed one.
 
 use device::metrics::{Kind, SenseCount};
+mod common;
+
+use common::read10;
 use device::{
     Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Request,
-    Submitted, TaskAttribute, Verdict,
+    Submitted, Verdict,
 };
 use drive::{Drive, MediaOp, MediaOutcome, Service};
 use qos::order::Fifo;
@@ -19,19 +22,7 @@ const GOOD: Option<Status> = Some(Status::Good);
 const CHECK: Option<Status> = Some(Status::CheckCondition);
 
 fn nexus() -> Nexus {
-    Nexus {
-        id: 1,
-        initiator_port: "iqn.test:i,i,0x000000000001".into(),
-        class: None,
-        privileged: true,
-    }
-}
-
-fn read10(lba: u32, blocks: u16) -> [u8; 10] {
-    let mut c = [0x28, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-    c[2..6].copy_from_slice(&lba.to_be_bytes());
-    c[7..9].copy_from_slice(&blocks.to_be_bytes());
-    c
+    common::nexus_of(1, "iqn.test:i,i,0x000000000001", true)
 }
 
 fn write10(lba: u32, blocks: u16) -> [u8; 10] {
@@ -46,13 +37,8 @@ fn read16(lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
 
 fn request<'a>(n: &'a Nexus, tag: u64, cdb: &'a [u8], data_out: &'a [u8]) -> Request<'a> {
     Request {
-        nexus: n,
-        lun: 0,
         tag,
-        cdb,
-        attribute: TaskAttribute::Simple,
-        data_out,
-        data_out_buffer_size: data_out.len() as u32,
+        ..common::request(n, 0, cdb, data_out)
     }
 }
 

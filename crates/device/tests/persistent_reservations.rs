@@ -2,12 +2,14 @@
 //! service actions end to end, the unit attentions they establish, RESERVE (6)/(10) beside
 //! them, resets and nexus loss, and APTPL across a restart on a file LUN.
 
-use device::{Completion, LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute};
+mod common;
+
+use common::{run, target_with};
+use device::{Completion, LogicalUnit, LuConfig, Nexus, Target};
 use device::{TaskManagement, Transfer};
 use scsi::{Asc, SenseKey, Status};
 use std::path::Path;
-use std::sync::Arc;
-use store::{FileStore, RamStore};
+use store::FileStore;
 
 const BLOCKS: u64 = 2048;
 const CONFLICT: Completion = Completion {
@@ -27,19 +29,8 @@ const EXCLUSIVE_ACCESS: u8 = 3;
 const EXCLUSIVE_ACCESS_REGISTRANTS_ONLY: u8 = 6;
 const APTPL: u8 = 0x01;
 
-fn target_with(config: LuConfig, store: Box<dyn store::Store>) -> Target {
-    Target::new(vec![(
-        0,
-        Arc::new(LogicalUnit::new(config, store).unwrap()),
-    )])
-}
-
 fn ram_target() -> Target {
-    let store = RamStore::new(BLOCKS * 512).unwrap();
-    target_with(
-        LuConfig::new("iqn.test:t", 0, BLOCKS * 512),
-        Box::new(store),
-    )
+    common::ram_target(LuConfig::new("iqn.test:t", 0, BLOCKS * 512))
 }
 
 /// A file LUN that keeps persistent reservations in `dir`/lun.img.pr, as `stint serve` sets
@@ -54,35 +45,13 @@ fn file_target(dir: &Path) -> Target {
 
 /// Nexus `id` of initiator `name` (ISID 1).
 fn nexus(id: u64, name: &str) -> Nexus {
-    Nexus {
-        id,
-        initiator_port: format!("iqn.2026-11.test:{name},i,0x000000000001"),
-        class: None,
-        privileged: false,
-    }
-}
-
-fn run(t: &Target, n: &Nexus, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
-    let req = Request {
-        nexus: n,
-        lun: 0,
-        tag: 0,
-        cdb,
-        attribute: TaskAttribute::Simple,
-        data_out,
-        data_out_buffer_size: data_out.len() as u32,
-    };
-    let mut data_in = Vec::new();
-    let c = t.execute(&req, &mut data_in);
-    (c, data_in)
+    let port = format!("iqn.2026-11.test:{name},i,0x000000000001");
+    common::nexus_of(id, &port, false)
 }
 
 /// A nexus past its power-on unit attention.
 fn ready(t: &Target, id: u64, name: &str) -> Nexus {
-    let n = nexus(id, name);
-    run(t, &n, &[0; 6], &[]);
-    assert_eq!(run(t, &n, &[0; 6], &[]).0, Completion::GOOD);
-    n
+    common::ready_as(t, nexus(id, name))
 }
 
 fn prout(t: &Target, n: &Nexus, sa: u8, kind: u8, key: u64, sa_key: u64, flags: u8) -> Completion {

@@ -2,44 +2,15 @@
 //! state they read (unit attention, stopped unit, write protection, ALUA), and REPORT TARGET
 //! PORT GROUPS.
 
-use device::{Completion, LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute};
+mod common;
+
+use common::{nexus, ram_target as target_with, run_on as run};
+use device::{Completion, LuConfig, Nexus, Target};
 use scsi::alua::AccessState;
 use scsi::{Asc, Flags, SenseKey, Status, COMMANDS};
-use std::sync::Arc;
-use store::RamStore;
-
-fn target_with(config: LuConfig) -> Target {
-    let store = RamStore::new(config.size_bytes).unwrap();
-    let lu = Arc::new(LogicalUnit::new(config, Box::new(store)).unwrap());
-    Target::new(vec![(0, lu)])
-}
 
 fn config() -> LuConfig {
     LuConfig::new("iqn.test:t", 0, 1 << 20)
-}
-
-fn nexus(id: u64) -> Nexus {
-    Nexus {
-        id,
-        initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
-        class: None,
-        privileged: true,
-    }
-}
-
-fn run(t: &Target, n: &Nexus, lun: u64, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
-    let req = Request {
-        nexus: n,
-        lun,
-        tag: 0,
-        cdb,
-        attribute: TaskAttribute::Simple,
-        data_out,
-        data_out_buffer_size: data_out.len() as u32,
-    };
-    let mut data_in = Vec::new();
-    let c = t.execute(&req, &mut data_in);
-    (c, data_in)
 }
 
 fn sense_of(c: &Completion) -> Option<(SenseKey, Asc)> {

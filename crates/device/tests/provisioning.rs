@@ -1,9 +1,10 @@
 //! The Logical Block Provisioning log page of a thin-provisioned logical unit, counted from
 //! its store.
 
-use device::{Completion, LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute};
-use std::sync::Arc;
-use store::RamStore;
+mod common;
+
+use common::{run, write16};
+use device::{Completion, LuConfig, Nexus, Target};
 
 /// 64 MiB of 512-byte blocks: 64 sets of 2^11 blocks, one RAM chunk each.
 const SIZE: u64 = 64 << 20;
@@ -11,33 +12,11 @@ const SIZE: u64 = 64 << 20;
 fn target(thin: bool) -> Target {
     let mut config = LuConfig::new("iqn.test:t", 0, SIZE);
     config.thin_provisioning = thin;
-    let store = RamStore::new(SIZE).unwrap();
-    let lu = Arc::new(LogicalUnit::new(config, Box::new(store)).unwrap());
-    Target::new(vec![(0, lu)])
-}
-
-fn run(t: &Target, n: &Nexus, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
-    let req = Request {
-        nexus: n,
-        lun: 0,
-        tag: 0,
-        cdb,
-        attribute: TaskAttribute::Simple,
-        data_out,
-        data_out_buffer_size: data_out.len() as u32,
-    };
-    let mut data_in = Vec::new();
-    let c = t.execute(&req, &mut data_in);
-    (c, data_in)
+    common::ram_target(config)
 }
 
 fn nexus(t: &Target) -> Nexus {
-    let n = Nexus {
-        id: 1,
-        initiator_port: "iqn.test:i,i,0x000000000001".into(),
-        class: None,
-        privileged: true,
-    };
+    let n = common::nexus_of(1, "iqn.test:i,i,0x000000000001", true);
     run(t, &n, &[0; 6], &[]);
     n
 }
@@ -50,14 +29,6 @@ fn resources(t: &Target, n: &Nexus) -> (u32, u32) {
     let count = |at: usize| u32::from_be_bytes(page[at..at + 4].try_into().unwrap());
     assert_eq!((&page[4..6], &page[16..18]), (&[0, 1][..], &[0, 2][..]));
     (count(8), count(20))
-}
-
-fn write16(lba: u64, blocks: u32) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = 0x8A;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
-    c
 }
 
 #[test]
@@ -109,12 +80,7 @@ fn select_thresholds(t: &Target, n: &Nexus, situa: bool, used: Option<u32>) -> C
 }
 
 fn other_nexus(t: &Target) -> Nexus {
-    let n = Nexus {
-        id: 2,
-        initiator_port: "iqn.test:other,i,0x000000000002".into(),
-        class: None,
-        privileged: false,
-    };
+    let n = common::nexus_of(2, "iqn.test:other,i,0x000000000002", false);
     run(t, &n, &[0; 6], &[]);
     n
 }

@@ -1,49 +1,16 @@
 //! READ LONG and WRITE LONG (10)/(16) (SBC-4) through the target: the long block is the
 //! logical block (no ECC), WR_UNCOR makes READ fail until the block is written again.
 
-use device::{Completion, LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute};
+mod common;
+
+use common::{edited_target, ready, run};
+use device::{Completion, LuConfig, Nexus, Target};
 use scsi::{Asc, SenseKey};
-use std::sync::Arc;
-use store::RamStore;
 
 const BLOCKS: u64 = 8192;
 
 fn target(edit: impl FnOnce(&mut LuConfig)) -> Target {
-    let mut config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
-    edit(&mut config);
-    let store = RamStore::new(config.size_bytes).unwrap();
-    Target::new(vec![(
-        0,
-        Arc::new(LogicalUnit::new(config, Box::new(store)).unwrap()),
-    )])
-}
-
-fn run(t: &Target, n: &Nexus, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
-    let req = Request {
-        nexus: n,
-        lun: 0,
-        tag: 0,
-        cdb,
-        attribute: TaskAttribute::Simple,
-        data_out,
-        data_out_buffer_size: data_out.len() as u32,
-    };
-    let mut data_in = Vec::new();
-    let c = t.execute(&req, &mut data_in);
-    (c, data_in)
-}
-
-/// A nexus past its power-on unit attention.
-fn ready(t: &Target) -> Nexus {
-    let n = Nexus {
-        id: 1,
-        initiator_port: "iqn.test:i1,i,0x000000000001".into(),
-        class: None,
-        privileged: true,
-    };
-    let _ua = run(t, &n, &[0; 6], &[]);
-    assert_eq!(run(t, &n, &[0; 6], &[]).0, Completion::GOOD);
-    n
+    edited_target(BLOCKS, edit)
 }
 
 fn long10(opcode: u8, flags: u8, lba: u32, length: u16) -> [u8; 10] {
@@ -71,18 +38,14 @@ const WRITE_LONG_16: u8 = 0x9F;
 const WR_UNCOR: u8 = 0x40;
 
 fn read10(t: &Target, n: &Nexus, lba: u32, blocks: u16) -> Completion {
-    let mut c = [0u8; 10];
-    c[0] = 0x28;
-    c[2..6].copy_from_slice(&lba.to_be_bytes());
-    c[7..9].copy_from_slice(&blocks.to_be_bytes());
-    run(t, n, &c, &[]).0
+    run(t, n, &common::read10(lba, blocks), &[]).0
 }
 
 #[test]
 fn long_blocks_are_logical_blocks() {
     for bs in [512u32, 4096] {
         let t = target(|c| c.block_size = bs);
-        let n = ready(&t);
+        let n = ready(&t, 1);
         let len = bs as u16;
         let block: Vec<u8> = (0..bs).map(|i| i as u8).collect();
         let (c, _) = run(&t, &n, &long10(WRITE_LONG_10, 0, 5, len), &block);
@@ -137,7 +100,7 @@ fn long_blocks_are_logical_blocks() {
 #[test]
 fn wr_uncor_makes_reads_fail_until_the_block_is_written() {
     let t = target(|_| {});
-    let n = ready(&t);
+    let n = ready(&t, 1);
     let (c, _) = run(&t, &n, &long10(WRITE_LONG_10, WR_UNCOR, 20, 0), &[]);
     assert_eq!(c, Completion::GOOD);
     let (c, _) = run(&t, &n, &long16(WRITE_LONG_16, WR_UNCOR, 22, 0), &[]);
@@ -180,7 +143,7 @@ fn wr_uncor_makes_reads_fail_until_the_block_is_written() {
     assert_eq!(read10(&t, &n, 0, 64), Completion::GOOD);
     // Write-protected: nothing is marked.
     let ro = target(|c| c.read_only = true);
-    let n = ready(&ro);
+    let n = ready(&ro, 1);
     let s = run(&ro, &n, &long10(WRITE_LONG_10, WR_UNCOR, 1, 0), &[])
         .0
         .sense
@@ -194,7 +157,7 @@ fn wr_uncor_makes_reads_fail_until_the_block_is_written() {
 #[test]
 fn a_sanitize_clears_the_uncorrectable_marks() {
     let t = target(|_| {});
-    let n = ready(&t);
+    let n = ready(&t, 1);
     let (c, _) = run(&t, &n, &long10(WRITE_LONG_10, WR_UNCOR, 20, 0), &[]);
     assert_eq!(c, Completion::GOOD);
     assert_eq!(

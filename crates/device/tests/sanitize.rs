@@ -1,6 +1,11 @@
 //! SANITIZE, FORMAT UNIT, WRITE ATOMIC (16) and REPORT/SET TIMESTAMP through the target.
 
-use device::{Completion, LogicalUnit, LuConfig, Nexus, Request, Submitted, Target, TaskAttribute};
+mod common;
+
+use common::field_pointer as invalid_field;
+use common::sense_of as sense;
+use common::{edited_target, nexus, read16, request, target_with, write16};
+use device::{Completion, LuConfig, Nexus, Request, Submitted, Target};
 use scsi::{Asc, SenseKey, Status};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,27 +40,8 @@ impl Store for Flaky {
     }
 }
 
-fn target_with(config: LuConfig, store: Box<dyn Store>) -> Target {
-    Target::new(vec![(
-        0,
-        Arc::new(LogicalUnit::new(config, store).unwrap()),
-    )])
-}
-
 fn target(edit: impl FnOnce(&mut LuConfig)) -> Target {
-    let mut config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
-    edit(&mut config);
-    let store = RamStore::new(config.size_bytes).unwrap();
-    target_with(config, Box::new(store))
-}
-
-fn nexus(id: u64) -> Nexus {
-    Nexus {
-        id,
-        initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
-        class: None,
-        privileged: true,
-    }
+    edited_target(BLOCKS, edit)
 }
 
 fn submit(
@@ -65,17 +51,12 @@ fn submit(
     cdb: &[u8],
     data_out: &[u8],
 ) -> (Completion, Vec<u8>) {
-    let req = Request {
-        nexus: n,
-        lun: 0,
-        tag: 0,
-        cdb,
-        attribute: TaskAttribute::Simple,
-        data_out,
-        data_out_buffer_size: data_out.len() as u32,
-    };
     let mut data_in = Vec::new();
-    match t.submit(now_ms * 1_000_000, &req, &mut data_in) {
+    match t.submit(
+        now_ms * 1_000_000,
+        &request(n, 0, cdb, data_out),
+        &mut data_in,
+    ) {
         Submitted::Done(c) => (c, data_in),
         Submitted::Queued => panic!("a plain LU runs every command at once"),
     }
@@ -93,39 +74,11 @@ fn ready(t: &Target, id: u64) -> Nexus {
     n
 }
 
-fn sense(c: &Completion) -> (SenseKey, Asc) {
-    let s = c.sense.as_ref().expect("sense");
-    (s.key, s.asc)
-}
-
-fn invalid_field(c: &Completion) -> (u16, Option<u8>) {
-    let f = c
-        .sense
-        .as_ref()
-        .and_then(|s| s.field)
-        .expect("field pointer");
-    (f.byte, f.bit)
-}
-
 fn sanitize(action: u8, immed: bool, ause: bool, list_length: u16) -> [u8; 10] {
     let mut c = [0u8; 10];
     c[0] = 0x48;
     c[1] = action | u8::from(immed) << 7 | u8::from(ause) << 5;
     c[7..9].copy_from_slice(&list_length.to_be_bytes());
-    c
-}
-
-fn write16(lba: u64, blocks: u32) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = 0x8A;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
-    c
-}
-
-fn read16(lba: u64, blocks: u32) -> [u8; 16] {
-    let mut c = write16(lba, blocks);
-    c[0] = 0x88;
     c
 }
 
@@ -183,13 +136,23 @@ fn overwrite_fills_every_block_with_the_pattern() {
     assert!(read_all(&t, &n, 100, 4).iter().all(|&b| b == 0xF0));
 }
 
+/// GET LBA STATUS (16) from LBA 0, 255 bytes of descriptors.
+fn lba_status(t: &Target, n: &Nexus) -> Vec<u8> {
+    let mut cdb = [0u8; 16];
+    cdb[0] = 0x9E;
+    cdb[1] = 0x12;
+    cdb[13] = 255;
+    let (c, data) = run(t, n, &cdb, &[]);
+    assert_eq!(c, Completion::GOOD);
+    data
+}
+
 #[test]
 fn an_overwrite_with_zeros_deallocates() {
     // 1 TiB of RAM: written block by block this would allocate all of it.
     let mut config = LuConfig::new("iqn.test:t", 0, 1 << 40);
     config.size_bytes = 1 << 40;
-    let store = RamStore::new(config.size_bytes).unwrap();
-    let t = target_with(config, Box::new(store));
+    let t = common::ram_target(config);
     let n = ready(&t, 1);
     let (c, _) = run(&t, &n, &write16(7, 1), &[b'a'; 512]);
     assert_eq!(c, Completion::GOOD);
@@ -197,13 +160,7 @@ fn an_overwrite_with_zeros_deallocates() {
     let (c, _) = run(&t, &n, &sanitize(1, false, false, 8), &list);
     assert_eq!(c, Completion::GOOD);
     assert!(read_all(&t, &n, 0, 16).iter().all(|&b| b == 0));
-    let mut cdb = [0u8; 16];
-    cdb[0] = 0x9E;
-    cdb[1] = 0x12;
-    cdb[13] = 255;
-    let (c, data) = run(&t, &n, &cdb, &[]);
-    assert_eq!(c, Completion::GOOD);
-    assert_eq!(data[20] & 0x0F, 1, "deallocated");
+    assert_eq!(lba_status(&t, &n)[20] & 0x0F, 1, "deallocated");
 }
 
 #[test]
@@ -219,12 +176,7 @@ fn block_and_crypto_erase_deallocate_the_medium() {
         assert!(read_all(&t, &n, 0, 16).iter().all(|&b| b == 0));
         assert!(read_all(&t, &n, BLOCKS - 16, 16).iter().all(|&b| b == 0));
         // GET LBA STATUS: one descriptor, every block deallocated.
-        let mut cdb = [0u8; 16];
-        cdb[0] = 0x9E;
-        cdb[1] = 0x12;
-        cdb[13] = 255;
-        let (c, data) = run(&t, &n, &cdb, &[]);
-        assert_eq!(c, Completion::GOOD);
+        let data = lba_status(&t, &n);
         assert_eq!(&data[16..20], &(BLOCKS as u32).to_be_bytes());
         assert_eq!(data[20] & 0x0F, 1, "deallocated");
         // A parameter list is an error for the erases.
@@ -544,13 +496,8 @@ fn without_immed_the_driver_answers_when_the_sanitize_ends() {
     let submit_sanitize = |tag: u64| {
         let cdb = sanitize(2, false, false, 0);
         let req = Request {
-            nexus: &n,
-            lun: 0,
             tag,
-            cdb: &cdb,
-            attribute: TaskAttribute::Simple,
-            data_out: &[],
-            data_out_buffer_size: 0,
+            ..request(&n, 0, &cdb, &[])
         };
         t.submit(0, &req, &mut Vec::new())
     };
@@ -562,13 +509,12 @@ fn without_immed_the_driver_answers_when_the_sanitize_ends() {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
+    let still_sanitizing = |why: &str| {
+        let (c, _) = run(&t, &n, &[0; 6], &[]);
+        assert_eq!(sense(&c).1, Asc::SANITIZE_IN_PROGRESS, "{why}");
+    };
     assert_eq!(submit_sanitize(7), Submitted::Queued);
-    let (c, _) = run(&t, &n, &[0; 6], &[]);
-    assert_eq!(
-        sense(&c).1,
-        Asc::SANITIZE_IN_PROGRESS,
-        "the submitter is not blocked"
-    );
+    still_sanitizing("the submitter is not blocked");
     let out = finished(Instant::now() + Duration::from_secs(10));
     assert!(woken.load(Ordering::SeqCst));
     assert_eq!(out.len(), 1);
@@ -582,12 +528,7 @@ fn without_immed_the_driver_answers_when_the_sanitize_ends() {
         t.task_management(0, &n, 0, tmf),
         device::TmfResponse::FunctionComplete
     );
-    let (c, _) = run(&t, &n, &[0; 6], &[]);
-    assert_eq!(
-        sense(&c).1,
-        Asc::SANITIZE_IN_PROGRESS,
-        "the sanitize goes on"
-    );
+    still_sanitizing("the sanitize goes on");
     let out = finished(Instant::now() + Duration::from_millis(800));
     assert!(out.is_empty(), "an aborted command gets no status: {out:?}");
     assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);

@@ -1,5 +1,8 @@
 //! Target-level behaviour through the public API the iSCSI layer uses.
 
+mod common;
+
+use common::{nexus, ram_lu, read10, run_on as run, sense_of};
 use device::{
     Completion, LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute, TaskManagement,
     TmfResponse, Transfer,
@@ -11,41 +14,8 @@ use store::{FileStore, RamStore, Store};
 
 const BLOCKS: u64 = 2048;
 
-fn ram_lu(config: LuConfig) -> Arc<LogicalUnit> {
-    let store = RamStore::new(config.size_bytes).unwrap();
-    Arc::new(LogicalUnit::new(config, Box::new(store)).unwrap())
-}
-
 fn target() -> Target {
-    Target::new(vec![(
-        0,
-        ram_lu(LuConfig::new("iqn.test:t", 0, BLOCKS * 512)),
-    )])
-}
-
-fn nexus(id: u64) -> Nexus {
-    Nexus {
-        id,
-        initiator_port: format!("iqn.test:i{id},i,0x000000000001"),
-        class: None,
-        privileged: true,
-    }
-}
-
-/// Run a command; returns completion and data-in.
-fn run(t: &Target, n: &Nexus, lun: u64, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
-    let req = Request {
-        nexus: n,
-        lun,
-        tag: 0,
-        cdb,
-        attribute: TaskAttribute::Simple,
-        data_out,
-        data_out_buffer_size: data_out.len() as u32,
-    };
-    let mut data_in = Vec::new();
-    let c = t.execute(&req, &mut data_in);
-    (c, data_in)
+    common::ram_target(LuConfig::new("iqn.test:t", 0, BLOCKS * 512))
 }
 
 /// A nexus that has already consumed its power-on unit attention.
@@ -60,25 +30,9 @@ fn ready(t: &Target, id: u64) -> Nexus {
     n
 }
 
-fn sense_of(c: &Completion) -> (SenseKey, Asc) {
-    let s = c.sense.as_ref().expect("sense");
-    (s.key, s.asc)
-}
-
-fn read10(lba: u32, blocks: u16) -> [u8; 10] {
-    let mut c = [0u8; 10];
-    c[0] = 0x28;
-    c[2..6].copy_from_slice(&lba.to_be_bytes());
-    c[7..9].copy_from_slice(&blocks.to_be_bytes());
-    c
-}
-
 fn write16(lba: u64, blocks: u32, fua: bool) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = 0x8A;
-    c[1] = if fua { 0x08 } else { 0 };
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
+    let mut c = common::write16(lba, blocks);
+    c[1] |= u8::from(fua) << 3;
     c
 }
 
@@ -519,9 +473,7 @@ fn file_lu_survives_restart() {
     let data = vec![0xC3u8; 4096];
     {
         let store = FileStore::open(&path, Some(1 << 20)).unwrap();
-        let lu =
-            LogicalUnit::new(LuConfig::new("iqn.test:t", 0, 1 << 20), Box::new(store)).unwrap();
-        let t = Target::new(vec![(0, Arc::new(lu))]);
+        let t = common::target_with(LuConfig::new("iqn.test:t", 0, 1 << 20), Box::new(store));
         let n = ready(&t, 1);
         assert_eq!(
             run(&t, &n, 0, &write16(8, 8, true), &data).0,
@@ -530,8 +482,7 @@ fn file_lu_survives_restart() {
     }
     let store = FileStore::open(&path, None).unwrap();
     assert_eq!(store.len(), 1 << 20);
-    let lu = LogicalUnit::new(LuConfig::new("iqn.test:t", 0, 1 << 20), Box::new(store)).unwrap();
-    let t = Target::new(vec![(0, Arc::new(lu))]);
+    let t = common::target_with(LuConfig::new("iqn.test:t", 0, 1 << 20), Box::new(store));
     let n = ready(&t, 1);
     let (_, back) = run(&t, &n, 0, &read10(8, 8), &[]);
     assert_eq!(back, data);
@@ -748,7 +699,7 @@ fn mode_select_errors() {
 
 #[test]
 fn random_commands_never_panic() {
-    let t = Target::new(vec![(0, ram_lu(LuConfig::new("iqn.test:t", 0, 1 << 20)))]);
+    let t = common::ram_target(LuConfig::new("iqn.test:t", 0, 1 << 20));
     let n = nexus(1);
     let mut state = 0xD1CE_0000_0000_0007u64;
     let mut next = move || {
@@ -809,14 +760,10 @@ fn aca_attribute_is_refused_other_attributes_run() {
         (TaskAttribute::HeadOfQueue, true),
         (TaskAttribute::Aca, false),
     ] {
+        let cdb = read10(0, 1);
         let req = Request {
-            nexus: &n,
-            lun: 0,
-            tag: 0,
-            cdb: &read10(0, 1),
             attribute,
-            data_out: &[],
-            data_out_buffer_size: 0,
+            ..common::request(&n, 0, &cdb, &[])
         };
         let mut data_in = Vec::new();
         let c = t.execute(&req, &mut data_in);

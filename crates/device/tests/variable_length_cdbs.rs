@@ -1,49 +1,16 @@
 //! WRITE SAME (32) and WRITE ATOMIC (32) (SBC-4) through the target: the (16)
 //! forms' behaviour, with field pointers into the variable length CDB.
 
-use device::{Completion, LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute};
+mod common;
+
+use common::{edited_target, ready, run};
+use device::{Completion, LuConfig, Nexus, Target};
 use scsi::{Asc, SenseKey};
-use std::sync::Arc;
-use store::RamStore;
 
 const BLOCKS: u64 = 8192;
 
 fn target(edit: impl FnOnce(&mut LuConfig)) -> Target {
-    let mut config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
-    edit(&mut config);
-    let store = RamStore::new(config.size_bytes).unwrap();
-    Target::new(vec![(
-        0,
-        Arc::new(LogicalUnit::new(config, Box::new(store)).unwrap()),
-    )])
-}
-
-fn run(t: &Target, n: &Nexus, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
-    let req = Request {
-        nexus: n,
-        lun: 0,
-        tag: 0,
-        cdb,
-        attribute: TaskAttribute::Simple,
-        data_out,
-        data_out_buffer_size: data_out.len() as u32,
-    };
-    let mut data_in = Vec::new();
-    let c = t.execute(&req, &mut data_in);
-    (c, data_in)
-}
-
-/// A nexus past its power-on unit attention.
-fn ready(t: &Target) -> Nexus {
-    let n = Nexus {
-        id: 1,
-        initiator_port: "iqn.test:i1,i,0x000000000001".into(),
-        class: None,
-        privileged: true,
-    };
-    let _ua = run(t, &n, &[0; 6], &[]);
-    assert_eq!(run(t, &n, &[0; 6], &[]).0, Completion::GOOD);
-    n
+    edited_target(BLOCKS, edit)
 }
 
 fn cdb32(service_action: u16, flags: u8, lba: u64, blocks: u32) -> [u8; 32] {
@@ -63,19 +30,14 @@ const UNMAP: u8 = 0x08;
 const NDOB: u8 = 0x01;
 
 fn read(t: &Target, n: &Nexus, lba: u64, blocks: u32) -> Vec<u8> {
-    let mut c = [0u8; 16];
-    c[0] = 0x88;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
-    let (done, data) = run(t, n, &c, &[]);
+    let (done, data) = run(t, n, &common::read16(lba, blocks), &[]);
     assert_eq!(done, Completion::GOOD);
     data
 }
 
 fn invalid_field(c: &Completion) -> (SenseKey, Asc, u16, Option<u8>) {
-    let s = c.sense.as_ref().expect("sense");
-    let f = s.field.expect("field pointer");
-    (s.key, s.asc, f.byte, f.bit)
+    let ((key, asc), (byte, bit)) = (common::sense_of(c), common::field_pointer(c));
+    (key, asc, byte, bit)
 }
 
 fn field(byte: u16, bit: Option<u8>) -> (SenseKey, Asc, u16, Option<u8>) {
@@ -90,7 +52,7 @@ fn field(byte: u16, bit: Option<u8>) -> (SenseKey, Asc, u16, Option<u8>) {
 #[test]
 fn write_same32_writes_unmaps_and_checks_its_fields() {
     let t = target(|_| {});
-    let n = ready(&t);
+    let n = ready(&t, 1);
     let block = [0x5A; 512];
     let (c, _) = run(&t, &n, &cdb32(WRITE_SAME_32, 0, 100, 40), &block);
     assert_eq!(c, Completion::GOOD);
@@ -121,7 +83,7 @@ fn write_same32_writes_unmaps_and_checks_its_fields() {
     let (c, _) = run(&t, &n, &cdb32(WRITE_SAME_32, 0x10, 0, 1), &block);
     assert_eq!(invalid_field(&c), field(10, Some(4)), "ANCHOR, ANC_SUP = 0");
     let thick = target(|c| c.thin_provisioning = false);
-    let n = ready(&thick);
+    let n = ready(&thick, 1);
     let (c, _) = run(&thick, &n, &cdb32(WRITE_SAME_32, UNMAP, 0, 1), &block);
     assert_eq!(invalid_field(&c), field(10, Some(3)), "UNMAP without LBPWS");
 }
@@ -129,7 +91,7 @@ fn write_same32_writes_unmaps_and_checks_its_fields() {
 #[test]
 fn write_atomic32_writes_all_or_nothing() {
     let t = target(|_| {});
-    let n = ready(&t);
+    let n = ready(&t, 1);
     let (c, _) = run(&t, &n, &cdb32(WRITE_ATOMIC_32, 0, 10, 2), &[7; 1024]);
     assert_eq!(c, Completion::GOOD);
     assert!(read(&t, &n, 10, 2).iter().all(|&b| b == 7));
@@ -155,7 +117,7 @@ fn write_atomic32_writes_all_or_nothing() {
     );
     assert_eq!(c.sense.unwrap().asc, Asc::LBA_OUT_OF_RANGE);
     let ro = target(|c| c.read_only = true);
-    let n = ready(&ro);
+    let n = ready(&ro, 1);
     let (c, _) = run(&ro, &n, &cdb32(WRITE_ATOMIC_32, 0, 0, 1), &[0; 512]);
     let s = c.sense.unwrap();
     assert_eq!(

@@ -2,9 +2,11 @@
 //! page's default is the model's write cache setting, and MODE SELECT of WCE switches the
 //! model's cache, so a write's time follows what MODE SENSE reports.
 
+mod common;
+
 use device::{
     Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Request,
-    Submitted, Target, TaskAttribute, TaskManagement, TmfResponse,
+    Submitted, Target, TaskManagement, TmfResponse,
 };
 use drive::{Hdd, HddProfile};
 use qos::order::Fifo;
@@ -17,17 +19,22 @@ use store::RamStore;
 const MS: Ns = 1_000_000;
 const SIZE: u64 = 1 << 30;
 
-/// A LU over the default 22 TB drive model with its write cache on or off, FIFO ordered.
-fn timed_lu(write_cache: bool, saved_mode_path: Option<PathBuf>) -> LogicalUnit {
+/// The default 22 TB drive model with its write cache on or off, FIFO ordered.
+fn fifo_hdd(write_cache: bool) -> DeviceQueue {
     let mut profile = HddProfile::default_22tb();
     profile.cache.write_cache = write_cache;
-    let queue = DeviceQueue {
+    DeviceQueue {
         queue: QueueConfig::default(),
         scheduler: Scheduler::Policy(Box::new(Fifo)),
         drive: Box::new(Hdd::new(&profile).expect("profile")),
         dh: DhCompletion::CheckCondition,
         dld_classes: [None; 8],
-    };
+    }
+}
+
+/// A LU over `fifo_hdd(write_cache)`.
+fn timed_lu(write_cache: bool, saved_mode_path: Option<PathBuf>) -> LogicalUnit {
+    let queue = fifo_hdd(write_cache);
     let mut config = LuConfig::new("iqn.test:t", 0, SIZE);
     // What LuConfig says is replaced by the model's setting.
     config.write_cache = !write_cache;
@@ -37,12 +44,7 @@ fn timed_lu(write_cache: bool, saved_mode_path: Option<PathBuf>) -> LogicalUnit 
 }
 
 fn nexus() -> Nexus {
-    Nexus {
-        id: 1,
-        initiator_port: "iqn.test:i,i,0x000000000001".into(),
-        class: None,
-        privileged: true,
-    }
+    common::nexus_of(1, "iqn.test:i,i,0x000000000001", true)
 }
 
 /// One host in virtual time: submits, and runs the clock until its command is done.
@@ -71,13 +73,8 @@ impl Host {
     fn command(&mut self, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
         self.tag += 1;
         let req = Request {
-            nexus: &self.nexus,
-            lun: 0,
             tag: self.tag,
-            cdb,
-            attribute: TaskAttribute::Simple,
-            data_out,
-            data_out_buffer_size: data_out.len() as u32,
+            ..common::request(&self.nexus, 0, cdb, data_out)
         };
         let mut data_in = Vec::new();
         if let Submitted::Done(c) = self.lu.submit(self.now, &req, &mut data_in) {
@@ -218,15 +215,7 @@ fn a_saved_wce_is_the_models_setting_after_a_restart_and_a_reset() {
 
 #[test]
 fn a_write_cache_pinned_off_refuses_wce_and_keeps_the_model_writing_through() {
-    let mut profile = HddProfile::default_22tb();
-    profile.cache.write_cache = true;
-    let queue = DeviceQueue {
-        queue: QueueConfig::default(),
-        scheduler: Scheduler::Policy(Box::new(Fifo)),
-        drive: Box::new(Hdd::new(&profile).expect("profile")),
-        dh: DhCompletion::CheckCondition,
-        dld_classes: [None; 8],
-    };
+    let queue = fifo_hdd(true);
     let mut config = LuConfig::new("iqn.test:t", 0, SIZE);
     config.write_cache_changeable = false;
     let store = RamStore::new(SIZE).expect("store");
