@@ -159,15 +159,7 @@ impl Sanitizer {
         let phase = self.phase();
         let allowed = match phase {
             Phase::Idle => true,
-            Phase::Running { .. } => matches!(
-                cmd,
-                Command::Inquiry(_)
-                    | Command::ReportLuns { .. }
-                    | Command::RequestSense { .. }
-                    | Command::LogSense(_)
-                    | Command::ReportSupportedOperationCodes(_)
-                    | Command::ReportSupportedTaskManagementFunctions { .. }
-            ),
+            Phase::Running { .. } => flags.contains(Flags::DURING_SANITIZE),
             // A new sanitize is how failure mode ends (SBC-4 §4.11.3).
             Phase::Failed { .. } => {
                 !flags.contains(Flags::READY) || matches!(cmd, Command::Sanitize(_))

@@ -75,6 +75,9 @@ bitflags::bitflags! {
         /// Runs while the target port group is in the unavailable state (SPC-4
         /// §5.16.2.4.5); else NOT READY, ... TARGET PORT IN UNAVAILABLE STATE.
         const UNAVAILABLE = 1 << 7;
+        /// Runs while a SANITIZE is in progress; else NOT READY, SANITIZE IN PROGRESS (SBC-4
+        /// sanitize operations: only commands that report on the device, not its medium).
+        const DURING_SANITIZE = 1 << 8;
     }
 }
 
@@ -90,7 +93,8 @@ impl Flags {
             ReservationAccess::Unrestricted => Flags::NO_LUN
                 .union(Flags::NO_UNIT_ATTENTION)
                 .union(Flags::STANDBY)
-                .union(Flags::UNAVAILABLE),
+                .union(Flags::UNAVAILABLE)
+                .union(Flags::DURING_SANITIZE),
             ReservationAccess::Write if protect_field => Flags::READY.union(Flags::WRITES),
             _ if protect_field => Flags::READY,
             _ => Flags::empty(),
@@ -624,7 +628,7 @@ const TABLE: &[CommandInfo] = &[
         [0x4C, 0x02, F, F, 0, 0, 0, 0, 0, NACA]
     ),
     entry!(
-        flags(STANDBY),
+        flags(STANDBY | DURING_SANITIZE),
         "LOG SENSE",
         Allowed,
         In,
@@ -1145,7 +1149,7 @@ const TABLE: &[CommandInfo] = &[
         [0x9F, 0x51, F, F, F, F, F, F, F, F, 0, 0, F, F, 0, NACA]
     ),
     entry!(
-        flags(NO_LUN | TARGET | NO_UNIT_ATTENTION | STANDBY | UNAVAILABLE),
+        flags(NO_LUN | TARGET | NO_UNIT_ATTENTION | STANDBY | UNAVAILABLE | DURING_SANITIZE),
         "REPORT LUNS",
         Unrestricted,
         In,
@@ -1167,7 +1171,7 @@ const TABLE: &[CommandInfo] = &[
         [0xA3, 0xEA, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
-        flags(STANDBY | UNAVAILABLE),
+        flags(STANDBY | UNAVAILABLE | DURING_SANITIZE),
         "REPORT SUPPORTED OPERATION CODES",
         Read,
         In,
@@ -1178,7 +1182,7 @@ const TABLE: &[CommandInfo] = &[
         [0xA3, 0x0C, 0x87, F, F, F, F, F, F, F, 0, NACA]
     ),
     entry!(
-        flags(STANDBY | UNAVAILABLE),
+        flags(STANDBY | UNAVAILABLE | DURING_SANITIZE),
         "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS",
         Read,
         In,
