@@ -1,22 +1,20 @@
-//! Persistent reservations kept through power loss (APTPL = 1, SPC-4 §5.13.5.1): for a file
-//! LUN, a small file beside its data holding every registration (initiator port, key,
+//! Persistent reservations kept through power loss (APTPL = 1, SPC-4 §5.13.5.1): the contents
+//! of the small file a logical unit's data plane keeps beside its data (`store::KeptFile`),
+//! holding every registration (initiator port, key,
 //! ALL_TG_PT) and the reservation (holder, type). PRgeneration is not kept: it is zero at
 //! power on (SPC-4 §6.15.2).
 
-use crate::atomic_file;
 use crate::persistent_reservation::{
     PersistentReservations, Registration, Reservation, MAX_REGISTRATIONS,
 };
 use scsi::persistent_reserve::ReservationType;
-use std::io;
-use std::path::Path;
 
 const MAGIC: &[u8] = b"stint persistent reservations v1\n";
 
 /// The file's contents: MAGIC; the number of registrations (u16), each as its key (u64),
 /// flags (bit 0 ALL_TG_PT) and initiator port (u16 length, bytes); then 0, or 1 and the
 /// reservation's TYPE code and holder (u16 length, bytes). Big-endian, no padding.
-fn encode(state: &PersistentReservations) -> Vec<u8> {
+pub(crate) fn encode(state: &PersistentReservations) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     let text = |s: &str, out: &mut Vec<u8>| {
         out.extend_from_slice(&(s.len() as u16).to_be_bytes());
@@ -70,7 +68,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn decode(bytes: &[u8]) -> Result<PersistentReservations, String> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<PersistentReservations, String> {
     let rest = bytes
         .strip_prefix(MAGIC)
         .ok_or("not a persistent reservations file")?;
@@ -133,22 +131,6 @@ fn decode(bytes: &[u8]) -> Result<PersistentReservations, String> {
     })
 }
 
-/// The state kept at `path`, if the file exists; an unreadable or corrupt file is an error
-/// that names it.
-pub(crate) fn load(path: &Path) -> io::Result<Option<PersistentReservations>> {
-    atomic_file::load(path, decode)
-}
-
-/// Keeps `state` at `path` (atomically) while APTPL is set; removes the file once it is not,
-/// so a power loss then releases everything (SPC-4 §5.13.11.2.1).
-pub(crate) fn store(path: &Path, state: &PersistentReservations) -> io::Result<()> {
-    if state.aptpl {
-        atomic_file::replace(path, &encode(state))
-    } else {
-        atomic_file::remove(path)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,12 +159,8 @@ mod tests {
     }
 
     #[test]
-    fn kept_while_aptpl_and_removed_after() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("lun.img.pr");
-        assert_eq!(load(&path).unwrap(), None);
-        store(&path, &state()).unwrap();
-        let loaded = load(&path).unwrap().unwrap();
+    fn the_state_round_trips_and_prgeneration_restarts() {
+        let loaded = decode(&encode(&state())).unwrap();
         assert_eq!(loaded.generation, 0, "PRgeneration restarts at power on");
         assert_eq!(
             loaded,
@@ -191,19 +169,10 @@ mod tests {
                 ..state()
             }
         );
-        let off = PersistentReservations {
-            aptpl: false,
-            ..state()
-        };
-        store(&path, &off).unwrap();
-        assert!(!path.exists());
-        store(&path, &off).unwrap();
     }
 
     #[test]
-    fn corrupt_files_are_named_and_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("lun.img.pr");
+    fn corrupt_contents_are_refused_with_the_reason() {
         let good = encode(&state());
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (
@@ -224,9 +193,8 @@ mod tests {
             ),
         ];
         for (bytes, why) in cases {
-            std::fs::write(&path, bytes).unwrap();
-            let e = load(&path).unwrap_err().to_string();
-            assert!(e.contains("lun.img.pr") && e.contains(why), "{e}");
+            let e = decode(&bytes).unwrap_err();
+            assert!(e.contains(why), "{e}");
         }
     }
 }

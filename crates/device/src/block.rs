@@ -1,18 +1,44 @@
-//! Medium-access commands of SBC-4: READ, WRITE, WRITE ATOMIC, WRITE AND VERIFY, VERIFY,
-//! SYNCHRONIZE CACHE, PRE-FETCH. Data moves once: store → `data_in`, `data_out` → store.
-//! Every command that changes blocks holds their range in the logical unit's range lock
-//! while it does, so overlapping changes happen one after the other, never interleaved; the
-//! atomic ones (WRITE ATOMIC, COMPARE AND WRITE, ORWRITE) also tell reads, which see them whole.
+//! The medium-access commands of SBC-4 as data-plane operations: READ, WRITE, WRITE ATOMIC,
+//! ORWRITE, COMPARE AND WRITE, WRITE AND VERIFY, WRITE SAME, UNMAP, VERIFY, SYNCHRONIZE CACHE,
+//! PRE-FETCH, GET LBA STATUS, READ LONG and WRITE LONG, FORMAT UNIT. Each CDB's fields are
+//! checked here (length against the Block Limits, range against the capacity); what the
+//! command does to blocks becomes one [`Op`], which the data plane runs under its range lock.
+//! Pure functions of the command and the unit's geometry.
 
-use crate::logical_unit::{check, LogicalUnit};
-use crate::{Completion, Request};
+use crate::Completion;
 use drive::MediaOp;
-use scsi::command::{
-    ByteCheck, CacheRange, Command, ReadWrite, Unmap, Verify, WriteAndVerify, WriteSame,
-};
+use scsi::command::{ByteCheck, CacheRange, Command, ReadWrite, Unmap, Verify, WriteSame};
+use scsi::inquiry::BlockLimits;
 use scsi::provisioning::{self, ProvisioningStatus};
 use scsi::{Asc, CommandInfo, Sense, SenseKey};
-use std::sync::atomic::Ordering;
+use store::{Done, Op};
+
+/// What the medium commands need to know of their logical unit.
+pub(crate) struct Geometry<'a> {
+    pub(crate) blocks: u64,
+    pub(crate) block_size: u32,
+    pub(crate) limits: &'a BlockLimits,
+    pub(crate) thin: bool,
+    /// WCE: writes may stay in a volatile cache; otherwise every write is durable before
+    /// GOOD (SBC-4 §4.15).
+    pub(crate) write_cache: bool,
+}
+
+/// A medium command whose fields checked out.
+#[derive(Debug)]
+pub(crate) enum Plan {
+    /// Nothing to move: GOOD at once.
+    Good,
+    /// One data-plane operation; `changes`: the blocks it changes, (lba, count).
+    Io {
+        op: Op,
+        /// The LBA a medium error reports in INFORMATION.
+        lba: Option<u64>,
+        /// It writes (its failure is a WRITE ERROR unless the plane says it failed reading).
+        writes: bool,
+        changes: Option<(u64, u64)>,
+    },
+}
 
 /// Byte of the TRANSFER LENGTH (or VERIFICATION LENGTH) field for each CDB size (SBC-4
 /// tables 80–82, 84 and friends).
@@ -27,35 +53,100 @@ fn length_field(info: &CommandInfo) -> u16 {
     }
 }
 
-impl LogicalUnit {
-    /// Check length against the Block Limits maximum and the range against the capacity; the
-    /// byte offset and length of the range in the store.
-    fn range(&self, info: &CommandInfo, lba: u64, blocks: u32) -> Result<(u64, usize), Sense> {
-        if blocks > self.max_transfer_length() {
-            return Err(Sense::invalid_field_in_cdb(length_field(info), None));
-        }
-        match lba.checked_add(blocks.into()) {
-            Some(end) if end <= self.blocks() => {}
-            _ => return Err(Sense::lba_out_of_range()),
-        }
-        let bs = u64::from(self.block_size());
-        // Both fit: lba < blocks() and blocks ≤ max transfer length in bytes (a u32).
-        Ok((lba * bs, blocks as usize * bs as usize))
+fn lba_out_of_range() -> Sense {
+    Sense::lba_out_of_range()
+}
+
+impl Geometry<'_> {
+    fn bs(&self) -> u64 {
+        u64::from(self.block_size)
     }
 
-    /// For commands whose data-out is as long as their transfer length: the checks of
-    /// [`Self::range`] (MAXIMUM TRANSFER LENGTH, capacity) that their handlers make later.
-    pub(crate) fn check_data_out_range(
-        &self,
-        info: &CommandInfo,
-        cmd: &Command,
-    ) -> Result<(), Sense> {
-        match *cmd {
-            Command::Write(rw) | Command::OrWrite(rw) => {
-                self.range(info, rw.lba, rw.transfer_length)
+    /// `blocks` from `lba` lie within the capacity.
+    fn within(&self, lba: u64, blocks: u64) -> Result<(), Sense> {
+        match lba.checked_add(blocks) {
+            Some(end) if end <= self.blocks => Ok(()),
+            _ => Err(lba_out_of_range()),
+        }
+    }
+
+    /// Length against the Block Limits maximum and range against the capacity; the byte
+    /// offset and length of the range.
+    fn range(&self, info: &CommandInfo, lba: u64, blocks: u32) -> Result<(u64, u32), Sense> {
+        if blocks > self.limits.maximum_transfer_length {
+            return Err(Sense::invalid_field_in_cdb(length_field(info), None));
+        }
+        self.within(lba, blocks.into())?;
+        // Both fit: lba < blocks and blocks ≤ the maximum transfer length, whose bytes fit a
+        // u32 (the configuration's maximum transfer is a u32 of bytes).
+        Ok((lba * self.bs(), blocks.saturating_mul(self.block_size)))
+    }
+
+    /// WRITE ATOMIC (16)/(32)'s limits (SBC-4): TRANSFER LENGTH within MAXIMUM ATOMIC
+    /// TRANSFER LENGTH (or, with an ATOMIC BOUNDARY, the limits with a boundary), the range
+    /// within the capacity. No alignment or granularity is required.
+    fn atomic_range(&self, info: &CommandInfo, rw: &ReadWrite, boundary: u16) -> Result<(u64, u32), Sense> {
+        // ATOMIC BOUNDARY and TRANSFER LENGTH: bytes 10 and 12 of the (16) CDB, 4 and 28 of
+        // the (32) one.
+        let (boundary_field, length_field) = match info.cdb_length() {
+            32 => (4, 28),
+            _ => (10, 12),
+        };
+        let l = self.limits;
+        let max = if boundary == 0 {
+            l.maximum_atomic_transfer_length
+        } else {
+            if u32::from(boundary) > l.maximum_atomic_boundary_size {
+                return Err(Sense::invalid_field_in_cdb(boundary_field, None));
             }
+            l.maximum_atomic_transfer_length_with_atomic_boundary
+        };
+        if rw.transfer_length > max {
+            return Err(Sense::invalid_field_in_cdb(length_field, None));
+        }
+        self.within(rw.lba, rw.transfer_length.into())?;
+        Ok((rw.lba * self.bs(), rw.transfer_length.saturating_mul(self.block_size)))
+    }
+
+    /// The range of SYNCHRONIZE CACHE / PRE-FETCH: 0 blocks means "to the last LBA"; any part
+    /// beyond the capacity is LBA OUT OF RANGE.
+    fn cache_range(&self, r: &CacheRange) -> Result<(), Sense> {
+        match r.lba.checked_add(r.number_of_logical_blocks.into()) {
+            Some(end) if end <= self.blocks && r.lba < self.blocks => Ok(()),
+            _ => Err(lba_out_of_range()),
+        }
+    }
+
+    /// A write of `blocks` from `lba` whose fields checked out, writing the whole blocks of
+    /// the `data_out` bytes that came (at most `len`): when the initiator sent less than the
+    /// CDB asks (iSCSI EDTL < transfer length), only what arrived is written (RFC 7143
+    /// §11.4.5.1 residual overflow; libiscsi test_write10_residuals).
+    fn write(&self, lba: u64, offset: u64, len: u32, data_out: u32, fua: bool, atomic: bool) -> Plan {
+        let bs = self.block_size;
+        let n = len.min(data_out / bs * bs);
+        if n == 0 {
+            return Plan::Good;
+        }
+        Plan::Io {
+            op: Op::Write {
+                offset,
+                len: n,
+                durable: fua || !self.write_cache,
+                atomic,
+            },
+            lba: Some(lba),
+            writes: true,
+            changes: Some((lba, u64::from(n / bs))),
+        }
+    }
+
+    /// For commands whose Data-Out is as long as their transfer length: the checks their
+    /// plans make, before the transport asks for (and buffers) any of their data.
+    pub(crate) fn check_data_out(&self, info: &CommandInfo, cmd: &Command) -> Result<(), Sense> {
+        match *cmd {
+            Command::Write(rw) | Command::OrWrite(rw) => self.range(info, rw.lba, rw.transfer_length),
             Command::WriteAndVerify(w) => self.range(info, w.lba, w.transfer_length),
-            Command::WriteAtomic { rw, .. } => self.atomic_range(info, &rw),
+            Command::WriteAtomic { rw, .. } => self.atomic_range(info, &rw, 0),
             Command::Verify(v) if v.bytchk == ByteCheck::Compare => {
                 self.range(info, v.lba, v.verification_length)
             }
@@ -66,14 +157,9 @@ impl LogicalUnit {
 
     /// The medium access `cmd` makes, for a drive model, with its DLD; `None` for commands
     /// that move no blocks (PRE-FETCH, which only fills a cache, among them). SYNCHRONIZE
-    /// CACHE is the drive's flush ([`MediaOp::FLUSH`]). The range checks the command's handler
-    /// makes come first (write protection is a precheck), so a command that would fail them
-    /// fails before it is timed.
-    pub(crate) fn media_op(
-        &self,
-        info: &CommandInfo,
-        cmd: &Command,
-    ) -> Result<Option<(MediaOp, u8)>, Sense> {
+    /// CACHE is the drive's flush ([`MediaOp::FLUSH`]). The range checks of the command's
+    /// plan come first, so a command that would fail them fails before it is timed.
+    pub(crate) fn media_op(&self, info: &CommandInfo, cmd: &Command) -> Result<Option<(MediaOp, u8)>, Sense> {
         let (lba, blocks, write, fua, dld) = match *cmd {
             Command::Read(rw) => (rw.lba, rw.transfer_length, false, rw.fua, rw.dld),
             Command::Write(rw) | Command::OrWrite(rw) => {
@@ -94,15 +180,10 @@ impl LogicalUnit {
         };
         match cmd {
             Command::WriteAtomic { rw, .. } => {
-                self.atomic_range(info, rw)?;
+                self.atomic_range(info, rw, 0)?;
             }
             // Their own length limits are checked when they run.
-            Command::CompareAndWrite(_) | Command::WriteSame(_) => {
-                match lba.checked_add(blocks.into()) {
-                    Some(end) if end <= self.blocks() => {}
-                    _ => return Err(Sense::lba_out_of_range()),
-                }
-            }
+            Command::CompareAndWrite(_) | Command::WriteSame(_) => self.within(lba, blocks.into())?,
             _ => {
                 self.range(info, lba, blocks)?;
             }
@@ -110,549 +191,384 @@ impl LogicalUnit {
         if blocks == 0 {
             return Ok(None);
         }
-        let op = MediaOp {
-            lba,
-            blocks,
-            write,
-            fua,
-        };
-        Ok(Some((op, dld)))
+        Ok(Some((MediaOp { lba, blocks, write, fua }, dld)))
     }
 
-    /// MAXIMUM COMPARE AND WRITE LENGTH (VPD B0h) in logical blocks.
-    fn max_compare_and_write_length(&self) -> u8 {
-        self.block_limits().maximum_compare_and_write_length
-    }
-
-    /// READ (6)/(10)/(12)/(16) (SBC-4 §5.12–5.15).
-    pub(crate) fn read(
-        &self,
-        info: &CommandInfo,
-        rw: &ReadWrite,
-        data_in: &mut Vec<u8>,
-    ) -> Completion {
-        let (offset, len) = match self.range(info, rw.lba, rw.transfer_length) {
-            Ok(r) => r,
-            Err(sense) => return check(sense),
-        };
-        if let Some(bad) = self.uncorrectable.first(rw.lba, rw.transfer_length.into()) {
-            return crate::read_write_long::unrecovered(bad);
+    /// READ (6)/(10)/(12)/(16)/(32) (SBC-4 §5.12–5.16).
+    pub(crate) fn read(&self, info: &CommandInfo, rw: &ReadWrite) -> Result<Plan, Sense> {
+        let (offset, len) = self.range(info, rw.lba, rw.transfer_length)?;
+        if len == 0 {
+            return Ok(Plan::Good);
         }
-        let start = data_in.len();
-        data_in.resize(start + len, 0);
-        let buf = &mut data_in[start..];
-        let copied = self.ranges.read(rw.lba, rw.transfer_length.into(), || {
-            self.store.read_at(offset, buf)
-        });
-        match copied {
-            Ok(()) => Completion::GOOD,
-            Err(e) => {
-                data_in.truncate(start);
-                self.io_error(
-                    &e,
-                    SenseKey::MediumError,
-                    Asc::UNRECOVERED_READ_ERROR,
-                    Some(rw.lba),
-                )
-            }
-        }
+        Ok(Plan::Io {
+            op: Op::Read { offset, len },
+            lba: Some(rw.lba),
+            writes: false,
+            changes: None,
+        })
     }
 
-    /// Store the whole blocks of `data_out` (at most `len` bytes): when the initiator sent less
-    /// than the CDB asks (iSCSI EDTL < transfer length), only what arrived is written
-    /// (RFC 7143 §11.4.5.1 residual overflow; libiscsi test_write10_residuals).
-    pub(crate) fn store_blocks(
-        &self,
-        lba: u64,
-        offset: u64,
-        len: usize,
-        data_out: &[u8],
-        fua: bool,
-    ) -> Completion {
-        let bs = self.block_size() as usize;
-        let n = len.min(data_out.len() / bs * bs);
-        let Some(data) = data_out.get(..n) else {
-            return check(Sense::new(
-                SenseKey::HardwareError,
-                Asc::INTERNAL_TARGET_FAILURE,
-            ));
+    /// WRITE (6)/(10)/(12)/(16)/(32) (SBC-4 §5.39–5.43), and WRITE AND VERIFY (10)/(12)/(16)
+    /// (SBC-4 §5.43–5.45), whose data must be on the medium to be verified, so it is written
+    /// through; the comparison of BYTCHK = 01b is against the very bytes just stored, so it
+    /// always matches.
+    pub(crate) fn write_command(&self, info: &CommandInfo, cmd: &Command, data_out: u32) -> Result<Plan, Sense> {
+        let (lba, blocks, fua) = match *cmd {
+            Command::WriteAndVerify(w) => (w.lba, w.transfer_length, true),
+            Command::Write(rw) => (rw.lba, rw.transfer_length, rw.fua),
+            _ => return Err(Sense::invalid_command_operation_code()),
         };
-        self.written(lba, (n / bs) as u64);
-        // FUA with the write cache on: this write is stable before GOOD (SBC-4 §4.15). With
-        // WCE = 0 the store is in write-through mode already.
-        let written = if fua && self.wce.load(Ordering::Relaxed) {
-            self.store.write_durable(offset, data)
-        } else {
-            self.store.write_at(offset, data)
-        };
-        if let Err(e) = written {
-            return self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, Some(lba));
-        }
-        Completion::GOOD
+        let (offset, len) = self.range(info, lba, blocks)?;
+        Ok(self.write(lba, offset, len, data_out, fua, false))
     }
 
-    /// WRITE (6)/(10)/(12)/(16) (SBC-4 §5.39–5.42).
-    pub(crate) fn write(&self, info: &CommandInfo, rw: &ReadWrite, data_out: &[u8]) -> Completion {
-        match self.range(info, rw.lba, rw.transfer_length) {
-            Ok((offset, len)) => {
-                let _held = self.ranges.lock(rw.lba, rw.transfer_length.into());
-                self.store_blocks(rw.lba, offset, len, data_out, rw.fua)
-            }
-            Err(sense) => check(sense),
+    /// WRITE ATOMIC (16)/(32) (SBC-4 §4.29): all or nothing with respect to every other write
+    /// and every read; a Data-Out shorter than the TRANSFER LENGTH writes nothing (where
+    /// WRITE would write the whole blocks that came).
+    pub(crate) fn write_atomic(&self, info: &CommandInfo, rw: &ReadWrite, boundary: u16, data_out: u32) -> Result<Plan, Sense> {
+        let (offset, len) = self.atomic_range(info, rw, boundary)?;
+        if len == 0 {
+            return Ok(Plan::Good);
         }
-    }
-
-    /// WRITE ATOMIC (16)/(32)'s limits (SBC-4): TRANSFER LENGTH within MAXIMUM
-    /// ATOMIC TRANSFER LENGTH (or, with an ATOMIC BOUNDARY, the limits with a boundary), the
-    /// range within the capacity. No alignment or granularity is required. 0 blocks writes
-    /// nothing but still names an LBA that must exist.
-    fn atomic_range(
-        &self,
-        info: &CommandInfo,
-        rw: &scsi::command::ReadWrite,
-    ) -> Result<(u64, usize), Sense> {
-        self.atomic_limits(info, rw.transfer_length, 0)?;
-        match rw.lba.checked_add(rw.transfer_length.into()) {
-            Some(end) if end <= self.blocks() => {}
-            _ => return Err(Sense::lba_out_of_range()),
-        }
-        let bs = u64::from(self.block_size());
-        Ok((rw.lba * bs, rw.transfer_length as usize * bs as usize))
-    }
-
-    fn atomic_limits(&self, info: &CommandInfo, blocks: u32, boundary: u16) -> Result<(), Sense> {
-        // ATOMIC BOUNDARY and TRANSFER LENGTH: bytes 10 and 12 of the (16) CDB, 4 and 28 of
-        // the (32) one.
-        let (boundary_field, length_field) = match info.cdb_length() {
-            32 => (4, 28),
-            _ => (10, 12),
-        };
-        let l = self.block_limits();
-        let max = if boundary == 0 {
-            l.maximum_atomic_transfer_length
-        } else {
-            if u32::from(boundary) > l.maximum_atomic_boundary_size {
-                return Err(Sense::invalid_field_in_cdb(boundary_field, None));
-            }
-            l.maximum_atomic_transfer_length_with_atomic_boundary
-        };
-        if blocks > max {
+        if data_out < len {
+            let length_field = if info.cdb_length() == 32 { 28 } else { 12 };
             return Err(Sense::invalid_field_in_cdb(length_field, None));
         }
-        Ok(())
+        Ok(self.write(rw.lba, offset, len, len, rw.fua, true))
     }
 
-    /// WRITE ATOMIC (16)/(32) (SBC-4): the blocks change all at once with
-    /// respect to every other write and every read (they hold their whole range as an atomic
-    /// write), and all or nothing: a Data-Out shorter than the TRANSFER LENGTH writes nothing
-    /// (where WRITE would write the whole blocks that came).
-    pub(crate) fn write_atomic(
-        &self,
-        info: &CommandInfo,
-        rw: &scsi::command::ReadWrite,
-        atomic_boundary: u16,
-        data_out: &[u8],
-    ) -> Completion {
-        let (offset, len) = match self
-            .atomic_limits(info, rw.transfer_length, atomic_boundary)
-            .and_then(|()| self.atomic_range(info, rw))
-        {
-            Ok(r) => r,
-            Err(sense) => return check(sense),
-        };
-        if len == 0 {
-            return Completion::GOOD;
+    /// ORWRITE (16) (SBC-4 §5.8): read the blocks, OR the Data-Out into them, write them
+    /// back, as one atomic change. Only whole blocks that arrived are changed, as for WRITE.
+    pub(crate) fn or_write(&self, info: &CommandInfo, rw: &ReadWrite, data_out: u32) -> Result<Plan, Sense> {
+        let (offset, len) = self.range(info, rw.lba, rw.transfer_length)?;
+        let n = len.min(data_out / self.block_size * self.block_size);
+        if n == 0 {
+            return Ok(Plan::Good);
         }
-        let Some(data) = data_out.get(..len) else {
-            let length_field = if info.cdb_length() == 32 { 28 } else { 12 };
-            return check(Sense::invalid_field_in_cdb(length_field, None));
-        };
-        let _held = self.ranges.lock_atomic(rw.lba, rw.transfer_length.into());
-        self.store_blocks(rw.lba, offset, len, data, rw.fua)
+        Ok(Plan::Io {
+            op: Op::OrWrite {
+                offset,
+                len: n,
+                durable: rw.fua || !self.write_cache,
+            },
+            lba: Some(rw.lba),
+            writes: true,
+            changes: Some((rw.lba, u64::from(n / self.block_size))),
+        })
     }
 
-    /// ORWRITE (16) (SBC-4 §5.8): read the blocks, OR the data-out into them, write them back.
-    /// Only whole blocks that arrived are changed, as for WRITE.
-    pub(crate) fn or_write(
-        &self,
-        info: &CommandInfo,
-        rw: &ReadWrite,
-        data_out: &[u8],
-    ) -> Completion {
-        let (offset, len) = match self.range(info, rw.lba, rw.transfer_length) {
-            Ok(r) => r,
-            Err(sense) => return check(sense),
-        };
-        let bs = self.block_size() as usize;
-        let n = len.min(data_out.len() / bs * bs);
-        let _held = self.ranges.lock_atomic(rw.lba, rw.transfer_length.into());
-        let mut medium = match self.read_medium(rw.lba, offset, n) {
-            Ok(m) => m,
-            Err(failed) => return failed,
-        };
-        medium.iter_mut().zip(data_out).for_each(|(m, d)| *m |= d);
-        self.store_blocks(rw.lba, offset, n, &medium, rw.fua)
-    }
-
-    /// The medium's current bytes for a read-modify-write (ORWRITE, COMPARE AND WRITE); the
-    /// caller holds their range.
-    fn read_medium(&self, lba: u64, offset: u64, len: usize) -> Result<Vec<u8>, Completion> {
-        let mut medium = vec![0u8; len];
-        self.store.read_at(offset, &mut medium).map_err(|e| {
-            self.io_error(
-                &e,
-                SenseKey::MediumError,
-                Asc::UNRECOVERED_READ_ERROR,
-                Some(lba),
-            )
-        })?;
-        Ok(medium)
-    }
-
-    /// WRITE AND VERIFY (10)/(12)/(16) (SBC-4 §5.43–5.45): the data must be on the medium to be
-    /// verified, so it is written through. The comparison of BYTCHK = 01b is against the very
-    /// bytes just stored, so it always matches.
-    pub(crate) fn write_and_verify(
-        &self,
-        info: &CommandInfo,
-        w: &WriteAndVerify,
-        data_out: &[u8],
-    ) -> Completion {
-        match self.range(info, w.lba, w.transfer_length) {
-            Ok((offset, len)) => {
-                let _held = self.ranges.lock(w.lba, w.transfer_length.into());
-                self.store_blocks(w.lba, offset, len, data_out, true)
-            }
-            Err(sense) => check(sense),
-        }
-    }
-
-    /// COMPARE AND WRITE (SBC-4 §5.3): holding the range, compare the verify
-    /// instance with the medium and, only if equal, write the write instance. A mismatch is
-    /// MISCOMPARE with INFORMATION = offset of the first differing byte; nothing is written.
-    /// NUMBER OF LOGICAL BLOCKS above MAXIMUM COMPARE AND WRITE LENGTH, or 0, or a data-out
-    /// shorter than both instances, is an invalid NUMBER field. (SBC-4 lets 0 be a no-op; a
-    /// 0 here is in practice a count that wrapped the one-byte field, e.g. libiscsi 1.19's
-    /// 256-block case, so refusing it reports the real error.) So is a Data-Out buffer of
-    /// another size than the two instances.
-    pub(crate) fn compare_and_write(&self, rw: &ReadWrite, req: &Request) -> Completion {
-        let data_out = req.data_out;
+    /// COMPARE AND WRITE (SBC-4 §5.3): holding the range, compare the verify instance with
+    /// the medium and, only if equal, write the write instance. NUMBER OF LOGICAL BLOCKS above
+    /// MAXIMUM COMPARE AND WRITE LENGTH, or 0, or a Data-Out shorter than both instances, is
+    /// an invalid NUMBER field. (SBC-4 lets 0 be a no-op; a 0 here is in practice a count that
+    /// wrapped the one-byte field, e.g. libiscsi 1.19's 256-block case, so refusing it reports
+    /// the real error.) So is a Data-Out buffer of another size than the two instances.
+    pub(crate) fn compare_and_write(&self, rw: &ReadWrite, data_out: u32, buffer: u32) -> Result<Plan, Sense> {
         let blocks = rw.transfer_length;
-        if blocks == 0 || blocks > u32::from(self.max_compare_and_write_length()) {
-            return check(Sense::invalid_field_in_cdb(13, None));
+        if blocks == 0 || blocks > u32::from(self.limits.maximum_compare_and_write_length) {
+            return Err(Sense::invalid_field_in_cdb(13, None));
         }
-        match rw.lba.checked_add(blocks.into()) {
-            Some(end) if end <= self.blocks() => {}
-            _ => return check(Sense::lba_out_of_range()),
+        self.within(rw.lba, blocks.into())?;
+        let len = blocks * self.block_size;
+        if data_out < 2 * len || buffer != 2 * len {
+            return Err(Sense::invalid_field_in_cdb(13, None));
         }
-        let len = blocks as usize * self.block_size() as usize;
-        let (Some(verify), Some(write)) = (data_out.get(..len), data_out.get(len..2 * len)) else {
-            return check(Sense::invalid_field_in_cdb(13, None));
-        };
-        if req.data_out_buffer_size as usize != 2 * len {
-            return check(Sense::invalid_field_in_cdb(13, None));
-        }
-        let offset = rw.lba * u64::from(self.block_size());
-        let _held = self.ranges.lock_atomic(rw.lba, blocks.into());
-        let medium = match self.read_medium(rw.lba, offset, len) {
-            Ok(m) => m,
-            Err(failed) => return failed,
-        };
-        if let Some(at) = medium.iter().zip(verify).position(|(a, b)| a != b) {
-            let mut sense = Sense::new(SenseKey::Miscompare, Asc::MISCOMPARE_DURING_VERIFY);
-            sense.information = Some(at as u64);
-            return check(sense);
-        }
-        self.store_blocks(rw.lba, offset, len, write, rw.fua)
+        Ok(Plan::Io {
+            op: Op::CompareAndWrite {
+                offset: rw.lba * self.bs(),
+                len,
+                durable: rw.fua || !self.write_cache,
+            },
+            lba: Some(rw.lba),
+            writes: true,
+            changes: Some((rw.lba, blocks.into())),
+        })
     }
 
-    /// WRITE SAME (10)/(16)/(32) (SBC-4): the one data-out block written to every block
-    /// of the range, in writes of up to 128 KiB. WSNZ = 0: 0 blocks means every block from the
-    /// LBA to the last one. More than MAXIMUM WRITE SAME LENGTH is an invalid NUMBER OF LOGICAL
-    /// BLOCKS. With UNMAP on a thin-provisioned unit the range is deallocated instead, whatever
-    /// the block holds, and reads back as zeros (LBPRZ = 1), as Linux LIO does and libiscsi's
+    /// WRITE SAME (10)/(16)/(32) (SBC-4): the one Data-Out block written to every block of
+    /// the range. WSNZ = 0: 0 blocks means every block from the LBA to the last one. More than
+    /// MAXIMUM WRITE SAME LENGTH is an invalid NUMBER OF LOGICAL BLOCKS. With UNMAP on a
+    /// thin-provisioned unit the range is deallocated instead, whatever the block holds, and
+    /// reads back as zeros (LBPRZ = 1), as Linux LIO does and libiscsi's
     /// WriteSame*.UnmapUntilEnd expects (SBC-4 §4.7.3.4.2 leaves it to the device server).
     /// A Data-Out buffer holds one block, or nothing (NDOB, or a WRITE SAME(10) that sends no
     /// data: then nothing is written unless it unmaps); any other size is refused.
-    pub(crate) fn write_same(
-        &self,
-        info: &CommandInfo,
-        w: &WriteSame,
-        req: &Request,
-    ) -> Completion {
-        let data_out = req.data_out;
-        let buffer = req.data_out_buffer_size;
-        if buffer != 0 && (w.ndob || buffer != self.block_size()) {
-            return check(Sense::new(
-                SenseKey::IllegalRequest,
-                Asc::INVALID_FIELD_IN_CDB,
-            ));
+    pub(crate) fn write_same(&self, info: &CommandInfo, w: &WriteSame, data_out: u32, buffer: u32) -> Result<Plan, Sense> {
+        if buffer != 0 && (w.ndob || buffer != self.block_size) {
+            return Err(Sense::new(SenseKey::IllegalRequest, Asc::INVALID_FIELD_IN_CDB));
         }
         // LBPWS/LBPWS10 are set only with thin provisioning.
-        if w.unmap && !self.config().thin_provisioning {
-            return check(Sense::invalid_field_in_cdb(
-                info.protect_byte() as u16,
-                Some(3),
-            ));
+        if w.unmap && !self.thin {
+            return Err(Sense::invalid_field_in_cdb(info.protect_byte() as u16, Some(3)));
         }
         let number_field = match info.cdb_length() {
             10 => 7,
             32 => 28,
             _ => 10,
         };
-        if w.lba >= self.blocks() {
-            return check(Sense::lba_out_of_range());
+        if w.lba >= self.blocks {
+            return Err(lba_out_of_range());
         }
         let blocks = match u64::from(w.number_of_logical_blocks) {
-            0 => self.blocks() - w.lba,
+            0 => self.blocks - w.lba,
             n => n,
         };
-        if blocks > self.max_write_same_length() {
-            return check(Sense::invalid_field_in_cdb(number_field, None));
+        if blocks > self.limits.maximum_write_same_length {
+            return Err(Sense::invalid_field_in_cdb(number_field, None));
         }
-        match w.lba.checked_add(blocks) {
-            Some(end) if end <= self.blocks() => {}
-            _ => return check(Sense::lba_out_of_range()),
-        }
-        let _held = self.ranges.lock(w.lba, blocks);
-        if w.unmap {
-            return self.deallocate(w.lba, blocks);
-        }
-        let bs = self.block_size() as usize;
-        let zeros;
-        let block = if w.ndob {
-            zeros = vec![0u8; bs];
-            &zeros[..]
-        } else {
-            // As with WRITE, a short data-out (no whole block) writes nothing.
-            let Some(block) = data_out.get(..bs) else {
-                return Completion::GOOD;
-            };
-            block
-        };
-        self.written(w.lba, blocks);
-        let per_write = ((128 << 10) / bs).max(1) as u64;
-        let pattern = block.repeat(per_write.min(blocks) as usize);
-        let mut lba = w.lba;
-        let end = w.lba + blocks;
-        while lba < end {
-            let n = per_write.min(end - lba) as usize;
-            if let Err(e) = self.store.write_at(lba * bs as u64, &pattern[..n * bs]) {
-                return self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, Some(lba));
+        self.within(w.lba, blocks)?;
+        let (offset, len) = (w.lba * self.bs(), blocks * self.bs());
+        let op = if w.unmap {
+            Op::Unmap {
+                ranges: vec![(offset, len)],
+                durable: !self.write_cache,
             }
-            lba += n as u64;
-        }
-        Completion::GOOD
-    }
-
-    /// Deallocate `blocks` from `lba` (the range is checked, and held by the caller): the
-    /// store frees what its granularity allows and zeroes the rest. With the write cache off the change is made
-    /// durable before GOOD, as a write's would be.
-    pub(crate) fn deallocate(&self, lba: u64, blocks: u64) -> Completion {
-        let bs = u64::from(self.block_size());
-        self.written(lba, blocks);
-        let mut done = self.store.punch_hole(lba * bs, blocks * bs);
-        if done.is_ok() && !self.wce.load(Ordering::Relaxed) {
-            done = self.store.flush();
-        }
-        match done {
-            Ok(()) => Completion::GOOD,
-            Err(e) => self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, Some(lba)),
-        }
+        } else {
+            // As with WRITE, a short Data-Out (no whole block) writes nothing.
+            if !w.ndob && data_out < self.block_size {
+                return Ok(Plan::Good);
+            }
+            Op::WriteSame {
+                offset,
+                len,
+                block: self.block_size,
+                zeros: w.ndob,
+                durable: !self.write_cache,
+            }
+        };
+        Ok(Plan::Io {
+            op,
+            lba: Some(w.lba),
+            writes: true,
+            changes: Some((w.lba, blocks)),
+        })
     }
 
     /// UNMAP (SBC-4 §5.30): every descriptor is checked (LBA range, MAXIMUM UNMAP LBA COUNT
     /// and BLOCK DESCRIPTOR COUNT) before any range is deallocated. A PARAMETER LIST LENGTH of
-    /// 0 unmaps nothing.
-    pub(crate) fn unmap(&self, u: &Unmap, data_out: &[u8]) -> Completion {
+    /// 0 unmaps nothing. The ranges that change, (lba, count), come with the plan.
+    pub(crate) fn unmap(&self, u: &Unmap, data_out: &[u8]) -> Result<(Plan, Vec<(u64, u64)>), Sense> {
         if u.parameter_list_length == 0 {
-            return Completion::GOOD;
+            return Ok((Plan::Good, Vec::new()));
         }
-        let Some(list) = data_out.get(..usize::from(u.parameter_list_length)) else {
-            return check(Sense::new(
-                SenseKey::IllegalRequest,
-                Asc::PARAMETER_LIST_LENGTH_ERROR,
-            ));
-        };
-        let descriptors = match provisioning::unmap_descriptors(list) {
-            Ok(d) => d,
-            Err(sense) => return check(sense),
-        };
-        let limits = self.block_limits();
-        if descriptors.len() as u64 > u64::from(limits.maximum_unmap_block_descriptor_count) {
-            return check(Sense::invalid_field_in_parameter_list(2, None));
+        let list = data_out
+            .get(..usize::from(u.parameter_list_length))
+            .ok_or_else(|| Sense::new(SenseKey::IllegalRequest, Asc::PARAMETER_LIST_LENGTH_ERROR))?;
+        let descriptors = provisioning::unmap_descriptors(list)?;
+        if descriptors.len() as u64 > u64::from(self.limits.maximum_unmap_block_descriptor_count) {
+            return Err(Sense::invalid_field_in_parameter_list(2, None));
         }
         let mut total: u64 = 0;
         for (i, d) in descriptors.iter().enumerate() {
             let blocks = u64::from(d.number_of_logical_blocks);
-            match d.lba.checked_add(blocks) {
-                Some(end) if end <= self.blocks() => {}
-                _ => return check(Sense::lba_out_of_range()),
-            }
+            self.within(d.lba, blocks)?;
             total += blocks;
-            if total > u64::from(limits.maximum_unmap_lba_count) {
+            if total > u64::from(self.limits.maximum_unmap_lba_count) {
                 // The NUMBER OF LOGICAL BLOCKS of the descriptor that passed the limit.
                 let field = u16::try_from(8 + 16 * i + 8).unwrap_or(u16::MAX);
-                return check(Sense::invalid_field_in_parameter_list(field, None));
+                return Err(Sense::invalid_field_in_parameter_list(field, None));
             }
         }
-        for d in descriptors
+        let changed: Vec<(u64, u64)> = descriptors
             .iter()
             .filter(|d| d.number_of_logical_blocks != 0)
-        {
-            let blocks = d.number_of_logical_blocks.into();
-            let _held = self.ranges.lock(d.lba, blocks);
-            let done = self.deallocate(d.lba, blocks);
-            if done != Completion::GOOD {
-                return done;
-            }
+            .map(|d| (d.lba, u64::from(d.number_of_logical_blocks)))
+            .collect();
+        if changed.is_empty() {
+            return Ok((Plan::Good, changed));
         }
-        Completion::GOOD
-    }
-
-    /// GET LBA STATUS (SBC-4 §5.8): the extents from `lba` on, each mapped or deallocated, as
-    /// many as fit the allocation length (at least one; at most 64 per command). A fully
-    /// provisioned unit reports every block mapped.
-    pub(crate) fn get_lba_status(
-        &self,
-        lba: u64,
-        allocation_length: u32,
-        data_in: &mut Vec<u8>,
-    ) -> Completion {
-        if lba >= self.blocks() {
-            return check(Sense::lba_out_of_range());
-        }
-        let bs = u64::from(self.block_size());
-        let wanted = (allocation_length.saturating_sub(8) / 16).clamp(1, 64) as usize;
-        let mut extents = Vec::with_capacity(wanted);
-        let mut at = lba;
-        while extents.len() < wanted && at < self.blocks() {
-            // A descriptor counts at most u32::MAX blocks.
-            let span = (self.blocks() - at).min(u64::from(u32::MAX));
-            // Every block of a fully provisioned unit is mapped, whatever the store holds.
-            let extent = if self.config().thin_provisioning {
-                self.store.extent(at * bs, span * bs)
-            } else {
-                Ok((true, span * bs))
-            };
-            let (mapped, bytes) = match extent {
-                Ok(e) => e,
-                Err(e) => {
-                    return self.io_error(
-                        &e,
-                        SenseKey::MediumError,
-                        Asc::UNRECOVERED_READ_ERROR,
-                        Some(at),
-                    )
-                }
-            };
-            // Extents are whole blocks: a block partly allocated counts as mapped.
-            let blocks = if mapped {
-                bytes.div_ceil(bs)
-            } else {
-                bytes / bs
-            };
-            let (status, blocks) = match blocks {
-                0 => (ProvisioningStatus::Mapped, 1),
-                n => {
-                    let s = if mapped {
-                        ProvisioningStatus::Mapped
-                    } else {
-                        ProvisioningStatus::Deallocated
-                    };
-                    (s, n)
-                }
-            };
-            extents.push((at, blocks as u32, status));
-            at += blocks;
-        }
-        let start = data_in.len();
-        provisioning::lba_status(&extents, data_in);
-        crate::logical_unit::truncate(data_in, start, allocation_length);
-        Completion::GOOD
+        let op = Op::Unmap {
+            ranges: changed.iter().map(|&(lba, n)| (lba * self.bs(), n * self.bs())).collect(),
+            durable: !self.write_cache,
+        };
+        let plan = Plan::Io {
+            op,
+            lba: changed.first().map(|&(lba, _)| lba),
+            writes: true,
+            changes: None,
+        };
+        Ok((plan, changed))
     }
 
     /// VERIFY (10)/(12)/(16) (SBC-4 §5.35–5.37). BYTCHK 00b: the medium is always readable;
-    /// 01b: compare the data-out blocks; 11b: compare one data-out block with every block.
-    /// A mismatch is MISCOMPARE / MISCOMPARE DURING VERIFY OPERATION with INFORMATION set to
-    /// the offset of the first differing byte in the data-out buffer.
-    pub(crate) fn verify(&self, info: &CommandInfo, v: &Verify, data_out: &[u8]) -> Completion {
-        let (offset, len) = match self.range(info, v.lba, v.verification_length) {
-            Ok(r) => r,
-            Err(sense) => return check(sense),
+    /// 01b: compare the Data-Out blocks; 11b: compare one Data-Out block with every block.
+    pub(crate) fn verify(&self, info: &CommandInfo, v: &Verify, data_out: u32) -> Result<Plan, Sense> {
+        let (offset, len) = self.range(info, v.lba, v.verification_length)?;
+        let (pattern, block) = match v.bytchk {
+            ByteCheck::None => return Ok(Plan::Good),
+            ByteCheck::Compare => (len, 0),
+            ByteCheck::CompareOneBlock => (self.block_size.min(len), self.block_size),
         };
-        if let Some(bad) = self
-            .uncorrectable
-            .first(v.lba, v.verification_length.into())
-        {
-            return crate::read_write_long::unrecovered(bad);
+        if data_out < pattern {
+            return Err(Sense::new(SenseKey::IllegalRequest, Asc::PARAMETER_LIST_LENGTH_ERROR));
         }
-        let bs = self.block_size() as usize;
-        let pattern_len = match v.bytchk {
-            ByteCheck::None => return Completion::GOOD,
-            ByteCheck::Compare => len,
-            ByteCheck::CompareOneBlock => bs.min(len),
-        };
-        let Some(expected) = data_out.get(..pattern_len) else {
-            return check(Sense::new(
-                SenseKey::IllegalRequest,
-                Asc::PARAMETER_LIST_LENGTH_ERROR,
-            ));
-        };
-        let mut medium = vec![0u8; len];
-        if let Err(e) = self.store.read_at(offset, &mut medium) {
-            return self.io_error(
-                &e,
-                SenseKey::MediumError,
-                Asc::UNRECOVERED_READ_ERROR,
-                Some(v.lba),
-            );
+        if len == 0 {
+            return Ok(Plan::Good);
         }
-        let mismatch = match v.bytchk {
-            ByteCheck::CompareOneBlock => medium
-                .chunks(bs)
-                .find_map(|block| block.iter().zip(expected).position(|(a, b)| a != b)),
-            _ => medium.iter().zip(expected).position(|(a, b)| a != b),
-        };
-        match mismatch {
-            None => Completion::GOOD,
-            Some(at) => {
-                let mut sense = Sense::new(SenseKey::Miscompare, Asc::MISCOMPARE_DURING_VERIFY);
-                sense.information = Some(at as u64);
-                check(sense)
-            }
-        }
+        Ok(Plan::Io {
+            op: Op::Compare { offset, len, block },
+            lba: Some(v.lba),
+            writes: false,
+            changes: None,
+        })
     }
 
-    /// The range of SYNCHRONIZE CACHE / PRE-FETCH: 0 blocks means "to the last LBA"; any part
-    /// beyond the capacity is LBA OUT OF RANGE.
-    fn cache_range(&self, r: &CacheRange) -> Result<(), Sense> {
-        match r.lba.checked_add(r.number_of_logical_blocks.into()) {
-            Some(end) if end <= self.blocks() && r.lba < self.blocks() => Ok(()),
-            _ => Err(Sense::lba_out_of_range()),
-        }
-    }
-
-    /// SYNCHRONIZE CACHE (10)/(16) (SBC-4 §5.32–5.33): flush the whole store (a range flush is
-    /// allowed to do more than asked). IMMED is honoured by finishing before returning anyway.
-    pub(crate) fn synchronize_cache(&self, r: &CacheRange) -> Completion {
-        if let Err(sense) = self.cache_range(r) {
-            return check(sense);
-        }
-        match self.store.flush() {
-            Ok(()) => Completion::GOOD,
-            Err(e) => self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, None),
-        }
+    /// SYNCHRONIZE CACHE (10)/(16) (SBC-4 §5.32–5.33): flush the whole store (a range flush
+    /// is allowed to do more than asked). IMMED is honoured by finishing before answering.
+    pub(crate) fn synchronize_cache(&self, r: &CacheRange) -> Result<Plan, Sense> {
+        self.cache_range(r)?;
+        Ok(Plan::Io {
+            op: Op::Flush,
+            lba: None,
+            writes: true,
+            changes: None,
+        })
     }
 
     /// PRE-FETCH (10)/(16) (SBC-4 §5.9–5.10). CONDITION MET means the blocks now sit in a
     /// cache; these stores have no cache separate from the medium, so there is nothing to
     /// fill and the answer is GOOD (the "insufficient cache" case), which is also what
     /// libiscsi 1.19's Prefetch tests accept.
-    pub(crate) fn pre_fetch(&self, r: &CacheRange) -> Completion {
-        match self.cache_range(r) {
-            Ok(()) => Completion::GOOD,
-            Err(sense) => check(sense),
+    pub(crate) fn pre_fetch(&self, r: &CacheRange) -> Result<Plan, Sense> {
+        self.cache_range(r)?;
+        Ok(Plan::Good)
+    }
+
+    /// GET LBA STATUS (SBC-4 §5.8): how many extents the allocation length has room for (at
+    /// least one, at most 64), and the operation that finds them on a thin unit; a fully
+    /// provisioned unit reports every block mapped without asking the store.
+    pub(crate) fn lba_status(&self, lba: u64, allocation_length: u32) -> Result<(usize, Option<Op>), Sense> {
+        if lba >= self.blocks {
+            return Err(lba_out_of_range());
+        }
+        let wanted = (allocation_length.saturating_sub(8) / 16).clamp(1, 64) as usize;
+        let op = self.thin.then(|| Op::Extents {
+            offset: lba * self.bs(),
+            len: (self.blocks - lba) * self.bs(),
+            max: wanted as u32,
+        });
+        Ok((wanted, op))
+    }
+
+    /// GET LBA STATUS parameter data from `lba` for the store's runs (allocated, bytes), or
+    /// every block mapped for a fully provisioned unit: extents are whole blocks (a block
+    /// partly allocated counts as mapped), each at most u32::MAX blocks.
+    pub(crate) fn lba_status_data(&self, lba: u64, wanted: usize, runs: Option<&[(bool, u64)]>, out: &mut Vec<u8>) {
+        let bs = self.bs();
+        let mut extents = Vec::with_capacity(wanted);
+        let mut at = lba;
+        let mut runs = runs.map(|r| r.iter());
+        while extents.len() < wanted && at < self.blocks {
+            let span = (self.blocks - at).min(u64::from(u32::MAX));
+            let (mapped, bytes) = match runs.as_mut() {
+                None => (true, span * bs),
+                Some(r) => match r.next() {
+                    Some(&(mapped, bytes)) => (mapped, bytes.min(span * bs)),
+                    None => break,
+                },
+            };
+            let blocks = if mapped { bytes.div_ceil(bs) } else { bytes / bs };
+            let (status, blocks) = match blocks {
+                0 => (ProvisioningStatus::Mapped, 1),
+                n if mapped => (ProvisioningStatus::Mapped, n),
+                n => (ProvisioningStatus::Deallocated, n),
+            };
+            extents.push((at, blocks as u32, status));
+            at += blocks;
+        }
+        provisioning::lba_status(&extents, out);
+    }
+
+    /// ILLEGAL REQUEST, INVALID FIELD IN CDB at BYTE TRANSFER LENGTH with ILI and INFORMATION
+    /// = requested minus block length, when `length` is not the block size (SBC-4 READ LONG).
+    pub(crate) fn long_length(&self, info: &CommandInfo, length: u16) -> Result<(), Sense> {
+        if u32::from(length) == self.block_size {
+            return Ok(());
+        }
+        let field = if info.cdb_length() == 10 { 7 } else { 12 };
+        let mut sense = Sense::invalid_field_in_cdb(field, None);
+        sense.ili = true;
+        sense.information = Some((i64::from(length) - i64::from(self.block_size)) as u64);
+        Err(sense)
+    }
+
+    /// READ LONG (10)/(16): the block's bytes (the stores keep no ECC, so a long block is the
+    /// logical block itself), also of a block marked uncorrectable.
+    pub(crate) fn read_long(&self, info: &CommandInfo, lba: u64, length: u16) -> Result<Plan, Sense> {
+        if lba >= self.blocks {
+            return Err(lba_out_of_range());
+        }
+        self.long_length(info, length)?;
+        Ok(Plan::Io {
+            op: Op::Read {
+                offset: lba * self.bs(),
+                len: self.block_size,
+            },
+            lba: Some(lba),
+            writes: false,
+            changes: None,
+        })
+    }
+
+    /// WRITE LONG (10)/(16) without WR_UNCOR: the Data-Out is the block's new bytes.
+    pub(crate) fn write_long(&self, info: &CommandInfo, lba: u64, length: u16, data_out: u32) -> Result<Plan, Sense> {
+        if lba >= self.blocks {
+            return Err(lba_out_of_range());
+        }
+        self.long_length(info, length)?;
+        if data_out < u32::from(length) {
+            return Err(Sense::new(SenseKey::IllegalRequest, Asc::PARAMETER_LIST_LENGTH_ERROR));
+        }
+        Ok(self.write(lba, lba * self.bs(), self.block_size, self.block_size, false, false))
+    }
+
+    /// FORMAT UNIT (SBC-4 §5.4) with the defaults: every block is deallocated, so the medium
+    /// reads as zeros.
+    pub(crate) fn format(&self) -> Plan {
+        Plan::Io {
+            op: Op::Unmap {
+                ranges: vec![(0, self.blocks * self.bs())],
+                durable: !self.write_cache,
+            },
+            lba: None,
+            writes: true,
+            changes: Some((0, self.blocks)),
         }
     }
+}
+
+/// The status a medium command's data-plane operation ends with: GOOD, MISCOMPARE with
+/// INFORMATION = the offset of the first differing byte (SBC-4 §5.3, §5.35), or a store
+/// failure as MEDIUM ERROR (HARDWARE ERROR when the request itself was bad).
+pub(crate) fn completion(done: &Done, lba: Option<u64>, writes: bool) -> Completion {
+    match done {
+        Done::Miscompare(at) => {
+            let mut sense = Sense::new(SenseKey::Miscompare, Asc::MISCOMPARE_DURING_VERIFY);
+            sense.information = Some(*at);
+            Completion::check_condition(sense)
+        }
+        Done::Failed(f) => {
+            let asc = if writes && !f.source {
+                Asc::WRITE_ERROR
+            } else {
+                Asc::UNRECOVERED_READ_ERROR
+            };
+            store_failure(&f.error, SenseKey::MediumError, asc, lba)
+        }
+        Done::Ok | Done::Extents(_) | Done::Usage(_) => Completion::GOOD,
+    }
+}
+
+/// A store failure as `key`/`asc` (or HARDWARE ERROR, INTERNAL TARGET FAILURE when the
+/// request itself was bad), logged with its cause: the host sees only the sense, the operator
+/// needs the cause (ENOSPC, EIO, ...).
+pub(crate) fn store_failure(e: &std::io::Error, key: SenseKey, asc: Asc, lba: Option<u64>) -> Completion {
+    tracing::error!(error = %e, ?key, ?asc, lba, "store I/O failed");
+    let mut sense = if e.kind() == std::io::ErrorKind::InvalidInput {
+        Sense::new(SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE)
+    } else {
+        Sense::new(key, asc)
+    };
+    sense.information = lba;
+    Completion::check_condition(sense)
 }

@@ -1,16 +1,108 @@
-//! The copy manager's view of the process (SPC-4): every logical unit a third-party
-//! copy may name as a copy source or destination, found by its VPD 83h designators, and the
-//! ROD tokens POPULATE TOKEN created (SPC-4). One copy manager is shared by every
-//! target of a `stint serve`, so copies and tokens cross LUNs and targets of one process.
+//! The copy manager's view of the process (SPC-4): every logical unit a third-party copy may
+//! name as a copy source or destination, found by its VPD 83h designators, and the ROD tokens
+//! POPULATE TOKEN created (SBC-4). One copy manager is shared by every target of a `stint
+//! serve`, so copies and tokens cross LUNs and targets of one process.
+//!
+//! A logical unit's core is its own; what copies from another unit check of it (is it ready,
+//! write protected, reserved by someone else) it publishes in a [`UnitView`], which it updates
+//! when any of it changes. The copy itself runs in the data plane of the destination, reading
+//! from the source's plane.
 
-use crate::{LogicalUnit, Ns};
+use crate::persistent_reservation::PersistentReservations;
+use crate::read_write_long::Uncorrectable;
+use crate::{Nexus, Ns};
 use parking_lot::{Mutex, RwLock};
+use scsi::table::ReservationAccess;
 use scsi::third_party_copy::{self as tpc, CscdDescriptor, Range, RodToken};
 use scsi::{Sense, SenseKey};
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
+use store::Plane;
+
+/// What a copy from another logical unit checks of this one, as its core last published it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Published {
+    /// Medium present and the unit started.
+    pub(crate) ready: bool,
+    pub(crate) write_protected: bool,
+    /// The nexus holding a RESERVE (6)/(10) reservation, and the persistent reservations.
+    pub(crate) spc2_holder: Option<u64>,
+    pub(crate) persistent: PersistentReservations,
+}
+
+/// A logical unit as other units' copies see it.
+pub(crate) struct UnitView {
+    pub(crate) naa: [u8; 16],
+    pub(crate) eui64: [u8; 8],
+    pub(crate) block_size: u32,
+    pub(crate) blocks: u64,
+    pub(crate) plane: Arc<dyn Plane>,
+    published: Mutex<Published>,
+    /// Blocks WRITE LONG marked uncorrectable: a copy that writes one makes it readable.
+    pub(crate) uncorrectable: Arc<Uncorrectable>,
+}
+
+impl UnitView {
+    pub(crate) fn new(
+        naa: [u8; 16],
+        eui64: [u8; 8],
+        block_size: u32,
+        blocks: u64,
+        plane: Arc<dyn Plane>,
+        uncorrectable: Arc<Uncorrectable>,
+    ) -> Self {
+        UnitView {
+            naa,
+            eui64,
+            block_size,
+            blocks,
+            plane,
+            published: Mutex::default(),
+            uncorrectable,
+        }
+    }
+
+    /// Whether a CSCD descriptor names this unit: its NAA or EUI-64 designator (binary code
+    /// set, logical unit association) from VPD 83h.
+    pub(crate) fn designated_by(&self, c: &CscdDescriptor) -> bool {
+        if c.code_set != 0x01 || c.association != 0 {
+            return false;
+        }
+        match c.designator_type {
+            0x03 => c.designator == self.naa,
+            0x02 => c.designator == self.eui64,
+            _ => false,
+        }
+    }
+
+    pub(crate) fn publish(&self, p: Published) {
+        *self.published.lock() = p;
+    }
+
+    /// Whether `nexus` could send this unit a READ(16) (`write` false) or WRITE(16): it is
+    /// ready and no other nexus's reservation refuses it (SPC-4 table 65).
+    pub(crate) fn reachable(&self, nexus: &Nexus, write: bool) -> bool {
+        let p = self.published.lock();
+        if !p.ready {
+            return false;
+        }
+        let access = if write {
+            ReservationAccess::Write
+        } else {
+            ReservationAccess::Read
+        };
+        match p.spc2_holder {
+            Some(holder) => holder == nexus.id,
+            None => !p.persistent.conflicts(&nexus.initiator_port, access),
+        }
+    }
+
+    pub(crate) fn write_protected(&self) -> bool {
+        self.published.lock().write_protected
+    }
+}
 
 /// What the copy manager knows about a token it created.
 struct Token {
@@ -31,63 +123,35 @@ pub(crate) struct TokenData {
     pub(crate) ranges: Vec<Range>,
 }
 
-/// The time source of token lifetimes: the device reads no clock, its owner lends one.
-type Clock = Box<dyn Fn() -> Ns + Send + Sync>;
-
-/// The logical units a copy may reach (held weakly: a dropped unit drops out) and the ROD
-/// tokens.
+/// The logical units a copy may reach and the ROD tokens.
 #[derive(Default)]
 pub struct CopyManager {
-    units: RwLock<Vec<Weak<LogicalUnit>>>,
+    units: RwLock<Vec<Arc<UnitView>>>,
     tokens: Mutex<Vec<Token>>,
     /// Tokens not revoked: while there are none, writes skip the revocation check.
     live: AtomicUsize,
     next_id: AtomicU64,
     /// Seeds the unguessable part of each token (SipHash keys drawn at start).
     secret: RandomState,
-    /// `None`: tokens do not expire by time (they are still revoked and deleted).
-    clock: Option<Clock>,
 }
 
 impl CopyManager {
-    /// A copy manager whose tokens expire after their inactivity timeout on `clock`.
-    pub fn with_clock(clock: impl Fn() -> Ns + Send + Sync + 'static) -> Self {
-        CopyManager {
-            clock: Some(Box::new(clock)),
-            ..CopyManager::default()
-        }
+    /// Make a unit reachable through this copy manager.
+    pub(crate) fn register(&self, view: Arc<UnitView>) {
+        self.units.write().push(view);
     }
 
-    fn now(&self) -> Ns {
-        self.clock.as_ref().map_or(0, |c| c())
-    }
-
-    /// Make `lu` reachable through this copy manager and make it the one `lu`'s copies use.
-    /// A logical unit belongs to one copy manager: `false` if it already had one.
-    pub fn register(self: &Arc<Self>, lu: &Arc<LogicalUnit>) -> bool {
-        if lu.copy_manager.set(Arc::clone(self)).is_err() {
-            return false;
-        }
-        let mut units = self.units.write();
-        units.retain(|u| u.strong_count() > 0);
-        units.push(Arc::downgrade(lu));
-        true
-    }
-
-    /// The logical unit a CSCD descriptor names, if one of ours has that designator.
-    pub(crate) fn find(&self, cscd: &CscdDescriptor) -> Option<Arc<LogicalUnit>> {
+    /// The unit a CSCD descriptor names, if one of ours has that designator.
+    pub(crate) fn find(&self, cscd: &CscdDescriptor) -> Option<Arc<UnitView>> {
         self.units
             .read()
             .iter()
-            .filter_map(Weak::upgrade)
-            .find(|lu| lu.designated_by(cscd))
+            .find(|u| u.designated_by(cscd))
+            .cloned()
     }
 
-    /// Drop tokens whose inactivity timeout passed.
+    /// Drop tokens whose inactivity timeout passed by `now`.
     fn expire(&self, tokens: &mut Vec<Token>, now: Ns) {
-        if self.clock.is_none() {
-            return;
-        }
         tokens.retain(|t| {
             let keep = now.saturating_sub(t.last_used) <= t.inactivity_timeout;
             if !keep && !t.revoked {
@@ -98,9 +162,10 @@ impl CopyManager {
     }
 
     /// A new token for `ranges` of the unit `source` names, `bytes` long, alive for
-    /// `inactivity_timeout_s` seconds of disuse.
+    /// `inactivity_timeout_s` seconds of disuse from `now`.
     pub(crate) fn create_token(
         &self,
+        now: Ns,
         source: CscdDescriptor,
         ranges: Vec<Range>,
         bytes: u64,
@@ -112,7 +177,6 @@ impl CopyManager {
             part.copy_from_slice(&self.secret.hash_one((id, i)).to_be_bytes());
         }
         let bytes = Box::new(tpc::make_token(id, &source, bytes, secret));
-        let now = self.now();
         let mut tokens = self.tokens.lock();
         self.expire(&mut tokens, now);
         tokens.push(Token {
@@ -127,11 +191,15 @@ impl CopyManager {
         bytes
     }
 
-    /// The token `bytes` for a WRITE USING TOKEN: TOKEN UNKNOWN if we never made it or it
-    /// expired and is gone, TOKEN REVOKED after a write to its blocks. Using it restarts its
-    /// inactivity timeout; `delete` ends it (DEL_TKN).
-    pub(crate) fn use_token(&self, bytes: &RodToken, delete: bool) -> Result<TokenData, Sense> {
-        let now = self.now();
+    /// The token `bytes` for a WRITE USING TOKEN at `now`: TOKEN UNKNOWN if we never made it
+    /// or it expired and is gone, TOKEN REVOKED after a write to its blocks. Using it restarts
+    /// its inactivity timeout; `delete` ends it (DEL_TKN).
+    pub(crate) fn use_token(
+        &self,
+        now: Ns,
+        bytes: &RodToken,
+        delete: bool,
+    ) -> Result<TokenData, Sense> {
         let mut tokens = self.tokens.lock();
         self.expire(&mut tokens, now);
         let refuse = |asc| Sense::new(SenseKey::IllegalRequest, asc);
@@ -155,9 +223,9 @@ impl CopyManager {
         Ok(data)
     }
 
-    /// `blocks` from `lba` of `lu` are about to change: revoke the tokens that represent any
-    /// of them. One relaxed load while no token is live.
-    pub(crate) fn written(&self, lu: &LogicalUnit, lba: u64, blocks: u64) {
+    /// `blocks` from `lba` of the unit `view` are about to change: revoke the tokens that
+    /// represent any of them. One relaxed load while no token is live.
+    pub(crate) fn written(&self, view: &UnitView, lba: u64, blocks: u64) {
         if self.live.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -168,7 +236,7 @@ impl CopyManager {
                 .ranges
                 .iter()
                 .any(|r| r.lba < end && lba < r.lba.saturating_add(u64::from(r.blocks)));
-            if overlaps && lu.designated_by(&t.source) {
+            if overlaps && view.designated_by(&t.source) {
                 t.revoked = true;
                 self.live.fetch_sub(1, Ordering::Relaxed);
             }

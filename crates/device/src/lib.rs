@@ -1,41 +1,55 @@
-//! The logical unit: the SCSI block command set (SPC-5/SBC-4) over a store.
+//! The logical unit: the SCSI block command set (SPC-5/SBC-4) and the whole SAM task lifecycle,
+//! as a sans-I/O core.
 //!
-//! The device never reads a clock and never talks to the network: a transport (iSCSI) hands it
-//! a [`Request`] and gets a [`Completion`] back, with read data appended to a buffer the
-//! transport owns (so data is copied once, store → that buffer → socket).
+//! [`LogicalUnit`] never reads a clock, never does I/O and takes no lock: every call takes
+//! `&mut self` and the time, and answers with what happens next for the task it was about
+//! ([`Step`]) and, for other tasks, [`Event`]s that [`LogicalUnit::poll_event`] yields. Store
+//! I/O is asked for as data-plane operations ([`store::Op`]) whose results come back with
+//! [`LogicalUnit::io_done`]; [`LogicalUnit::poll_timeout`] says when it next needs the time.
+//!
+//! [`Unit`] is one logical unit as a server shares it: the core behind a lock that never
+//! covers a data copy or a store call, and its data plane. [`Target`] is the SCSI target
+//! device: the LUN map, REPORT LUNS, absent LUNs, task management across logical units.
 
 mod aptpl;
-mod atomic_file;
 mod block;
 mod config;
 mod copy_manager;
 mod device_queue;
+mod event;
+mod execute;
 mod extended_copy;
 mod identity;
 pub mod latency;
 mod logical_unit;
 pub mod metrics;
+mod mode_state;
 mod persistent_reservation;
+mod precheck;
 mod provisioning;
-mod range_lock;
 mod read_write_long;
 mod reservations;
 mod rod_token;
 mod sanitize;
 mod saved_mode;
 mod target;
+mod task;
 mod task_set;
 mod timestamp;
+mod unit;
 mod unit_attention;
 
 pub use config::{ConfigError, LuConfig};
 pub use copy_manager::CopyManager;
-pub use device_queue::DeviceQueue;
+pub use device_queue::{DeviceQueue, DhCompletion};
 pub use drive::Ns;
-pub use logical_unit::LogicalUnit;
+pub use event::{Arrived, Event, Step, TaskId, Then};
+pub use logical_unit::{Backing, Kept, LogicalUnit};
 pub use metrics::Metrics;
 pub use target::Target;
-pub use task_set::DhCompletion;
+pub use unit::{Finished, Next, Sink, Submitted, Unit};
+/// The data plane's vocabulary, as the transport meets it.
+pub use store::{Done, Op};
 
 use scsi::{Sense, Status};
 
@@ -83,24 +97,26 @@ pub enum TaskAttribute {
     Aca,
 }
 
-/// One SCSI command as the device receives it.
+/// One SCSI command as it arrives (SAM-5 §5.1, Execute Command): the nexus, LUN, tag, CDB,
+/// task attribute, the buffer sizes the initiator set aside, and the Data-Out that came with
+/// the command (iSCSI immediate data; the rest is asked for with [`Step::DataOut`]).
 #[derive(Debug)]
-pub struct Request<'a> {
+pub struct Arrival<'a> {
     pub nexus: &'a Nexus,
     pub lun: u64,
     /// The task tag (SAM-5 §4.8: with the nexus and LUN it names the task; iSCSI's ITT).
     pub tag: u64,
     pub cdb: &'a [u8],
     pub attribute: TaskAttribute,
-    /// Data-Out bytes the initiator sent (at most the expected data transfer length).
-    pub data_out: &'a [u8],
-    /// Data-Out Buffer Size (SAM-5 §5.1): the bytes the initiator set aside for the command's
-    /// Data-Out (iSCSI's Expected Data Transfer Length), which may differ from what the CDB
-    /// asks and `data_out` holds; commands whose Data-Out has a fixed size check it.
+    /// Data-Out Buffer Size (SAM-5 §5.1): the bytes the initiator set aside for the
+    /// command's Data-Out (iSCSI's Expected Data Transfer Length of a write), which may differ
+    /// from what the CDB asks; commands whose Data-Out has a fixed size check it.
     pub data_out_buffer_size: u32,
+    /// The Data-Out bytes sent with the command (at most `data_out_buffer_size`).
+    pub data_out: &'a [u8],
 }
 
-/// How a command ended. Read data is in the caller's `data_in` buffer.
+/// How a command ended. Read data travels beside it, in the transport's buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Completion {
     pub status: Status,
@@ -122,43 +138,8 @@ impl Completion {
     }
 }
 
-/// What [`LogicalUnit::submit`] did with a command.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Submitted {
-    /// It completed at once (read data is in `data_in`).
-    Done(Completion),
-    /// It entered the task set: a [`Finished`] for it will come out of
-    /// [`LogicalUnit::advance`]; the transport keeps its data-out until then.
-    Queued,
-}
-
-/// A task that left the task set of a logical unit with a device queue.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finished {
-    /// [`Nexus::id`] of the nexus that sent it.
-    pub nexus: u64,
-    /// Its [`Request::tag`].
-    pub tag: u64,
-    pub verdict: Verdict,
-    /// It exceeded a duration limit on its way, whatever the policy did (the LOG SENSE
-    /// statistics count it; the status shows it only for policies Dh, Eh and Fh).
-    pub missed: bool,
-}
-
-/// How a task left the task set.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// It may run now: [`LogicalUnit::complete`] moves its data and gives its status.
-    Run,
-    /// It ended without moving data (a CDL policy, or the drive's error recovery failed), or
-    /// it ran where it was submitted and this is its status (a SANITIZE without IMMED).
-    Fail(Completion),
-    /// Task management of another nexus aborted it: no status is sent (TAS = 0).
-    Aborted,
-}
-
 /// Data direction and length the CDB asks for, decoded from the command table; the transport
-/// uses it to solicit Data-Out (R2T) and to compute residuals (RFC 7143 §11.4.5).
+/// uses it to compute residuals (RFC 7143 §11.4.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transfer {
     None,

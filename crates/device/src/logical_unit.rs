@@ -1,96 +1,105 @@
-//! A logical unit: the SPC-5/SBC-4 command set over a store. Commands run inline on the
-//! caller's thread; per-LU state is atomics plus small locks, so LUs never contend with each
-//! other and READ/WRITE touch no lock of the LU.
+//! A logical unit's core: the whole SAM task lifecycle of the SPC-5/SBC-4 command set, sans
+//! I/O. Every call takes `&mut self` and the time; what the call's task needs next comes back
+//! as a [`Step`], what happened to other tasks as [`Event`]s, store I/O as data-plane
+//! operations whose results come back through [`LogicalUnit::io_done`].
+//!
+//! The task lifecycle lives in this file (arrival, Data-Out, task attributes, the device
+//! queue, the data plane, task management); the prechecks in `precheck.rs`, what each command
+//! does in `execute.rs`. The parts (reservations, unit attentions, mode pages, sanitize, copy
+//! lists, provisioning) are values the core owns.
 
+use crate::block::Geometry;
 use crate::config::{ConfigError, LuConfig};
-use crate::copy_manager::CopyManager;
-use crate::device_queue::{DeviceQueue, Scheduled};
-use crate::extended_copy::CopyLists;
+use crate::copy_manager::{CopyManager, Published, UnitView};
+use crate::device_queue::{DeviceQueue, Left, MediumTask, Scheduled};
+use crate::event::{Arrived, Event, Step, TaskId, Then};
+use crate::extended_copy::{CopyLists, Here};
 use crate::identity;
-use crate::metrics::CommandCounters;
-use crate::range_lock::RangeLock;
+use crate::metrics::{CommandCounters, Kind, Metrics};
+use crate::mode_state::ModeState;
+use crate::provisioning::Provisioning;
+use crate::read_write_long::Uncorrectable;
 use crate::reservations::Reservations;
 use crate::sanitize::Sanitizer;
-use crate::saved_mode;
+use crate::task::{State, Task};
+use crate::task_set::TaskSet;
 use crate::timestamp::DeviceClock;
 use crate::unit_attention::UnitAttentions;
-use crate::{Completion, Ns, Request, TaskAttribute, Transfer};
-use parking_lot::Mutex;
-use scsi::alua::{self, TargetPortGroup};
-use scsi::command::{Command, Inquiry, ModeSelect, StartStopUnit};
-use scsi::inquiry::{self, vpd, BlockLimits, DeviceIdentifiers, StandardInquiry};
-use scsi::mode::{self, ModeContext, ModeParameters};
-use scsi::provisioning::{self, Thresholds};
-use scsi::{rsoc, Asc, CommandInfo, Flags, Sense, SenseKey, Status};
-use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use store::Store;
+use crate::{aptpl, Arrival, Completion, Nexus, Ns, TaskManagement, TmfResponse, Transfer};
+use scsi::command::Command;
+use scsi::inquiry::{self, BlockLimits, DeviceIdentifiers, StandardInquiry};
+use scsi::mode::ModeParameters;
+use scsi::provisioning::Thresholds;
+use scsi::{rsoc, Asc, CommandInfo, Sense, SenseKey};
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
+use store::Done;
 
-/// One logical unit. Build it with [`LogicalUnit::new`] and hand it to [`crate::Target::new`].
+/// The state files a logical unit keeps through power loss, as its data plane loaded them.
+#[derive(Clone, Debug, Default)]
+pub struct Kept {
+    /// Saved mode parameters (SPC-5 §7.5.4).
+    pub mode_pages: Option<Vec<u8>>,
+    /// Persistent reservations under APTPL (SPC-4 §5.13.5.1).
+    pub reservations: Option<Vec<u8>>,
+}
+
+/// What the core knows of its store, from the data plane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backing {
+    /// Capacity in bytes.
+    pub len: u64,
+    /// The pieces UNMAP deallocates; 0 when it deallocates nothing.
+    pub unmap_granularity: u64,
+    /// Bytes allocated now, where the store can tell (thin provisioning's used resources).
+    pub allocated: Option<u64>,
+}
+
+/// One logical unit. Build it with [`LogicalUnit::new`].
 pub struct LogicalUnit {
     config: LuConfig,
     blocks: u64,
-    pub(crate) store: Arc<dyn Store>,
     inquiry: StandardInquiry,
-    pub(crate) identifiers: DeviceIdentifiers,
+    identifiers: DeviceIdentifiers,
     serial: String,
     block_limits: BlockLimits,
-    default_mode: ModeParameters,
-    pub(crate) mode: Mutex<ModeParameters>,
-    /// Saved values, on a logical unit that can save them (one with a device queue); kept
-    /// in `config.saved_mode_path` when there is one.
-    saved_mode: Option<Mutex<ModeParameters>>,
-    /// Copies of mode values read on every command, kept in step with `mode`.
-    d_sense: AtomicBool,
-    pub(crate) wce: AtomicBool,
-    /// Control mode page SWP: writes fail as if the LU were read-only.
-    pub(crate) swp: AtomicBool,
+    pub(crate) mode: ModeState,
     /// START STOP UNIT with START = 0 stopped the unit (SBC-4 §4.20).
-    stopped: AtomicBool,
+    pub(crate) stopped: bool,
     /// Removable medium loaded (always true for a fixed LU).
-    medium_present: AtomicBool,
+    pub(crate) medium_present: bool,
     /// Nexuses that have prevented medium removal (SBC-4 §5.11: prevention is per I_T nexus
     /// and removal is prevented while any nexus prevents it).
-    prevent_removal: Mutex<BTreeSet<u64>>,
-    /// RESERVE/RELEASE and persistent reservations.
+    pub(crate) prevent_removal: BTreeSet<u64>,
     pub(crate) reservations: Reservations,
     pub(crate) unit_attentions: UnitAttentions,
-    /// The block ranges commands that change the medium are changing: WRITE ATOMIC, COMPARE
-    /// AND WRITE and ORWRITE are each one uninterrupted change against every other write.
-    pub(crate) ranges: Arc<RangeLock>,
-    /// SANITIZE in progress or failed.
     pub(crate) sanitizer: Sanitizer,
-    /// Blocks WRITE LONG marked uncorrectable.
-    pub(crate) uncorrectable: crate::read_write_long::Uncorrectable,
+    /// Blocks WRITE LONG marked uncorrectable (shared with copies from other units).
+    pub(crate) uncorrectable: Arc<Uncorrectable>,
     /// REPORT/SET TIMESTAMP.
     pub(crate) clock: DeviceClock,
-    /// The task set and device queue of a timed or QoS logical unit; without one, commands
-    /// run inline on the caller's thread.
-    pub(crate) scheduled: Option<Scheduled>,
-    /// Commands, sense data and bytes, for the operator's metrics.
-    pub(crate) counters: CommandCounters,
-    /// The registry through which EXTENDED COPY reaches other logical units.
-    pub(crate) copy_manager: OnceLock<Arc<CopyManager>>,
-    /// Third-party copies: held results, and what stops running ones.
+    pub(crate) provisioning: Provisioning,
+    /// The store's usage as the data plane last reported it.
+    pub(crate) usage: Option<u64>,
+    tasks: TaskSet<Task>,
+    /// The device queue of a timed or QoS logical unit.
+    pub(crate) queue: Option<Scheduled>,
+    counters: CommandCounters,
     pub(crate) copies: CopyLists,
-    /// A logical block provisioning threshold is enabled: writes check the resources.
-    pub(crate) thresholds_enabled: AtomicBool,
-    /// The USED LBA MAPPING RESOURCE COUNT the thresholds last saw.
-    pub(crate) provisioning_used: AtomicU64,
+    /// The copy manager EXTENDED COPY and ROD tokens reach other units through, and this
+    /// unit's published view in it.
+    copy: Option<(Arc<CopyManager>, Arc<UnitView>)>,
+    events: VecDeque<Event>,
+    /// The next step of background work, until the driver takes it.
+    background: Option<store::Op>,
+    left: Vec<Left>,
+    released: Vec<TaskId>,
+    releasing: bool,
 }
 
 /// Complete with CHECK CONDITION.
 pub(crate) fn check(sense: Sense) -> Completion {
     Completion::check_condition(sense)
-}
-
-/// A unit attention condition the command met: CHECK CONDITION, UNIT ATTENTION.
-fn unit_attention(asc: Option<Asc>) -> Result<(), Completion> {
-    match asc {
-        Some(asc) => Err(check(Sense::new(SenseKey::UnitAttention, asc))),
-        None => Ok(()),
-    }
 }
 
 /// Keep at most `allocation_length` bytes of what was appended after `start` (SPC-5 §4.2.5.6).
@@ -99,15 +108,36 @@ pub(crate) fn truncate(data_in: &mut Vec<u8>, start: usize, allocation_length: u
     data_in.truncate(keep);
 }
 
+/// How a command that [`LogicalUnit::run`] ran goes on.
+pub(crate) enum Ran {
+    /// It ended with this status (read data, if any, in the data-in buffer).
+    Done(Completion),
+    /// Its data-plane operation, and what the result will mean.
+    Io(store::Op, crate::task::After),
+    /// It waits for the sanitize it started.
+    Sanitizing,
+}
+
 impl LogicalUnit {
-    /// A logical unit over `store`, which must hold at least `config.size_bytes`.
-    pub fn new(config: LuConfig, store: Box<dyn Store>) -> Result<Self, ConfigError> {
+    /// A logical unit over a store the data plane describes (`backing`, which must hold at
+    /// least `config.size_bytes`), with what it kept through the last power loss, and, for a
+    /// timed or QoS logical unit, its device queue.
+    pub fn new(
+        config: LuConfig,
+        backing: Backing,
+        kept: Kept,
+        queue: Option<DeviceQueue>,
+    ) -> Result<Self, ConfigError> {
+        let mut config = config;
+        // WCE is the drive model's write cache where it has one: one setting, not two.
+        if let Some(wce) = queue.as_ref().and_then(|q| q.drive.write_cache()) {
+            config.write_cache = wce;
+        }
         config.validate()?;
-        if store.len() < config.size_bytes {
+        if backing.len < config.size_bytes {
             return Err(ConfigError(format!(
                 "store holds {} bytes but the LU is configured as {} bytes",
-                store.len(),
-                config.size_bytes
+                backing.len, config.size_bytes
             )));
         }
         let key = identity::identity_key(&config.target_name, config.lun, config.serial.as_deref());
@@ -127,107 +157,70 @@ impl LogicalUnit {
             product: inquiry::ascii_field(&config.product),
             revision: inquiry::ascii_field(&config.revision),
         };
-        let max_blocks = config.max_transfer_bytes / config.block_size;
-        let block_limits = BlockLimits {
-            maximum_compare_and_write_length: u8::try_from(max_blocks / 2).unwrap_or(u8::MAX),
-            optimal_transfer_length_granularity: 1 << config.physical_block_exponent,
-            maximum_transfer_length: max_blocks,
-            optimal_transfer_length: max_blocks.min((1 << 20) / config.block_size),
-            maximum_prefetch_length: max_blocks,
-            // Every WRITE ATOMIC holds its range against all other writes, so any length a
-            // WRITE may have is atomic, at any alignment, with or without a boundary.
-            maximum_atomic_transfer_length: max_blocks,
-            maximum_atomic_transfer_length_with_atomic_boundary: max_blocks,
-            maximum_atomic_boundary_size: max_blocks,
-            // Bounded so one command cannot hold a connection for long (32 MiB at 512 B). One
-            // block short of 2^16: libiscsi 1.19's WriteSame16.Unmap writes as many blocks as
-            // this allows from 65,536 with one WRITE(16), beyond our MAXIMUM TRANSFER LENGTH.
-            maximum_write_same_length: (1 << 16) - 1,
-            // Deallocating is cheap (chunks dropped, holes punched) whatever the length.
-            maximum_unmap_lba_count: if config.thin_provisioning {
-                u32::MAX
-            } else {
-                0
-            },
-            maximum_unmap_block_descriptor_count: if config.thin_provisioning { 256 } else { 0 },
-            optimal_unmap_granularity: if config.thin_provisioning {
-                u32::try_from(store.unmap_granularity() / u64::from(config.block_size))
-                    .unwrap_or(u32::MAX)
-                    .max(1)
-            } else {
-                0
-            },
-        };
+        let block_limits = block_limits(&config, backing.unmap_granularity);
+        let cdl = queue.as_ref().map(|q| q.queue.cdl);
         let default_mode = ModeParameters {
             wce: config.write_cache,
             d_sense: false,
             swp: false,
-            cdl: None,
+            cdl,
             provisioning: config.thin_provisioning.then(Thresholds::default),
         };
-        store.set_write_through(!config.write_cache);
-        let reservations = Reservations::new(config.persistent_reservations_path.clone())
-            .map_err(|e| ConfigError(format!("persistent reservations: {e}")))?;
-        let sanitizer = Sanitizer::new(config.sanitize_pace);
-        Ok(LogicalUnit {
-            blocks: config.blocks(),
+        let mode = ModeState::new(
+            default_mode,
+            queue.is_some(),
+            kept.mode_pages.as_deref(),
+            config.write_cache_changeable,
+            config.thin_provisioning,
+        )?;
+        let persistent = match &kept.reservations {
+            Some(bytes) => Some(aptpl::decode(bytes).map_err(|e| {
+                ConfigError(format!("persistent reservations: {e}"))
+            })?),
+            None => None,
+        };
+        let reservations = Reservations::new(
+            persistent,
+            config.persistent_reservations_path.is_some(),
+        );
+        let queue = queue
+            .map(Scheduled::new)
+            .transpose()
+            .map_err(|e| ConfigError(format!("queue: {e}")))?;
+        let blocks = config.blocks();
+        let mut lu = LogicalUnit {
+            provisioning: Provisioning::new(blocks, config.block_size, backing.unmap_granularity),
+            sanitizer: Sanitizer::new(
+                u64::try_from(config.sanitize_pace.as_nanos()).unwrap_or(u64::MAX),
+            ),
+            blocks,
             config,
-            store: Arc::from(store),
             inquiry,
             identifiers,
             serial,
             block_limits,
-            default_mode,
-            mode: Mutex::new(default_mode),
-            saved_mode: None,
-            d_sense: AtomicBool::new(false),
-            wce: AtomicBool::new(default_mode.wce),
-            swp: AtomicBool::new(false),
-            stopped: AtomicBool::new(false),
-            medium_present: AtomicBool::new(true),
-            prevent_removal: Mutex::new(BTreeSet::new()),
+            mode,
+            stopped: false,
+            medium_present: true,
+            prevent_removal: BTreeSet::new(),
             reservations,
             unit_attentions: UnitAttentions::default(),
-            ranges: Arc::default(),
-            sanitizer,
-            uncorrectable: Default::default(),
+            uncorrectable: Arc::default(),
             clock: DeviceClock::default(),
-            scheduled: None,
+            usage: backing.allocated,
+            tasks: TaskSet::default(),
+            queue,
             counters: CommandCounters::default(),
-            copy_manager: OnceLock::new(),
             copies: CopyLists::default(),
-            thresholds_enabled: AtomicBool::new(false),
-            provisioning_used: AtomicU64::new(0),
-        })
-    }
-
-    /// A logical unit whose medium commands go through a device queue: timed by its drive
-    /// model, ordered by its QoS settings, with Command Duration Limits.
-    pub fn with_device_queue(
-        config: LuConfig,
-        store: Box<dyn Store>,
-        queue: DeviceQueue,
-    ) -> Result<Self, ConfigError> {
-        let pages = queue.queue.cdl;
-        let mut config = config;
-        // WCE is the drive model's write cache where it has one: one setting, not two.
-        if let Some(wce) = queue.drive.write_cache() {
-            config.write_cache = wce;
-        }
-        let mut lu = Self::new(config, store)?;
-        lu.scheduled = Some(Scheduled::new(queue).map_err(|e| ConfigError(format!("queue: {e}")))?);
-        lu.default_mode.cdl = Some(pages);
-        let saved = match &lu.config.saved_mode_path {
-            Some(path) => saved_mode::load(path)
-                .map_err(|e| ConfigError(format!("saved mode parameters: {e}")))?,
-            None => None,
+            copy: None,
+            events: VecDeque::new(),
+            background: None,
+            left: Vec::new(),
+            released: Vec::new(),
+            releasing: false,
         };
-        // A file from another kind of LU (without CDL pages) does not apply.
-        let saved = saved.filter(|s| s.cdl.is_some()).unwrap_or(lu.default_mode);
-        lu.saved_mode = Some(Mutex::new(saved));
-        let mut current = lu.default_mode;
-        lu.apply_mode(&mut current, saved);
-        *lu.mode.get_mut() = current;
+        let current = *lu.mode.current();
+        lu.follow_mode(0, current);
         Ok(lu)
     }
 
@@ -244,19 +237,24 @@ impl LogicalUnit {
         self.config.block_size
     }
 
-    /// MAXIMUM TRANSFER LENGTH (VPD B0h) in logical blocks.
-    pub fn max_transfer_length(&self) -> u32 {
-        self.block_limits.maximum_transfer_length
-    }
-
     /// The Block Limits VPD page values.
     pub fn block_limits(&self) -> &BlockLimits {
         &self.block_limits
     }
 
-    /// MAXIMUM WRITE SAME LENGTH (VPD B0h) in logical blocks.
-    pub fn max_write_same_length(&self) -> u64 {
-        self.block_limits.maximum_write_same_length
+    /// MAXIMUM TRANSFER LENGTH (VPD B0h) in logical blocks.
+    pub fn max_transfer_length(&self) -> u32 {
+        self.block_limits.maximum_transfer_length
+    }
+
+    /// The VPD 83h designators, by which copies name this unit.
+    pub fn identifiers(&self) -> &DeviceIdentifiers {
+        &self.identifiers
+    }
+
+    /// Whether commands go through a device queue (a timed or QoS logical unit).
+    pub fn has_device_queue(&self) -> bool {
+        self.queue.is_some()
     }
 
     /// What this logical unit supports of the command table.
@@ -267,18 +265,135 @@ impl LogicalUnit {
         }
     }
 
-    /// A CDB through the command table, refusing what this unit does not support.
-    pub(crate) fn decode(&self, cdb: &[u8]) -> Result<(&'static CommandInfo, Command), Sense> {
-        self.decode_found(scsi::table::find(cdb), cdb)
+    /// Whether sense data should be in descriptor format (Control mode page D_SENSE).
+    pub fn descriptor_sense(&self) -> bool {
+        self.mode.current().d_sense
     }
 
-    /// [`Self::decode`] of the entry [`scsi::table::find`] found for `cdb`.
-    pub(crate) fn decode_found(
+    /// Read-only by configuration or by the Control mode page's SWP bit.
+    pub fn write_protected(&self) -> bool {
+        self.config.read_only || self.mode.current().swp
+    }
+
+    /// The write cache is on (Caching mode page WCE).
+    pub(crate) fn write_cache(&self) -> bool {
+        self.mode.current().wce
+    }
+
+    /// Medium present and the unit started: medium access commands may run.
+    pub(crate) fn medium_ready(&self) -> bool {
+        self.medium_present && !self.stopped
+    }
+
+    pub(crate) fn serial(&self) -> &str {
+        &self.serial
+    }
+
+    pub(crate) fn standard_inquiry(&self) -> &StandardInquiry {
+        &self.inquiry
+    }
+
+    /// What the medium commands see of this unit.
+    pub(crate) fn geometry(&self) -> Geometry<'_> {
+        Geometry {
+            blocks: self.blocks,
+            block_size: self.config.block_size,
+            limits: &self.block_limits,
+            thin: self.config.thin_provisioning,
+            write_cache: self.write_cache(),
+        }
+    }
+
+    /// What a copy sees of this unit.
+    pub(crate) fn here(&self) -> Here<'_> {
+        Here {
+            identifiers: &self.identifiers,
+            block_size: self.config.block_size,
+            blocks: self.blocks,
+            write_protected: self.write_protected(),
+            write_cache: self.write_cache(),
+            manager: self.copy.as_ref().map(|(m, _)| &**m),
+        }
+    }
+
+    /// What a copy sees of this unit, beside its copy lists (borrowed apart).
+    pub(crate) fn copy_parts(&mut self) -> (Here<'_>, &mut CopyLists) {
+        let write_protected = self.write_protected();
+        let write_cache = self.write_cache();
+        let here = Here {
+            identifiers: &self.identifiers,
+            block_size: self.config.block_size,
+            blocks: self.blocks,
+            write_protected,
+            write_cache,
+            manager: self.copy.as_ref().map(|(m, _)| &**m),
+        };
+        (here, &mut self.copies)
+    }
+
+    /// The nexus and tag of a task in the task set.
+    pub fn owner(&self, id: TaskId) -> Option<(u64, u64)> {
+        self.tasks.owner(id)
+    }
+
+    /// The nexus and tag of a task.
+    pub(crate) fn tasks_owner(&self, id: TaskId) -> Option<(u64, u64)> {
+        self.tasks.owner(id)
+    }
+
+    pub(crate) fn task_ref(&self, id: TaskId) -> Option<&Task> {
+        self.tasks.get(id)
+    }
+
+    /// The copy manager, and this unit's view in it.
+    pub(crate) fn copy_manager(&self) -> Option<&(Arc<CopyManager>, Arc<UnitView>)> {
+        self.copy.as_ref()
+    }
+
+    /// Joins a copy manager: copies and ROD tokens reach other units through it, and it sees
+    /// this unit through `view`.
+    pub(crate) fn attach(&mut self, manager: Arc<CopyManager>, view: Arc<UnitView>) {
+        manager.register(view.clone());
+        self.copy = Some((manager, view));
+        self.publish();
+    }
+
+    /// This unit's blocks WRITE LONG marked uncorrectable, shared with its copy view.
+    pub(crate) fn uncorrectable(&self) -> &Arc<Uncorrectable> {
+        &self.uncorrectable
+    }
+
+    /// Tells the copy manager what copies from other units check of this one.
+    pub(crate) fn publish(&self) {
+        if let Some((_, view)) = &self.copy {
+            let (spc2_holder, persistent) = self.reservations.snapshot();
+            view.publish(Published {
+                ready: self.medium_ready(),
+                write_protected: self.write_protected(),
+                spc2_holder,
+                persistent,
+            });
+        }
+    }
+
+    /// `blocks` from `lba` are about to change: ROD tokens that represent them are revoked,
+    /// and blocks WRITE LONG marked uncorrectable read back again.
+    pub(crate) fn written(&self, lba: u64, blocks: u64) {
+        self.uncorrectable.clear(lba, blocks);
+        if let Some((manager, view)) = &self.copy {
+            manager.written(view, lba, blocks);
+        }
+    }
+
+    // --- The task lifecycle -------------------------------------------------------------
+
+    /// A CDB through the command table, refusing what this unit does not support.
+    fn decode(
         &self,
-        found: Result<&'static CommandInfo, Sense>,
+        found: &Result<&'static CommandInfo, Sense>,
         cdb: &[u8],
     ) -> Result<(&'static CommandInfo, Command), Sense> {
-        let info = found?;
+        let info = found.clone()?;
         let cmd = scsi::table::decode_as(info, cdb)?;
         if !self.features().supports(info) {
             return Err(Sense::invalid_command_operation_code());
@@ -286,608 +401,596 @@ impl LogicalUnit {
         Ok((info, cmd))
     }
 
-    /// Whether sense data should be in descriptor format (Control mode page D_SENSE).
-    pub fn descriptor_sense(&self) -> bool {
-        self.d_sense.load(Ordering::Relaxed)
+    /// A command arrives at `now` (SAM-5 §5.1). Commands that end at once write their data
+    /// into `data_in`; the rest enter the task set and go on as the returned step says.
+    pub fn command(&mut self, now: Ns, a: &Arrival, data_in: &mut Vec<u8>) -> Arrived {
+        self.clock.observe(now);
+        let found = scsi::table::find(a.cdb);
+        let kind = found.as_ref().map_or(Kind::Other, |i| Kind::of_entry(i));
+        let mut transfer = None;
+        let step = match self.arrive(now, a, &found, &mut transfer, data_in) {
+            Ok(step) => step,
+            Err(refused) => {
+                // Refused before it entered the task set.
+                self.counters.count(kind, &refused, 0, 0);
+                Step::Done(refused)
+            }
+        };
+        Arrived { transfer, step }
     }
 
-    /// Read-only by configuration or by the Control mode page's SWP bit.
-    pub fn write_protected(&self) -> bool {
-        self.config.read_only || self.swp.load(Ordering::Relaxed)
+    /// The task a command becomes, or the status it is refused with; `transfer` is set once
+    /// its CDB decoded and a write's range checked out.
+    fn arrive(
+        &mut self,
+        now: Ns,
+        a: &Arrival,
+        found: &Result<&'static CommandInfo, Sense>,
+        transfer: &mut Option<Transfer>,
+        data_in: &mut Vec<u8>,
+    ) -> Result<Step, Completion> {
+        if self.tasks.tag_in_use(a.nexus.id, a.tag) {
+            // The tag of a task still in progress (SAM-5 §5.10, overlapped commands). The new
+            // command ends; the older one goes on.
+            return Err(check(Sense::new(
+                SenseKey::AbortedCommand,
+                Asc::OVERLAPPED_COMMANDS_ATTEMPTED,
+            )));
+        }
+        let (info, cmd) = self.decode(found, a.cdb).map_err(check)?;
+        self.geometry().check_data_out(info, &cmd).map_err(check)?;
+        let asked = Transfer::of(cmd.data_length(), self.config.block_size);
+        *transfer = Some(asked);
+        self.precheck(a, found, info, &cmd)?;
+        let transfer = asked;
+        let want = match transfer {
+            Transfer::Out(n) => n.min(a.data_out_buffer_size),
+            _ => 0,
+        };
+        let have = a.data_out.len() as u64 >= u64::from(want);
+        let task = Task {
+            info,
+            cmd,
+            kind: Kind::of_entry(info),
+            arrived: now,
+            head_of_queue: a.attribute == crate::TaskAttribute::HeadOfQueue,
+            privileged: a.nexus.privileged,
+            class: a.nexus.class,
+            buffer: a.data_out_buffer_size,
+            want,
+            have: have.then_some(want),
+            params: Vec::new(),
+            state: State::Entered,
+            medium: None,
+            missed: false,
+        };
+        let Ok(id) = self.tasks.enter(a.nexus.id, a.tag, a.attribute, task) else {
+            unreachable!("the tag was checked to be free");
+        };
+        if !have {
+            return Ok(Step::DataOut(id, want));
+        }
+        let data_out = a.data_out.get(..want as usize).unwrap_or(a.data_out);
+        Ok(self.proceed(now, id, data_out, data_in))
     }
 
-    /// Medium present and the unit started: medium access commands may run.
-    pub(crate) fn medium_ready(&self) -> bool {
-        self.medium_present.load(Ordering::Relaxed) && !self.stopped.load(Ordering::Relaxed)
+    /// All of a task's Data-Out came (`data`: what the transport collected, at most what
+    /// [`Step::DataOut`] asked for).
+    pub fn data_out(&mut self, now: Ns, id: TaskId, data: &[u8], data_in: &mut Vec<u8>) -> Step {
+        self.clock.observe(now);
+        if self.tasks.is_aborted(id) {
+            return Step::Aborted;
+        }
+        let Some(task) = self.tasks.get_mut(id).filter(|t| t.have.is_none()) else {
+            debug_assert!(false, "data_out of a task that has its data");
+            return Step::Aborted;
+        };
+        task.have = Some(u32::try_from(data.len()).unwrap_or(u32::MAX).min(task.want));
+        self.proceed(now, id, data, data_in)
     }
 
-    pub fn store(&self) -> &dyn Store {
-        &*self.store
+    /// The transport could not collect a task's Data-Out (a digest or offset error: RFC 7143
+    /// §7.8, §11.7.4): the task ends with `c`.
+    pub fn data_out_failed(&mut self, now: Ns, id: TaskId, c: Completion) {
+        self.clock.observe(now);
+        if self.tasks.is_aborted(id) || self.tasks.get(id).is_none() {
+            return;
+        }
+        let _done = self.finish(now, id, c, &mut Vec::new());
     }
 
-    /// The bytes `cmd` moves on this LU. A write whose length or range the command would
-    /// refuse is refused here, before the transport asks for (and buffers) any of its data.
-    pub(crate) fn transfer(&self, info: &CommandInfo, cmd: &Command) -> Result<Transfer, Sense> {
-        self.check_data_out_range(info, cmd)?;
-        Ok(Transfer::of(cmd.data_length(), self.config.block_size))
+    /// A task with its Data-Out: held back behind an older task, or started.
+    fn proceed(&mut self, now: Ns, id: TaskId, data_out: &[u8], data_in: &mut Vec<u8>) -> Step {
+        if self.tasks.is_held(id) {
+            if let Some(task) = self.tasks.get_mut(id) {
+                if keeps_params(&task.cmd) {
+                    task.params = data_out.to_vec();
+                }
+            }
+            return Step::Wait(id);
+        }
+        self.start(now, id, data_out, data_in)
     }
 
-    /// LOGICAL UNIT RESET or a target reset (SAM-5 §6.3): every task is aborted (those of
-    /// other nexuses than `reporter` are reported by the next `advance`), mode parameters go
-    /// back to their saved values (or defaults), the unit is started, and every nexus gets a
-    /// unit attention. RESERVE reservations end; persistent ones stay (SPC-4 §5.13.1).
-    pub(crate) fn reset(&self, now: Ns, reporter: Option<u64>, asc: Asc) {
+    /// A task that may go: a medium command enters the device queue of a timed or QoS unit;
+    /// every other command runs.
+    fn start(&mut self, now: Ns, id: TaskId, data_out: &[u8], data_in: &mut Vec<u8>) -> Step {
+        if let (Some(q), Some(task)) = (&self.queue, self.tasks.get(id)) {
+            match self.geometry().media_op(task.info, &task.cmd) {
+                Err(sense) => return self.finish(now, id, check(sense), data_in),
+                Ok(Some((op, dld))) => {
+                    let m = MediumTask {
+                        op,
+                        class: q.class_of(task.class, dld),
+                        dld,
+                    };
+                    let head_of_queue = task.head_of_queue;
+                    self.catch_up(now);
+                    if let Some(task) = self.tasks.get_mut(id) {
+                        task.medium = Some(m);
+                        task.state = State::Queued;
+                    }
+                    if let Some(q) = &mut self.queue {
+                        q.submit(now, id.to_u64(), m, head_of_queue);
+                    }
+                    return Step::Wait(id);
+                }
+                Ok(None) => {}
+            }
+        }
+        let ran = self.run(now, id, data_out, data_in);
+        self.ran(now, id, ran, data_in)
+    }
+
+    /// What a command run comes to.
+    fn ran(&mut self, now: Ns, id: TaskId, ran: Ran, data_in: &mut Vec<u8>) -> Step {
+        match ran {
+            Ran::Done(c) => self.finish(now, id, c, data_in),
+            Ran::Io(op, after) => {
+                if let Some(task) = self.tasks.get_mut(id) {
+                    task.state = State::Io(after);
+                }
+                Step::Io(id, op)
+            }
+            Ran::Sanitizing => {
+                if let Some(task) = self.tasks.get_mut(id) {
+                    task.state = State::Sanitizing;
+                }
+                Step::Wait(id)
+            }
+        }
+    }
+
+    /// A task's data-plane operation ended with `done` (read data appended to `data_in`).
+    pub fn io_done(&mut self, now: Ns, id: TaskId, done: Done, data_in: &mut Vec<u8>) -> Step {
+        self.clock.observe(now);
+        if self.tasks.is_aborted(id) {
+            // Task management aborted it while the operation ran: no status (TAS = 0).
+            if let Some(task) = self.tasks.remove(id) {
+                self.counters.aborted(task.kind);
+            }
+            self.release(now);
+            return Step::Aborted;
+        }
+        let Some(task) = self.tasks.get_mut(id) else {
+            return Step::Aborted;
+        };
+        let State::Io(after) = std::mem::replace(&mut task.state, State::Entered) else {
+            debug_assert!(false, "io_done of a task without an operation");
+            return Step::Aborted;
+        };
+        let ran = self.io_result(now, id, after, done, data_in);
+        self.ran(now, id, ran, data_in)
+    }
+
+    /// A task ends with `c`: it leaves the task set, is counted, and the tasks it held back
+    /// may go.
+    fn finish(&mut self, now: Ns, id: TaskId, c: Completion, data_in: &mut Vec<u8>) -> Step {
+        let Some(task) = self.tasks.remove(id) else {
+            return Step::Aborted;
+        };
+        let written = match task.kind {
+            Kind::Write => task.data_out_len() as usize,
+            _ => 0,
+        };
+        self.counters.count(task.kind, &c, data_in.len(), written);
+        if task.missed {
+            // The operator's trace of a missed duration limit (the counters say how many).
+            tracing::debug!(
+                lun = self.config.lun,
+                dld = task.medium.map_or(0, |m| m.dld),
+                status = ?c.status,
+                sense = ?c.sense.as_ref().map(|s| (s.key, s.asc)),
+                "duration limit missed"
+            );
+        }
+        self.release(now);
+        Step::Done(c)
+    }
+
+    /// Starts held tasks that no longer have to wait, oldest first; what they do comes out as
+    /// events.
+    fn release(&mut self, now: Ns) {
+        if std::mem::replace(&mut self.releasing, true) {
+            return;
+        }
+        let mut ids = std::mem::take(&mut self.released);
+        loop {
+            self.tasks.release(&mut ids);
+            if ids.is_empty() {
+                break;
+            }
+            for id in ids.drain(..) {
+                let Some((nexus, tag)) = self.tasks.owner(id) else { continue };
+                let Some(task) = self.tasks.get_mut(id) else { continue };
+                if task.have.is_none() {
+                    // Released while its Data-Out is still coming: it starts when it has it.
+                    continue;
+                }
+                let params = std::mem::take(&mut task.params);
+                let mut data_in = Vec::new();
+                let step = self.start(now, id, &params, &mut data_in);
+                self.emit(nexus, tag, id, step, data_in);
+            }
+        }
+        self.released = ids;
+        self.releasing = false;
+    }
+
+    /// A step of a task other than the one a call was about becomes an event for its nexus.
+    fn emit(&mut self, nexus: u64, tag: u64, task: TaskId, step: Step, data_in: Vec<u8>) {
+        let then = match step {
+            Step::Io(_, op) => Then::Io(op),
+            Step::Done(c) => Then::Done(c, data_in),
+            Step::Aborted => Then::Aborted,
+            Step::Wait(_) | Step::DataOut(..) => return,
+        };
+        self.events.push_back(Event {
+            nexus,
+            tag,
+            task,
+            then,
+        });
+    }
+
+    /// What happened without a call asking, oldest first.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When the core next needs [`Self::handle_timeout`]: the device queue's next event, the
+    /// next step of a paced sanitize, or at once for background work waiting to be taken
+    /// ([`Self::poll_background`]).
+    pub fn poll_timeout(&self) -> Option<Ns> {
+        if self.background.is_some() {
+            return Some(0);
+        }
+        let queue = self.queue.as_ref().and_then(Scheduled::next_event);
+        let sanitize = self.sanitizer.next_at();
+        match (queue, sanitize) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// A step of a long operation that runs on after its command answered (a SANITIZE): run
+    /// it away from the connections and call [`Self::background_done`].
+    pub fn poll_background(&mut self) -> Option<store::Op> {
+        self.background.take()
+    }
+
+    /// Everything due by `now`: tasks the device queue is done with, the next step of a
+    /// sanitize. What follows comes out as events.
+    pub fn handle_timeout(&mut self, now: Ns) {
+        self.clock.observe(now);
+        self.advance_queue(now);
+        self.pump_background(now);
+    }
+
+    /// Brings the device queue up to `now` before an input at `now` (the queue takes inputs
+    /// in time order).
+    fn catch_up(&mut self, now: Ns) {
+        if self
+            .queue
+            .as_ref()
+            .and_then(Scheduled::next_event)
+            .is_some_and(|t| t <= now)
+        {
+            self.advance_queue(now);
+        }
+    }
+
+    /// Medium tasks the queue is done with: run the ones it let through, end the others with
+    /// the status their CDL policy or the drive's error recovery gave.
+    fn advance_queue(&mut self, now: Ns) {
+        let Some(q) = &mut self.queue else { return };
+        let mut left = std::mem::take(&mut self.left);
+        q.advance(now, &mut left);
+        for l in left.drain(..) {
+            let id = TaskId::from_u64(l.id);
+            let Some((nexus, tag)) = self.tasks.owner(id) else {
+                debug_assert!(false, "the queue returned a task that left the set");
+                continue;
+            };
+            let Some(task) = self.tasks.get_mut(id) else { continue };
+            task.missed |= l.missed;
+            task.state = State::Entered;
+            let (medium, arrived) = (task.medium, task.arrived);
+            let params = std::mem::take(&mut task.params);
+            let mut data_in = Vec::new();
+            let (Some(m), Some(q)) = (medium, &mut self.queue) else { continue };
+            q.record(&m, now.saturating_sub(arrived));
+            let step = match q.completion(l.outcome, &m.op) {
+                Some(c) => self.finish(now, id, c, &mut data_in),
+                None => {
+                    let ran = self.run(now, id, &params, &mut data_in);
+                    self.ran(now, id, ran, &mut data_in)
+                }
+            };
+            self.emit(nexus, tag, id, step, data_in);
+        }
+        self.left = left;
+    }
+
+    /// Hands the sanitize's next step, when one is due, to the background.
+    pub(crate) fn pump_background(&mut self, now: Ns) {
+        if self.background.is_none() {
+            self.background = self.sanitizer.next(now);
+        }
+    }
+
+    /// The background step in flight ended with `done`.
+    pub fn background_done(&mut self, now: Ns, done: Done) {
+        self.clock.observe(now);
+        if let Some((waiting, c)) = self.sanitizer.step_done(&done) {
+            if let Some(id) = waiting {
+                if let Some((nexus, tag)) = self.tasks.owner(id) {
+                    let mut data_in = Vec::new();
+                    let step = self.finish(now, id, c, &mut data_in);
+                    self.emit(nexus, tag, id, step, data_in);
+                }
+            }
+        }
+        self.pump_background(now);
+    }
+
+    // --- Task management ----------------------------------------------------------------
+
+    /// Task management takes a task out: it ends without status (TAS = 0), and its nexus
+    /// learns it from an `Aborted` event. One whose data-plane operation runs stays in its
+    /// slot, its tag free, until the operation ends.
+    fn abort(&mut self, now: Ns, id: TaskId) {
+        let Some((nexus, tag)) = self.tasks.owner(id) else {
+            return;
+        };
+        let Some(task) = self.tasks.get(id) else { return };
+        match task.state {
+            State::Io(_) => self.tasks.untag(id),
+            State::Entered | State::Queued | State::Sanitizing => {
+                if let (State::Queued, Some(q)) = (&task.state, &mut self.queue) {
+                    q.abort(now, id.to_u64());
+                }
+                if let State::Sanitizing = task.state {
+                    self.sanitizer.forget_waiting(id);
+                }
+                if let Some(task) = self.tasks.remove(id) {
+                    self.counters.aborted(task.kind);
+                }
+            }
+        }
+        self.events.push_back(Event {
+            nexus,
+            tag,
+            task: id,
+            then: Then::Aborted,
+        });
+    }
+
+    /// ABORT TASK (SAM-5 §7.2) of the nexus's task with `tag`; false when there is none.
+    pub fn abort_task(&mut self, now: Ns, nexus: u64, tag: u64) -> bool {
+        let Some(id) = self.tasks.find(nexus, tag) else {
+            return false;
+        };
+        self.abort(now, id);
+        self.release(now);
+        true
+    }
+
+    /// Aborts every task of the nexuses `which` selects (ABORT TASK SET: the nexus's own;
+    /// CLEAR TASK SET, LOGICAL UNIT RESET: all; I_T nexus loss: the lost nexus's; PREEMPT AND
+    /// ABORT: the preempted ones'). Returns the nexuses that lost tasks, in ascending order.
+    pub(crate) fn abort_where(&mut self, now: Ns, which: impl Fn(u64) -> bool) -> Vec<u64> {
+        let mut lost = Vec::new();
+        for id in self.tasks.of(&which) {
+            if let Some((nexus, _)) = self.tasks.owner(id) {
+                lost.push(nexus);
+            }
+            self.abort(now, id);
+        }
+        self.release(now);
+        lost.sort_unstable();
+        lost.dedup();
+        lost
+    }
+
+    /// A task management function for this logical unit from `nexus` at `now` (SAM-5 §7).
+    /// TARGET WARM and COLD RESET are the target's: it resets every logical unit.
+    pub fn task_management(&mut self, now: Ns, nexus: &Nexus, tmf: TaskManagement) -> TmfResponse {
+        self.clock.observe(now);
+        match tmf {
+            TaskManagement::AbortTask(tag) => {
+                if self.abort_task(now, nexus.id, tag) {
+                    TmfResponse::FunctionComplete
+                } else {
+                    TmfResponse::NoSuchTask
+                }
+            }
+            TaskManagement::AbortTaskSet => {
+                self.abort_where(now, |n| n == nexus.id);
+                TmfResponse::FunctionComplete
+            }
+            TaskManagement::ClearTaskSet => {
+                // TAS = 0: the nexuses that lost tasks learn it from a unit attention
+                // (SAM-5 §7.5).
+                for other in self.abort_where(now, |_| true) {
+                    if other != nexus.id {
+                        self.unit_attentions
+                            .raise_for(other, Asc::COMMANDS_CLEARED_BY_ANOTHER_INITIATOR);
+                    }
+                }
+                TmfResponse::FunctionComplete
+            }
+            // NormACA = 0: there is never an ACA condition to clear (SAM-5 §7.4).
+            TaskManagement::ClearAca => TmfResponse::FunctionRejected,
+            TaskManagement::LogicalUnitReset => {
+                self.reset(now, Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED);
+                TmfResponse::FunctionComplete
+            }
+            TaskManagement::TargetWarmReset => {
+                self.reset(now, Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET);
+                TmfResponse::FunctionComplete
+            }
+            TaskManagement::TargetColdReset => {
+                self.reset(now, Asc::POWER_ON_OCCURRED);
+                TmfResponse::FunctionComplete
+            }
+        }
+    }
+
+    /// LOGICAL UNIT RESET or a target reset (SAM-5 §6.3): every task is aborted, mode
+    /// parameters go back to their saved values (or defaults), the unit is started, and every
+    /// nexus gets a unit attention. RESERVE reservations end; persistent ones stay (SPC-4
+    /// §5.13.1).
+    pub(crate) fn reset(&mut self, now: Ns, asc: Asc) {
         // Every nexus gets the reset's unit attention, so the lost tasks need none of their own.
-        let _others = self.abort_tasks(now, reporter, |_| true);
-        let power_on = self.power_on_mode();
-        let mut mode = self.mode.lock();
-        self.apply_mode(&mut mode, power_on);
-        self.stopped.store(false, Ordering::Relaxed);
-        drop(mode);
-        self.prevent_removal.lock().clear();
+        let _lost = self.abort_where(now, |_| true);
+        let power_on = self.mode.power_on();
+        self.apply_mode(now, power_on);
+        self.stopped = false;
+        self.prevent_removal.clear();
         self.copies.abort_running();
         self.reservations.reset();
         self.unit_attentions.raise(asc, None);
+        self.publish();
     }
 
-    /// I_T nexus loss (SAM-5 §6.3.4): its unit attentions, its medium removal prevention and
-    /// its RESERVE reservation go; its persistent registrations stay.
-    pub(crate) fn nexus_lost(&self, now: Ns, nexus: u64) {
-        let _none = self.abort_tasks(now, Some(nexus), |n| n == nexus);
+    /// I_T nexus loss (SAM-5 §6.3.4): its tasks, its unit attentions, its medium removal
+    /// prevention and its RESERVE reservation go; its persistent registrations stay.
+    pub fn nexus_lost(&mut self, now: Ns, nexus: u64) {
+        self.clock.observe(now);
+        let _lost = self.abort_where(now, |n| n == nexus);
         self.unit_attentions.forget(nexus);
-        self.prevent_removal.lock().remove(&nexus);
+        self.prevent_removal.remove(&nexus);
         self.copies.forget(nexus);
         self.reservations.nexus_lost(nexus);
+        self.publish();
     }
 
-    /// The values that become current at power on and reset: the saved ones if any.
-    fn power_on_mode(&self) -> ModeParameters {
-        self.saved_mode
-            .as_ref()
-            .map_or(self.default_mode, |s| *s.lock())
+    /// The nexus is known here: a REPORT LUNS addressed to this unit made first contact.
+    pub fn register_nexus(&mut self, nexus: &Nexus) {
+        self.unit_attentions.register(nexus);
     }
 
-    fn apply_mode(&self, mode: &mut ModeParameters, new: ModeParameters) {
-        let mut new = new;
-        if !self.config.write_cache_changeable {
-            // A saved page from before the pin does not turn the cache back on.
-            new.wce = self.config.write_cache;
+    // --- Mode parameters ----------------------------------------------------------------
+
+    /// New mode parameters become current, and what follows from them: the device queue's
+    /// CDL pages (commands already in the task set keep the descriptors they arrived with)
+    /// and its drive's write cache (in order with the task set: commands the drive starts
+    /// from now on follow it), the provisioning thresholds, the copy view's write protection.
+    pub(crate) fn apply_mode(&mut self, now: Ns, new: ModeParameters) -> bool {
+        let old = self.mode.apply(new);
+        let current = *self.mode.current();
+        self.follow_mode(now, current);
+        let changed = old != current;
+        if changed {
+            self.publish();
         }
-        // A saved file from another provisioning neither adds nor drops the page.
-        new.provisioning = match self.config.thin_provisioning {
-            true => Some(new.provisioning.unwrap_or_default()),
-            false => None,
-        };
-        self.arm_thresholds(new.provisioning);
-        if let (Some(pages), Some(s)) = (new.cdl, &self.scheduled) {
-            if mode.cdl != new.cdl {
-                // Commands already in the task set keep the descriptors they arrived with.
-                let accepted = s.set.lock().queue_mut().set_cdl(pages);
-                debug_assert!(accepted.is_ok(), "MODE SELECT validated the pages");
-            }
-        }
-        if let Some(s) = &self.scheduled {
-            let mut set = s.set.lock();
-            if set.queue().write_cache().is_some_and(|on| on != new.wce) {
-                // In order with the task set: commands the drive starts from now on follow it.
-                let now = set.latest();
-                set.queue_mut().set_write_cache(now, new.wce);
-            }
-        }
-        *mode = new;
-        self.d_sense.store(new.d_sense, Ordering::Relaxed);
-        self.wce.store(new.wce, Ordering::Relaxed);
-        self.swp.store(new.swp, Ordering::Relaxed);
-        // WCE = 0: every write reaches stable storage before GOOD (SBC-4 §4.15).
-        self.store.set_write_through(!new.wce);
+        changed
     }
 
-    /// Execute one command addressed to this LU.
-    pub(crate) fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
-        match self.precheck(req) {
-            Ok((info, cmd)) => self.run(req, info, cmd, data_in),
-            Err(failed) => failed,
+    fn follow_mode(&mut self, now: Ns, current: ModeParameters) {
+        if let Some(q) = &mut self.queue {
+            if let Some(pages) = current.cdl {
+                q.set_cdl(pages);
+            }
+            q.set_write_cache(now, current.wce);
         }
+        self.provisioning.arm(current.provisioning, self.usage);
     }
 
-    /// The checks made before a command enters the task set, once, from its table entry's
-    /// [`Flags`]: a reservation held by another nexus (RESERVATION CONFLICT takes precedence
-    /// over CHECK CONDITION, SAM-5 §5.3.2), a pending unit attention for this nexus (SAM-5
-    /// §5.14), then [`Self::check_command`].
-    pub(crate) fn precheck(
-        &self,
-        req: &Request,
-    ) -> Result<(&'static CommandInfo, Command), Completion> {
-        let found = scsi::table::find(req.cdb);
-        self.check_reservation(req, &found)?;
-        let exempt = found
-            .as_ref()
-            .is_ok_and(|i| i.flags.contains(Flags::NO_UNIT_ATTENTION));
-        unit_attention(self.unit_attentions.on_command(req.nexus, exempt))?;
-        self.check_command(req, found)
+    // --- What the operator sees ---------------------------------------------------------
+
+    /// Tasks in the task set.
+    pub fn tasks(&self) -> usize {
+        self.tasks.len()
     }
 
-    /// [`Self::precheck`] by the logical unit's only user (no lock taken).
-    pub(crate) fn precheck_mut(
-        &mut self,
-        req: &Request,
-    ) -> Result<(&'static CommandInfo, Command), Completion> {
-        let found = scsi::table::find(req.cdb);
-        self.check_reservation(req, &found)?;
-        let exempt = found
-            .as_ref()
-            .is_ok_and(|i| i.flags.contains(Flags::NO_UNIT_ATTENTION));
-        unit_attention(self.unit_attentions.on_command_mut(req.nexus, exempt))?;
-        self.check_command(req, found)
+    /// The queue's counters (per class and per CDL descriptor).
+    pub fn queue_stats(&self) -> Option<qos::Stats> {
+        Some(self.queue.as_ref()?.stats().clone())
     }
 
-    /// The first of [`Self::precheck`]'s checks: a reservation held by another nexus.
-    fn check_reservation(
-        &self,
-        req: &Request,
-        found: &Result<&'static CommandInfo, Sense>,
-    ) -> Result<(), Completion> {
-        if self
-            .reservations
-            .conflict(req.nexus, found.as_ref().ok().copied(), req.cdb)
-        {
-            return Err(Completion {
-                status: Status::ReservationConflict,
-                sense: None,
-            });
-        }
-        Ok(())
-    }
-
-    /// [`Self::precheck`]'s checks after the unit attention: the task attribute, the CDB, then
-    /// the unit's state as the entry's flags ask: the target port group's ALUA state, medium
-    /// present, unit started, write protection.
-    fn check_command(
-        &self,
-        req: &Request,
-        found: Result<&'static CommandInfo, Sense>,
-    ) -> Result<(&'static CommandInfo, Command), Completion> {
-        // NormACA = 0: an ACA condition never exists, so a command with the ACA attribute has
-        // nothing to run under (SAM-5 §5.9.2, §8.6).
-        if req.attribute == TaskAttribute::Aca {
-            return Err(check(Sense::new(
-                SenseKey::IllegalRequest,
-                Asc::INVALID_MESSAGE_ERROR,
-            )));
-        }
-        let (info, cmd) = self.decode_found(found, req.cdb).map_err(check)?;
-        self.check_state(info.flags).map_err(check)?;
-        self.sanitizer.gate(&cmd, info.flags).map_err(check)?;
-        Ok((info, cmd))
-    }
-
-    /// Whether the unit's state lets a command with `flags` run.
-    fn check_state(&self, flags: Flags) -> Result<(), Sense> {
-        self.config.alua_state.admits(flags)?;
-        if flags.contains(Flags::MEDIUM) && !self.medium_present.load(Ordering::Relaxed) {
-            return Err(Sense::new(SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT));
-        }
-        if flags.contains(Flags::READY) && self.stopped.load(Ordering::Relaxed) {
-            return Err(Sense::new(
-                SenseKey::NotReady,
-                Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
-            ));
-        }
-        if flags.contains(Flags::WRITES) && self.write_protected() {
-            return Err(Sense::new(SenseKey::DataProtect, Asc::WRITE_PROTECTED));
-        }
-        Ok(())
-    }
-
-    /// Run a command that passed [`Self::precheck`]; after one that changes the medium, the
-    /// logical block provisioning thresholds, when any is enabled.
-    pub(crate) fn run(
-        &self,
-        req: &Request,
-        info: &'static CommandInfo,
-        cmd: Command,
-        data_in: &mut Vec<u8>,
-    ) -> Completion {
-        let done = self.run_command(req, info, cmd, data_in);
-        if info.flags.contains(Flags::WRITES) && self.thresholds_enabled.load(Ordering::Relaxed) {
-            self.check_thresholds(req.nexus.id);
-        }
-        done
-    }
-
-    fn run_command(
-        &self,
-        req: &Request,
-        info: &'static CommandInfo,
-        cmd: Command,
-        data_in: &mut Vec<u8>,
-    ) -> Completion {
-        let start = data_in.len();
-        match cmd {
-            // Its flags make the prechecks report a stopped unit or a missing medium.
-            Command::TestUnitReady => Completion::GOOD,
-            Command::RequestSense {
-                desc,
-                allocation_length,
-            } => {
-                let sanitizing = self.sanitizer.phase().sense();
-                let sense = match self.unit_attentions.take(req.nexus) {
-                    Some(asc) => Sense::new(SenseKey::UnitAttention, asc),
-                    None if sanitizing.is_some() => sanitizing
-                        .unwrap_or_else(|| Sense::new(SenseKey::NoSense, Asc::NO_ADDITIONAL_SENSE)),
-                    None if !self.medium_present.load(Ordering::Relaxed) => {
-                        Sense::new(SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT)
-                    }
-                    None if self.stopped.load(Ordering::Relaxed) => Sense::new(
-                        SenseKey::NotReady,
-                        Asc::LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED,
-                    ),
-                    None => Sense::new(SenseKey::NoSense, Asc::NO_ADDITIONAL_SENSE),
-                };
-                sense.write(desc, data_in);
-                truncate(data_in, start, allocation_length.into());
-                Completion::GOOD
-            }
-            Command::Inquiry(i) => self.inquiry(&i, data_in, start),
-            Command::ReadCapacity10 => {
-                let last = u32::try_from(self.blocks - 1).unwrap_or(u32::MAX);
-                data_in.extend_from_slice(&last.to_be_bytes());
-                data_in.extend_from_slice(&self.config.block_size.to_be_bytes());
-                Completion::GOOD
-            }
-            Command::ReadCapacity16 { allocation_length } => {
-                // READ CAPACITY (16) parameter data (SBC-4 table 66).
-                let mut p = [0u8; 32];
-                p[0..8].copy_from_slice(&(self.blocks - 1).to_be_bytes());
-                p[8..12].copy_from_slice(&self.config.block_size.to_be_bytes());
-                p[13] = self.config.physical_block_exponent & 0x0F; // LBPPBE
-                if self.config.thin_provisioning {
-                    p[14] = 0x80 | 0x40; // LBPME, LBPRZ: deallocated blocks read as zeros
-                }
-                data_in.extend_from_slice(&p);
-                truncate(data_in, start, allocation_length);
-                Completion::GOOD
-            }
-            Command::ReportLuns { .. } => {
-                // Handled by the target, which knows every LUN; a LU alone reports itself.
-                scsi::report_luns::report_luns(std::iter::once(self.config.lun), data_in);
-                Completion::GOOD
-            }
-            Command::Read(rw) => self.read(info, &rw, data_in),
-            Command::Write(rw) => self.write(info, &rw, req.data_out),
-            Command::OrWrite(rw) => self.or_write(info, &rw, req.data_out),
-            Command::CompareAndWrite(rw) => self.compare_and_write(&rw, req),
-            Command::WriteAndVerify(w) => self.write_and_verify(info, &w, req.data_out),
-            Command::WriteSame(w) => self.write_same(info, &w, req),
-            Command::Unmap(u) => self.unmap(&u, req.data_out),
-            Command::GetLbaStatus {
-                lba,
-                allocation_length,
-            } => self.get_lba_status(lba, allocation_length, data_in),
-            Command::Verify(v) => self.verify(info, &v, req.data_out),
-            Command::SynchronizeCache(r) => self.synchronize_cache(&r),
-            Command::PreFetch(r) => self.pre_fetch(&r),
-            Command::ModeSense(m) => {
-                let current = *self.mode.lock();
-                let saved = self.saved_mode.as_ref().map(|s| *s.lock());
-                let ctx = ModeContext {
-                    current: &current,
-                    default: &self.default_mode,
-                    saved: saved.as_ref(),
-                    write_protected: self.write_protected(),
-                    wce_changeable: self.config.write_cache_changeable,
-                    number_of_blocks: self.blocks,
-                    block_length: self.config.block_size,
-                };
-                match mode::mode_sense(&m, &ctx, data_in) {
-                    Ok(()) => {
-                        truncate(data_in, start, m.allocation_length.into());
-                        Completion::GOOD
-                    }
-                    Err(sense) => check(sense),
-                }
-            }
-            Command::ModeSelect(m) => self.mode_select(req, &m),
-            Command::LogSense(l) => {
-                let cdl = self.cdl_statistics();
-                let provisioning = self.provisioning_resources();
-                match scsi::log::log_sense(&l, cdl.as_ref(), provisioning.as_ref(), data_in) {
-                    Ok(()) => {
-                        truncate(data_in, start, l.allocation_length.into());
-                        Completion::GOOD
-                    }
-                    Err(sense) => check(sense),
-                }
-            }
-            Command::LogSelect(l) => match scsi::log::log_select(&l, self.log_pages()) {
-                Ok(reset) => {
-                    if reset {
-                        self.reset_cdl_statistics();
-                    }
-                    Completion::GOOD
-                }
-                Err(sense) => check(sense),
-            },
-            // Stopping or ejecting the medium takes it from every initiator.
-            Command::StartStopUnit(s) if !s.start && s.power_condition == 0 => self
-                .privileged(req)
-                .unwrap_or_else(|| self.start_stop_unit(&s)),
-            Command::StartStopUnit(s) => self.start_stop_unit(&s),
-            Command::Reserve => self.reservations.reserve(req.nexus),
-            Command::Release => self.reservations.release(req.nexus),
-            Command::PersistentReserveIn(p) => {
-                let c = self.reservations.persistent_reserve_in(&p, data_in);
-                truncate(data_in, start, p.allocation_length.into());
-                c
-            }
-            Command::PersistentReserveOut(p) => self.persistent_reserve_out(req, &p),
-            Command::PreventAllowMediumRemoval { prevent } => {
-                let mut nexuses = self.prevent_removal.lock();
-                if prevent {
-                    nexuses.insert(req.nexus.id);
-                } else {
-                    nexuses.remove(&req.nexus.id);
-                }
-                Completion::GOOD
-            }
-            Command::ReportSupportedOperationCodes(r) => {
-                match rsoc::report_supported_operation_codes(&r, self.features(), data_in) {
-                    Ok(()) => {
-                        truncate(data_in, start, r.allocation_length);
-                        Completion::GOOD
-                    }
-                    Err(sense) => check(sense),
-                }
-            }
-            Command::ReadDefectData(r) => {
-                // A RAM or file store has no defects: both lists are valid and empty, in the
-                // requested format (SBC-4 tables 45 and 48: PLISTV, GLISTV, DEFECT LIST FORMAT).
-                let flags =
-                    u8::from(r.req_plist) << 4 | u8::from(r.req_glist) << 3 | r.defect_list_format;
-                let header: &[u8] = if r.long {
-                    &[0, flags, 0, 0, 0, 0, 0, 0]
-                } else {
-                    &[0, flags, 0, 0]
-                };
-                data_in.extend_from_slice(header);
-                truncate(data_in, start, r.allocation_length);
-                Completion::GOOD
-            }
-            Command::ReportSupportedTaskManagementFunctions {
-                repd,
-                allocation_length,
-            } => {
-                rsoc::report_supported_task_management_functions(repd, data_in);
-                truncate(data_in, start, allocation_length);
-                Completion::GOOD
-            }
-            Command::Sanitize(s) => self.sanitize(&s, req),
-            Command::FormatUnit(f) => self.format_unit(&f, req),
-            Command::WriteAtomic {
-                rw,
-                atomic_boundary,
-            } => self.write_atomic(info, &rw, atomic_boundary, req.data_out),
-            Command::ReadLong {
-                lba,
-                byte_transfer_length,
-            } => self.read_long(info, lba, byte_transfer_length, data_in),
-            Command::WriteLong {
-                lba,
-                byte_transfer_length,
-                wr_uncor,
-            } => self.write_long(info, lba, byte_transfer_length, wr_uncor, req.data_out),
-            Command::ReportTimestamp { allocation_length } => {
-                self.clock.report(data_in);
-                truncate(data_in, start, allocation_length);
-                Completion::GOOD
-            }
-            Command::SetTimestamp {
-                parameter_list_length,
-            } => self.set_timestamp(req, parameter_list_length),
-            Command::ExtendedCopy(x) => self.extended_copy(req, &x),
-            Command::ReceiveCopyResults(r) => self.receive_copy_results(req, &r, data_in),
-            Command::ReportTargetPortGroups {
-                extended,
-                allocation_length,
-            } => {
-                let group = TargetPortGroup {
-                    id: crate::TARGET_PORT_GROUP,
-                    state: self.config.alua_state,
-                    relative_target_port: crate::RELATIVE_TARGET_PORT,
-                };
-                alua::report_target_port_groups(&[group], extended, data_in);
-                truncate(data_in, start, allocation_length);
-                Completion::GOOD
-            }
+    /// Keep latency histograms for [`Self::metrics`] from now on (a host that exports them
+    /// asks; the simulator does not, and so pays nothing for them).
+    pub fn keep_latencies(&mut self) {
+        if let Some(q) = &mut self.queue {
+            q.keep_latencies();
         }
     }
 
-    /// INQUIRY: standard data or one VPD page (SPC-5 §6.7).
-    fn inquiry(&self, i: &Inquiry, data_in: &mut Vec<u8>, start: usize) -> Completion {
-        let p = self.inquiry.peripheral;
-        if !i.evpd {
-            self.inquiry.encode(data_in);
+    /// Everything the logical unit counts, now.
+    pub fn metrics(&self) -> Metrics {
+        Metrics {
+            counts: self.counters.snapshot(),
+            queue: self.queue.as_ref().map(|q| q.metrics(self.tasks.len())),
+        }
+    }
+}
+
+/// Whether a command's Data-Out is a parameter list the core reads when it runs (kept while
+/// the task is held), rather than blocks the data plane moves (which stay with the
+/// transport).
+fn keeps_params(cmd: &Command) -> bool {
+    matches!(
+        cmd,
+        Command::ModeSelect(_)
+            | Command::PersistentReserveOut(_)
+            | Command::Unmap(_)
+            | Command::Sanitize(_)
+            | Command::FormatUnit(_)
+            | Command::ExtendedCopy(_)
+            | Command::SetTimestamp { .. }
+    )
+}
+
+/// The Block Limits VPD page of a logical unit (SBC-4 §6.6.4).
+fn block_limits(config: &LuConfig, unmap_granularity: u64) -> BlockLimits {
+    let max_blocks = config.max_transfer_bytes / config.block_size;
+    let thin = config.thin_provisioning;
+    BlockLimits {
+        maximum_compare_and_write_length: u8::try_from(max_blocks / 2).unwrap_or(u8::MAX),
+        optimal_transfer_length_granularity: 1 << config.physical_block_exponent,
+        maximum_transfer_length: max_blocks,
+        optimal_transfer_length: max_blocks.min((1 << 20) / config.block_size),
+        maximum_prefetch_length: max_blocks,
+        // Every WRITE ATOMIC holds its range against all other writes, so any length a WRITE
+        // may have is atomic, at any alignment, with or without a boundary.
+        maximum_atomic_transfer_length: max_blocks,
+        maximum_atomic_transfer_length_with_atomic_boundary: max_blocks,
+        maximum_atomic_boundary_size: max_blocks,
+        // Bounded so one command cannot hold a connection for long (32 MiB at 512 B). One
+        // block short of 2^16: libiscsi 1.19's WriteSame16.Unmap writes as many blocks as this
+        // allows from 65,536 with one WRITE(16), beyond our MAXIMUM TRANSFER LENGTH.
+        maximum_write_same_length: (1 << 16) - 1,
+        // Deallocating is cheap (chunks dropped, holes punched) whatever the length.
+        maximum_unmap_lba_count: if thin { u32::MAX } else { 0 },
+        maximum_unmap_block_descriptor_count: if thin { 256 } else { 0 },
+        optimal_unmap_granularity: if thin {
+            u32::try_from(unmap_granularity / u64::from(config.block_size))
+                .unwrap_or(u32::MAX)
+                .max(1)
         } else {
-            match i.page_code {
-                vpd::SUPPORTED_VPD_PAGES => inquiry::supported_vpd_pages(data_in, p),
-                vpd::UNIT_SERIAL_NUMBER => inquiry::unit_serial_number(data_in, p, &self.serial),
-                vpd::DEVICE_IDENTIFICATION => {
-                    inquiry::device_identification(data_in, p, &self.identifiers)
-                }
-                vpd::EXTENDED_INQUIRY_DATA => inquiry::extended_inquiry_data(data_in, p),
-                vpd::THIRD_PARTY_COPY => scsi::third_party_copy::third_party_copy_vpd(
-                    data_in,
-                    p,
-                    self.max_segment_bytes(),
-                ),
-                vpd::BLOCK_LIMITS => inquiry::block_limits(data_in, p, &self.block_limits),
-                vpd::BLOCK_DEVICE_CHARACTERISTICS => inquiry::block_device_characteristics(
-                    data_in,
-                    p,
-                    self.config.medium_rotation_rate,
-                    inquiry::AfterSanitize::ReadsSucceed,
-                ),
-                vpd::LOGICAL_BLOCK_PROVISIONING => provisioning::logical_block_provisioning(
-                    data_in,
-                    p,
-                    self.config
-                        .thin_provisioning
-                        .then(|| self.threshold_exponent()),
-                ),
-                _ => return check(Sense::invalid_field_in_cdb(2, None)),
-            }
-        }
-        truncate(data_in, start, i.allocation_length.into());
-        Completion::GOOD
-    }
-
-    /// MODE SELECT (SPC-5 §6.12): validate the whole list, apply it, and tell the other
-    /// nexuses with MODE PARAMETERS CHANGED (SPC-5 §7.5.2).
-    fn mode_select(&self, req: &Request, m: &ModeSelect) -> Completion {
-        let len = usize::from(m.parameter_list_length);
-        let Some(data) = req.data_out.get(..len) else {
-            return check(Sense::new(
-                SenseKey::IllegalRequest,
-                Asc::PARAMETER_LIST_LENGTH_ERROR,
-            ));
-        };
-        let mut mode = self.mode.lock();
-        let saved = self.saved_mode.as_ref().map(|s| *s.lock());
-        let ctx = ModeContext {
-            current: &mode,
-            default: &self.default_mode,
-            saved: saved.as_ref(),
-            write_protected: self.write_protected(),
-            wce_changeable: self.config.write_cache_changeable,
-            number_of_blocks: self.blocks,
-            block_length: self.config.block_size,
-        };
-        let selected = match mode::mode_select(m, data, &ctx) {
-            Ok(selected) => selected,
-            Err(sense) => return check(sense),
-        };
-        let new = selected.parameters;
-        // The write cache and software write protect apply to every initiator.
-        let shared = |p: &ModeParameters| (p.wce, p.swp);
-        let disruptive = shared(&new) != shared(&mode)
-            || (selected.save && saved.is_some_and(|s| shared(&s) != shared(&new)));
-        if disruptive {
-            if let Some(denied) = self.privileged(req) {
-                return denied;
-            }
-        }
-        if selected.save {
-            if let Err(e) = self.save_mode(&new) {
-                return self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, None);
-            }
-        }
-        if new != *mode {
-            self.apply_mode(&mut mode, new);
-            drop(mode);
-            self.unit_attentions
-                .raise(Asc::MODE_PARAMETERS_CHANGED, Some(req.nexus.id));
-        }
-        Completion::GOOD
-    }
-
-    /// SET TIMESTAMP (SPC-5 §6.46): the other nexuses get TIMESTAMP CHANGED.
-    fn set_timestamp(&self, req: &Request, parameter_list_length: u32) -> Completion {
-        let data = req
-            .data_out
-            .get(..parameter_list_length as usize)
-            .unwrap_or(req.data_out);
-        match scsi::timestamp::decode_set(data) {
-            Ok(ms) => {
-                self.clock.set(ms);
-                self.unit_attentions
-                    .raise(Asc::TIMESTAMP_CHANGED, Some(req.nexus.id));
-                Completion::GOOD
-            }
-            Err(sense) => check(sense),
-        }
-    }
-
-    /// `None` when the command's nexus may disrupt other initiators, else the refusal: ACCESS
-    /// DENIED - NO ACCESS RIGHTS (SPC-6: the initiator lacks the right to what it asked).
-    fn privileged(&self, req: &Request) -> Option<Completion> {
-        if req.nexus.privileged {
-            return None;
-        }
-        tracing::warn!(
-            initiator = %req.nexus.initiator_port,
-            opcode = format_args!("{:02X}h", req.cdb.first().copied().unwrap_or(0)),
-            "refused: the initiator is not privileged"
-        );
-        Some(check(Sense::new(
-            SenseKey::IllegalRequest,
-            Asc::ACCESS_DENIED_NO_ACCESS_RIGHTS,
-        )))
-    }
-
-    /// MODE SELECT with SP = 1: the new values are the saved ones, in the file if there is one.
-    fn save_mode(&self, new: &ModeParameters) -> std::io::Result<()> {
-        if let Some(path) = &self.config.saved_mode_path {
-            saved_mode::save(path, new)?;
-        }
-        if let Some(s) = &self.saved_mode {
-            *s.lock() = *new;
-        }
-        Ok(())
-    }
-
-    /// START STOP UNIT (SBC-4 §5.31). A POWER CONDITION other than START_VALID only changes
-    /// power state, which this device does not model; LOEJ needs removable medium whose
-    /// removal no nexus prevents.
-    fn start_stop_unit(&self, s: &StartStopUnit) -> Completion {
-        if s.power_condition != 0 {
-            return Completion::GOOD;
-        }
-        if s.loej && !self.inquiry.removable {
-            return check(Sense::invalid_field_in_cdb(4, Some(1)));
-        }
-        // Removable medium: START without LOEJ would only spin the medium, which is not
-        // modelled (tgt does the same; libiscsi's NoLoej test expects the unit to stay ready).
-        if self.inquiry.removable && !s.loej {
-            return Completion::GOOD;
-        }
-        if s.loej && !self.prevent_removal.lock().is_empty() {
-            return check(Sense::new(
-                SenseKey::IllegalRequest,
-                Asc::MEDIUM_REMOVAL_PREVENTED,
-            ));
-        }
-        if !s.start && !s.no_flush {
-            if let Err(e) = self.store.flush() {
-                return self.io_error(&e, SenseKey::MediumError, Asc::WRITE_ERROR, None);
-            }
-        }
-        self.stopped.store(!s.start, Ordering::Relaxed);
-        if s.loej {
-            // START = 1 with LOEJ loads the medium, START = 0 ejects it (SBC-4 table 97).
-            self.medium_present.store(s.start, Ordering::Relaxed);
-        }
-        Completion::GOOD
-    }
-
-    /// A store failure as MEDIUM ERROR (or HARDWARE ERROR when the request itself was bad).
-    pub(crate) fn io_error(
-        &self,
-        e: &std::io::Error,
-        key: SenseKey,
-        asc: Asc,
-        lba: Option<u64>,
-    ) -> Completion {
-        // The host sees only the sense; the operator needs the cause (ENOSPC, EIO, ...).
-        tracing::error!(error = %e, ?key, ?asc, lba, "store I/O failed");
-        let mut sense = if e.kind() == std::io::ErrorKind::InvalidInput {
-            Sense::new(SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE)
-        } else {
-            Sense::new(key, asc)
-        };
-        sense.information = lba;
-        Completion {
-            status: Status::CheckCondition,
-            sense: Some(sense),
-        }
+            0
+        },
     }
 }

@@ -1,16 +1,13 @@
 //! What a logical unit counts for its operator (`stint serve --metrics`): commands by kind and
 //! by how they ended, sense data, bytes moved; with a device queue also the task set's gauges,
-//! the queue's per-class and per-descriptor statistics and latency histograms. The counters
-//! every command touches are relaxed atomics: no lock and no allocation on the inline path.
-//! Only a completion with sense data takes a lock (a small map, one entry per sense the LU
-//! can give).
+//! the queue's per-class and per-descriptor statistics and latency histograms. Plain counters
+//! of the core: two additions per command, no allocation (a completion with sense data adds
+//! to a small map, one entry per sense the LU can give).
 
 use crate::latency::Latencies;
-use crate::{Completion, Request};
-use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
-use scsi::{Asc, Direction, SenseKey, Status};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use crate::Completion;
+use scsi::{Asc, CommandInfo, Direction, SenseKey, Status};
+use std::collections::BTreeMap;
 
 /// What a command does, for counting: reads and writes of logical blocks (the command table's
 /// [`scsi::CommandInfo::moves_blocks`]: READ and WRITE of every size, WRITE AND VERIFY, WRITE
@@ -28,9 +25,14 @@ impl Kind {
     /// The kind of the command in `cdb`, from its table entry (operation code and service
     /// action), whether or not the rest of it is valid.
     pub fn of(cdb: &[u8]) -> Kind {
-        match scsi::table::find(cdb).map(|i| i.moves_blocks()) {
-            Ok(Some(Direction::In)) => Kind::Read,
-            Ok(Some(Direction::Out)) => Kind::Write,
+        scsi::table::find(cdb).map_or(Kind::Other, Kind::of_entry)
+    }
+
+    /// The kind of commands of a table entry.
+    pub fn of_entry(info: &CommandInfo) -> Kind {
+        match info.moves_blocks() {
+            Some(Direction::In) => Kind::Read,
+            Some(Direction::Out) => Kind::Write,
             _ => Kind::Other,
         }
     }
@@ -79,48 +81,40 @@ fn ending_index(ending: Ending) -> usize {
     }
 }
 
-/// The atomic counters of one logical unit.
+/// The counters of one logical unit.
 #[derive(Default)]
 pub(crate) struct CommandCounters {
-    commands: [[AtomicU64; ENDINGS.len()]; 3],
-    read_bytes: AtomicU64,
-    written_bytes: AtomicU64,
-    sense: Mutex<FxHashMap<(Kind, SenseKey, Asc), u64>>,
+    commands: [[u64; ENDINGS.len()]; 3],
+    read_bytes: u64,
+    written_bytes: u64,
+    sense: BTreeMap<(Kind, SenseKey, Asc), u64>,
 }
 
 impl CommandCounters {
-    /// `req` ended with `c` after producing `data_in` bytes of read data.
-    pub(crate) fn count(&self, req: &Request, c: &Completion, data_in: usize) {
-        let kind = Kind::of(req.cdb);
-        self.commands[kind.index()][ending_index(Some(c.status))].fetch_add(1, Relaxed);
+    /// A command of `kind` ended with `c` after moving `read` bytes of read data or `written`
+    /// bytes of Data-Out.
+    pub(crate) fn count(&mut self, kind: Kind, c: &Completion, read: usize, written: usize) {
+        self.commands[kind.index()][ending_index(Some(c.status))] += 1;
         match &c.sense {
-            None if c.status == Status::Good => {
-                let moved = match kind {
-                    Kind::Read => (&self.read_bytes, data_in),
-                    Kind::Write => (&self.written_bytes, req.data_out.len()),
-                    Kind::Other => return,
-                };
-                moved.0.fetch_add(moved.1 as u64, Relaxed);
-            }
+            None if c.status == Status::Good => match kind {
+                Kind::Read => self.read_bytes += read as u64,
+                Kind::Write => self.written_bytes += written as u64,
+                Kind::Other => {}
+            },
             None => {}
-            Some(s) => *self.sense.lock().entry((kind, s.key, s.asc)).or_default() += 1,
+            Some(s) => *self.sense.entry((kind, s.key, s.asc)).or_default() += 1,
         }
     }
 
-    /// What they hold now; `aborted` adds the tasks task management aborted, by kind.
-    pub(crate) fn snapshot(&self, aborted: [u64; 3]) -> Counts {
-        let mut commands = [[0; ENDINGS.len()]; 3];
-        for (row, counters) in commands.iter_mut().zip(&self.commands) {
-            for (n, c) in row.iter_mut().zip(counters) {
-                *n = c.load(Relaxed);
-            }
-        }
-        for (row, n) in commands.iter_mut().zip(aborted) {
-            row[ending_index(None)] += n;
-        }
-        let mut sense: Vec<SenseCount> = self
+    /// Task management aborted a command of `kind`: no status was sent (TAS = 0).
+    pub(crate) fn aborted(&mut self, kind: Kind) {
+        self.commands[kind.index()][ending_index(None)] += 1;
+    }
+
+    /// What they hold now.
+    pub(crate) fn snapshot(&self) -> Counts {
+        let sense = self
             .sense
-            .lock()
             .iter()
             .map(|(&(kind, key, asc), &count)| SenseCount {
                 kind,
@@ -129,11 +123,10 @@ impl CommandCounters {
                 count,
             })
             .collect();
-        sense.sort_by_key(|s| (s.kind, s.key as u8, s.asc.0, s.asc.1));
         Counts {
-            commands,
-            read_bytes: self.read_bytes.load(Relaxed),
-            written_bytes: self.written_bytes.load(Relaxed),
+            commands: self.commands,
+            read_bytes: self.read_bytes,
+            written_bytes: self.written_bytes,
             sense,
         }
     }
@@ -148,9 +141,8 @@ pub struct SenseCount {
     pub count: u64,
 }
 
-/// A logical unit's command counters at one moment. They count the commands the transport
-/// hands to the logical unit through `submit` and `complete` (not those of the simulator's
-/// `submit_mut` and `status`); they never go back to zero.
+/// A logical unit's command counters at one moment: every command the logical unit ended,
+/// whichever clock drives it; they never go back to zero.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     /// By [`Kind`] and by [`ENDINGS`] index.

@@ -1,15 +1,13 @@
-//! Token-based copy offload (SBC-4, the ODX model): POPULATE TOKEN makes a ROD
-//! token that represents ranges of this logical unit, WRITE USING TOKEN writes what a token
-//! represents into ranges of this (or any other of the process's) logical unit, and RECEIVE
-//! ROD TOKEN INFORMATION returns the token. Tokens are access upon reference: the data is
-//! read when used, and a write to the represented blocks first revokes the token.
+//! Token-based copy offload (SBC-4, the ODX model): POPULATE TOKEN makes a ROD token that
+//! represents ranges of this logical unit, WRITE USING TOKEN writes what a token represents
+//! into ranges of this logical unit (from this or any other of the process's), and RECEIVE ROD
+//! TOKEN INFORMATION returns the token. Tokens are access upon reference: the data is read
+//! when used, and a write to the represented blocks first revokes the token.
 
-use crate::extended_copy::{completion_of, CHUNK_BYTES};
-use crate::logical_unit::{check, LogicalUnit};
-use crate::{Completion, Request};
+use crate::extended_copy::{CopyJob, CopyLists, Endpoint, Here};
+use crate::{Completion, Nexus, Ns};
 use scsi::third_party_copy::{self as tpc, CopyResult, CscdDescriptor, ExtendedCopy, Range};
 use scsi::{Asc, Sense, SenseKey};
-use std::sync::Arc;
 
 /// The byte extents of `ranges` on a unit of `block_size`.
 fn extents(ranges: &[Range], block_size: u32) -> Vec<(u64, u64)> {
@@ -20,149 +18,126 @@ fn extents(ranges: &[Range], block_size: u32) -> Vec<(u64, u64)> {
         .collect()
 }
 
-impl LogicalUnit {
-    /// Every range inside the capacity, else LBA OUT OF RANGE (SBC-4).
-    fn check_ranges(&self, ranges: &[Range]) -> Result<u64, Sense> {
-        let mut blocks = 0u64;
-        for r in ranges {
-            match r.lba.checked_add(u64::from(r.blocks)) {
-                Some(end) if end <= self.blocks() => blocks += u64::from(r.blocks),
-                _ => return Err(Sense::lba_out_of_range()),
-            }
-        }
-        Ok(blocks)
-    }
-
-    /// This logical unit as a CSCD descriptor names it (its NAA designator).
-    fn own_cscd(&self) -> CscdDescriptor {
-        CscdDescriptor {
-            code_set: 0x01,
-            designator_type: 0x03,
-            association: 0,
-            designator: self.identifiers.naa.to_vec(),
-            block_length: self.block_size(),
+/// Every range inside the capacity, else LBA OUT OF RANGE (SBC-4); the blocks they hold.
+fn check_ranges(here: &Here, ranges: &[Range]) -> Result<u64, Sense> {
+    let mut blocks = 0u64;
+    for r in ranges {
+        match r.lba.checked_add(u64::from(r.blocks)) {
+            Some(end) if end <= here.blocks => blocks += u64::from(r.blocks),
+            _ => return Err(Sense::lba_out_of_range()),
         }
     }
+    Ok(blocks)
+}
 
-    /// POPULATE TOKEN (SBC-4): the ranges are checked, the token is made and held
-    /// under the CDB's LIST IDENTIFIER for RECEIVE ROD TOKEN INFORMATION.
-    pub(crate) fn populate_token(&self, req: &Request, x: &ExtendedCopy, p: &[u8]) -> Completion {
-        let pt = match tpc::parse_populate_token(p) {
-            Ok(pt) => pt,
-            Err(sense) => return check(sense),
-        };
-        let blocks = match self.check_ranges(&pt.ranges) {
-            Ok(b) => b,
-            Err(sense) => return check(sense),
-        };
-        let Some(manager) = self.copy_manager.get() else {
-            // A logical unit outside any target (the simulator's) keeps no tokens.
-            return check(Sense::invalid_command_operation_code());
-        };
-        if let Err(busy) = self.copies.begin(req.nexus.id, x.list_identifier) {
-            return busy;
-        }
-        let timeout = match pt.inactivity_timeout {
-            0 => tpc::DEFAULT_INACTIVITY_TIMEOUT,
-            t => t,
-        };
-        let bytes = blocks * u64::from(self.block_size());
-        let token = manager.create_token(self.own_cscd(), pt.ranges, bytes, timeout);
-        let mut result = CopyResult::new(tpc::out_action::POPULATE_TOKEN);
-        result.transfer_count = blocks;
-        result.rod_token = Some(token);
-        self.copies.end(req.nexus.id, x.list_identifier, result);
-        Completion::GOOD
+/// This logical unit as a CSCD descriptor names it (its NAA designator).
+fn own_cscd(here: &Here) -> CscdDescriptor {
+    CscdDescriptor {
+        code_set: 0x01,
+        designator_type: 0x03,
+        association: 0,
+        designator: here.identifiers.naa.to_vec(),
+        block_length: here.block_size,
     }
+}
 
-    /// WRITE USING TOKEN (SBC-4): the token's data from OFFSET INTO ROD fills the
-    /// ranges in order, in chunks; a token that represents less fills less (the transfer
-    /// count says how much). The block device zero token writes zeros.
-    pub(crate) fn write_using_token(
-        &self,
-        req: &Request,
-        x: &ExtendedCopy,
-        p: &[u8],
-    ) -> Completion {
-        let wut = match tpc::parse_write_using_token(p) {
-            Ok(w) => w,
-            Err(sense) => return check(sense),
-        };
-        if self.write_protected() {
-            return check(Sense::new(SenseKey::DataProtect, Asc::WRITE_PROTECTED));
-        }
-        if let Err(sense) = self.check_ranges(&wut.ranges) {
-            return check(sense);
-        }
-        let rod_type = match tpc::token_type(&wut.token) {
-            Ok(t) => t,
-            Err(sense) => return check(sense),
-        };
-        let source = if rod_type == tpc::ROD_TYPE_BLOCK_DEVICE_ZERO {
-            None
+fn check(sense: Sense) -> Completion {
+    Completion::check_condition(sense)
+}
+
+/// POPULATE TOKEN (SBC-4) at `now`: the ranges are checked, the token is made and held under
+/// the CDB's LIST IDENTIFIER for RECEIVE ROD TOKEN INFORMATION.
+pub(crate) fn populate_token(
+    now: Ns,
+    here: &Here,
+    copies: &mut CopyLists,
+    nexus: u64,
+    x: &ExtendedCopy,
+    p: &[u8],
+) -> Completion {
+    let pt = match tpc::parse_populate_token(p) {
+        Ok(pt) => pt,
+        Err(sense) => return check(sense),
+    };
+    let blocks = match check_ranges(here, &pt.ranges) {
+        Ok(b) => b,
+        Err(sense) => return check(sense),
+    };
+    let Some(manager) = here.manager else {
+        // A logical unit outside any target (the simulator's) keeps no tokens.
+        return check(Sense::invalid_command_operation_code());
+    };
+    if let Err(busy) = copies.begin(nexus, x.list_identifier) {
+        return busy;
+    }
+    let timeout = match pt.inactivity_timeout {
+        0 => tpc::DEFAULT_INACTIVITY_TIMEOUT,
+        t => t,
+    };
+    let bytes = blocks * u64::from(here.block_size);
+    let token = manager.create_token(now, own_cscd(here), pt.ranges, bytes, timeout);
+    let mut result = CopyResult::new(tpc::out_action::POPULATE_TOKEN);
+    result.transfer_count = blocks;
+    result.rod_token = Some(token);
+    copies.end(nexus, x.list_identifier, result);
+    Completion::GOOD
+}
+
+/// WRITE USING TOKEN (SBC-4) at `now`: the token's data from OFFSET INTO ROD fills the ranges
+/// in order, chunk by chunk; a token that represents less fills less (the transfer count says
+/// how much). The block device zero token writes zeros. The copy job, or the status it ends
+/// with before any data moves.
+pub(crate) fn write_using_token(
+    now: Ns,
+    here: &Here,
+    copies: &mut CopyLists,
+    nexus: &Nexus,
+    x: &ExtendedCopy,
+    p: &[u8],
+) -> Result<CopyJob, Completion> {
+    let wut = tpc::parse_write_using_token(p).map_err(check)?;
+    if here.write_protected {
+        return Err(check(Sense::new(SenseKey::DataProtect, Asc::WRITE_PROTECTED)));
+    }
+    check_ranges(here, &wut.ranges).map_err(check)?;
+    let rod_type = tpc::token_type(&wut.token).map_err(check)?;
+    // Failures from here on are the copy's: its result is kept for RECEIVE COPY RESULTS.
+    let mut failure = None;
+    let (source, from) = if rod_type == tpc::ROD_TYPE_BLOCK_DEVICE_ZERO {
+        (Endpoint::This, None)
+    } else {
+        let manager = here
+            .manager
+            .ok_or_else(|| check(Sense::new(SenseKey::IllegalRequest, tpc::TOKEN_UNKNOWN)))?;
+        let data = manager
+            .use_token(now, &wut.token, wut.delete_token)
+            .map_err(check)?;
+        let (unit, block_size) = if here.designated_by(&data.source) {
+            (Endpoint::This, here.block_size)
         } else {
-            let Some(manager) = self.copy_manager.get() else {
-                return check(Sense::new(SenseKey::IllegalRequest, tpc::TOKEN_UNKNOWN));
-            };
-            let data = match manager.use_token(&wut.token, wut.delete_token) {
-                Ok(d) => d,
-                Err(sense) => return check(sense),
-            };
-            let unit: Option<Arc<LogicalUnit>> = if self.designated_by(&data.source) {
-                None
-            } else {
-                match manager.find(&data.source) {
-                    Some(lu) => Some(lu),
-                    // The unit it represents is gone: the token is of no use any more.
-                    None => return check(Sense::new(SenseKey::IllegalRequest, tpc::TOKEN_REVOKED)),
+            match manager.find(&data.source) {
+                Some(view) => {
+                    if !view.reachable(nexus, false) {
+                        failure = Some(Sense::new(
+                            SenseKey::CopyAborted,
+                            tpc::COPY_TARGET_DEVICE_NOT_REACHABLE,
+                        ));
+                    }
+                    let bs = view.block_size;
+                    (Endpoint::Other(view), bs)
                 }
-            };
-            Some((unit, data.ranges))
-        };
-        if let Err(busy) = self.copies.begin(req.nexus.id, x.list_identifier) {
-            return busy;
-        }
-        let mut result = CopyResult::new(tpc::out_action::WRITE_USING_TOKEN);
-        if let Err(sense) = self.fill_from_token(req, &wut, source, &mut result) {
-            result.status = tpc::CopyStatus::Failed;
-            result.sense = Some(sense);
-        }
-        let completion = completion_of(&result);
-        self.copies.end(req.nexus.id, x.list_identifier, result);
-        completion
-    }
-
-    /// Copy the token's bytes (zeros without a source) into the WRITE USING TOKEN ranges.
-    fn fill_from_token(
-        &self,
-        req: &Request,
-        wut: &tpc::WriteUsingToken,
-        source: Option<(Option<Arc<LogicalUnit>>, Vec<Range>)>,
-        result: &mut CopyResult,
-    ) -> Result<(), Sense> {
-        let bs = u64::from(self.block_size());
-        let not_reachable =
-            || Sense::new(SenseKey::CopyAborted, tpc::COPY_TARGET_DEVICE_NOT_REACHABLE);
-        let (src, mut from) = match &source {
-            None => (None, Vec::new()),
-            Some((unit, ranges)) => {
-                let lu: &LogicalUnit = unit.as_deref().unwrap_or(self);
-                let other = !std::ptr::eq(lu, self);
-                if other
-                    && (!lu.medium_ready()
-                        || lu.reservations.conflict(
-                            req.nexus,
-                            scsi::table::lookup(0x88, None),
-                            &[0x88],
-                        ))
-                {
-                    return Err(not_reachable());
+                // The unit it represents is gone: the token is of no use any more.
+                None => {
+                    return Err(check(Sense::new(
+                        SenseKey::IllegalRequest,
+                        tpc::TOKEN_REVOKED,
+                    )))
                 }
-                (Some(lu), extents(ranges, lu.block_size()))
             }
         };
+        let mut from = extents(&data.ranges, block_size);
         // Skip OFFSET INTO ROD blocks (of this unit's size) of the token's data.
-        let mut skip = wut.offset_into_rod.saturating_mul(bs);
+        let mut skip = wut.offset_into_rod.saturating_mul(here.block_size.into());
         while skip > 0 && !from.is_empty() {
             let take = skip.min(from[0].1);
             from[0].0 += take;
@@ -172,55 +147,27 @@ impl LogicalUnit {
                 from.remove(0);
             }
         }
-        if src.is_some() && from.is_empty() {
-            return Err(Sense::invalid_field_in_parameter_list(8, None));
+        if from.is_empty() && failure.is_none() {
+            failure = Some(Sense::invalid_field_in_parameter_list(8, None));
         }
-        let epoch = self.copies.epoch();
-        let mut buf = vec![0u8; CHUNK_BYTES];
-        let mut from = from.into_iter();
-        let mut current = from.next();
-        for (to, len) in extents(&wut.ranges, self.block_size()) {
-            self.written(to / bs, len / bs);
-            let mut done = 0;
-            while done < len {
-                if self.copies.aborted_since(epoch) {
-                    result.status = tpc::CopyStatus::Aborted;
-                    return Err(Sense::new(SenseKey::CopyAborted, Asc::NO_ADDITIONAL_SENSE));
-                }
-                let mut n = (len - done).min(CHUNK_BYTES as u64);
-                let chunk = match src {
-                    None => {
-                        buf[..n as usize].fill(0);
-                        &buf[..n as usize]
-                    }
-                    Some(lu) => {
-                        let Some((at, left)) = current.as_mut() else {
-                            // The token represents no more: the rest stays as it was.
-                            return Ok(());
-                        };
-                        n = n.min(*left);
-                        let chunk = &mut buf[..n as usize];
-                        lu.store.read_at(*at, chunk).map_err(|e| {
-                            tracing::error!(error = %e, "token copy: source store read failed");
-                            Sense::new(SenseKey::CopyAborted, Asc::UNRECOVERED_READ_ERROR)
-                        })?;
-                        *at += n;
-                        *left -= n;
-                        if *left == 0 {
-                            current = from.next();
-                        }
-                        chunk
-                    }
-                };
-                self.store.write_at(to + done, chunk).map_err(|e| {
-                    tracing::error!(error = %e, "token copy: store write failed");
-                    Sense::new(SenseKey::MediumError, Asc::WRITE_ERROR)
-                })?;
-                done += n;
-                result.transfer_count += n / bs;
-            }
-            result.segments_processed += 1;
-        }
-        Ok(())
+        (unit, Some(from))
+    };
+    copies.begin(nexus.id, x.list_identifier)?;
+    if let Some(sense) = failure {
+        let mut result = CopyResult::new(tpc::out_action::WRITE_USING_TOKEN);
+        result.status = tpc::CopyStatus::Failed;
+        result.sense = Some(sense.clone());
+        copies.end(nexus.id, x.list_identifier, result);
+        return Err(check(sense));
     }
+    let to = extents(&wut.ranges, here.block_size);
+    Ok(CopyJob::token(
+        nexus.id,
+        x.list_identifier,
+        source,
+        from,
+        to,
+        here.block_size,
+        copies,
+    ))
 }

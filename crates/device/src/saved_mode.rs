@@ -1,12 +1,9 @@
 //! Saved mode parameters (SPC-5 §7.5.4: at power on and after a reset the saved values become
 //! current), kept for a file LUN in a small file beside its data so they survive restarts.
 
-use crate::atomic_file;
 use scsi::cdl::{CdlPage, CdlPageKind, CdlPages, T2_PAGE_LEN};
 use scsi::mode::ModeParameters;
 use scsi::provisioning::{Thresholds, MODE_PAGE_LEN};
-use std::io;
-use std::path::Path;
 
 const MAGIC: &[u8] = b"stint saved mode parameters v1\n";
 
@@ -14,7 +11,7 @@ const MAGIC: &[u8] = b"stint saved mode parameters v1\n";
 /// Block Provisioning page present), then the T2A and T2B pages and the Logical Block
 /// Provisioning page as MODE SENSE returns them. A file written before the last page existed
 /// reads as one without it.
-fn encode(p: &ModeParameters) -> Vec<u8> {
+pub(crate) fn encode(p: &ModeParameters) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.push(
         u8::from(p.wce)
@@ -33,7 +30,7 @@ fn encode(p: &ModeParameters) -> Vec<u8> {
     out
 }
 
-fn decode(bytes: &[u8]) -> Result<ModeParameters, String> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<ModeParameters, String> {
     let rest = bytes
         .strip_prefix(MAGIC)
         .ok_or("not a saved mode parameters file")?;
@@ -74,22 +71,10 @@ fn decode(bytes: &[u8]) -> Result<ModeParameters, String> {
     })
 }
 
-/// The saved values at `path`, if it exists; an unreadable or corrupt file is an error that
-/// names it.
-pub(crate) fn load(path: &Path) -> io::Result<Option<ModeParameters>> {
-    atomic_file::load(path, decode)
-}
-
-/// Replaces the saved values at `path` atomically ([`atomic_file::replace`]).
-pub(crate) fn save(path: &Path, p: &ModeParameters) -> io::Result<()> {
-    atomic_file::replace(path, &encode(p))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use scsi::cdl::{CdlDescriptor, Policy};
-    use std::path::PathBuf;
 
     fn params(guideline_ns: u64, wce: bool) -> ModeParameters {
         let mut pages = CdlPages::default();
@@ -110,58 +95,13 @@ mod tests {
         }
     }
 
-    fn new_file(path: &Path) -> PathBuf {
-        let mut tmp = path.to_owned().into_os_string();
-        tmp.push(".new");
-        tmp.into()
-    }
-
-    /// A crash after the new file was partly written and before the rename: the saved values
-    /// are the old ones, whole, and the next save replaces the leftover.
-    #[test]
-    fn a_torn_new_file_never_replaces_the_saved_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("lun.img.modes");
-        let (old, new) = (params(50_000_000, true), params(20_000_000, false));
-        save(&path, &old).unwrap();
-        let saved = std::fs::read(&path).unwrap();
-        let whole = encode(&new);
-        std::fs::write(new_file(&path), &whole[..whole.len() / 2]).unwrap();
-        assert_eq!(load(&path).unwrap(), Some(old));
-        assert_eq!(std::fs::read(&path).unwrap(), saved);
-        save(&path, &new).unwrap();
-        assert_eq!(load(&path).unwrap(), Some(new));
-        assert!(!new_file(&path).exists(), "renamed away");
-    }
-
-    /// A save that cannot write its new file fails and leaves the saved values as they were.
-    #[test]
-    fn a_failed_save_keeps_the_saved_values() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("lun.img.modes");
-        let old = params(50_000_000, true);
-        save(&path, &old).unwrap();
-        // The new file's name taken by a directory: it cannot be created (EISDIR).
-        std::fs::create_dir(new_file(&path)).unwrap();
-        assert!(save(&path, &params(20_000_000, false)).is_err());
-        assert_eq!(load(&path).unwrap(), Some(old));
-    }
-
     #[test]
     fn round_trip_and_corruption() {
         let p = params(50_000_000, true);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("lun.img.modes");
-        assert!(load(&path).unwrap().is_none());
-        save(&path, &p).unwrap();
-        assert_eq!(load(&path).unwrap(), Some(p));
-        let mut bytes = std::fs::read(&path).unwrap();
-        bytes.truncate(bytes.len() - 1);
-        std::fs::write(&path, &bytes).unwrap();
-        let err = load(&path).unwrap_err().to_string();
-        assert!(
-            err.contains("lun.img.modes") && err.contains("truncated"),
-            "{err}"
-        );
+        let bytes = encode(&p);
+        assert_eq!(decode(&bytes), Ok(p));
+        let err = decode(&bytes[..bytes.len() - 1]).unwrap_err();
+        assert!(err.contains("truncated"), "{err}");
+        assert!(decode(b"other").is_err());
     }
 }

@@ -1,18 +1,21 @@
 //! The SCSI target device: the set of logical units behind one iSCSI target node, plus the
-//! target-wide commands (REPORT LUNS) and addressing of absent LUNs (SPC-5 §4.4.3 / SAM-5 §4.6).
+//! target-wide commands (REPORT LUNS), addressing of absent LUNs (SPC-5 §4.4.3 / SAM-5 §4.6)
+//! and the task management functions that span logical units (TARGET RESET).
 
-use crate::logical_unit::{check, truncate, LogicalUnit};
-use crate::{Completion, Nexus, Ns, Request, Submitted, TaskManagement, TmfResponse, Transfer};
+use crate::logical_unit::{check, truncate};
+use crate::unit::{Sink, Submitted, Unit};
+use crate::{Arrival, Completion, CopyManager, Nexus, Ns, TaskId, TaskManagement, TmfResponse, Transfer};
 use scsi::command::Command;
 use scsi::inquiry::{self, StandardInquiry};
 use scsi::{Asc, Flags, Sense, SenseKey};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use store::Op;
 
 /// Logical units addressed by LUN. Immutable after construction, so finding a LU takes no lock.
 #[derive(Default)]
 pub struct Target {
-    luns: BTreeMap<u64, Arc<LogicalUnit>>,
+    luns: BTreeMap<u64, Arc<Unit>>,
     /// LUN masking: the initiators (by iSCSI name) that may see a LUN; a LUN without an entry
     /// is everyone's. To anyone else a masked LUN is absent (SPC-5 §4.4.3): REPORT LUNS leaves
     /// it out and commands get LOGICAL UNIT NOT SUPPORTED.
@@ -30,13 +33,17 @@ fn target_scope(cdb: &[u8]) -> bool {
 }
 
 impl Target {
-    /// A target serving `luns`; a later duplicate LUN replaces an earlier one. Logical units
-    /// not yet registered with a [`crate::CopyManager`] share a new one, so EXTENDED COPY
-    /// reaches every LUN of the target (register them first to reach further).
-    pub fn new(luns: Vec<(u64, Arc<LogicalUnit>)>) -> Self {
-        let manager = Arc::new(crate::CopyManager::default());
-        for (_, lu) in &luns {
-            manager.register(lu);
+    /// A target serving `luns`; a later duplicate LUN replaces an earlier one. They share a
+    /// new copy manager, so EXTENDED COPY reaches every LUN of the target; [`Self::with_copy_manager`]
+    /// reaches further.
+    pub fn new(luns: Vec<(u64, Arc<Unit>)>) -> Self {
+        Self::with_copy_manager(luns, Arc::default())
+    }
+
+    /// A target whose units join `manager` (one per process reaches every target's units).
+    pub fn with_copy_manager(luns: Vec<(u64, Arc<Unit>)>, manager: Arc<CopyManager>) -> Self {
+        for (_, unit) in &luns {
+            unit.attach(manager.clone());
         }
         Target {
             luns: luns.into_iter().collect(),
@@ -51,7 +58,7 @@ impl Target {
     }
 
     /// The logical unit at `lun` as `nexus` sees it: `None` when absent or masked.
-    fn unit(&self, nexus: &Nexus, lun: u64) -> Option<&Arc<LogicalUnit>> {
+    fn unit(&self, nexus: &Nexus, lun: u64) -> Option<&Arc<Unit>> {
         let visible = self
             .masks
             .get(&lun)
@@ -59,7 +66,7 @@ impl Target {
         self.luns.get(&lun).filter(|_| visible)
     }
 
-    pub fn lun(&self, lun: u64) -> Option<&Arc<LogicalUnit>> {
+    pub fn lun(&self, lun: u64) -> Option<&Arc<Unit>> {
         self.luns.get(&lun)
     }
 
@@ -68,73 +75,113 @@ impl Target {
         self.luns.keys().copied()
     }
 
-    /// Direction and length `cdb` from `nexus` asks for, or the sense to fail it with before
-    /// any data moves.
-    pub fn transfer(&self, nexus: &Nexus, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
-        let found = scsi::table::find(cdb);
-        let Some(lu) = self.unit(nexus, lun) else {
-            // Same answers as `absent_lun`: only the table's NO_LUN commands run.
-            let info = found
-                .ok()
-                .filter(|i| i.flags.contains(Flags::NO_LUN))
-                .ok_or_else(lun_not_supported)?;
-            let cmd = scsi::table::decode_as(info, cdb)?;
-            return Ok(Transfer::of(cmd.data_length(), 0));
-        };
-        let (info, cmd) = lu.decode_found(found, cdb)?;
-        lu.transfer(info, &cmd)
+    /// The logical units, each needing a driver on the server's clock.
+    pub fn units(&self) -> impl Iterator<Item = &Arc<Unit>> {
+        self.luns.values()
     }
 
-    /// A command arrives at `now`: on a logical unit with a device queue a medium command
-    /// enters its task set; everything else runs at once, as [`Self::execute`].
-    pub fn submit(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
-        match self.unit(req.nexus, req.lun) {
-            Some(lu) if !target_scope(req.cdb) => lu.submit(now, req, data_in),
-            _ => Submitted::Done(self.execute(req, data_in)),
+    /// A command arrives at `now`. The target answers REPORT LUNS and commands for absent
+    /// LUNs itself; everything else goes to its logical unit.
+    pub fn command(
+        &self,
+        now: Ns,
+        a: &Arrival,
+        data_in: &mut Vec<u8>,
+        sink: &mut dyn Sink,
+    ) -> (Option<Transfer>, Submitted) {
+        let unit = self.unit(a.nexus, a.lun);
+        match unit {
+            Some(u) if !target_scope(a.cdb) => u.command(now, a, data_in, sink),
+            _ => {
+                let c = if target_scope(a.cdb) {
+                    self.report_luns(a, data_in)
+                } else {
+                    self.absent_lun(a, data_in)
+                };
+                // What the CDB asks for, where the target takes it (for residuals).
+                let transfer = scsi::table::find(a.cdb)
+                    .ok()
+                    .filter(|i| unit.is_none() || i.flags.contains(Flags::TARGET))
+                    .filter(|i| i.flags.contains(Flags::NO_LUN))
+                    .and_then(|i| scsi::table::decode_as(i, a.cdb).ok())
+                    .map(|cmd| Transfer::of(cmd.data_length(), 0));
+                (transfer, Submitted::Done(c))
+            }
         }
     }
 
-    /// Execute one command. Read data is appended to `data_in` (which the caller cleared).
-    pub fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
-        if target_scope(req.cdb) {
-            return self.report_luns(req, data_in);
+    /// All Data-Out of a task on `lun` came.
+    pub fn data_out(
+        &self,
+        now: Ns,
+        lun: u64,
+        task: TaskId,
+        data: &[u8],
+        data_in: &mut Vec<u8>,
+        sink: &mut dyn Sink,
+    ) -> Submitted {
+        match self.luns.get(&lun) {
+            Some(u) => u.data_out(now, task, data, data_in, sink),
+            None => Submitted::Aborted,
         }
-        match self.unit(req.nexus, req.lun) {
-            Some(lu) => lu.execute(req, data_in),
-            None => self.absent_lun(req, data_in),
+    }
+
+    /// The transport could not collect a task's Data-Out: it ends with `c`.
+    pub fn data_out_failed(&self, now: Ns, lun: u64, task: TaskId, c: Completion, sink: &mut dyn Sink) {
+        if let Some(u) = self.luns.get(&lun) {
+            u.data_out_failed(now, task, c, sink);
+        }
+    }
+
+    /// Runs a delivered task's data-plane operation on `lun`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        now: Ns,
+        lun: u64,
+        task: TaskId,
+        op: Op,
+        data_out: &[u8],
+        data_in: &mut Vec<u8>,
+        sink: &mut dyn Sink,
+    ) -> Submitted {
+        match self.luns.get(&lun) {
+            Some(u) => u.run(now, task, op, data_out, data_in, sink),
+            None => Submitted::Aborted,
         }
     }
 
     /// Append sense data for a command on `lun` in the format the LU's Control mode page asks
     /// for (D_SENSE, SPC-5 table 457); fixed format for absent LUNs.
     pub fn encode_sense(&self, lun: u64, sense: &Sense, out: &mut Vec<u8>) {
-        let descriptor = self.luns.get(&lun).is_some_and(|lu| lu.descriptor_sense());
+        let descriptor = self
+            .luns
+            .get(&lun)
+            .is_some_and(|u| u.with(|core| core.descriptor_sense()));
         sense.write(descriptor, out);
     }
 
     /// REPORT LUNS (SPC-5 §6.33) works on any LUN. No administrative or well-known logical
     /// units exist, so SELECT REPORT 01h, 10h and 12h report none.
-    fn report_luns(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
-        let Ok((
-            _,
-            Command::ReportLuns {
-                select_report,
-                allocation_length,
-            },
-        )) = scsi::decode(req.cdb)
-        else {
-            return match scsi::decode(req.cdb) {
-                Err(sense) => check(sense),
-                Ok(_) => check(Sense::invalid_command_operation_code()),
-            };
+    fn report_luns(&self, a: &Arrival, data_in: &mut Vec<u8>) -> Completion {
+        let (select_report, allocation_length) = match scsi::decode(a.cdb) {
+            Ok((
+                _,
+                Command::ReportLuns {
+                    select_report,
+                    allocation_length,
+                },
+            )) => (select_report, allocation_length),
+            Ok(_) => return check(Sense::invalid_command_operation_code()),
+            Err(sense) => return check(sense),
         };
-        if let Some(lu) = self.unit(req.nexus, req.lun) {
-            lu.unit_attentions.register(req.nexus);
+        if let Some(u) = self.unit(a.nexus, a.lun) {
+            u.with(|core| core.register_nexus(a.nexus));
         }
         let start = data_in.len();
         let visible = self
             .luns()
-            .filter(|&lun| self.unit(req.nexus, lun).is_some());
+            .filter(|&lun| self.unit(a.nexus, lun).is_some());
         match select_report {
             0x00 | 0x02 | 0x11 => scsi::report_luns::report_luns(visible, data_in),
             0x01 | 0x10 | 0x12 => scsi::report_luns::report_luns(std::iter::empty(), data_in),
@@ -147,15 +194,15 @@ impl Target {
     /// A LUN with no logical unit (SPC-5 §4.4.3): INQUIRY answers peripheral qualifier 011b,
     /// REQUEST SENSE returns LOGICAL UNIT NOT SUPPORTED as data, everything else fails with it
     /// (a NO_LUN command with an invalid CDB with that CDB's sense).
-    fn absent_lun(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+    fn absent_lun(&self, a: &Arrival, data_in: &mut Vec<u8>) -> Completion {
         let start = data_in.len();
-        let Some(info) = scsi::table::find(req.cdb)
+        let Some(info) = scsi::table::find(a.cdb)
             .ok()
             .filter(|i| i.flags.contains(Flags::NO_LUN))
         else {
             return check(lun_not_supported());
         };
-        match scsi::table::decode_as(info, req.cdb) {
+        match scsi::table::decode_as(info, a.cdb) {
             Ok(Command::Inquiry(i)) if !i.evpd => {
                 StandardInquiry {
                     peripheral: inquiry::NO_LOGICAL_UNIT,
@@ -166,7 +213,7 @@ impl Target {
                         .luns
                         .values()
                         .next()
-                        .map_or(0x0D, |lu| lu.config().inquiry_version),
+                        .map_or(0x0D, |u| u.with(|core| core.config().inquiry_version)),
                     vendor: inquiry::ascii_field("STINT"),
                     product: inquiry::ascii_field("no such LUN"),
                     revision: inquiry::ascii_field(""),
@@ -188,68 +235,35 @@ impl Target {
         }
     }
 
-    /// A task management function for `lun` from `nexus` at `now` (SAM-5 §7). Tasks of the
-    /// other nexuses that it aborts come out of their logical unit's next `advance` as
-    /// [`crate::Verdict::Aborted`].
+    /// A task management function for `lun` from `nexus` at `now` (SAM-5 §7). The tasks it
+    /// aborts are delivered to `sink` as aborted, the caller's own among them.
     pub fn task_management(
         &self,
         now: Ns,
         nexus: &Nexus,
         lun: u64,
         tmf: TaskManagement,
+        sink: &mut dyn Sink,
     ) -> TmfResponse {
-        let all = |asc| {
-            for lu in self.luns.values() {
-                lu.reset(now, Some(nexus.id), asc);
+        if matches!(
+            tmf,
+            TaskManagement::TargetWarmReset | TaskManagement::TargetColdReset
+        ) {
+            for u in self.luns.values() {
+                u.task_management(now, nexus, tmf, sink);
             }
-            TmfResponse::FunctionComplete
-        };
-        if let TaskManagement::TargetWarmReset = tmf {
-            return all(Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET);
+            return TmfResponse::FunctionComplete;
         }
-        if let TaskManagement::TargetColdReset = tmf {
-            return all(Asc::POWER_ON_OCCURRED);
-        }
-        let Some(lu) = self.unit(nexus, lun) else {
-            return TmfResponse::IncorrectLun;
-        };
-        match tmf {
-            TaskManagement::AbortTask(tag) => {
-                if lu.abort_task(now, nexus.id, tag) {
-                    TmfResponse::FunctionComplete
-                } else {
-                    TmfResponse::NoSuchTask
-                }
-            }
-            TaskManagement::AbortTaskSet => {
-                lu.abort_tasks(now, Some(nexus.id), |n| n == nexus.id);
-                TmfResponse::FunctionComplete
-            }
-            TaskManagement::ClearTaskSet => {
-                // TAS = 0: the nexuses that lost tasks learn it from a unit attention
-                // (SAM-5 §7.5).
-                for other in lu.abort_tasks(now, Some(nexus.id), |_| true) {
-                    lu.unit_attentions
-                        .raise_for(other, Asc::COMMANDS_CLEARED_BY_ANOTHER_INITIATOR);
-                }
-                TmfResponse::FunctionComplete
-            }
-            // NormACA = 0: there is never an ACA condition to clear (SAM-5 §7.4).
-            TaskManagement::ClearAca => TmfResponse::FunctionRejected,
-            TaskManagement::LogicalUnitReset => {
-                lu.reset(now, Some(nexus.id), Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED);
-                TmfResponse::FunctionComplete
-            }
-            TaskManagement::TargetWarmReset | TaskManagement::TargetColdReset => {
-                TmfResponse::FunctionComplete
-            }
+        match self.unit(nexus, lun) {
+            Some(u) => u.task_management(now, nexus, tmf, sink),
+            None => TmfResponse::IncorrectLun,
         }
     }
 
     /// The nexus logged out or its connection dropped (SAM-5 §6.3.4: I_T nexus loss).
-    pub fn nexus_lost(&self, now: Ns, nexus: &Nexus) {
-        for lu in self.luns.values() {
-            lu.nexus_lost(now, nexus.id);
+    pub fn nexus_lost(&self, now: Ns, nexus: &Nexus, sink: &mut dyn Sink) {
+        for u in self.luns.values() {
+            u.nexus_lost(now, nexus.id, sink);
         }
     }
 }

@@ -1,458 +1,363 @@
-//! The task set of a logical unit that has a device queue (SAM-5 §4.6.x task sets, §8.6 task
-//! attributes). Medium tasks go through the QoS queue and its drive model (`qos::Queue`);
-//! task attributes are honoured here; what leaves comes out as [`Finished`] for the transport.
-//! Pure: time is passed in.
+//! The task set of a logical unit (SAM-5 §4.6.x task sets, §8.6 task attributes): every
+//! task from its arrival to its end, whatever it waits for. It keeps the tags in use
+//! (overlapped commands, ABORT TASK), holds tasks back behind ORDERED ones and releases them
+//! in order. What a task does is the core's business; this is only where tasks are and in
+//! which order they may go. Pure: no time, no I/O.
 
-use crate::latency::Latencies;
-use crate::metrics::Kind;
-use crate::{Completion, Finished, TaskAttribute, Verdict};
-use drive::{Drive, MediaOp, Ns};
-use qos::{Outcome, Queue};
+use crate::event::TaskId;
+use crate::TaskAttribute;
 use rustc_hash::FxHashMap;
-use scsi::{Asc, Sense, SenseKey, Status};
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::VecDeque;
 
-/// How a CDL policy Dh completion (GOOD, COMPLETED, 55h/0Ah DATA CURRENTLY UNAVAILABLE, no
-/// data) is sent. Linux's iSCSI initiator copies sense data only from a SCSI Response with
-/// CHECK CONDITION status, so the standard GOOD form reaches a Linux host as plain success.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DhCompletion {
-    /// CHECK CONDITION with the same sense: Linux maps it to -ETIME as the standard intends.
-    #[default]
-    CheckCondition,
-    /// GOOD status with sense data, as SPC-6 defines it.
-    GoodWithSense,
+/// One slot of the task set: the task in it, and how many tasks it has held.
+struct Slot<T> {
+    generation: u32,
+    task: Option<Entered<T>>,
 }
 
-/// What a medium task asks of the queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct MediumTask {
-    pub(crate) op: MediaOp,
-    pub(crate) class: usize,
-    pub(crate) dld: u8,
-}
-
-/// What a task does once it may run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Work {
-    /// A medium access timed by the drive model.
-    Medium(MediumTask),
-    /// A command that completes at once when it runs, held back by an ORDERED task.
-    Immediate,
-}
-
-struct Entry {
+/// A task in the set, with its place in the ordering.
+struct Entered<T> {
     nexus: u64,
     tag: u64,
     ordered: bool,
-    work: Work,
-    kind: Kind,
-    arrived: Ns,
+    /// Held back by an older task (SAM-5 §8.6.3): in `held`, not counted as enabled.
+    held: bool,
+    /// Its tag still names it: false once task management aborted it while its data-plane
+    /// operation runs on (the slot lives until the operation ends; the tag is free).
+    tagged: bool,
+    task: T,
 }
 
-/// Where a submitted task went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Admitted {
-    /// Into the queue or held: a [`Finished`] will come out of `advance`.
-    Queued,
-    /// An immediate task that may run now (not entered).
-    RunNow,
-    /// The nexus already has a task with this tag: OVERLAPPED COMMANDS ATTEMPTED.
-    Overlapped,
-}
-
-/// The tasks of one logical unit and the queue that times them.
-pub(crate) struct TaskSet {
-    queue: Queue<Box<dyn Drive + Send>>,
-    dh: DhCompletion,
-    entries: Vec<Option<Entry>>,
+/// The tasks of one logical unit.
+pub(crate) struct TaskSet<T> {
+    slots: Vec<Slot<T>>,
     free: Vec<u32>,
-    /// (nexus, tag) of every entered task: overlapped commands and ABORT TASK.
+    /// (nexus, tag) of every tagged task: overlapped commands and ABORT TASK.
     by_tag: FxHashMap<(u64, u64), u32>,
-    /// Tasks held back by an ORDERED task (SAM-5 §8.6.3), in arrival order.
+    /// Tasks held back by an ORDERED task, in arrival order.
     held: VecDeque<u32>,
-    /// Entered tasks in the queue (not held), and the ORDERED ones among them.
-    running: usize,
-    ordered_running: usize,
-    /// Tasks that left for a reason of their own (aborted by another nexus's task
-    /// management): reported by the next `advance`.
-    outbox: Vec<Finished>,
-    scratch: Vec<qos::Completion>,
-    /// The time the real-time driver was last told to wake at.
-    armed: Option<Ns>,
-    /// Arrival to leaving, of the medium tasks that left by themselves, once `keep_latencies`
-    /// (the simulator keeps statistics of its own and leaves it off).
-    latencies: Latencies,
-    keep_latencies: bool,
-    /// Tasks task management aborted, by [`Kind`].
-    aborted: [u64; 3],
-    /// The latest time an input or `advance` brought: when a command that runs outside the
-    /// queue (PREEMPT AND ABORT) aborts tasks.
-    latest: Ns,
+    /// Tasks entered and not held, and the ORDERED ones among them.
+    enabled: usize,
+    ordered_enabled: usize,
+    /// Changes since the set was made: the full invariant check runs on a sample of them.
+    changes: u64,
 }
 
-impl TaskSet {
-    pub(crate) fn new(queue: Queue<Box<dyn Drive + Send>>, dh: DhCompletion) -> Self {
+impl<T> Default for TaskSet<T> {
+    fn default() -> Self {
         TaskSet {
-            queue,
-            dh,
-            entries: Vec::new(),
+            slots: Vec::new(),
             free: Vec::new(),
             by_tag: FxHashMap::default(),
             held: VecDeque::new(),
-            running: 0,
-            ordered_running: 0,
-            outbox: Vec::new(),
-            scratch: Vec::new(),
-            armed: None,
-            latencies: Latencies::default(),
-            keep_latencies: false,
-            aborted: [0; 3],
-            latest: 0,
+            enabled: 0,
+            ordered_enabled: 0,
+            changes: 0,
         }
     }
+}
 
-    /// The latest time the task set was given.
-    pub(crate) fn latest(&self) -> Ns {
-        self.latest
-    }
+/// Why a task could not enter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Overlapped;
 
-    pub(crate) fn queue(&self) -> &Queue<Box<dyn Drive + Send>> {
-        &self.queue
-    }
-
-    pub(crate) fn queue_mut(&mut self) -> &mut Queue<Box<dyn Drive + Send>> {
-        &mut self.queue
-    }
-
-    /// Tasks in the task set (held, queued or in service).
+impl<T> TaskSet<T> {
+    /// Tasks in the set whose tag still names them.
     pub(crate) fn len(&self) -> usize {
         self.by_tag.len()
     }
 
-    pub(crate) fn latencies(&self) -> &Latencies {
-        &self.latencies
+    /// Whether the nexus has a task with this tag (an overlapped command, SAM-5 §5.10).
+    pub(crate) fn tag_in_use(&self, nexus: u64, tag: u64) -> bool {
+        self.by_tag.contains_key(&(nexus, tag))
     }
 
-    /// Records the latency of every task that leaves from now on.
-    pub(crate) fn keep_latencies(&mut self) {
-        self.keep_latencies = true;
+    /// The task the nexus's tag names.
+    pub(crate) fn find(&self, nexus: u64, tag: u64) -> Option<TaskId> {
+        let slot = *self.by_tag.get(&(nexus, tag))?;
+        Some(self.id(slot))
     }
 
-    /// Tasks task management aborted, by [`Kind`] (read, write, other).
-    pub(crate) fn aborted(&self) -> [u64; 3] {
-        self.aborted
+    fn id(&self, slot: u32) -> TaskId {
+        let generation = self.slots.get(slot as usize).map_or(0, |s| s.generation);
+        TaskId { slot, generation }
     }
 
     /// Whether a task with `attribute` arriving now must wait for older tasks (SAM-5 §8.6:
-    /// an ORDERED task waits for every older task, every task waits for an older ORDERED one).
-    fn must_wait(&self, attribute: TaskAttribute) -> bool {
+    /// an ORDERED task waits for every older task, every task waits for an older ORDERED one,
+    /// a HEAD OF QUEUE task waits for none).
+    pub(crate) fn must_wait(&self, attribute: TaskAttribute) -> bool {
         match attribute {
             TaskAttribute::HeadOfQueue => false,
-            TaskAttribute::Ordered => self.running > 0 || !self.held.is_empty(),
+            TaskAttribute::Ordered => self.enabled > 0 || !self.held.is_empty(),
             TaskAttribute::Simple | TaskAttribute::Aca => {
-                self.ordered_running > 0 || !self.held.is_empty()
+                self.ordered_enabled > 0 || !self.held.is_empty()
             }
         }
     }
 
-    /// A task of `kind` arrives at `now`. `medium` is `None` for a command that does not
-    /// access the medium: it runs at once unless an ORDERED task holds it back.
-    pub(crate) fn submit(
+    /// A task enters; held back when [`Self::must_wait`]. Fails when its tag is in use.
+    pub(crate) fn enter(
         &mut self,
-        now: Ns,
         nexus: u64,
         tag: u64,
         attribute: TaskAttribute,
-        kind: Kind,
-        medium: Option<MediumTask>,
-    ) -> Admitted {
-        self.catch_up(now);
-        let wait = self.must_wait(attribute);
-        if medium.is_none() && !wait {
-            return Admitted::RunNow;
-        }
+        task: T,
+    ) -> Result<TaskId, Overlapped> {
+        let held = self.must_wait(attribute);
         let vacant = match self.by_tag.entry((nexus, tag)) {
-            MapEntry::Occupied(_) => return Admitted::Overlapped,
+            MapEntry::Occupied(_) => return Err(Overlapped),
             MapEntry::Vacant(v) => v,
         };
-        let entry = Entry {
+        let ordered = attribute == TaskAttribute::Ordered;
+        let entered = Entered {
             nexus,
             tag,
-            ordered: attribute == TaskAttribute::Ordered,
-            work: medium.map_or(Work::Immediate, Work::Medium),
-            kind,
-            arrived: now,
+            ordered,
+            held,
+            tagged: true,
+            task,
         };
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
-                self.entries.push(None);
-                u32::try_from(self.entries.len() - 1).unwrap_or(u32::MAX)
+                self.slots.push(Slot {
+                    generation: 0,
+                    task: None,
+                });
+                u32::try_from(self.slots.len() - 1).unwrap_or(u32::MAX)
             }
         };
-        self.entries[slot as usize] = Some(entry);
+        let s = &mut self.slots[slot as usize];
+        debug_assert!(s.task.is_none(), "a free slot is empty");
+        s.task = Some(entered);
         vacant.insert(slot);
-        if wait {
+        if held {
             self.held.push_back(slot);
         } else {
-            self.start(now, slot, attribute == TaskAttribute::HeadOfQueue);
+            self.enabled += 1;
+            self.ordered_enabled += usize::from(ordered);
         }
-        Admitted::Queued
+        self.check();
+        Ok(self.id(slot))
     }
 
-    /// Hands an entered medium task to the queue.
-    fn start(&mut self, now: Ns, slot: u32, head_of_queue: bool) {
-        let Some(Some(e)) = self.entries.get(slot as usize) else {
-            return;
-        };
-        let Work::Medium(m) = e.work else {
-            return;
-        };
-        self.running += 1;
-        self.ordered_running += usize::from(e.ordered);
-        let cmd = qos::Command {
-            id: u64::from(slot),
-            class: m.class,
-            op: m.op,
-            dld: m.dld,
-        };
-        // Class and DLD were checked when the task was built, so the queue accepts them.
-        let _accepted = if head_of_queue {
-            self.queue.submit_head_of_queue(now, cmd)
+    fn entered(&self, id: TaskId) -> Option<&Entered<T>> {
+        let s = self.slots.get(id.slot as usize)?;
+        (s.generation == id.generation)
+            .then_some(s.task.as_ref())
+            .flatten()
+    }
+
+    fn entered_mut(&mut self, id: TaskId) -> Option<&mut Entered<T>> {
+        let s = self.slots.get_mut(id.slot as usize)?;
+        (s.generation == id.generation)
+            .then_some(s.task.as_mut())
+            .flatten()
+    }
+
+    pub(crate) fn get(&self, id: TaskId) -> Option<&T> {
+        self.entered(id).map(|e| &e.task)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: TaskId) -> Option<&mut T> {
+        self.entered_mut(id).map(|e| &mut e.task)
+    }
+
+    /// The nexus and tag of a task.
+    pub(crate) fn owner(&self, id: TaskId) -> Option<(u64, u64)> {
+        self.entered(id).map(|e| (e.nexus, e.tag))
+    }
+
+    /// Whether the task is held back by an older one.
+    pub(crate) fn is_held(&self, id: TaskId) -> bool {
+        self.entered(id).is_some_and(|e| e.held)
+    }
+
+    /// Whether task management took the task's tag away while its operation runs on.
+    pub(crate) fn is_aborted(&self, id: TaskId) -> bool {
+        self.entered(id).is_some_and(|e| !e.tagged)
+    }
+
+    /// The task left the set; tasks it held back are released (see [`Self::release`]).
+    pub(crate) fn remove(&mut self, id: TaskId) -> Option<T> {
+        let s = self.slots.get_mut(id.slot as usize)?;
+        if s.generation != id.generation {
+            return None;
+        }
+        let e = s.task.take()?;
+        s.generation = s.generation.wrapping_add(1);
+        self.free.push(id.slot);
+        if e.tagged {
+            self.by_tag.remove(&(e.nexus, e.tag));
+        }
+        if e.held {
+            if let Some(i) = self.held.iter().position(|&h| h == id.slot) {
+                self.held.remove(i);
+            }
         } else {
-            self.queue.submit(now, cmd)
+            self.enabled -= 1;
+            self.ordered_enabled -= usize::from(e.ordered);
+        }
+        self.check();
+        Some(e.task)
+    }
+
+    /// Task management aborts a task whose data-plane operation is running: its tag is free
+    /// at once (the initiator may reuse it), and it stays in its slot, enabled, until the
+    /// operation ends and [`Self::remove`] takes it.
+    pub(crate) fn untag(&mut self, id: TaskId) {
+        let Some(e) = self.entered_mut(id) else {
+            return;
         };
-    }
-
-    /// Frees a task's entry; returns its nexus and tag.
-    fn remove(&mut self, slot: u32) -> Option<Entry> {
-        let e = self.entries.get_mut(slot as usize)?.take()?;
-        self.by_tag.remove(&(e.nexus, e.tag));
-        self.free.push(slot);
-        Some(e)
-    }
-
-    /// Processes everything due up to `now`; appends what left the task set to `out`.
-    pub(crate) fn advance(&mut self, now: Ns, out: &mut Vec<Finished>) {
-        self.latest = self.latest.max(now);
-        out.append(&mut self.outbox);
-        self.advance_into(now, out);
-    }
-
-    /// Brings the queue up to `now` before an input at `now`, keeping what left for the
-    /// next `advance` (the queue takes inputs in time order).
-    fn catch_up(&mut self, now: Ns) {
-        self.latest = self.latest.max(now);
-        if self.queue.next_event().is_some_and(|t| t <= now) {
-            let mut out = std::mem::take(&mut self.outbox);
-            self.advance_into(now, &mut out);
-            self.outbox = out;
+        if !std::mem::replace(&mut e.tagged, false) {
+            return;
         }
+        let key = (e.nexus, e.tag);
+        self.by_tag.remove(&key);
+        self.check();
     }
 
-    fn advance_into(&mut self, now: Ns, out: &mut Vec<Finished>) {
-        loop {
-            self.queue.advance(now, &mut self.scratch);
-            if self.scratch.is_empty() {
-                break;
-            }
-            let mut done = std::mem::take(&mut self.scratch);
-            for c in done.drain(..) {
-                let Ok(slot) = u32::try_from(c.id) else {
-                    continue;
-                };
-                let Some(e) = self.remove(slot) else { continue };
-                self.running = self.running.saturating_sub(1);
-                self.ordered_running = self.ordered_running.saturating_sub(usize::from(e.ordered));
-                let verdict = match e.work {
-                    Work::Medium(m) => {
-                        if self.keep_latencies {
-                            let latency = now.saturating_sub(e.arrived);
-                            self.latencies.record(m.class, m.op.write, m.dld, latency);
-                        }
-                        self.verdict(c.outcome, &m)
-                    }
-                    Work::Immediate => Verdict::Run,
-                };
-                out.push(Finished {
-                    nexus: e.nexus,
-                    tag: e.tag,
-                    verdict,
-                    missed: c.missed.any(),
-                });
-            }
-            self.scratch = done;
-            self.release(now, out);
-            // Nothing more is due (a held task that was started would be): the queue has
-            // nothing to hand out.
-            match self.queue.next_event() {
-                Some(t) if t <= now => {}
-                _ => break,
-            }
-        }
-    }
-
-    /// Starts held tasks that no longer have to wait, oldest first.
-    fn release(&mut self, now: Ns, out: &mut Vec<Finished>) {
+    /// Releases held tasks that no longer have to wait, oldest first; returns them.
+    pub(crate) fn release(&mut self, out: &mut Vec<TaskId>) {
         while let Some(&slot) = self.held.front() {
-            let Some(Some(e)) = self.entries.get(slot as usize) else {
+            let Some(e) = self.slots.get(slot as usize).and_then(|s| s.task.as_ref()) else {
+                debug_assert!(false, "a held slot holds a task");
                 self.held.pop_front();
                 continue;
             };
             let blocked = if e.ordered {
-                self.running > 0
+                self.enabled > 0
             } else {
-                self.ordered_running > 0
+                self.ordered_enabled > 0
             };
             if blocked {
                 break;
             }
             self.held.pop_front();
-            if let Work::Immediate = e.work {
-                if let Some(e) = self.remove(slot) {
-                    out.push(Finished {
-                        nexus: e.nexus,
-                        tag: e.tag,
-                        verdict: Verdict::Run,
-                        missed: false,
-                    });
-                }
-            } else {
-                self.start(now, slot, false);
+            let ordered = e.ordered;
+            if let Some(e) = self.slots[slot as usize].task.as_mut() {
+                e.held = false;
             }
+            self.enabled += 1;
+            self.ordered_enabled += usize::from(ordered);
+            out.push(self.id(slot));
         }
+        self.check();
     }
 
-    /// The status a queue outcome gives a medium task (SBC-4 §4.18 for medium errors; CDL
-    /// completions as SPC-6 defines them for policies Dh, Eh and Fh).
-    fn verdict(&self, outcome: Outcome, m: &MediumTask) -> Verdict {
-        match outcome {
-            Outcome::Good => Verdict::Run,
-            Outcome::MediumError => {
-                let asc = if m.op.write {
-                    Asc::WRITE_ERROR
-                } else {
-                    Asc::UNRECOVERED_READ_ERROR
-                };
-                let mut sense = Sense::new(SenseKey::MediumError, asc);
-                sense.information = Some(m.op.lba);
-                Verdict::Fail(Completion::check_condition(sense))
-            }
-            Outcome::CompletedUnavailable => {
-                let sense = Sense::new(SenseKey::Completed, Asc::DATA_CURRENTLY_UNAVAILABLE);
-                Verdict::Fail(match self.dh {
-                    DhCompletion::CheckCondition => Completion::check_condition(sense),
-                    DhCompletion::GoodWithSense => Completion {
-                        status: Status::Good,
-                        sense: Some(sense),
-                    },
+    /// The tagged tasks of the nexuses `which` selects, in slot order.
+    pub(crate) fn of(&self, which: impl Fn(u64) -> bool) -> Vec<TaskId> {
+        (0u32..)
+            .zip(&self.slots)
+            .filter_map(|(slot, s)| {
+                let e = s.task.as_ref()?;
+                (e.tagged && which(e.nexus)).then_some(TaskId {
+                    slot,
+                    generation: s.generation,
                 })
-            }
-            Outcome::AbortedBeforeProcessing => {
-                Verdict::Fail(aborted(Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING))
-            }
-            Outcome::AbortedDuringProcessing => {
-                Verdict::Fail(aborted(Asc::COMMAND_TIMEOUT_DURING_PROCESSING))
-            }
-            Outcome::AbortedErrorRecovery => Verdict::Fail(aborted(
-                Asc::COMMAND_TIMEOUT_DURING_PROCESSING_DUE_TO_ERROR_RECOVERY,
-            )),
+            })
+            .collect()
+    }
+
+    /// The set's invariants (TigerBeetle style, in debug builds): the tag map names exactly
+    /// the tagged tasks, the held queue exactly the held ones, and the enabled counts match
+    /// the tasks that are not held. The counts are checked on every change; the full scan on
+    /// every change of a small set and on every 64th of a large one, so the simulator's
+    /// millions of commands in the tests exercise it without a scan per command.
+    fn check(&mut self) {
+        if !cfg!(debug_assertions) {
+            return;
         }
-    }
-
-    /// ABORT TASK (SAM-5 §7.2): removes the task without a completion. Returns whether it was
-    /// in the task set.
-    pub(crate) fn abort_task(&mut self, now: Ns, nexus: u64, tag: u64) -> bool {
-        self.catch_up(now);
-        let Some(&slot) = self.by_tag.get(&(nexus, tag)) else {
-            return false;
-        };
-        self.abort_slot(now, slot);
-        true
-    }
-
-    /// Aborts every task `which` selects (ABORT TASK SET: the nexus's own; CLEAR TASK SET,
-    /// LOGICAL UNIT RESET: all; I_T nexus loss: the lost nexus's). Tasks of other nexuses
-    /// than `reporter` are reported as [`Verdict::Aborted`] by the next `advance`, so their
-    /// transports can let go of them (TAS = 0: the initiator gets no status).
-    /// Returns the other nexuses that lost tasks, in ascending order.
-    pub(crate) fn abort_where(
-        &mut self,
-        now: Ns,
-        reporter: Option<u64>,
-        which: impl Fn(u64) -> bool,
-    ) -> Vec<u64> {
-        self.catch_up(now);
-        let slots: Vec<u32> = (0u32..)
-            .zip(&self.entries)
-            .filter_map(|(slot, e)| e.as_ref().filter(|e| which(e.nexus)).map(|_| slot))
-            .collect();
-        let mut others = Vec::new();
-        for slot in slots {
-            if let Some((nexus, tag)) = self.abort_slot(now, slot) {
-                if Some(nexus) != reporter {
-                    self.outbox.push(Finished {
-                        nexus,
-                        tag,
-                        verdict: Verdict::Aborted,
-                        missed: false,
-                    });
-                    others.push(nexus);
-                }
+        self.changes += 1;
+        debug_assert!(self.ordered_enabled <= self.enabled);
+        debug_assert!(self.by_tag.len() <= self.enabled + self.held.len());
+        debug_assert_eq!(
+            self.slots.len() - self.free.len(),
+            self.enabled + self.held.len(),
+            "every slot is free or holds a task"
+        );
+        if self.slots.len() > 16 && self.changes % 64 != 0 {
+            return;
+        }
+        let mut tagged = 0;
+        let mut held = 0;
+        let mut enabled = 0;
+        let mut ordered = 0;
+        for (slot, s) in (0u32..).zip(&self.slots) {
+            let Some(e) = &s.task else { continue };
+            if e.tagged {
+                tagged += 1;
+                debug_assert_eq!(self.by_tag.get(&(e.nexus, e.tag)), Some(&slot));
+            }
+            if e.held {
+                held += 1;
+                debug_assert!(self.held.contains(&slot));
+            } else {
+                enabled += 1;
+                ordered += usize::from(e.ordered);
             }
         }
-        others.sort_unstable();
-        others.dedup();
-        others
-    }
-
-    fn abort_slot(&mut self, now: Ns, slot: u32) -> Option<(u64, u64)> {
-        let e = self.remove(slot)?;
-        self.aborted[e.kind.index()] += 1;
-        if let Some(i) = self.held.iter().position(|s| *s == slot) {
-            self.held.remove(i);
-        } else if let Work::Medium(_) = e.work {
-            self.queue.abort(now, u64::from(slot));
-            self.running = self.running.saturating_sub(1);
-            self.ordered_running = self.ordered_running.saturating_sub(usize::from(e.ordered));
-        }
-        let mut out = Vec::new();
-        // Tasks behind an aborted ORDERED task may go.
-        self.release(now, &mut out);
-        self.outbox.append(&mut out);
-        Some((e.nexus, e.tag))
-    }
-
-    /// The earliest time something is due.
-    pub(crate) fn next_event(&self) -> Option<Ns> {
-        if !self.outbox.is_empty() {
-            return Some(0);
-        }
-        self.queue.next_event()
-    }
-
-    /// Whether the real-time driver must be woken: something is due (at `next`, the next
-    /// event) before the time it was told to wake at. Records the new time.
-    pub(crate) fn needs_wake(&mut self, next: Option<Ns>) -> bool {
-        let earlier = match (next, self.armed) {
-            (Some(n), Some(a)) => n < a,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if earlier {
-            self.armed = next;
-        }
-        earlier
-    }
-
-    /// The real-time driver will wake at `at` (`None`: only when told).
-    pub(crate) fn arm(&mut self, at: Option<Ns>) {
-        self.armed = at;
+        debug_assert_eq!(tagged, self.by_tag.len(), "tag map");
+        debug_assert_eq!(held, self.held.len(), "held queue");
+        debug_assert_eq!(enabled, self.enabled, "enabled count");
+        debug_assert_eq!(ordered, self.ordered_enabled, "ordered count");
     }
 }
 
-fn aborted(asc: Asc) -> Completion {
-    Completion::check_condition(Sense::new(SenseKey::AbortedCommand, asc))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set() -> TaskSet<&'static str> {
+        TaskSet::default()
+    }
+
+    #[test]
+    fn ordered_waits_for_older_tasks_and_holds_younger_ones() {
+        let mut s = set();
+        let a = s.enter(1, 1, TaskAttribute::Simple, "a").unwrap();
+        let o = s.enter(1, 2, TaskAttribute::Ordered, "o").unwrap();
+        let b = s.enter(2, 1, TaskAttribute::Simple, "b").unwrap();
+        let h = s.enter(2, 2, TaskAttribute::HeadOfQueue, "h").unwrap();
+        assert!(!s.is_held(a) && s.is_held(o) && s.is_held(b) && !s.is_held(h));
+        let mut out = Vec::new();
+        s.remove(a);
+        s.release(&mut out);
+        assert!(out.is_empty(), "the HEAD OF QUEUE task still runs");
+        s.remove(h);
+        s.release(&mut out);
+        assert_eq!(out, [o], "the ORDERED task goes alone");
+        out.clear();
+        s.remove(o);
+        s.release(&mut out);
+        assert_eq!(out, [b]);
+    }
+
+    #[test]
+    fn tags_overlap_until_the_task_leaves_or_is_untagged() {
+        let mut s = set();
+        let a = s.enter(1, 7, TaskAttribute::Simple, "a").unwrap();
+        assert_eq!(s.enter(1, 7, TaskAttribute::Simple, "b"), Err(Overlapped));
+        assert!(s.enter(2, 7, TaskAttribute::Simple, "c").is_ok(), "another nexus");
+        s.untag(a);
+        assert!(s.is_aborted(a) && s.get(a).is_some());
+        let again = s.enter(1, 7, TaskAttribute::Simple, "d").unwrap();
+        assert_ne!(again, a);
+        assert_eq!(s.remove(a), Some("a"));
+        assert_eq!(s.remove(a), None, "a stale id names nothing");
+        assert_eq!(s.find(1, 7), Some(again));
+    }
+
+    #[test]
+    fn a_reused_slot_has_a_new_generation() {
+        let mut s = set();
+        let a = s.enter(1, 1, TaskAttribute::Simple, "a").unwrap();
+        s.remove(a);
+        let b = s.enter(1, 1, TaskAttribute::Simple, "b").unwrap();
+        assert_eq!(a.slot, b.slot);
+        assert!(s.get(a).is_none());
+        assert_eq!(s.get(b), Some(&"b"));
+    }
 }

@@ -3,28 +3,26 @@
 //! with the transport's clock (or the simulator's).
 
 use crate::Ns;
-use parking_lot::Mutex;
 use scsi::timestamp::{self, Origin};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Default)]
 pub(crate) struct DeviceClock {
-    now: AtomicU64,
+    now: Ns,
     /// The milliseconds SET TIMESTAMP gave and the device time it gave them at; `None`: the
     /// timestamp counts from power on (origin 000b).
-    set: Mutex<Option<(u64, Ns)>>,
+    set: Option<(u64, Ns)>,
 }
 
 impl DeviceClock {
     /// A command arrived at `now`.
-    pub(crate) fn observe(&self, now: Ns) {
-        self.now.fetch_max(now, Ordering::Relaxed);
+    pub(crate) fn observe(&mut self, now: Ns) {
+        self.now = self.now.max(now);
     }
 
     /// The timestamp parameter data (SPC-5 table 270).
     pub(crate) fn report(&self, out: &mut Vec<u8>) {
-        let now = self.now.load(Ordering::Relaxed);
-        match *self.set.lock() {
+        let now = self.now;
+        match self.set {
             None => timestamp::encode(Origin::PowerOn, now / 1_000_000, out),
             Some((ms, at)) => timestamp::encode(
                 Origin::SetTimestamp,
@@ -34,8 +32,8 @@ impl DeviceClock {
         }
     }
 
-    pub(crate) fn set(&self, ms: u64) {
-        *self.set.lock() = Some((ms, self.now.load(Ordering::Relaxed)));
+    pub(crate) fn set(&mut self, ms: u64) {
+        self.set = Some((ms, self.now));
     }
 }
 
@@ -45,7 +43,7 @@ mod tests {
 
     #[test]
     fn the_timestamp_advances_with_device_time() {
-        let clock = DeviceClock::default();
+        let mut clock = DeviceClock::default();
         clock.observe(5_000_000_000);
         let mut out = Vec::new();
         clock.report(&mut out);

@@ -1,7 +1,6 @@
 //! Unit attention conditions, kept per I_T nexus (SAM-5 §5.14).
 
 use crate::Nexus;
-use parking_lot::RwLock;
 use scsi::Asc;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -14,7 +13,7 @@ const MAX_PENDING: usize = 8;
 /// with TEST UNIT READY after login).
 #[derive(Default)]
 pub(crate) struct UnitAttentions {
-    nexuses: RwLock<BTreeMap<u64, Pending>>,
+    nexuses: BTreeMap<u64, Pending>,
 }
 
 /// The conditions of one nexus, and its initiator port: persistent reservations name I_T
@@ -37,7 +36,7 @@ impl UnitAttentions {
     /// clears, or none. An `exempt` command (the table's NO_UNIT_ATTENTION: INQUIRY, REPORT
     /// LUNS, REQUEST SENSE, which returns the condition as its data; SAM-5 §5.14) only makes
     /// the nexus known.
-    pub(crate) fn on_command(&self, nexus: &Nexus, exempt: bool) -> Option<Asc> {
+    pub(crate) fn on_command(&mut self, nexus: &Nexus, exempt: bool) -> Option<Asc> {
         if exempt {
             self.register(nexus);
             None
@@ -46,46 +45,29 @@ impl UnitAttentions {
         }
     }
 
-    /// [`Self::on_command`] by the logical unit's only user (no lock taken).
-    pub(crate) fn on_command_mut(&mut self, nexus: &Nexus, exempt: bool) -> Option<Asc> {
-        let map = self.nexuses.get_mut();
-        if exempt {
-            map.entry(nexus.id).or_insert_with(|| first_contact(nexus));
-            None
-        } else {
-            take_from(map, nexus)
-        }
-    }
-
     /// Make sure `nexus` is known (first contact raises the power-on condition).
-    pub(crate) fn register(&self, nexus: &Nexus) {
-        if self.nexuses.read().contains_key(&nexus.id) {
-            return;
-        }
+    pub(crate) fn register(&mut self, nexus: &Nexus) {
         self.nexuses
-            .write()
             .entry(nexus.id)
             .or_insert_with(|| first_contact(nexus));
     }
 
-    /// Report-and-clear the oldest pending condition for `nexus`, if any. The common case (a
-    /// known nexus with nothing pending) takes only the shared lock.
-    pub(crate) fn take(&self, nexus: &Nexus) -> Option<Asc> {
-        if self
-            .nexuses
-            .read()
-            .get(&nexus.id)
-            .is_some_and(|p| p.conditions.is_empty())
-        {
-            return None;
+    /// Report-and-clear the oldest pending condition for `nexus`, if any.
+    pub(crate) fn take(&mut self, nexus: &Nexus) -> Option<Asc> {
+        match self.nexuses.get_mut(&nexus.id) {
+            Some(p) => p.conditions.pop_front(),
+            None => {
+                let mut p = first_contact(nexus);
+                let asc = p.conditions.pop_front();
+                self.nexuses.insert(nexus.id, p);
+                asc
+            }
         }
-        take_from(&mut self.nexuses.write(), nexus)
     }
 
     /// Raise `asc` for every known nexus except `except`.
-    pub(crate) fn raise(&self, asc: Asc, except: Option<u64>) {
-        let mut map = self.nexuses.write();
-        for (id, p) in map.iter_mut() {
+    pub(crate) fn raise(&mut self, asc: Asc, except: Option<u64>) {
+        for (id, p) in self.nexuses.iter_mut() {
             if Some(*id) != except {
                 push(&mut p.conditions, asc);
             }
@@ -93,15 +75,15 @@ impl UnitAttentions {
     }
 
     /// Raise `asc` for `nexus` alone, if it is known.
-    pub(crate) fn raise_for(&self, nexus: u64, asc: Asc) {
-        if let Some(p) = self.nexuses.write().get_mut(&nexus) {
+    pub(crate) fn raise_for(&mut self, nexus: u64, asc: Asc) {
+        if let Some(p) = self.nexuses.get_mut(&nexus) {
             push(&mut p.conditions, asc);
         }
     }
 
     /// Raise `asc` for the known nexuses of `initiator_port` other than `except`.
-    pub(crate) fn raise_for_port(&self, initiator_port: &str, asc: Asc, except: u64) {
-        for (id, p) in self.nexuses.write().iter_mut() {
+    pub(crate) fn raise_for_port(&mut self, initiator_port: &str, asc: Asc, except: u64) {
+        for (id, p) in self.nexuses.iter_mut() {
             if *id != except && p.initiator_port == initiator_port {
                 push(&mut p.conditions, asc);
             }
@@ -110,16 +92,21 @@ impl UnitAttentions {
 
     /// The known nexuses of `initiator_port`.
     pub(crate) fn nexuses_of(&self, initiator_port: &str) -> Vec<u64> {
-        let map = self.nexuses.read();
-        map.iter()
+        self.nexuses
+            .iter()
             .filter(|(_, p)| p.initiator_port == initiator_port)
             .map(|(id, _)| *id)
             .collect()
     }
 
+    /// The initiator port of a known nexus.
+    pub(crate) fn port_of(&self, nexus: u64) -> Option<&str> {
+        self.nexuses.get(&nexus).map(|p| p.initiator_port.as_str())
+    }
+
     /// The nexus is gone (SAM-5 §6.3.4); its conditions go with it.
-    pub(crate) fn forget(&self, nexus: u64) {
-        self.nexuses.write().remove(&nexus);
+    pub(crate) fn forget(&mut self, nexus: u64) {
+        self.nexuses.remove(&nexus);
     }
 }
 
@@ -128,14 +115,6 @@ fn push(conditions: &mut VecDeque<Asc>, asc: Asc) {
     if !conditions.contains(&asc) && conditions.len() < MAX_PENDING {
         conditions.push_back(asc);
     }
-}
-
-/// [`UnitAttentions::take`] on the map.
-fn take_from(map: &mut BTreeMap<u64, Pending>, nexus: &Nexus) -> Option<Asc> {
-    map.entry(nexus.id)
-        .or_insert_with(|| first_contact(nexus))
-        .conditions
-        .pop_front()
 }
 
 #[cfg(test)]
@@ -153,7 +132,7 @@ mod tests {
 
     #[test]
     fn first_contact_then_per_nexus_conditions() {
-        let ua = UnitAttentions::default();
+        let mut ua = UnitAttentions::default();
         let (one, two) = (nexus(1, "a,i,0x1"), nexus(2, "b,i,0x2"));
         assert_eq!(ua.take(&one), Some(Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET));
         assert_eq!(ua.take(&one), None);
@@ -177,7 +156,7 @@ mod tests {
 
     #[test]
     fn conditions_by_initiator_port() {
-        let ua = UnitAttentions::default();
+        let mut ua = UnitAttentions::default();
         let (one, two, three) = (
             nexus(1, "a,i,0x1"),
             nexus(2, "b,i,0x2"),

@@ -1,16 +1,16 @@
-//! Device time in the real-time shell, and the thread that drives each logical unit with a
-//! device queue. The device and the connection are pure state machines; this is where the
-//! wall clock comes in (README, Architecture: one device, two clocks).
+//! Device time in the real-time shell, and the thread that drives each logical unit. The
+//! device and the connection are pure state machines; this is where the wall clock comes in
+//! (README, Architecture: one device, two clocks).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use device::{LogicalUnit, Ns};
+use device::{Finished, Ns, Sink, Unit};
 use parking_lot::{Condvar, Mutex};
 
-use crate::portal::Router;
+use crate::portal::{Router, Wake};
 
 fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
@@ -47,48 +47,68 @@ impl Signal {
     }
 }
 
-/// The real-time driver of one logical unit: a thread that advances its device queue when
-/// something is due and routes what finished to the connections.
-pub struct UnitClock {
+/// The real-time driver of one logical unit: a thread that calls its [`Unit::advance`] when
+/// the core's next deadline comes (a device queue's next event, a paced sanitize's step,
+/// background work waiting), and routes what moved on to the connections of its nexuses.
+/// Calls that bring a deadline closer wake it through the portal's [`crate::portal::Drivers`].
+pub struct UnitDriver {
     signal: Arc<Signal>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl UnitClock {
-    pub fn spawn(lu: Arc<LogicalUnit>, router: Arc<Router>) -> std::io::Result<UnitClock> {
-        let signal = Arc::new(Signal::default());
-        let waker = signal.clone();
-        lu.set_waker(Box::new(move || waker.wake()));
-        let s = signal.clone();
-        let thread = std::thread::Builder::new()
-            .name("stint-lu-clock".into())
-            .spawn(move || run(&lu, &router, &s))?;
-        Ok(UnitClock {
-            signal,
-            thread: Some(thread),
-        })
+/// Routes what a driver's calls did to the nexuses' connections; its own wake-ups only
+/// shorten its next wait.
+struct Routed<'a> {
+    router: &'a Router,
+    signal: &'a Signal,
+}
+
+impl Sink for Routed<'_> {
+    fn deliver(&mut self, f: Finished) {
+        self.router.route(f);
+    }
+
+    fn wake(&mut self, _lun: u64) {
+        self.signal.woken.store(true, Ordering::Release);
     }
 }
 
-impl Drop for UnitClock {
+impl UnitDriver {
+    /// Starts the driver of `unit`; the returned wake-up is for the portal's registry.
+    pub fn spawn(unit: Arc<Unit>, router: Arc<Router>) -> std::io::Result<(UnitDriver, Wake)> {
+        let signal = Arc::new(Signal::default());
+        let s = signal.clone();
+        let thread = std::thread::Builder::new()
+            .name("stint-lu-driver".into())
+            .spawn(move || run(&unit, &router, &s))?;
+        let waker = signal.clone();
+        let wake: Wake = Arc::new(move || waker.wake());
+        Ok((
+            UnitDriver {
+                signal,
+                thread: Some(thread),
+            },
+            wake,
+        ))
+    }
+}
+
+impl Drop for UnitDriver {
     fn drop(&mut self) {
         self.signal.stop.store(true, Ordering::Release);
         self.signal.wake();
         if let Some(t) = self.thread.take() {
-            // A panic in the clock thread has already been reported by the panic hook.
+            // A panic in the driver thread has already been reported by the panic hook.
             let _joined = t.join();
         }
     }
 }
 
-fn run(lu: &LogicalUnit, router: &Router, signal: &Signal) {
-    let mut out = Vec::new();
+fn run(unit: &Unit, router: &Router, signal: &Signal) {
     while !signal.stop.load(Ordering::Acquire) {
         signal.woken.store(false, Ordering::Release);
-        let next = lu.drive_clock(now(), &mut out);
-        for f in out.drain(..) {
-            router.route(f);
-        }
+        let mut sink = Routed { router, signal };
+        let next = unit.advance(now(), &mut sink);
         wait(signal, next);
     }
 }

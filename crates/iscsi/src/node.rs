@@ -4,36 +4,53 @@
 use std::sync::Arc;
 
 use device::{
-    Completion, Finished, LogicalUnit, Nexus, Ns, Request, Submitted, TaskManagement, TmfResponse,
-    Transfer,
+    Arrival, Completion, Nexus, Ns, Sink, Submitted, TaskId, TaskManagement, TmfResponse,
+    Transfer, Unit,
 };
 use scsi::Sense;
+use device::Op;
 
 /// What the iSCSI layer needs from the SCSI target device behind a node: the
-/// `device::Target` contract, as a trait so tests can stand in a small fake that runs every
-/// command at once (only `transfer` and `execute` are required).
+/// `device::Target` contract, as a trait so tests can stand in a small fake that answers
+/// every command at once (only `command` is required).
 pub trait ScsiTarget: Send + Sync {
-    /// Direction and length `cdb` from `nexus` asks for, or the sense to fail it with before
-    /// data moves.
-    fn transfer(&self, nexus: &Nexus, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense>;
-    /// Execute one command inline; read data is appended to `data_in`.
-    fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion;
-    /// A command arrives at `now`: it completes at once or enters its LU's task set, and a
-    /// [`Finished`] for it later comes out of [`Self::advance`] (here or on the LU's clock).
-    fn submit(&self, _now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
-        Submitted::Done(self.execute(req, data_in))
-    }
-    /// Everything due on `lun` up to `now`, for any nexus.
-    fn advance(&self, _now: Ns, _lun: u64, _out: &mut Vec<Finished>) {}
-    /// Moves a finished task's data and gives its status.
-    fn complete(
+    /// A command arrives at `now`: what its CDB asks to transfer (`None` when it was refused
+    /// before that counted), and what became of it. What it does to other tasks goes to
+    /// `sink`.
+    fn command(
         &self,
-        _lun: u64,
-        _f: &Finished,
-        req: &Request,
+        now: Ns,
+        a: &Arrival,
         data_in: &mut Vec<u8>,
-    ) -> Completion {
-        self.execute(req, data_in)
+        sink: &mut dyn Sink,
+    ) -> (Option<Transfer>, Submitted);
+    /// All Data-Out of a task on `lun` that asked for it came.
+    fn data_out(
+        &self,
+        _now: Ns,
+        _lun: u64,
+        _task: TaskId,
+        _data: &[u8],
+        _data_in: &mut Vec<u8>,
+        _sink: &mut dyn Sink,
+    ) -> Submitted {
+        Submitted::Aborted
+    }
+    /// The transport could not collect a task's Data-Out: it ends with `c`.
+    fn data_out_failed(&self, _now: Ns, _lun: u64, _task: TaskId, _c: Completion, _sink: &mut dyn Sink) {}
+    /// Runs a delivered task's data-plane operation with its buffers.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        _now: Ns,
+        _lun: u64,
+        _task: TaskId,
+        _op: Op,
+        _data_out: &[u8],
+        _data_in: &mut Vec<u8>,
+        _sink: &mut dyn Sink,
+    ) -> Submitted {
+        Submitted::Aborted
     }
     fn task_management(
         &self,
@@ -41,6 +58,7 @@ pub trait ScsiTarget: Send + Sync {
         _nexus: &Nexus,
         _lun: u64,
         _tmf: TaskManagement,
+        _sink: &mut dyn Sink,
     ) -> TmfResponse {
         TmfResponse::FunctionComplete
     }
@@ -50,37 +68,51 @@ pub trait ScsiTarget: Send + Sync {
         sense.write_fixed(out);
     }
     /// Logout or connection loss (SAM-5 §6.3.4).
-    fn nexus_lost(&self, _now: Ns, _nexus: &Nexus) {}
-    /// The logical units with a device queue: each needs a real-time clock driving it.
-    fn clocked_units(&self) -> Vec<Arc<LogicalUnit>> {
+    fn nexus_lost(&self, _now: Ns, _nexus: &Nexus, _sink: &mut dyn Sink) {}
+    /// The logical units, by LUN: each needs a driver on the server's clock.
+    fn units(&self) -> Vec<(u64, Arc<Unit>)> {
         Vec::new()
     }
 }
 
 impl ScsiTarget for device::Target {
-    fn transfer(&self, nexus: &Nexus, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
-        device::Target::transfer(self, nexus, lun, cdb)
+    fn command(
+        &self,
+        now: Ns,
+        a: &Arrival,
+        data_in: &mut Vec<u8>,
+        sink: &mut dyn Sink,
+    ) -> (Option<Transfer>, Submitted) {
+        device::Target::command(self, now, a, data_in, sink)
     }
 
-    fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
-        device::Target::execute(self, req, data_in)
+    fn data_out(
+        &self,
+        now: Ns,
+        lun: u64,
+        task: TaskId,
+        data: &[u8],
+        data_in: &mut Vec<u8>,
+        sink: &mut dyn Sink,
+    ) -> Submitted {
+        device::Target::data_out(self, now, lun, task, data, data_in, sink)
     }
 
-    fn submit(&self, now: Ns, req: &Request, data_in: &mut Vec<u8>) -> Submitted {
-        device::Target::submit(self, now, req, data_in)
+    fn data_out_failed(&self, now: Ns, lun: u64, task: TaskId, c: Completion, sink: &mut dyn Sink) {
+        device::Target::data_out_failed(self, now, lun, task, c, sink)
     }
 
-    fn advance(&self, now: Ns, lun: u64, out: &mut Vec<Finished>) {
-        if let Some(lu) = self.lun(lun) {
-            lu.advance(now, out);
-        }
-    }
-
-    fn complete(&self, lun: u64, f: &Finished, req: &Request, data_in: &mut Vec<u8>) -> Completion {
-        match self.lun(lun) {
-            Some(lu) => lu.complete(f, req, data_in),
-            None => device::Target::execute(self, req, data_in),
-        }
+    fn run(
+        &self,
+        now: Ns,
+        lun: u64,
+        task: TaskId,
+        op: Op,
+        data_out: &[u8],
+        data_in: &mut Vec<u8>,
+        sink: &mut dyn Sink,
+    ) -> Submitted {
+        device::Target::run(self, now, lun, task, op, data_out, data_in, sink)
     }
 
     fn task_management(
@@ -89,20 +121,23 @@ impl ScsiTarget for device::Target {
         nexus: &Nexus,
         lun: u64,
         tmf: TaskManagement,
+        sink: &mut dyn Sink,
     ) -> TmfResponse {
-        device::Target::task_management(self, now, nexus, lun, tmf)
+        device::Target::task_management(self, now, nexus, lun, tmf, sink)
     }
 
     fn encode_sense(&self, lun: u64, sense: &Sense, out: &mut Vec<u8>) {
         device::Target::encode_sense(self, lun, sense, out)
     }
 
-    fn nexus_lost(&self, now: Ns, nexus: &Nexus) {
-        device::Target::nexus_lost(self, now, nexus)
+    fn nexus_lost(&self, now: Ns, nexus: &Nexus, sink: &mut dyn Sink) {
+        device::Target::nexus_lost(self, now, nexus, sink)
     }
 
-    fn clocked_units(&self) -> Vec<Arc<LogicalUnit>> {
-        self.luns().filter_map(|l| self.lun(l).cloned()).collect()
+    fn units(&self) -> Vec<(u64, Arc<Unit>)> {
+        self.luns()
+            .filter_map(|l| self.lun(l).map(|u| (l, u.clone())))
+            .collect()
     }
 }
 

@@ -36,11 +36,44 @@ pub struct Portal {
     pub max_connections_per_address: usize,
     next_tsih: AtomicU16,
     next_nexus: AtomicU64,
-    /// Task set generations: bumped when a task management function clears the task sets
-    /// of a LU (key `(node, Some(lun))`) or of a whole node (`(node, None)`).
-    task_sets: Mutex<BTreeMap<(usize, Option<u64>), u64>>,
-    /// Where tasks that finished on a logical unit's clock (or on another connection) go.
+    /// Where tasks that moved on elsewhere (on a logical unit's driver, on another
+    /// connection) go.
     pub router: Arc<Router>,
+    /// The drivers of the logical units, by (node, LUN): a call that needs one sooner than it
+    /// was told wakes it.
+    pub drivers: Drivers,
+}
+
+/// Wakes a logical unit's driver.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// The drivers' wake-ups, by node index and LUN.
+#[derive(Default)]
+pub struct Drivers {
+    wakes: Mutex<BTreeMap<(usize, u64), Wake>>,
+}
+
+impl Drivers {
+    pub fn register(&self, node: usize, lun: u64, wake: Wake) {
+        self.wakes.lock().insert((node, lun), wake);
+    }
+
+    /// Wakes the driver of `lun` on `node`, if it has one.
+    pub fn wake(&self, node: Option<usize>, lun: u64) {
+        let Some(node) = node else { return };
+        let wake = self.wakes.lock().get(&(node, lun)).cloned();
+        if let Some(w) = wake {
+            w();
+        }
+    }
+}
+
+impl std::fmt::Debug for Drivers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Drivers")
+            .field("units", &self.wakes.lock().len())
+            .finish()
+    }
 }
 
 /// Delivers a finished task to the connection of its nexus.
@@ -94,8 +127,8 @@ impl Portal {
             max_connections_per_address: 256,
             next_tsih: AtomicU16::new(1),
             next_nexus: AtomicU64::new(1),
-            task_sets: Mutex::new(BTreeMap::new()),
             router: Arc::new(Router::default()),
+            drivers: Drivers::default(),
         }
     }
 
@@ -112,20 +145,5 @@ impl Portal {
     /// A nexus identifier never used before in this process.
     pub fn allocate_nexus_id(&self) -> u64 {
         self.next_nexus.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Generation of the task set of `lun` on `node`. A write that waited for Data-Out
-    /// while another session cleared the task set (LOGICAL UNIT RESET, CLEAR TASK SET,
-    /// TARGET RESET: SAM-5 §7.6, §7.7, §7.9) sees a different value and is not executed.
-    pub fn task_set_generation(&self, node: usize, lun: u64) -> u64 {
-        let sets = self.task_sets.lock();
-        let get = |k| sets.get(&k).copied().unwrap_or(0);
-        get((node, Some(lun))) + get((node, None))
-    }
-
-    /// Record that the task sets of `lun` (or, with `None`, of every LU) on `node` were
-    /// cleared.
-    pub fn clear_task_sets(&self, node: usize, lun: Option<u64>) {
-        *self.task_sets.lock().entry((node, lun)).or_insert(0) += 1;
     }
 }

@@ -22,7 +22,7 @@ use tracing::Instrument;
 
 use device::Finished;
 
-use crate::clock::{self, UnitClock};
+use crate::clock::{self, UnitDriver};
 use crate::connection::{Connection, SessionIdentity};
 use crate::node::TargetNode;
 use crate::output::Output;
@@ -49,11 +49,13 @@ pub async fn serve_portal(
     portal: Arc<Portal>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    // Each logical unit with a device queue runs on its own clock for as long as we serve.
-    let mut clocks = Vec::new();
-    for node in &portal.nodes {
-        for lu in node.target.clocked_units() {
-            clocks.push(UnitClock::spawn(lu, portal.router.clone())?);
+    // Each logical unit has its driver on the wall clock for as long as we serve.
+    let mut drivers = Vec::new();
+    for (n, node) in portal.nodes.iter().enumerate() {
+        for (lun, unit) in node.target.units() {
+            let (driver, wake) = UnitDriver::spawn(unit, portal.router.clone())?;
+            portal.drivers.register(n, lun, wake);
+            drivers.push(driver);
         }
     }
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -123,7 +125,7 @@ pub async fn serve_portal(
     // Fails only when no connection is left to receive it.
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
-    drop(clocks);
+    drop(drivers);
     Ok(())
 }
 

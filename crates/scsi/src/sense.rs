@@ -2,7 +2,7 @@
 //! descriptor (72h) formats.
 
 /// Sense key (SPC-5 table 54).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum SenseKey {
     NoSense = 0x0,
@@ -23,7 +23,7 @@ pub enum SenseKey {
 }
 
 /// Additional sense code and qualifier (SPC-5 table 58), as one `(ASC, ASCQ)` pair.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Asc(pub u8, pub u8);
 
 impl Asc {

@@ -5,9 +5,11 @@
 //! range error instead of panicking.
 
 mod file;
+pub mod plane;
 mod ram;
 
 pub use file::FileStore;
+pub use plane::{Buffers, Done, Failure, Geometry, KeptFile, Op, Plane, Source};
 pub use ram::RamStore;
 
 use std::io;

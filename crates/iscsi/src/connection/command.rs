@@ -1,10 +1,43 @@
 //! The full feature phase's command path (RFC 7143 §11.3, §11.4, §11.7): a SCSI Command
-//! becomes a task for the device; its Data-In and SCSI Response go out when it completes, at
-//! once or when its `Finished` comes back from the device queue.
+//! becomes a task for the device; its Data-In and SCSI Response go out when it ends, at once
+//! or when the device delivers it.
 
 use super::*;
 
+/// Where the device's calls from this session put what they did to other tasks: this
+/// nexus's go to the session (handled when the call returns), the others' to their
+/// connections; a driver that must wake sooner is woken.
+pub(super) struct SessionSink<'a> {
+    nexus: u64,
+    node: Option<usize>,
+    portal: &'a Portal,
+    mine: &'a mut Vec<Finished>,
+}
+
+impl Sink for SessionSink<'_> {
+    fn deliver(&mut self, f: Finished) {
+        if f.nexus == self.nexus {
+            self.mine.push(f);
+        } else {
+            self.portal.router.route(f);
+        }
+    }
+
+    fn wake(&mut self, lun: u64) {
+        self.portal.drivers.wake(self.node, lun);
+    }
+}
+
 impl Session {
+    pub(super) fn sink<'a>(&'a self, mine: &'a mut Vec<Finished>) -> SessionSink<'a> {
+        SessionSink {
+            nexus: self.nexus.id,
+            node: self.node,
+            portal: &self.portal,
+            mine,
+        }
+    }
+
     pub(super) fn scsi_command(&mut self, bhs: &Bhs, ahs: &[u8], data: &[u8], out: &mut Output) {
         let cmd = match ScsiCommand::parse(bhs, ahs) {
             Ok(c) => c,
@@ -18,7 +51,7 @@ impl Session {
             return self.reject(RejectReason::ProtocolError, bhs, out);
         };
         let lun = lun::decode(cmd.lun);
-        if self.pending.len() + self.in_device.len() >= self.max_tasks() {
+        if self.tasks.len() >= self.max_tasks() {
             // Immediate commands bypass the CmdSN window (RFC 7143 §3.2.2.1) and an initiator
             // may ignore MaxCmdSN: past this many tasks the session's task set is full
             // (SAM-5 TASK SET FULL; Linux lowers its queue depth and retries).
@@ -29,66 +62,84 @@ impl Session {
             let data_in = self.pool.get();
             return self.respond(cmd.itt, cmd.lun, &c, data_in, 0, Residual::None, 0, out);
         }
-        if self.in_device.contains_key(&cmd.itt) || self.pending.iter().any(|t| t.itt == cmd.itt) {
-            // The tag of a task still in progress (SAM-5 §5.10, overlapped commands; issue 11:
-            // duplicates were accepted). The new command ends; the older one goes on.
-            let c = Completion::check_condition(Sense::new(
-                SenseKey::AbortedCommand,
-                Asc::OVERLAPPED_COMMANDS_ATTEMPTED,
-            ));
-            let data_in = self.pool.get();
-            return self.respond(cmd.itt, cmd.lun, &c, data_in, 0, Residual::None, 0, out);
-        }
-        let attr = task_attribute(cmd.attr);
-        let transfer = match target.transfer(&self.nexus, lun, cmd.cdb.as_slice()) {
-            Ok(t) => t,
-            Err(sense) => {
-                let c = Completion::check_condition(sense);
-                let data_in = self.pool.get();
-                return self.respond(cmd.itt, cmd.lun, &c, data_in, 0, Residual::None, 0, out);
-            }
-        };
         // The Expected Data Transfer Length counts in the direction the R/W bits name
-        // (RFC 7143 §11.3.1.1, §11.3.4): a CDB moving data the other way moves none.
-        let matches = match transfer {
-            Transfer::In(_) => cmd.read,
-            Transfer::Out(_) => cmd.write,
-            Transfer::None => true,
-        };
-        let edtl = if matches {
+        // (RFC 7143 §11.3.1.1, §11.3.4): SAM-5's Data-Out Buffer Size of a write.
+        let data_out_buffer_size = if cmd.write {
             cmd.expected_data_transfer_length
         } else {
             0
         };
-        let blocked = self.blocked(self.pending.len(), attr);
-        let mut task = PendingTask::new(&cmd, lun, attr, edtl, transfer);
-        if let Transfer::Out(n) = transfer {
-            let want = n.min(edtl);
-            let complete = data.len() as u64 >= u64::from(want);
-            let data = data.get(..want as usize).unwrap_or(data);
-            if complete && !blocked {
-                return self.execute(&*target, task, Cow::Borrowed(data), out);
+        let data = data.get(..data_out_buffer_size as usize).unwrap_or(data);
+        let a = Arrival {
+            nexus: &self.nexus,
+            lun,
+            tag: u64::from(cmd.itt),
+            cdb: cmd.cdb.as_slice(),
+            attribute: task_attribute(cmd.attr),
+            data_out_buffer_size,
+            data_out: data,
+        };
+        let mut data_in = self.pool.get();
+        let mut mine = std::mem::take(&mut self.mine);
+        let (transfer, submitted) = {
+            let mut sink = self.sink(&mut mine);
+            target.command(self.now, &a, &mut data_in, &mut sink)
+        };
+        self.mine = mine;
+        // The EDTL of a CDB that moves data the other way than the R/W bits say counts for
+        // nothing (a CDB moving none: its EDTL is the residual).
+        let edtl = match transfer {
+            Some(Transfer::In(_)) if !cmd.read => 0,
+            Some(Transfer::Out(_)) if !cmd.write => 0,
+            _ => cmd.expected_data_transfer_length,
+        };
+        let t = SessionTask {
+            task: match &submitted {
+                Submitted::WantData(task, _) | Submitted::Queued(task) => *task,
+                _ => TaskId::from_u64(0),
+            },
+            lun_raw: cmd.lun,
+            lun,
+            transfer,
+            edtl,
+            buf: Vec::new(),
+            collecting: None,
+            r2tsn: 0,
+        };
+        match submitted {
+            Submitted::WantData(_, want) => {
+                let mut t = t;
+                t.buf = self.pool.get();
+                t.buf.extend_from_slice(data.get(..want as usize).unwrap_or(data));
+                let have = t.buf.len() as u32;
+                t.collecting = Some(Collecting {
+                    want,
+                    unsolicited_open: !self.params.initial_r2t && !cmd.final_bit,
+                    unsolicited_datasn: 0,
+                    unsolicited_end: have,
+                    next_r2t_offset: have,
+                    r2ts: Vec::new(),
+                });
+                // Unsolicited Data-Out comes first; R2Ts follow its final PDU.
+                if self.params.initial_r2t || cmd.final_bit {
+                    self.issue_r2ts(cmd.itt, &mut t, out);
+                }
+                self.pool.put(data_in);
+                self.tasks.insert(cmd.itt, t);
             }
-            task.buf = self.pool.get();
-            task.buf.extend_from_slice(data);
-            task.want = want;
-            task.ready = complete;
-            task.unsolicited_open = !complete && !self.params.initial_r2t && !cmd.final_bit;
-            task.unsolicited_end = data.len() as u32;
-            task.next_r2t_offset = data.len() as u32;
-            task.generation = self.task_set_generation(lun);
-            if !task.unsolicited_open && !complete {
-                self.issue_r2ts(&mut task, out);
+            Submitted::Queued(_) => {
+                // A write's data stays with the transport while the device has the task.
+                let mut t = t;
+                if !data.is_empty() {
+                    t.buf = self.pool.get();
+                    t.buf.extend_from_slice(data);
+                }
+                self.pool.put(data_in);
+                self.tasks.insert(cmd.itt, t);
             }
-            self.pending.push(task);
-            return;
+            other => self.submitted(cmd.itt, t, other, data_in, out),
         }
-        if blocked {
-            task.generation = self.task_set_generation(lun);
-            self.pending.push(task);
-            return;
-        }
-        self.execute(&*target, task, Cow::Borrowed(&[]), out);
+        self.handle_mine(out);
     }
 
     /// Tasks a session holds at most: its CmdSN window and as many immediate commands again.
@@ -96,127 +147,110 @@ impl Session {
         2 * self.window.depth as usize
     }
 
-    /// Hands a task whose data is all here to the device: answers it if it completed at
-    /// once, else keeps it (with its data-out) until its `Finished` comes.
-    pub(super) fn execute(
+    /// What the device did with a task the session gave it (its Data-Out, or a delivered
+    /// operation): answer it if it ended, keep it if it goes on.
+    pub(super) fn submitted(
         &mut self,
-        target: &dyn ScsiTarget,
-        mut task: PendingTask,
-        data_out: Cow<'_, [u8]>,
+        itt: u32,
+        t: SessionTask,
+        submitted: Submitted,
+        data_in: Vec<u8>,
         out: &mut Output,
     ) {
-        let mut data_in = self.pool.get();
-        let req = Request {
-            nexus: &self.nexus,
-            lun: task.lun,
-            tag: u64::from(task.itt),
-            cdb: task.cdb.as_slice(),
-            attribute: task.attr,
-            data_out: &data_out,
-            data_out_buffer_size: task.edtl,
-        };
-        match target.submit(self.now, &req, &mut data_in) {
+        match submitted {
             Submitted::Done(c) => {
-                self.answer(&task, &c, data_in, out);
-                if let Cow::Owned(buf) = data_out {
-                    self.pool.put(buf);
-                }
+                self.answer(itt, &t, &c, data_in, out);
+                self.pool.put(t.buf);
             }
-            Submitted::Queued => {
+            Submitted::Queued(task) => {
                 self.pool.put(data_in);
-                task.buf = match data_out {
-                    Cow::Owned(buf) => buf,
-                    // A read keeps no buffer while it waits: the pool's go to Data-In.
-                    Cow::Borrowed([]) => Vec::new(),
-                    Cow::Borrowed(data) => {
-                        let mut buf = self.pool.get();
-                        buf.extend_from_slice(data);
-                        buf
-                    }
-                };
-                let lun = task.lun;
-                self.in_device.insert(task.itt, task);
-                self.advance_lun(target, lun, out);
+                self.tasks.insert(itt, SessionTask { task, ..t });
+            }
+            Submitted::WantData(..) | Submitted::Aborted => {
+                self.pool.put(data_in);
+                self.pool.put(t.buf);
             }
         }
     }
 
-    /// Whatever is due on `lun` now: this nexus's tasks are answered here, other nexuses'
-    /// go to their connections.
-    pub(super) fn advance_lun(&mut self, target: &dyn ScsiTarget, lun: u64, out: &mut Output) {
-        let mut finished = std::mem::take(&mut self.finished);
-        target.advance(self.now, lun, &mut finished);
-        for f in finished.drain(..) {
-            if f.nexus == self.nexus.id {
+    /// Handles this nexus's tasks the device delivered during the session's own calls.
+    pub(super) fn handle_mine(&mut self, out: &mut Output) {
+        while !self.mine.is_empty() {
+            let mut mine = std::mem::take(&mut self.mine);
+            for f in mine.drain(..) {
                 self.finish(f, out);
-            } else {
-                self.portal.router.route(f);
+            }
+            if self.mine.is_empty() {
+                self.mine = mine;
             }
         }
-        self.finished = finished;
     }
 
-    /// A task of this nexus left its device queue: move its data and answer it.
+    /// A task of this nexus moved on in the device: run its operation, send its status, or
+    /// forget it.
     pub(super) fn finish(&mut self, f: Finished, out: &mut Output) {
-        let Some(target) = self.target.clone() else {
+        let Ok(itt) = u32::try_from(f.tag) else {
             return;
         };
-        let Some(mut task) = u32::try_from(f.tag)
-            .ok()
-            .and_then(|itt| self.in_device.remove(&itt))
-        else {
+        // A stale delivery (of a task aborted whose tag was used again) names another task.
+        if self.tasks.get(&itt).is_none_or(|t| t.task != f.task) {
             return;
-        };
-        let buf = std::mem::take(&mut task.buf);
-        if f.verdict != Verdict::Aborted {
-            let mut data_in = self.pool.get();
-            let req = Request {
-                nexus: &self.nexus,
-                lun: task.lun,
-                tag: f.tag,
-                cdb: task.cdb.as_slice(),
-                attribute: task.attr,
-                data_out: &buf,
-                data_out_buffer_size: task.edtl,
-            };
-            let c = target.complete(task.lun, &f, &req, &mut data_in);
-            self.answer(&task, &c, data_in, out);
         }
-        self.pool.put(buf);
+        let Some(t) = self.tasks.remove(&itt) else {
+            return;
+        };
+        match f.then {
+            Next::Run(op) => {
+                let Some(target) = self.target.clone() else {
+                    return;
+                };
+                let mut data_in = self.pool.get();
+                let mut mine = std::mem::take(&mut self.mine);
+                let submitted = {
+                    let mut sink = self.sink(&mut mine);
+                    target.run(self.now, t.lun, t.task, op, &t.buf, &mut data_in, &mut sink)
+                };
+                self.mine.append(&mut mine);
+                self.submitted(itt, t, submitted, data_in, out);
+            }
+            Next::Done {
+                completion,
+                data_in,
+                data_out,
+            } => {
+                self.answer(itt, &t, &completion, data_in, out);
+                self.pool.put(t.buf);
+                self.pool.put(data_out);
+            }
+            Next::Aborted => self.pool.put(t.buf),
+        }
     }
 
     /// Sends a task's data and status. Residuals (RFC 7143 §11.4.5.2) compare the Expected
     /// Data Transfer Length with what the command moves (reads: the data the device produced).
     pub(super) fn answer(
         &mut self,
-        task: &PendingTask,
+        itt: u32,
+        t: &SessionTask,
         c: &Completion,
         mut data_in: Vec<u8>,
         out: &mut Output,
     ) {
-        let (send, residual) = match task.transfer {
-            Transfer::Out(n) => {
+        let (send, residual) = match t.transfer {
+            None => {
                 data_in.clear();
-                (0, Residual::between(task.edtl, n))
+                (0, Residual::None)
             }
-            Transfer::In(_) | Transfer::None => {
+            Some(Transfer::Out(n)) => {
+                data_in.clear();
+                (0, Residual::between(t.edtl, n))
+            }
+            Some(Transfer::In(_) | Transfer::None) => {
                 let produced = u32::try_from(data_in.len()).unwrap_or(u32::MAX);
-                (
-                    produced.min(task.edtl),
-                    Residual::between(task.edtl, produced),
-                )
+                (produced.min(t.edtl), Residual::between(t.edtl, produced))
             }
         };
-        self.respond(
-            task.itt,
-            task.lun_raw,
-            c,
-            data_in,
-            send,
-            residual,
-            task.r2tsn,
-            out,
-        );
+        self.respond(itt, t.lun_raw, c, data_in, send, residual, t.r2tsn, out);
     }
 
     /// Send Data-In (if any) and the status: in the last Data-In when GOOD without sense

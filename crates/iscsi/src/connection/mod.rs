@@ -6,17 +6,16 @@
 //! Files follow the protocol's phases: `login_phase` (§6.3), `command` (the SCSI command path),
 //! `task` (Data-Out and R2T), `task_management`, `text_exchange`, `nop`, `logout`, `keepalive`.
 //!
-//! A command is handed to the device on the caller's thread (README, Architecture): immediate data as
-//! a slice of the receive buffer, read data out of pooled buffers. A plain logical unit
-//! answers at once; one with a device queue keeps the task, and its completion arrives either
-//! while this connection advances the queue or from the logical unit's clock.
+//! A command is handed to the device on the caller's thread (README, Architecture): immediate
+//! data as a slice of the receive buffer, read data into pooled buffers. A command that ends
+//! at once is answered at once; one the device keeps comes back later, delivered from
+//! another connection's call, the logical unit's driver, or the data plane.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use device::{
-    Completion, Finished, Nexus, Ns, Request, Submitted, TaskAttribute, TaskManagement,
-    TmfResponse, Transfer, Verdict,
+    Arrival, Completion, Finished, Next, Nexus, Ns, Sink, Submitted, TaskAttribute, TaskId,
+    TaskManagement, TmfResponse, Transfer,
 };
 use scsi::{Asc, Sense, SenseKey, Status};
 
@@ -26,7 +25,7 @@ use crate::negotiation::{Parameters, SessionType};
 use crate::node::ScsiTarget;
 use crate::output::{BufferPool, Output};
 use crate::pdu::{
-    self, Cdb, Data, Frame, FrameLimits, Numbers, RejectReason, Residual, ScsiCommand,
+    self, Data, Frame, FrameLimits, Numbers, RejectReason, Residual, ScsiCommand,
 };
 use crate::portal::{Mailbox, Portal};
 use crate::session::{Admission, CmdWindow};
@@ -44,7 +43,7 @@ mod task_management;
 mod text_exchange;
 
 use keepalive::Keepalive;
-use task::PendingTask;
+use task::{Collecting, SessionTask};
 use text_exchange::TextExchange;
 
 /// ABORTED COMMAND sense for Data-Out sequence errors (RFC 7143 §11.4.7.2 lists the
@@ -93,12 +92,11 @@ struct Session {
     params: Parameters,
     statsn: u32,
     window: CmdWindow,
-    /// Tasks not yet handed to the device, in arrival order: writes collecting Data-Out, and
-    /// commands held back behind them by task attributes (SAM-5 §8.6).
-    pending: Vec<PendingTask>,
-    /// Tasks in a device queue, by ITT, with their data-out, until their `Finished` comes.
-    in_device: FxHashMap<u32, PendingTask>,
-    finished: Vec<Finished>,
+    /// The tasks the device has, by ITT: collecting Data-Out, or going on in the device
+    /// (with a write's data) until they end.
+    tasks: FxHashMap<u32, SessionTask>,
+    /// This nexus's tasks the device delivered during the session's own calls.
+    mine: Vec<Finished>,
     now: Ns,
     next_ttt: u32,
     text: TextExchange,
@@ -170,13 +168,14 @@ impl Connection {
         }
     }
 
-    /// A task of this connection's nexus finished at `now`: send its data and status (or,
-    /// for a task another nexus's task management aborted, forget it).
+    /// A task of this connection's nexus moved on in the device at `now`: run its
+    /// operation, send its data and status, or forget it.
     pub fn complete(&mut self, now: Ns, f: Finished, out: &mut Output) {
         self.now = self.now.max(now);
         if let Phase::FullFeature(s) = &mut self.phase {
             s.now = self.now;
             s.finish(f, out);
+            s.handle_mine(out);
         }
     }
 
@@ -320,9 +319,8 @@ impl Session {
             params: est.params,
             statsn,
             window,
-            pending: Vec::new(),
-            in_device: FxHashMap::default(),
-            finished: Vec::new(),
+            tasks: FxHashMap::default(),
+            mine: Vec::new(),
             now: 0,
             next_ttt: 1,
             text: TextExchange::default(),
@@ -336,10 +334,12 @@ impl Session {
         if !self.nexus_lost {
             self.nexus_lost = true;
             self.portal.router.unregister(self.nexus.id);
-            if let Some(t) = &self.target {
-                t.nexus_lost(self.now, &self.nexus);
+            if let Some(t) = self.target.clone() {
+                let mut mine = Vec::new();
+                let mut sink = self.sink(&mut mine);
+                t.nexus_lost(self.now, &self.nexus, &mut sink);
             }
-            self.in_device.clear();
+            self.tasks.clear();
         }
     }
 
@@ -360,11 +360,6 @@ impl Session {
             exp_cmdsn: self.window.exp_cmdsn,
             max_cmdsn: self.window.max_cmdsn(),
         }
-    }
-
-    fn task_set_generation(&self, lun: u64) -> u64 {
-        self.node
-            .map_or(0, |n| self.portal.task_set_generation(n, lun))
     }
 
     fn allocate_ttt(&mut self) -> u32 {
@@ -624,12 +619,15 @@ mod tests {
     struct Firehose;
 
     impl ScsiTarget for Firehose {
-        fn transfer(&self, _: &Nexus, _: u64, _: &[u8]) -> Result<Transfer, Sense> {
-            Ok(Transfer::In(1 << 20))
-        }
-        fn execute(&self, _: &Request, data_in: &mut Vec<u8>) -> Completion {
+        fn command(
+            &self,
+            _: Ns,
+            _: &Arrival,
+            data_in: &mut Vec<u8>,
+            _: &mut dyn Sink,
+        ) -> (Option<Transfer>, Submitted) {
             data_in.resize(1 << 20, 0xEE);
-            Completion::GOOD
+            (Some(Transfer::In(1 << 20)), Submitted::Done(Completion::GOOD))
         }
     }
 

@@ -1,65 +1,37 @@
-//! Tasks that cannot run the moment their SCSI Command arrives: writes collecting
-//! unsolicited or solicited Data-Out (RFC 7143 §11.7, R2T §11.8) and commands held back by
-//! task attributes (SAM-5 §8.6).
+//! The tasks of a session as the transport keeps them, by Initiator Task Tag, from the moment
+//! the device took them until their status is sent: collecting unsolicited or solicited
+//! Data-Out (RFC 7143 §11.7, R2T §11.8), and keeping a write's data while the device has the
+//! task. Which task may run when (task attributes, SAM-5 §8.6) is the device's business.
 
 use super::*;
 
-/// A command not executed yet: a write waiting for unsolicited Data-Out or solicited (R2T)
-/// data (RFC 7143 §11.7, §11.8), or a command waiting behind an ORDERED task (SAM-5 §8.6).
-pub(super) struct PendingTask {
-    pub(super) itt: u32,
+/// A task the device has.
+pub(super) struct SessionTask {
+    /// The device's name for it.
+    pub(super) task: TaskId,
     pub(super) lun_raw: u64,
     pub(super) lun: u64,
-    pub(super) cdb: Cdb,
-    pub(super) attr: TaskAttribute,
+    /// What its CDB transfers, for residuals.
+    pub(super) transfer: Option<Transfer>,
     pub(super) edtl: u32,
-    pub(super) transfer: Transfer,
-    /// All data is here; the task runs when its task attribute allows.
-    pub(super) ready: bool,
-    /// Data-Out bytes to collect: min(CDB length, EDTL); 0 without Data-Out.
-    pub(super) want: u32,
+    /// Its Data-Out: being collected, then kept for the device's operations.
     pub(super) buf: Vec<u8>,
+    /// Data-Out still being collected.
+    pub(super) collecting: Option<Collecting>,
+    pub(super) r2tsn: u32,
+}
+
+/// The Data-Out collection of a task (RFC 7143 §11.7, §11.8).
+pub(super) struct Collecting {
+    /// Data-Out bytes to collect: what the device asked for.
+    pub(super) want: u32,
     /// Unsolicited Data-Out (TTT = 0xffffffff) still expected (InitialR2T=No, F=0).
     pub(super) unsolicited_open: bool,
     pub(super) unsolicited_datasn: u32,
     /// End of the data received so far in the unsolicited burst.
     pub(super) unsolicited_end: u32,
     pub(super) next_r2t_offset: u32,
-    pub(super) r2tsn: u32,
     pub(super) r2ts: Vec<OutstandingR2t>,
-    /// Task set generation when the command arrived (see [`Portal::task_set_generation`]).
-    pub(super) generation: u64,
-}
-
-impl PendingTask {
-    /// A task whose data (if any) is all here: nothing to collect.
-    pub(super) fn new(
-        cmd: &ScsiCommand,
-        lun: u64,
-        attr: TaskAttribute,
-        edtl: u32,
-        transfer: Transfer,
-    ) -> PendingTask {
-        PendingTask {
-            itt: cmd.itt,
-            lun_raw: cmd.lun,
-            lun,
-            cdb: cmd.cdb.clone(),
-            attr,
-            edtl,
-            transfer,
-            ready: true,
-            want: 0,
-            buf: Vec::new(),
-            unsolicited_open: false,
-            unsolicited_datasn: 0,
-            unsolicited_end: 0,
-            next_r2t_offset: 0,
-            r2tsn: 0,
-            r2ts: Vec::new(),
-            generation: 0,
-        }
-    }
 }
 
 pub(super) struct OutstandingR2t {
@@ -70,36 +42,36 @@ pub(super) struct OutstandingR2t {
     pub(super) next_datasn: u32,
 }
 
+impl Collecting {
+    fn done(&self) -> bool {
+        !self.unsolicited_open && self.r2ts.is_empty() && self.next_r2t_offset >= self.want
+    }
+}
+
 impl Session {
-    /// Solicit the next bursts of a pending write (RFC 7143 §11.8), up to MaxOutstandingR2T.
-    pub(super) fn issue_r2ts(&mut self, pw: &mut PendingTask, out: &mut Output) {
-        while (pw.r2ts.len() as u32) < self.params.max_outstanding_r2t
-            && pw.next_r2t_offset < pw.want
+    /// Solicit the next bursts of a task's Data-Out (RFC 7143 §11.8), up to MaxOutstandingR2T.
+    pub(super) fn issue_r2ts(&mut self, itt: u32, t: &mut SessionTask, out: &mut Output) {
+        let Some(c) = t.collecting.as_mut() else {
+            return;
+        };
+        while (c.r2ts.len() as u32) < self.params.max_outstanding_r2t && c.next_r2t_offset < c.want
         {
-            let len = (pw.want - pw.next_r2t_offset).min(self.params.max_burst_length);
+            let len = (c.want - c.next_r2t_offset).min(self.params.max_burst_length);
             let ttt = self.allocate_ttt();
             let n = self.numbers_without_status();
             out.pdu(
-                &pdu::r2t(
-                    pw.itt,
-                    pw.lun_raw,
-                    ttt,
-                    n,
-                    pw.r2tsn,
-                    pw.next_r2t_offset,
-                    len,
-                ),
+                &pdu::r2t(itt, t.lun_raw, ttt, n, t.r2tsn, c.next_r2t_offset, len),
                 &[],
             );
-            pw.r2ts.push(OutstandingR2t {
+            c.r2ts.push(OutstandingR2t {
                 ttt,
-                offset: pw.next_r2t_offset,
+                offset: c.next_r2t_offset,
                 len,
                 received: 0,
                 next_datasn: 0,
             });
-            pw.r2tsn += 1;
-            pw.next_r2t_offset += len;
+            t.r2tsn += 1;
+            c.next_r2t_offset += len;
         }
     }
 
@@ -107,27 +79,33 @@ impl Session {
         let d = Data::parse(bhs);
         // Data for a task that already ended (failed early, aborted, or EDTL beyond the
         // CDB) is dropped quietly.
-        let Some(i) = self.pending.iter().position(|p| p.itt == d.itt && !p.ready) else {
+        let Some(mut t) = self
+            .tasks
+            .remove(&d.itt)
+            .filter(|t| t.collecting.is_some())
+        else {
             return;
         };
-        let mut pw = self.pending.remove(i);
         let len = data.len() as u32;
+        let Some(c) = t.collecting.as_mut() else {
+            return;
+        };
         let ok = if d.ttt == RESERVED_TAG {
-            let ok = pw.unsolicited_open
-                && d.datasn == pw.unsolicited_datasn
-                && d.buffer_offset == pw.unsolicited_end
-                && u64::from(pw.unsolicited_end) + u64::from(len)
-                    <= u64::from(self.params.first_burst_length.min(pw.edtl));
+            let ok = c.unsolicited_open
+                && d.datasn == c.unsolicited_datasn
+                && d.buffer_offset == c.unsolicited_end
+                && u64::from(c.unsolicited_end) + u64::from(len)
+                    <= u64::from(self.params.first_burst_length.min(t.edtl));
             if ok {
-                pw.unsolicited_datasn += 1;
-                pw.unsolicited_end += len;
+                c.unsolicited_datasn += 1;
+                c.unsolicited_end += len;
                 if d.final_bit {
-                    pw.unsolicited_open = false;
-                    pw.next_r2t_offset = pw.next_r2t_offset.max(pw.unsolicited_end);
+                    c.unsolicited_open = false;
+                    c.next_r2t_offset = c.next_r2t_offset.max(c.unsolicited_end);
                 }
             }
             ok
-        } else if let Some(r) = pw.r2ts.iter_mut().find(|r| r.ttt == d.ttt) {
+        } else if let Some(r) = c.r2ts.iter_mut().find(|r| r.ttt == d.ttt) {
             let ok = d.datasn == r.next_datasn
                 && d.buffer_offset == r.offset + r.received
                 && r.received + len <= r.len
@@ -143,89 +121,63 @@ impl Session {
         if !ok {
             // RFC 7143 §11.7.4 (DataSN) / §11.7.5 (Buffer Offset): at ErrorRecoveryLevel 0
             // the command fails; the session stays up.
-            let c = Completion::check_condition(Sense::new(
-                SenseKey::AbortedCommand,
-                DATA_OFFSET_ERROR,
-            ));
-            self.pool.put(std::mem::take(&mut pw.buf));
-            let data_in = self.pool.get();
-            self.respond(
-                pw.itt,
-                pw.lun_raw,
-                &c,
-                data_in,
-                0,
-                Residual::None,
-                pw.r2tsn,
-                out,
-            );
-            return self.run_ready(out);
+            return self.fail_collecting(d.itt, t, DATA_OFFSET_ERROR, out);
         }
-        store_at(&mut pw.buf, d.buffer_offset, pw.want, data);
-        pw.r2ts.retain(|r| r.received < r.len);
-        if !pw.unsolicited_open {
-            self.issue_r2ts(&mut pw, out);
+        let want = c.want;
+        store_at(&mut t.buf, d.buffer_offset, want, data);
+        c.r2ts.retain(|r| r.received < r.len);
+        let open = c.unsolicited_open;
+        if !open {
+            self.issue_r2ts(d.itt, &mut t, out);
         }
-        pw.ready = !pw.unsolicited_open && pw.r2ts.is_empty() && pw.next_r2t_offset >= pw.want;
-        let ready = pw.ready;
-        self.pending.insert(i, pw);
-        if ready {
-            self.run_ready(out);
+        if t.collecting.as_ref().is_some_and(Collecting::done) {
+            t.collecting = None;
+            t.buf.truncate(want as usize);
+            return self.collected(d.itt, t, out);
         }
+        self.tasks.insert(d.itt, t);
     }
 
-    /// Whether a task with `attr` after the first `position` pending tasks must wait
-    /// (SAM-5 §8.6: ORDERED waits for every older task; other tasks wait for older ORDERED
-    /// ones; HEAD OF QUEUE never waits).
-    pub(super) fn blocked(&self, position: usize, attr: TaskAttribute) -> bool {
-        let older = self.pending.get(..position).unwrap_or(&self.pending);
-        match attr {
-            TaskAttribute::HeadOfQueue => false,
-            TaskAttribute::Ordered => !older.is_empty(),
-            TaskAttribute::Simple | TaskAttribute::Aca => {
-                older.iter().any(|t| t.attr == TaskAttribute::Ordered)
-            }
-        }
-    }
-
-    /// Execute every pending task that has its data and that its task attribute lets run.
-    pub(super) fn run_ready(&mut self, out: &mut Output) {
+    /// A task's Data-Out is all here: the device goes on with it.
+    fn collected(&mut self, itt: u32, t: SessionTask, out: &mut Output) {
         let Some(target) = self.target.clone() else {
             return;
         };
-        while let Some(i) = (0..self.pending.len())
-            .find(|&i| self.pending[i].ready && !self.blocked(i, self.pending[i].attr))
-        {
-            let mut t = self.pending.remove(i);
-            let mut buf = std::mem::take(&mut t.buf);
-            if self.task_set_generation(t.lun) != t.generation {
-                // Another session cleared the task set meanwhile: the task was aborted and
-                // ends without a response (SAM-5 §5.6, TAS=0).
-                self.pool.put(buf);
-                continue;
-            }
-            buf.truncate(t.want as usize);
-            self.execute(&*target, t, Cow::Owned(buf), out);
-        }
+        let mut data_in = self.pool.get();
+        let mut mine = std::mem::take(&mut self.mine);
+        let submitted = {
+            let mut sink = self.sink(&mut mine);
+            target.data_out(self.now, t.lun, t.task, &t.buf, &mut data_in, &mut sink)
+        };
+        self.mine = mine;
+        self.submitted(itt, t, submitted, data_in, out);
     }
 
+    /// A task's Data-Out could not be collected: it fails with ABORTED COMMAND and `asc`.
+    pub(super) fn fail_collecting(&mut self, itt: u32, t: SessionTask, asc: Asc, out: &mut Output) {
+        let c = Completion::check_condition(Sense::new(SenseKey::AbortedCommand, asc));
+        if let Some(target) = self.target.clone() {
+            let mut mine = std::mem::take(&mut self.mine);
+            {
+                let mut sink = self.sink(&mut mine);
+                target.data_out_failed(self.now, t.lun, t.task, c.clone(), &mut sink);
+            }
+            self.mine = mine;
+        }
+        let data_in = self.pool.get();
+        self.respond(itt, t.lun_raw, &c, data_in, 0, Residual::None, t.r2tsn, out);
+        self.pool.put(t.buf);
+        self.handle_mine(out);
+    }
+
+    /// A Data-Out PDU with a bad data digest: the task it belongs to fails (RFC 7143 §7.8: at
+    /// ErrorRecoveryLevel 0 a write that lost data cannot finish).
     pub(super) fn fail_pending(&mut self, itt: u32, asc: Asc, out: &mut Output) {
-        if let Some(i) = self.pending.iter().position(|p| p.itt == itt && !p.ready) {
-            let pw = self.pending.remove(i);
-            let c = Completion::check_condition(Sense::new(SenseKey::AbortedCommand, asc));
-            self.pool.put(pw.buf);
-            let data_in = self.pool.get();
-            self.respond(
-                pw.itt,
-                pw.lun_raw,
-                &c,
-                data_in,
-                0,
-                Residual::None,
-                pw.r2tsn,
-                out,
-            );
-            self.run_ready(out);
+        if let Some(t) = self.tasks.remove(&itt) {
+            if t.collecting.is_some() {
+                return self.fail_collecting(itt, t, asc, out);
+            }
+            self.tasks.insert(itt, t);
         }
     }
 }

@@ -1,0 +1,157 @@
+//! The mode parameters of a logical unit (SPC-5 §7.5): current, default and, on a logical unit
+//! that can save them, saved values. The current values are the one place the write cache
+//! (WCE), software write protect (SWP), D_SENSE and the CDL pages live; the core tells the
+//! drive model and the data plane's operations what follows from them.
+
+use crate::saved_mode;
+use crate::{Completion, ConfigError};
+use scsi::command::{ModeSelect, ModeSense};
+use scsi::mode::{self, ModeContext, ModeParameters};
+use scsi::provisioning::Thresholds;
+use scsi::{Asc, Sense, SenseKey};
+
+pub(crate) struct ModeState {
+    current: ModeParameters,
+    default: ModeParameters,
+    /// Saved values, on a logical unit that can save them (one with a device queue).
+    saved: Option<ModeParameters>,
+    /// MODE SELECT may change WCE; otherwise it stays at its default, whatever an initiator
+    /// selects or a saved page says.
+    wce_changeable: bool,
+    thin_provisioning: bool,
+}
+
+/// The facts of the logical unit that MODE SENSE and MODE SELECT report.
+pub(crate) struct Medium {
+    pub(crate) write_protected: bool,
+    pub(crate) blocks: u64,
+    pub(crate) block_size: u32,
+}
+
+/// A MODE SELECT that passed its checks, not yet in force.
+pub(crate) struct Selected {
+    pub(crate) parameters: ModeParameters,
+    pub(crate) save: bool,
+    /// It changes what every initiator relies on (WCE or SWP), now or as saved values: only
+    /// a privileged nexus may.
+    pub(crate) disruptive: bool,
+}
+
+impl ModeState {
+    /// The state at power on: `kept` holds the saved values of an earlier run, if any (on a
+    /// logical unit that saves: `can_save`).
+    pub(crate) fn new(
+        default: ModeParameters,
+        can_save: bool,
+        kept: Option<&[u8]>,
+        wce_changeable: bool,
+        thin_provisioning: bool,
+    ) -> Result<Self, ConfigError> {
+        let saved = match (can_save, kept) {
+            (false, _) => None,
+            (true, None) => Some(default),
+            (true, Some(bytes)) => {
+                let saved = saved_mode::decode(bytes)
+                    .map_err(|e| ConfigError(format!("saved mode parameters: {e}")))?;
+                // A file from another kind of LU (without CDL pages) does not apply.
+                Some(if saved.cdl.is_some() { saved } else { default })
+            }
+        };
+        let mut state = ModeState {
+            current: default,
+            default,
+            saved,
+            wce_changeable,
+            thin_provisioning,
+        };
+        state.current = state.pinned(state.power_on());
+        Ok(state)
+    }
+
+    pub(crate) fn current(&self) -> &ModeParameters {
+        &self.current
+    }
+
+    /// The values that become current at power on and reset: the saved ones if any.
+    pub(crate) fn power_on(&self) -> ModeParameters {
+        self.saved.unwrap_or(self.default)
+    }
+
+    /// `new` with what the configuration pins: WCE when it is not changeable (a saved page
+    /// from before the pin does not turn the cache back on), and the Logical Block
+    /// Provisioning page exactly when the unit is thin (a saved file from another
+    /// provisioning neither adds nor drops it).
+    fn pinned(&self, mut new: ModeParameters) -> ModeParameters {
+        if !self.wce_changeable {
+            new.wce = self.default.wce;
+        }
+        new.provisioning = match self.thin_provisioning {
+            true => Some(new.provisioning.unwrap_or_default()),
+            false => None,
+        };
+        new
+    }
+
+    /// Makes `new` current (pinned); returns the values it replaced.
+    pub(crate) fn apply(&mut self, new: ModeParameters) -> ModeParameters {
+        let pinned = self.pinned(new);
+        std::mem::replace(&mut self.current, pinned)
+    }
+
+    /// The saved values become `new` (MODE SELECT with SP = 1, once they are kept).
+    pub(crate) fn save(&mut self, new: ModeParameters) {
+        if let Some(s) = &mut self.saved {
+            *s = new;
+        }
+    }
+
+    fn context<'a>(&'a self, m: &'a Medium) -> ModeContext<'a> {
+        ModeContext {
+            current: &self.current,
+            default: &self.default,
+            saved: self.saved.as_ref(),
+            write_protected: m.write_protected,
+            wce_changeable: self.wce_changeable,
+            number_of_blocks: m.blocks,
+            block_length: m.block_size,
+        }
+    }
+
+    /// MODE SENSE (SPC-5 §6.14): the pages asked for, appended to `data_in` (not truncated).
+    pub(crate) fn sense(&self, m: &ModeSense, medium: &Medium, data_in: &mut Vec<u8>) -> Result<(), Sense> {
+        mode::mode_sense(m, &self.context(medium), data_in)
+    }
+
+    /// MODE SELECT (SPC-5 §6.12): the whole list validated against the current values.
+    pub(crate) fn select(
+        &self,
+        m: &ModeSelect,
+        data_out: &[u8],
+        medium: &Medium,
+    ) -> Result<Selected, Completion> {
+        let len = usize::from(m.parameter_list_length);
+        let Some(data) = data_out.get(..len) else {
+            return Err(Completion::check_condition(Sense::new(
+                SenseKey::IllegalRequest,
+                Asc::PARAMETER_LIST_LENGTH_ERROR,
+            )));
+        };
+        let selected =
+            mode::mode_select(m, data, &self.context(medium)).map_err(Completion::check_condition)?;
+        let new = selected.parameters;
+        // The write cache and software write protect apply to every initiator.
+        let shared = |p: &ModeParameters| (p.wce, p.swp);
+        let disruptive = shared(&new) != shared(&self.current)
+            || (selected.save && self.saved.is_some_and(|s| shared(&s) != shared(&new)));
+        Ok(Selected {
+            parameters: new,
+            save: selected.save,
+            disruptive,
+        })
+    }
+
+    /// The provisioning thresholds in force.
+    pub(crate) fn thresholds(&self) -> Option<Thresholds> {
+        self.current.provisioning
+    }
+}

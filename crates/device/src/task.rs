@@ -1,0 +1,83 @@
+//! One task as the core keeps it: its command, decoded once at arrival, and where it is in
+//! its life (SAM-5 §4.6: from arrival, through waiting for Data-Out, being held back by an
+//! ORDERED task, the device queue and the data plane, to its end).
+
+use crate::device_queue::MediumTask;
+use crate::extended_copy::CopyJob;
+use crate::metrics::Kind;
+use crate::reservations::Prepared;
+use crate::Ns;
+use scsi::command::{Command, LogSense, StartStopUnit};
+use scsi::mode::ModeParameters;
+use scsi::CommandInfo;
+
+pub(crate) struct Task {
+    pub(crate) info: &'static CommandInfo,
+    pub(crate) cmd: Command,
+    pub(crate) kind: Kind,
+    pub(crate) arrived: Ns,
+    pub(crate) head_of_queue: bool,
+    /// Its nexus may disrupt other initiators ([`crate::Nexus::privileged`]).
+    pub(crate) privileged: bool,
+    /// Its nexus's priority class, where the configuration gives one.
+    pub(crate) class: Option<qos::Class>,
+    /// Data-Out Buffer Size (SAM-5 §5.1).
+    pub(crate) buffer: u32,
+    /// The Data-Out bytes it takes (what the CDB asks, within the buffer), and those that
+    /// came: `None` while the transport collects them.
+    pub(crate) want: u32,
+    pub(crate) have: Option<u32>,
+    /// A parameter list kept while the task is held back (the data plane's payloads stay
+    /// with the transport).
+    pub(crate) params: Vec<u8>,
+    pub(crate) state: State,
+    /// Its media access, on a logical unit with a device queue.
+    pub(crate) medium: Option<MediumTask>,
+    /// It exceeded a duration limit on its way (whatever the policy did).
+    pub(crate) missed: bool,
+}
+
+/// Where a task is.
+pub(crate) enum State {
+    /// Entered: collecting Data-Out, or held back, or about to start.
+    Entered,
+    /// In the device queue.
+    Queued,
+    /// Its data-plane operation runs; `After` says what its result means.
+    Io(After),
+    /// Waiting for the sanitize it started (SANITIZE without IMMED).
+    Sanitizing,
+}
+
+/// What a task does with the result of its data-plane operation.
+pub(crate) enum After {
+    /// A medium command: its status follows from the result (`lba` for the sense data's
+    /// INFORMATION); a write then checks the provisioning thresholds when one is enabled.
+    Medium { lba: Option<u64>, writes: bool },
+    /// The store's usage after a write, for the provisioning thresholds.
+    Thresholds,
+    /// FORMAT UNIT's deallocation of the whole medium.
+    Format,
+    /// GET LBA STATUS's runs of the store.
+    LbaStatus { lba: u64, wanted: usize, allocation_length: u32 },
+    /// LOG SENSE's Logical Block Provisioning page needs the store's usage.
+    LogSense(LogSense),
+    /// START STOP UNIT's flush before the unit stops.
+    Stop(StartStopUnit),
+    /// MODE SELECT with SP = 1: the values are kept, then made current; `arm`: then the
+    /// store's usage for thresholds the new values enable.
+    ModeSave(ModeParameters),
+    /// MODE SELECT enabled provisioning thresholds: their starting count.
+    ArmThresholds,
+    /// PERSISTENT RESERVE OUT with APTPL: the new state is kept, then made current.
+    Reservations(Box<Prepared>),
+    /// A chunk of a third-party copy, moving `blocks` destination blocks.
+    Copy(Box<CopyJob>, u64),
+}
+
+impl Task {
+    /// The Data-Out it has, once all of it came.
+    pub(crate) fn data_out_len(&self) -> u32 {
+        self.have.unwrap_or(0)
+    }
+}

@@ -1,0 +1,332 @@
+//! One logical unit as a server shares it between its connections: the core behind a lock,
+//! and its data plane. The lock is held for the core's bookkeeping only, never across a data
+//! copy or a store call: a READ on an inline (RAM) plane takes it to enter the task, releases
+//! it while the store copies into the connection's buffer, and takes it again to end the
+//! task. What the core's calls do to other tasks goes to a [`Sink`]: the server routes it to
+//! their connections; steps of background work go to the unit's driver.
+//!
+//! No clock and no thread here: the caller passes the time in, and an asynchronous plane's
+//! completions come back through [`Unit::completed`], called by whatever reaps them.
+
+use crate::event::{Event, Step, TaskId, Then};
+use crate::{Arrival, Completion, LogicalUnit, Nexus, Ns, TaskManagement, TmfResponse, Transfer};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use store::{Buffers, Done, Op, Plane};
+
+/// The id of the data-plane operation of background work (it has no task).
+const BACKGROUND: u64 = u64::MAX;
+
+/// What a command came to, for its transport.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Submitted {
+    /// It ended with this status; read data is in the caller's data-in buffer.
+    Done(Completion),
+    /// Collect this many bytes of Data-Out (what came with the command counts), then call
+    /// [`Unit::data_out`].
+    WantData(TaskId, u32),
+    /// It goes on without its transport: a [`Finished`] for it will be delivered.
+    Queued(TaskId),
+    /// Task management aborted it: no status (TAS = 0).
+    Aborted,
+}
+
+/// A task of one nexus that moved on without its transport asking, to deliver to the
+/// nexus's connection.
+#[derive(Debug)]
+pub struct Finished {
+    pub nexus: u64,
+    pub tag: u64,
+    pub task: TaskId,
+    pub then: Next,
+}
+
+/// What a delivered task needs.
+#[derive(Debug)]
+pub enum Next {
+    /// Run its data-plane operation with its buffers: [`Unit::run`].
+    Run(Op),
+    /// It ended: its status, with its buffers (read data in `data_in`).
+    Done {
+        completion: Completion,
+        data_in: Vec<u8>,
+        data_out: Vec<u8>,
+    },
+    /// Task management aborted it: no status (TAS = 0); forget it.
+    Aborted,
+}
+
+/// Where what a call does to others goes.
+pub trait Sink {
+    /// A task of another nexus (or of the caller's, finishing elsewhere) moved on.
+    fn deliver(&mut self, f: Finished);
+    /// The core of the unit at `lun` needs its driver's [`Unit::advance`] earlier than the
+    /// driver was told (a deadline moved closer, or background work is waiting).
+    fn wake(&mut self, lun: u64);
+}
+
+/// A logical unit as a server shares it.
+pub struct Unit {
+    core: Mutex<LogicalUnit>,
+    plane: Arc<dyn Plane>,
+    lun: u64,
+    /// When the unit's driver will next call [`Unit::advance`] (`Ns::MAX`: not before it is
+    /// woken).
+    armed: AtomicU64,
+}
+
+impl Unit {
+    pub fn new(core: LogicalUnit, plane: Arc<dyn Plane>) -> Unit {
+        Unit {
+            lun: core.config().lun,
+            core: Mutex::new(core),
+            plane,
+            armed: AtomicU64::new(Ns::MAX),
+        }
+    }
+
+    pub fn plane(&self) -> &Arc<dyn Plane> {
+        &self.plane
+    }
+
+    /// Reads or changes the core (configuration, metrics, the copy manager): the lock is
+    /// held while `f` runs.
+    pub fn with<R>(&self, f: impl FnOnce(&mut LogicalUnit) -> R) -> R {
+        f(&mut self.core.lock())
+    }
+
+    /// Runs `f` on the core, then takes what it did to other tasks and whether the driver
+    /// must wake, all under one lock; delivers them after it is released.
+    fn call<R>(&self, sink: &mut dyn Sink, f: impl FnOnce(&mut LogicalUnit) -> R) -> R {
+        let mut events = Vec::new();
+        let (r, wake) = {
+            let mut core = self.core.lock();
+            let r = f(&mut core);
+            while let Some(e) = core.poll_event() {
+                events.push(e);
+            }
+            let next = core.poll_timeout();
+            (r, next.is_some_and(|t| t < self.armed.load(Ordering::Relaxed)))
+        };
+        for Event {
+            nexus,
+            tag,
+            task,
+            then,
+        } in events
+        {
+            sink.deliver(Finished {
+                nexus,
+                tag,
+                task,
+                then: match then {
+                    Then::Io(op) => Next::Run(op),
+                    Then::Done(completion, data_in) => Next::Done {
+                        completion,
+                        data_in,
+                        data_out: Vec::new(),
+                    },
+                    Then::Aborted => Next::Aborted,
+                },
+            });
+        }
+        if wake {
+            sink.wake(self.lun);
+        }
+        r
+    }
+
+    /// A command arrives at `now`: what its CDB asks to transfer, and what became of it.
+    /// Read data of a command that ended is in `data_in`.
+    pub fn command(
+        &self,
+        now: Ns,
+        a: &Arrival,
+        data_in: &mut Vec<u8>,
+        sink: &mut dyn Sink,
+    ) -> (Option<Transfer>, Submitted) {
+        let arrived = self.call(sink, |core| core.command(now, a, data_in));
+        let data_out = a.data_out;
+        (arrived.transfer, self.drive(now, arrived.step, data_out, data_in, sink))
+    }
+
+    /// All Data-Out of a task that asked for it came.
+    pub fn data_out(
+        &self,
+        now: Ns,
+        task: TaskId,
+        data: &[u8],
+        data_in: &mut Vec<u8>,
+        sink: &mut dyn Sink,
+    ) -> Submitted {
+        let step = self.call(sink, |core| core.data_out(now, task, data, data_in));
+        self.drive(now, step, data, data_in, sink)
+    }
+
+    /// The transport could not collect a task's Data-Out: it ends with `c` (the transport
+    /// answers it).
+    pub fn data_out_failed(&self, now: Ns, task: TaskId, c: Completion, sink: &mut dyn Sink) {
+        self.call(sink, |core| core.data_out_failed(now, task, c));
+    }
+
+    /// Runs a delivered task's data-plane operation ([`Next::Run`]) with its buffers.
+    pub fn run(
+        &self,
+        now: Ns,
+        task: TaskId,
+        op: Op,
+        data_out: &[u8],
+        data_in: &mut Vec<u8>,
+        sink: &mut dyn Sink,
+    ) -> Submitted {
+        self.drive(now, Step::Io(task, op), data_out, data_in, sink)
+    }
+
+    /// Takes a task's steps as far as they go without waiting: an inline plane's operations
+    /// run here, outside the lock, one after the other.
+    fn drive(
+        &self,
+        now: Ns,
+        mut step: Step,
+        data_out: &[u8],
+        data_in: &mut Vec<u8>,
+        sink: &mut dyn Sink,
+    ) -> Submitted {
+        loop {
+            match step {
+                Step::Done(c) => return Submitted::Done(c),
+                Step::DataOut(task, len) => return Submitted::WantData(task, len),
+                Step::Wait(task) => return Submitted::Queued(task),
+                Step::Aborted => return Submitted::Aborted,
+                Step::Io(task, op) => {
+                    if !self.plane.is_inline() {
+                        let buffers = Buffers::Owned {
+                            data_in: std::mem::take(data_in),
+                            data_out: data_out.to_vec(),
+                        };
+                        let inline = self.plane.submit(task.to_u64(), op, buffers);
+                        debug_assert!(inline.is_none(), "an asynchronous plane answers later");
+                        return Submitted::Queued(task);
+                    }
+                    let buffers = Buffers::Borrowed { data_in, data_out };
+                    let Some(done) = self.plane.submit(task.to_u64(), op, buffers) else {
+                        debug_assert!(false, "an inline plane answers at once");
+                        return Submitted::Queued(task);
+                    };
+                    step = self.call(sink, |core| core.io_done(now, task, done, data_in));
+                }
+            }
+        }
+    }
+
+    /// An asynchronous plane's operation `id` ended at `now` with `done`; the buffers it
+    /// had come back. What follows for its task (another operation, or its end with its
+    /// buffers) goes to `sink`.
+    pub fn completed(
+        &self,
+        now: Ns,
+        id: u64,
+        done: Done,
+        mut data_in: Vec<u8>,
+        data_out: Vec<u8>,
+        sink: &mut dyn Sink,
+    ) {
+        if id == BACKGROUND {
+            self.call(sink, |core| core.background_done(now, done));
+            return;
+        }
+        let task = TaskId::from_u64(id);
+        let (owner, step) = self.call(sink, |core| {
+            let owner = core.owner(task);
+            (owner, core.io_done(now, task, done, &mut data_in))
+        });
+        let Some((nexus, tag)) = owner else { return };
+        let then = match step {
+            Step::Io(task, op) => {
+                let buffers = Buffers::Owned { data_in, data_out };
+                let inline = self.plane.submit(task.to_u64(), op, buffers);
+                debug_assert!(inline.is_none(), "an asynchronous plane answers later");
+                return;
+            }
+            Step::Done(completion) => Next::Done {
+                completion,
+                data_in,
+                data_out,
+            },
+            Step::Aborted => Next::Aborted,
+            Step::Wait(_) | Step::DataOut(..) => return,
+        };
+        sink.deliver(Finished {
+            nexus,
+            tag,
+            task,
+            then,
+        });
+    }
+
+    /// The unit's driver at `now`: everything due is handled, background work run (an
+    /// inline plane's here, an asynchronous one's handed to it); returns when the driver must
+    /// call again (`None`: only when woken).
+    pub fn advance(&self, now: Ns, sink: &mut dyn Sink) -> Option<Ns> {
+        loop {
+            let (background, next) = self.call(sink, |core| {
+                core.handle_timeout(now);
+                (core.poll_background(), core.poll_timeout())
+            });
+            let Some(op) = background else {
+                self.armed.store(next.unwrap_or(Ns::MAX), Ordering::Relaxed);
+                return next;
+            };
+            if !self.plane.is_inline() {
+                let buffers = Buffers::Owned {
+                    data_in: Vec::new(),
+                    data_out: Vec::new(),
+                };
+                let inline = self.plane.submit(BACKGROUND, op, buffers);
+                debug_assert!(inline.is_none(), "an asynchronous plane answers later");
+                continue;
+            }
+            let mut data_in = Vec::new();
+            let buffers = Buffers::Borrowed {
+                data_in: &mut data_in,
+                data_out: &[],
+            };
+            if let Some(done) = self.plane.submit(BACKGROUND, op, buffers) {
+                self.call(sink, |core| core.background_done(now, done));
+            }
+        }
+    }
+
+    /// Joins a copy manager: EXTENDED COPY and ROD tokens of this unit reach the others
+    /// registered with it, and theirs reach this one (through this unit's data plane).
+    pub fn attach(&self, manager: Arc<crate::CopyManager>) {
+        let mut core = self.core.lock();
+        let ids = core.identifiers().clone();
+        let view = crate::copy_manager::UnitView::new(
+            ids.naa,
+            ids.eui64,
+            core.block_size(),
+            core.blocks(),
+            self.plane.clone(),
+            core.uncorrectable().clone(),
+        );
+        core.attach(manager, Arc::new(view));
+    }
+
+    /// A task management function for this unit from `nexus` at `now` (SAM-5 §7).
+    pub fn task_management(
+        &self,
+        now: Ns,
+        nexus: &Nexus,
+        tmf: TaskManagement,
+        sink: &mut dyn Sink,
+    ) -> TmfResponse {
+        self.call(sink, |core| core.task_management(now, nexus, tmf))
+    }
+
+    /// The nexus logged out or its connection dropped (SAM-5 §6.3.4).
+    pub fn nexus_lost(&self, now: Ns, nexus: u64, sink: &mut dyn Sink) {
+        self.call(sink, |core| core.nexus_lost(now, nexus));
+    }
+}
