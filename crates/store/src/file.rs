@@ -226,6 +226,10 @@ impl Store for FileStore {
         Ok((true, hole.min(end) - offset))
     }
 
+    fn tells_allocation(&self) -> bool {
+        true
+    }
+
     /// The file system's block: what a punched hole deallocates.
     fn unmap_granularity(&self) -> u64 {
         use std::os::unix::fs::MetadataExt;
