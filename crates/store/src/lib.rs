@@ -7,19 +7,27 @@
 //! A [`Plane`] runs the device's data-plane operations ([`Op`]) on a store: inline for RAM,
 //! asynchronously for files, not at all for the simulator (see `plane`).
 
+mod aligned;
 mod copy;
+mod delay;
 mod file;
+mod file_plane;
 mod inline;
 mod null;
 mod plane;
+mod pool;
+mod pool_plane;
 mod ram;
 mod range_lock;
+mod ring;
 mod run;
 
 pub use file::FileStore;
+pub use file_plane::FilePlane;
 pub use inline::InlinePlane;
 pub use null::NullPlane;
 pub use plane::{Buffers, Complete, Done, Engine, Failure, Geometry, Op, Options, Plane, Source};
+pub use pool_plane::PoolPlane;
 pub use ram::RamStore;
 pub use range_lock::{Held, RangeLock, ReadStart};
 pub use run::run;
