@@ -8,6 +8,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 pub(crate) struct Completer {
@@ -68,7 +69,7 @@ impl Completer {
             };
             match timer.send(due) {
                 Ok(()) => return,
-                // The timer thread is gone (it panicked in the handler): answer now.
+                // The timer thread could not be reached: answer now.
                 Err(e) => {
                     let due = e.into_inner();
                     return (self.complete)(due.id, due.done, due.data_in, due.data_out);
@@ -129,7 +130,11 @@ fn hold(rx: Receiver<Due>, complete: Complete) {
         let now = Instant::now();
         while waiting.peek().is_some_and(|due| due.at <= now) {
             if let Some(due) = waiting.pop() {
-                complete(due.id, due.done, due.data_in, due.data_out);
+                let deliver = || complete(due.id, due.done, due.data_in, due.data_out);
+                // A handler that panics loses its own answer, not those held here.
+                if catch_unwind(AssertUnwindSafe(deliver)).is_err() {
+                    tracing::error!("a delayed completion panicked");
+                }
             }
         }
     }

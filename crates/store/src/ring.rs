@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use slab::Slab;
 use std::collections::VecDeque;
 use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// Entries of the submission queue (the completion queue has twice as many).
@@ -269,7 +270,8 @@ impl Ring {
         // else touches that buffer until the `Io` leaves `state.ops`, which it does only in
         // `landed`, once the kernel has posted this entry's completion. The descriptor is
         // the `FileStore`'s, which this ring holds, and the ring is dropped only when the
-        // reaper returns, with no operation in the kernel (`reap`). The submission queue is
+        // reaper returns, with no operation in the kernel (`reap`); were it dropped with some
+        // there, its `Drop` leaks their buffers rather than free them. The submission queue is
         // taken only with `state` locked, as it is here, so no other one exists.
         let pushed = unsafe { self.uring.submission_shared().push(&entry) };
         if pushed.is_err() {
@@ -314,8 +316,8 @@ impl Ring {
     }
 
     /// The reaper thread: wait for completions and end their operations. After the stop it
-    /// returns once nothing is in flight and it holds the last reference to the ring (nobody
-    /// is left who could push an entry), looking every tick.
+    /// returns once no entry of the ring's is in the kernel and it holds the last reference
+    /// to the ring (nobody is left who could push one), looking every tick.
     fn reap(self: Arc<Self>) {
         let mut batch = Vec::with_capacity(2 * ENTRIES as usize);
         let mut ended = Vec::with_capacity(2 * ENTRIES as usize);
@@ -353,10 +355,14 @@ impl Ring {
             drop(state);
             batch.clear();
             for (io, result) in ended.drain(..) {
-                self.end(io, result);
+                // A completion handler that panics loses its own answer, not the reaper.
+                if catch_unwind(AssertUnwindSafe(|| self.end(io, result))).is_err() {
+                    tracing::error!("an io_uring completion panicked");
+                }
             }
             if stopping {
-                if self.state.lock().ops.is_empty() && Arc::strong_count(&self) == 1 {
+                let idle = self.state.lock().ops.is_empty() && !ticking;
+                if idle && Arc::strong_count(&self) == 1 {
                     return;
                 }
                 if !ticking {
@@ -440,6 +446,22 @@ impl Ring {
             }
         }
         self.core.complete(io.owned, done);
+    }
+}
+
+impl Drop for Ring {
+    /// The reaper drops the ring with nothing in the kernel. Should it ever be dropped with
+    /// operations still there (the reaper died), their buffers are leaked, never freed: the
+    /// kernel may write into them until it has cancelled them.
+    fn drop(&mut self) {
+        let ops = std::mem::take(&mut self.state.get_mut().ops);
+        if !ops.is_empty() {
+            tracing::error!(
+                operations = ops.len(),
+                "io_uring dropped with operations in flight"
+            );
+            std::mem::forget(ops);
+        }
     }
 }
 

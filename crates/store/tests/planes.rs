@@ -922,3 +922,34 @@ fn direct_io_is_checked_and_misaligned_access_refused() {
         }
     }
 }
+
+/// A completion handler that panics loses its own answer; the plane goes on answering.
+#[test]
+fn a_panicking_handler_loses_only_its_own_answer() {
+    let dir = scratch();
+    for engine in [Engine::Uring, Engine::Pool] {
+        let path = dir.path().join(format!("panics-{engine:?}.img"));
+        let store = Arc::new(FileStore::open(&path, Some(MIB)).unwrap());
+        let (answers, inner) = Answers::new();
+        let complete: Complete = Arc::new(move |id, done, data_in, data_out| {
+            assert_ne!(id, 0, "the handler's own bug");
+            inner(id, done, data_in, data_out)
+        });
+        let options = Options {
+            engine,
+            threads: 1,
+            ..Options::default()
+        };
+        let Ok(plane) = FilePlane::new(store, &options, complete) else {
+            continue;
+        };
+        let p = Async {
+            name: format!("{engine:?}"),
+            plane: Arc::new(plane),
+            answers,
+        };
+        // Atomic: the read after it waits for it (its answer never comes).
+        p.submit(write(0, 512, true), vec![1; 512]);
+        assert_eq!(p.read(0, 512), [1; 512], "{}", p.name);
+    }
+}
