@@ -336,7 +336,7 @@ impl Store for FileStore {
             Err(e) if e == rustix::io::Errno::OPNOTSUPP => {
                 // Whole blocks of zeros at a time on a direct store.
                 let block = self.direct_block().unwrap_or(1) as usize;
-                let zeros = vec![0; (64 << 10) / block * block + block];
+                let zeros = vec![0; ((64 << 10) / block).max(1) * block];
                 let mut done = 0;
                 while done < len {
                     let n = (len - done).min(zeros.len() as u64) as usize;
