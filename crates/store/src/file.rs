@@ -1,9 +1,13 @@
-//! A store in a (sparse) file: positional I/O, `fdatasync` for stable storage.
+//! A store in a (sparse) file: positional I/O, `fdatasync` for stable storage; optionally
+//! O_DIRECT, bypassing the page cache.
 
+use crate::aligned::Aligned;
 use crate::{check_range, Store};
 use rustix::fs::{self, FallocateFlags, SeekFrom};
+use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +26,24 @@ pub struct FileStore {
     /// `fdatasync` reports success for what is left, so every later flush fails too (issue 11;
     /// the "fsyncgate" behaviour of Linux).
     sync_failed: parking_lot::Mutex<Option<io::ErrorKind>>,
+    /// Opened for direct I/O: reads and writes go through these descriptors instead.
+    direct: Option<Direct>,
+}
+
+/// The O_DIRECT side of a store: every access is a whole number of logical blocks at a
+/// block boundary (the device guarantees it; others are refused), and moves through an
+/// aligned bounce buffer, since the callers' buffers are plain `Vec<u8>`s.
+struct Direct {
+    file: File,
+    /// O_DIRECT | O_DSYNC: direct I/O alone does not flush the drive's cache nor the
+    /// metadata of a sparse file's newly allocated blocks.
+    dsync: File,
+    block: u32,
+}
+
+thread_local! {
+    /// The bounce buffer of this thread's direct I/O through the `Store` methods.
+    static BOUNCE: RefCell<Aligned> = RefCell::default();
 }
 
 impl FileStore {
@@ -113,6 +135,134 @@ impl FileStore {
             len,
             write_through: AtomicBool::new(false),
             sync_failed: parking_lot::Mutex::new(None),
+            direct: None,
+        })
+    }
+
+    /// [`Self::open`], then reads and writes with O_DIRECT, bypassing the page cache, for a
+    /// logical unit of `block`-byte blocks. Fails when the file system refuses direct I/O
+    /// (tmpfs before Linux 6.6, for one) or direct I/O of single blocks at block boundaries
+    /// (a 512-byte block on a device of 4096-byte sectors).
+    pub fn open_direct(path: &Path, size: Option<u64>, block: u32) -> io::Result<Self> {
+        let mut store = Self::open(path, size)?;
+        let context = |e: io::Error, what: &str| {
+            io::Error::new(e.kind(), format!("{}: {what}: {e}", path.display()))
+        };
+        if block == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: a block of 0 bytes", path.display()),
+            ));
+        }
+        let open = |flags: fs::OFlags| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(flags.bits() as i32)
+                .open(path)
+        };
+        let file = open(fs::OFlags::DIRECT).map_err(|e| context(e, "cannot open with O_DIRECT"))?;
+        let dsync = open(fs::OFlags::DIRECT | fs::OFlags::DSYNC)
+            .map_err(|e| context(e, "cannot open with O_DIRECT and O_DSYNC"))?;
+        // One block at a block boundary that is no larger power of two, where the file has
+        // two blocks: what every access will be at least.
+        let at = if store.len >= 2 * u64::from(block) {
+            u64::from(block)
+        } else {
+            0
+        };
+        let len = (block as usize).min(store.len as usize);
+        let mut probe = Aligned::default();
+        if let Err(e) = file.read_exact_at(probe.get(len), at) {
+            return Err(context(
+                e,
+                &format!(
+                    "the file system refuses O_DIRECT reads of {block}-byte blocks; turn direct \
+                     I/O off or use larger blocks"
+                ),
+            ));
+        }
+        store.direct = Some(Direct { file, dsync, block });
+        Ok(store)
+    }
+
+    /// Whether reads and writes bypass the page cache (O_DIRECT), and with what block.
+    pub fn direct_block(&self) -> Option<u32> {
+        self.direct.as_ref().map(|d| d.block)
+    }
+
+    /// The descriptor reads and writes go through: the O_DIRECT one on a direct store; for a
+    /// durable write, the one opened O_DSYNC.
+    pub(crate) fn fd(&self, durable: bool) -> RawFd {
+        match (&self.direct, durable) {
+            (Some(d), false) => d.file.as_raw_fd(),
+            (Some(d), true) => d.dsync.as_raw_fd(),
+            (None, false) => self.file.as_raw_fd(),
+            (None, true) => self.dsync.as_raw_fd(),
+        }
+    }
+
+    /// Whether every write is to be durable (the write cache off).
+    pub(crate) fn write_through(&self) -> bool {
+        self.write_through.load(Ordering::Relaxed)
+    }
+
+    /// Whether a durable write may start: not once syncing has failed.
+    pub(crate) fn durable_ok(&self) -> io::Result<()> {
+        match *self.sync_failed.lock() {
+            Some(kind) => Err(self.sync_failed_error(kind)),
+            None => Ok(()),
+        }
+    }
+
+    /// A durable write failed: it is as sticky as a failed `fdatasync` (the kernel reports a
+    /// lost writeback once).
+    pub(crate) fn durable_failed(&self, e: &io::Error) {
+        *self.sync_failed.lock() = Some(e.kind());
+    }
+
+    fn sync_failed_error(&self, kind: io::ErrorKind) -> io::Error {
+        io::Error::new(
+            kind,
+            format!(
+                "{}: an earlier fdatasync failed; data written since the LUN opened may be lost",
+                self.path.display()
+            ),
+        )
+    }
+
+    /// Whether an access of `len` bytes at `offset` suits the store: on a direct one, whole
+    /// blocks at block boundaries.
+    pub(crate) fn direct_aligned(&self, offset: u64, len: usize) -> io::Result<()> {
+        self.direct
+            .as_ref()
+            .map_or(Ok(()), |d| d.aligned(offset, len))
+    }
+
+    /// Read through the direct descriptor, by way of this thread's bounce buffer.
+    fn read_direct(d: &Direct, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        d.aligned(offset, buf.len())?;
+        BOUNCE.with_borrow_mut(|bounce| {
+            let bounce = bounce.get(buf.len());
+            d.file.read_exact_at(bounce, offset)?;
+            buf.copy_from_slice(bounce);
+            Ok(())
+        })
+    }
+
+    /// Write `buf` at `offset`, through the O_DSYNC descriptor when `durable`, by way of this
+    /// thread's bounce buffer on a direct store.
+    fn write_fd(&self, durable: bool, offset: u64, buf: &[u8]) -> io::Result<()> {
+        let Some(d) = &self.direct else {
+            let file = if durable { &self.dsync } else { &self.file };
+            return file.write_all_at(buf, offset);
+        };
+        d.aligned(offset, buf.len())?;
+        let file = if durable { &d.dsync } else { &d.file };
+        BOUNCE.with_borrow_mut(|bounce| {
+            let bounce = bounce.get(buf.len());
+            bounce.copy_from_slice(buf);
+            file.write_all_at(bounce, offset)
         })
     }
 
@@ -120,13 +270,7 @@ impl FileStore {
     fn sync(&self) -> io::Result<()> {
         let mut failed = self.sync_failed.lock();
         if let Some(kind) = *failed {
-            return Err(io::Error::new(
-                kind,
-                format!(
-                    "{}: an earlier fdatasync failed; data written since the LUN opened may be lost",
-                    self.path.display()
-                ),
-            ));
+            return Err(self.sync_failed_error(kind));
         }
         let result = self.file.sync_data();
         if let Err(e) = &result {
@@ -138,18 +282,9 @@ impl FileStore {
     /// A write through the O_DSYNC descriptor; its failure is as sticky as a failed
     /// `fdatasync`'s (the kernel reports a lost writeback once).
     fn write_sync(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        if let Some(kind) = *self.sync_failed.lock() {
-            return Err(io::Error::new(
-                kind,
-                format!(
-                    "{}: an earlier fdatasync failed; data written since the LUN opened may be lost",
-                    self.path.display()
-                ),
-            ));
-        }
-        self.dsync.write_all_at(buf, offset).inspect_err(|e| {
-            *self.sync_failed.lock() = Some(e.kind());
-        })
+        self.durable_ok()?;
+        self.write_fd(true, offset, buf)
+            .inspect_err(|e| self.durable_failed(e))
     }
 
     pub fn path(&self) -> &Path {
@@ -164,15 +299,18 @@ impl Store for FileStore {
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         check_range(self.len, offset, buf.len())?;
-        self.file.read_exact_at(buf, offset)
+        match &self.direct {
+            Some(d) => Self::read_direct(d, offset, buf),
+            None => self.file.read_exact_at(buf, offset),
+        }
     }
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
         check_range(self.len, offset, buf.len())?;
-        if self.write_through.load(Ordering::Relaxed) {
+        if self.write_through() {
             return self.write_sync(offset, buf);
         }
-        self.file.write_all_at(buf, offset)
+        self.write_fd(false, offset, buf)
     }
 
     fn write_durable(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
@@ -196,11 +334,13 @@ impl Store for FileStore {
         match fs::fallocate(&self.file, flags, offset, len) {
             Ok(()) => Ok(()),
             Err(e) if e == rustix::io::Errno::OPNOTSUPP => {
-                const ZEROES: [u8; 4096] = [0; 4096];
+                // Whole blocks of zeros at a time on a direct store.
+                let block = self.direct_block().unwrap_or(1) as usize;
+                let zeros = vec![0; ((64 << 10) / block).max(1) * block];
                 let mut done = 0;
                 while done < len {
-                    let n = (len - done).min(ZEROES.len() as u64) as usize;
-                    self.file.write_all_at(&ZEROES[..n], offset + done)?;
+                    let n = (len - done).min(zeros.len() as u64) as usize;
+                    self.write_fd(false, offset + done, &zeros[..n])?;
                     done += n as u64;
                 }
                 Ok(())
@@ -226,6 +366,10 @@ impl Store for FileStore {
         Ok((true, hole.min(end) - offset))
     }
 
+    fn tells_allocation(&self) -> bool {
+        true
+    }
+
     /// The file system's block: what a punched hole deallocates.
     fn unmap_granularity(&self) -> u64 {
         use std::os::unix::fs::MetadataExt;
@@ -249,6 +393,22 @@ impl Store for FileStore {
             Err(e) if e == rustix::io::Errno::NXIO => false,
             Err(_) => true,
         }
+    }
+}
+
+impl Direct {
+    /// Direct I/O moves whole blocks at block boundaries.
+    fn aligned(&self, offset: u64, len: usize) -> io::Result<()> {
+        let block = u64::from(self.block);
+        if offset.is_multiple_of(block) && (len as u64).is_multiple_of(block) {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "direct I/O of {len} bytes at offset {offset} is not in whole {block}-byte blocks"
+            ),
+        ))
     }
 }
 

@@ -1,16 +1,36 @@
-//! Where the bytes live: RAM and sparse files.
+//! Where the bytes live, and the data plane that moves them.
 //!
-//! A [`Store`] is a flat byte array of fixed length addressed by offset. The device turns LBAs
-//! into offsets and checks ranges before calling, but every store checks again and answers a
-//! range error instead of panicking.
+//! A [`Store`] is a flat byte array of fixed length addressed by offset: RAM or a sparse file.
+//! The device turns LBAs into offsets and checks ranges before calling, but every store checks
+//! again and answers a range error instead of panicking.
+//!
+//! A [`Plane`] runs the device's data-plane operations ([`Op`]) on a store: inline for RAM,
+//! asynchronously for files, not at all for the simulator (see `plane`).
 
+mod aligned;
+mod copy;
+mod delay;
 mod file;
-pub mod plane;
+mod file_plane;
+mod inline;
+mod null;
+mod plane;
+mod pool;
+mod pool_plane;
 mod ram;
+mod range_lock;
+mod ring;
+mod run;
 
 pub use file::FileStore;
-pub use plane::{Buffers, Done, Failure, Geometry, KeptFile, Op, Plane, Source};
+pub use file_plane::FilePlane;
+pub use inline::InlinePlane;
+pub use null::NullPlane;
+pub use plane::{Buffers, Complete, Done, Engine, Failure, Geometry, Op, Options, Plane, Source};
+pub use pool_plane::PoolPlane;
 pub use ram::RamStore;
+pub use range_lock::{Held, RangeLock, ReadStart};
+pub use run::run;
 
 use std::io;
 
@@ -57,6 +77,12 @@ pub trait Store: Send + Sync {
             done += n as u64;
         }
         Ok(())
+    }
+
+    /// Whether [`Store::extent`] and [`Store::is_mapped`] tell allocated from deallocated
+    /// ranges; `false` when they report everything allocated.
+    fn tells_allocation(&self) -> bool {
+        false
     }
 
     /// Whether any byte of the range may be allocated; `true` when the store cannot tell.

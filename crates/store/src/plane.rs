@@ -1,39 +1,55 @@
-//! The data plane's vocabulary: the operations the device core asks for, how they end, and
-//! the plane that runs them. (Placeholder of the interface; the implementation lands from the
-//! `plane` branch.)
+//! The data plane of a logical unit: the device core asks for operations on byte ranges of its
+//! store and gets their results back; the plane does the block-level work. A RAM store's plane
+//! runs them on the caller's thread ([`crate::InlinePlane`]); a file's runs them
+//! asynchronously, on io_uring or a thread pool ([`crate::FilePlane`], [`crate::PoolPlane`]),
+//! so a host's queue depth reaches the store; the simulator's touches nothing
+//! ([`crate::NullPlane`]). [`crate::run`] executes any operation against any [`crate::Store`].
+//!
+//! The device has made every SCSI check before an operation gets here (CDB fields, LBA range,
+//! limits, reservations): offsets and lengths are valid byte ranges of the store. The plane
+//! still refuses, with an error and never a panic, a range past the end or a Data-Out buffer
+//! shorter than the operation needs.
 
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A data-plane operation on one logical unit's store. Offsets and lengths in bytes, already
 /// checked against the capacity by the device.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub enum Op {
-    Read {
-        offset: u64,
-        len: u32,
-    },
+    /// Read `len` bytes at `offset` into the data-in buffer (appended after what it holds).
+    /// Sees every atomic write whole (all old or all new bytes).
+    Read { offset: u64, len: u32 },
+    /// Write the first `len` bytes of the Data-Out buffer at `offset`. `durable`: on stable
+    /// storage before it completes (FUA, or the write cache off: SBC-4 §4.15). `atomic`: one
+    /// uninterrupted change against every other write and every read (WRITE ATOMIC, SBC-4
+    /// §4.29).
     Write {
         offset: u64,
         len: u32,
         durable: bool,
         atomic: bool,
     },
+    /// ORWRITE (SBC-4 §5.8): medium |= Data-Out over `len` bytes, atomically.
     OrWrite {
         offset: u64,
         len: u32,
         durable: bool,
     },
+    /// COMPARE AND WRITE (SBC-4 §5.3): Data-Out holds the verify instance then the write
+    /// instance, `len` bytes each; if the medium equals the first, write the second; atomically.
     CompareAndWrite {
         offset: u64,
         len: u32,
         durable: bool,
     },
-    Compare {
-        offset: u64,
-        len: u32,
-        block: u32,
-    },
+    /// VERIFY with BYTCHK (SBC-4 §5.35): compare `len` bytes of medium with the Data-Out
+    /// buffer, or, with `block` > 0, every `block`-byte block of the medium with Data-Out's
+    /// first block.
+    Compare { offset: u64, len: u32, block: u32 },
+    /// WRITE SAME (SBC-4): the first `block` bytes of Data-Out (zeros when `zeros`) to
+    /// every block of the `len` bytes at `offset`, in writes of up to 128 KiB.
     WriteSame {
         offset: u64,
         len: u64,
@@ -41,78 +57,86 @@ pub enum Op {
         zeros: bool,
         durable: bool,
     },
+    /// Deallocate each (offset, len) range (thin provisioning, SBC-4: what the store can
+    /// free is freed, the rest zeroed; reads return zeros); then flush when `durable`.
     Unmap {
         ranges: Vec<(u64, u64)>,
         durable: bool,
     },
+    /// One step of a SANITIZE OVERWRITE or FORMAT UNIT: `pattern` (a whole number of blocks)
+    /// repeated over the range; an all-zero (or empty) pattern deallocates instead, so a
+    /// sparse store is not made to allocate every block.
     Fill {
         offset: u64,
         len: u64,
         pattern: Arc<[u8]>,
         durable: bool,
     },
+    /// SYNCHRONIZE CACHE (SBC-4 §5.32): every completed write on stable storage.
     Flush,
-    Extents {
-        offset: u64,
-        len: u64,
-        max: u32,
-    },
+    /// GET LBA STATUS (SBC-4): up to `max` runs from `offset` within `len`, each
+    /// (allocated, bytes), as the store reports them: contiguous, none empty. A run may end
+    /// inside a logical block when the store's granularity is finer than the block.
+    Extents { offset: u64, len: u64, max: u32 },
+    /// Bytes of backing storage allocated (thin provisioning's used resources).
     Usage,
+    /// EXTENDED COPY (SPC-4 §6.4) / WRITE USING TOKEN (SBC-4): copy `len` bytes from
+    /// `source` at `from` to this store at `to`, in chunks of at most 1 MiB; overlapping
+    /// ranges of one store copy from the end. `durable` as for Write.
     Copy {
         source: Source,
-        destination: Source,
         from: u64,
         to: u64,
         len: u64,
         durable: bool,
     },
-    /// Keep a small state file of the logical unit (saved mode parameters, persistent
-    /// reservations under APTPL) so that a crash leaves the old contents or the new ones;
-    /// `None` removes it.
-    Keep {
-        file: KeptFile,
-        contents: Option<Vec<u8>>,
-    },
 }
 
-/// The state files a logical unit keeps beside its data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeptFile {
-    ModePages,
-    Reservations,
-}
-
+/// Where a [`Op::Copy`] reads.
 #[derive(Clone)]
 pub enum Source {
+    /// This logical unit's store.
     This,
+    /// Another logical unit's, through its plane's [`Plane::read_now`].
     Other(Arc<dyn Plane>),
 }
 
-impl std::fmt::Debug for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+/// How an operation ended.
+#[derive(Debug)]
+pub enum Done {
+    Ok,
+    /// Compare or CompareAndWrite found the medium different at this byte of the compared
+    /// data (for a Compare with `block`, of Data-Out's first block).
+    Miscompare(u64),
+    Extents(Vec<(bool, u64)>),
+    Usage(Option<u64>),
+    /// The store failed.
+    Failed(Failure),
+}
+
+/// Which step of an operation the store failed in: the device answers MEDIUM ERROR with
+/// UNRECOVERED READ ERROR for the first, WRITE ERROR for the second, or for a
+/// Copy, COPY ABORTED with the one or the other.
+#[derive(Debug)]
+pub enum Failure {
+    /// Reading the medium (for a Copy, its source); `at` is the byte offset of the access
+    /// that failed.
+    Read { at: Option<u64>, error: io::Error },
+    /// Changing the medium: a write, a deallocation or a flush (for a Copy, the
+    /// destination's write).
+    Write { at: Option<u64>, error: io::Error },
+}
+
+impl Failure {
+    pub fn error(&self) -> &io::Error {
         match self {
-            Source::This => f.write_str("This"),
-            Source::Other(_) => f.write_str("Other"),
+            Failure::Read { error, .. } | Failure::Write { error, .. } => error,
         }
     }
 }
 
-#[derive(Debug)]
-pub enum Done {
-    Ok,
-    Miscompare(u64),
-    Extents(Vec<(bool, u64)>),
-    Usage(Option<u64>),
-    Failed(Failure),
-}
-
-#[derive(Debug)]
-pub struct Failure {
-    pub error: io::Error,
-    /// A Copy's source read failed (else its destination write).
-    pub source: bool,
-}
-
+/// The operation's buffers: borrowed on an inline plane, owned (and handed back with the
+/// completion) on an asynchronous one.
 pub enum Buffers<'a> {
     Borrowed {
         data_in: &'a mut Vec<u8>,
@@ -124,15 +148,91 @@ pub enum Buffers<'a> {
     },
 }
 
+/// What the device asks of its plane once, at start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
-    pub len: u64,
+    /// Bytes.
+    pub capacity: u64,
+    /// The size, and alignment, of the pieces an unmap deallocates (it zeroes the rest);
+    /// 0 when it deallocates nothing.
     pub unmap_granularity: u64,
+    /// Whether [`Op::Extents`] tells allocated from deallocated ranges (else it reports every
+    /// range allocated).
     pub tells_allocation: bool,
 }
 
+/// The completion handler of an asynchronous plane: `(id, result, data_in, data_out)`, the
+/// owned buffers handed back for reuse. Called on the plane's threads, never inside
+/// [`Plane::submit`].
+pub type Complete = Arc<dyn Fn(u64, Done, Vec<u8>, Vec<u8>) + Send + Sync>;
+
+/// The data plane of one logical unit.
 pub trait Plane: Send + Sync {
+    /// Runs on the caller's thread (every submit returns Some): a RAM store's plane.
     fn is_inline(&self) -> bool;
+
+    /// Starts `op` for the caller's operation `id`. An inline plane runs it now and returns
+    /// its result; an asynchronous one returns None and later calls the completion handler it
+    /// was built with, `(id, Done, data_in, data_out)`: the owned buffers come back for reuse.
+    ///
+    /// Borrowed buffers are always answered before `submit` returns: an asynchronous plane
+    /// given them runs the operation on the caller's thread. An inline plane given owned
+    /// buffers, which it could not hand back, refuses the operation (`InvalidInput`).
     fn submit(&self, id: u64, op: Op, buffers: Buffers<'_>) -> Option<Done>;
+
+    /// Capacity, unmap granularity, whether it can tell allocation: what the device asks once
+    /// at start.
     fn geometry(&self) -> Geometry;
+
+    /// Read `buf.len()` bytes at `offset` now, on the caller's thread, seeing every atomic
+    /// write whole: the source side of another unit's [`Op::Copy`].
+    fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+}
+
+/// How an asynchronous plane runs (a `stint.toml` LUN's knobs, later).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Which engine moves the bytes of reads and writes.
+    pub engine: Engine,
+    /// Threads of the pool that runs what io_uring does not (and everything, without it).
+    pub threads: usize,
+    /// Hold every completion back until this long after its submission: a store slower than
+    /// the CPU, deterministically, for tests and benchmarks.
+    pub delay: Option<Duration>,
+}
+
+/// The engine of a [`crate::FilePlane`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// io_uring where the kernel offers and allows it, else the pool.
+    Auto,
+    /// io_uring or an error.
+    Uring,
+    /// The thread pool of positional I/O.
+    Pool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            engine: Engine::Auto,
+            threads: 16,
+            delay: None,
+        }
+    }
+}
+
+/// The `InvalidInput` error of an operation that does not fit its store or its buffers.
+pub(crate) fn invalid(what: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, what)
+}
+
+/// A failure of `op` before it reached the store, as the step it would have failed in.
+pub(crate) fn refused(op: &Op, error: io::Error) -> Failure {
+    match op {
+        Op::Read { .. } | Op::Compare { .. } | Op::Extents { .. } | Op::Usage => {
+            Failure::Read { at: None, error }
+        }
+        _ => Failure::Write { at: None, error },
+    }
 }

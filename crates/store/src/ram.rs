@@ -252,6 +252,10 @@ impl Store for RamStore {
         Ok((mapped, pos.min(end) - offset))
     }
 
+    fn tells_allocation(&self) -> bool {
+        true
+    }
+
     fn unmap_granularity(&self) -> u64 {
         CHUNK as u64
     }

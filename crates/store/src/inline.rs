@@ -1,0 +1,60 @@
+//! The plane of a RAM store: every operation runs on the caller's thread, the plain-LUN fast
+//! path (a READ or WRITE allocates nothing and copies once, between the store and the
+//! caller's buffer).
+
+use crate::plane::{invalid, refused, Buffers, Done, Geometry, Op, Plane};
+use crate::{run, RangeLock, Store};
+use std::io;
+use std::sync::Arc;
+
+pub struct InlinePlane {
+    store: Arc<dyn Store>,
+    ranges: RangeLock,
+}
+
+impl InlinePlane {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        InlinePlane {
+            store,
+            ranges: RangeLock::default(),
+        }
+    }
+}
+
+impl Plane for InlinePlane {
+    fn is_inline(&self) -> bool {
+        true
+    }
+
+    fn submit(&self, _id: u64, op: Op, buffers: Buffers<'_>) -> Option<Done> {
+        Some(match buffers {
+            Buffers::Borrowed { data_in, data_out } => {
+                run(&*self.store, &self.ranges, &op, data_in, data_out)
+            }
+            Buffers::Owned { .. } => Done::Failed(refused(
+                &op,
+                invalid(
+                    "an inline plane borrows its buffers: it cannot hand owned ones back".into(),
+                ),
+            )),
+        })
+    }
+
+    fn geometry(&self) -> Geometry {
+        geometry(&*self.store)
+    }
+
+    fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.ranges
+            .read(offset, buf.len() as u64, || self.store.read_at(offset, buf))
+    }
+}
+
+/// What a store tells the device about itself.
+pub(crate) fn geometry(store: &dyn Store) -> Geometry {
+    Geometry {
+        capacity: store.len(),
+        unmap_granularity: store.unmap_granularity(),
+        tells_allocation: store.tells_allocation(),
+    }
+}
