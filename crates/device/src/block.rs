@@ -11,7 +11,7 @@ use scsi::command::{ByteCheck, CacheRange, Command, ReadWrite, Unmap, Verify, Wr
 use scsi::inquiry::BlockLimits;
 use scsi::provisioning::{self, ProvisioningStatus};
 use scsi::{Asc, CommandInfo, Sense, SenseKey};
-use store::{Done, Op};
+use store::{Done, Failure, Op};
 
 /// What the medium commands need to know of their logical unit.
 pub(crate) struct Geometry<'a> {
@@ -548,12 +548,11 @@ pub(crate) fn completion(done: &Done, lba: Option<u64>, writes: bool) -> Complet
             Completion::check_condition(sense)
         }
         Done::Failed(f) => {
-            let asc = if writes && !f.source {
-                Asc::WRITE_ERROR
-            } else {
-                Asc::UNRECOVERED_READ_ERROR
+            let asc = match f {
+                Failure::Write { .. } if writes => Asc::WRITE_ERROR,
+                _ => Asc::UNRECOVERED_READ_ERROR,
             };
-            store_failure(&f.error, SenseKey::MediumError, asc, lba)
+            store_failure(f.error(), SenseKey::MediumError, asc, lba)
         }
         Done::Ok | Done::Extents(_) | Done::Usage(_) => Completion::GOOD,
     }

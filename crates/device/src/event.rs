@@ -61,6 +61,9 @@ pub struct Event {
     pub tag: u64,
     pub task: TaskId,
     pub then: Then,
+    /// It exceeded a duration limit on its way, whatever the policy did (the LOG SENSE
+    /// statistics count it; the status shows it only for policies Dh, Eh and Fh).
+    pub missed: bool,
 }
 
 /// A task's next step, delivered as an event.

@@ -434,7 +434,7 @@ impl LogicalUnit {
             }
             After::Format => Ran::Done(match done {
                 Done::Failed(f) => {
-                    tracing::error!(error = %f.error, "FORMAT UNIT failed");
+                    tracing::error!(error = %f.error(), "FORMAT UNIT failed");
                     check(Sense::new(SenseKey::MediumError, Asc::MEDIUM_FORMAT_CORRUPTED))
                 }
                 _ => Completion::GOOD,
@@ -461,7 +461,7 @@ impl LogicalUnit {
             }
             After::Stop(s) => match done {
                 Done::Failed(f) => Ran::Done(block::store_failure(
-                    &f.error,
+                    &f.error(),
                     SenseKey::MediumError,
                     Asc::WRITE_ERROR,
                     None,
@@ -470,7 +470,7 @@ impl LogicalUnit {
             },
             After::ModeSave(parameters) => match done {
                 Done::Failed(f) => Ran::Done(block::store_failure(
-                    &f.error,
+                    &f.error(),
                     SenseKey::MediumError,
                     Asc::WRITE_ERROR,
                     None,
@@ -490,7 +490,7 @@ impl LogicalUnit {
             }
             After::Reservations(prepared) => match done {
                 Done::Failed(f) => Ran::Done(block::store_failure(
-                    &f.error,
+                    &f.error(),
                     SenseKey::MediumError,
                     Asc::WRITE_ERROR,
                     None,

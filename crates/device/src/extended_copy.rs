@@ -14,7 +14,7 @@ use scsi::third_party_copy::{
 use scsi::{Asc, Sense, SenseKey};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use store::{Done, Op, Source};
+use store::{Done, Failure, Op, Source};
 
 /// Bytes a copy moves per data-plane operation.
 pub(crate) const CHUNK_BYTES: u64 = 1 << 20;
@@ -546,15 +546,16 @@ impl CopyJob {
     pub(crate) fn chunk_done(&mut self, done: &Done, blocks: u64) -> Option<Next> {
         match done {
             Done::Failed(f) => {
-                tracing::error!(error = %f.error, source = f.source, "copy: store I/O failed");
-                let asc = if f.source {
+                let source = matches!(f, Failure::Read { .. });
+                tracing::error!(error = %f.error(), source, "copy: store I/O failed");
+                let asc = if source {
                     Asc::UNRECOVERED_READ_ERROR
                 } else {
                     Asc::WRITE_ERROR
                 };
                 let sense = match (&self.segment, &self.work) {
                     (Some(seg), Work::List { .. }) => copy_aborted(asc, seg),
-                    (_, Work::Token) if !f.source => {
+                    (_, Work::Token) if !source => {
                         Sense::new(SenseKey::MediumError, Asc::WRITE_ERROR)
                     }
                     _ => Sense::new(SenseKey::CopyAborted, asc),

@@ -47,7 +47,7 @@ pub use event::{Arrived, Event, Step, TaskId, Then};
 pub use logical_unit::{Backing, Kept, LogicalUnit};
 pub use metrics::Metrics;
 pub use target::Target;
-pub use unit::{Finished, Next, Sink, Submitted, Unit};
+pub use unit::{backing, Finished, Next, Sink, Submitted, Unit};
 /// The data plane's vocabulary, as the transport meets it.
 pub use store::{Done, Op};
 

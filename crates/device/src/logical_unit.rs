@@ -95,6 +95,8 @@ pub struct LogicalUnit {
     left: Vec<Left>,
     released: Vec<TaskId>,
     releasing: bool,
+    /// Whether the task that ended last exceeded a duration limit (its event says so).
+    missed: bool,
 }
 
 /// Complete with CHECK CONDITION.
@@ -157,6 +159,10 @@ impl LogicalUnit {
             product: inquiry::ascii_field(&config.product),
             revision: inquiry::ascii_field(&config.revision),
         };
+        let named = |what: &str, path: &Option<std::path::PathBuf>, e: String| {
+            let at = path.as_ref().map_or(String::new(), |p| format!("{}: ", p.display()));
+            ConfigError(format!("{what}: {at}{e}"))
+        };
         let block_limits = block_limits(&config, backing.unmap_granularity);
         let cdl = queue.as_ref().map(|q| q.queue.cdl);
         let default_mode = ModeParameters {
@@ -172,10 +178,11 @@ impl LogicalUnit {
             kept.mode_pages.as_deref(),
             config.write_cache_changeable,
             config.thin_provisioning,
-        )?;
+        )
+        .map_err(|e| named("saved mode parameters", &config.saved_mode_path, e))?;
         let persistent = match &kept.reservations {
             Some(bytes) => Some(aptpl::decode(bytes).map_err(|e| {
-                ConfigError(format!("persistent reservations: {e}"))
+                named("persistent reservations", &config.persistent_reservations_path, e)
             })?),
             None => None,
         };
@@ -218,6 +225,7 @@ impl LogicalUnit {
             left: Vec::new(),
             released: Vec::new(),
             releasing: false,
+            missed: false,
         };
         let current = *lu.mode.current();
         lu.follow_mode(0, current);
@@ -594,6 +602,7 @@ impl LogicalUnit {
             _ => 0,
         };
         self.counters.count(task.kind, &c, data_in.len(), written);
+        self.missed = task.missed;
         if task.missed {
             // The operator's trace of a missed duration limit (the counters say how many).
             tracing::debug!(
@@ -645,11 +654,16 @@ impl LogicalUnit {
             Step::Aborted => Then::Aborted,
             Step::Wait(_) | Step::DataOut(..) => return,
         };
+        let missed = match &then {
+            Then::Done(..) => std::mem::take(&mut self.missed),
+            _ => self.tasks.get(task).is_some_and(|t| t.missed),
+        };
         self.events.push_back(Event {
             nexus,
             tag,
             task,
             then,
+            missed,
         });
     }
 
@@ -783,6 +797,7 @@ impl LogicalUnit {
             tag,
             task: id,
             then: Then::Aborted,
+            missed: false,
         });
     }
 

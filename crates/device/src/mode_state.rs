@@ -4,7 +4,7 @@
 //! drive model and the data plane's operations what follows from them.
 
 use crate::saved_mode;
-use crate::{Completion, ConfigError};
+use crate::Completion;
 use scsi::command::{ModeSelect, ModeSense};
 use scsi::mode::{self, ModeContext, ModeParameters};
 use scsi::provisioning::Thresholds;
@@ -46,13 +46,12 @@ impl ModeState {
         kept: Option<&[u8]>,
         wce_changeable: bool,
         thin_provisioning: bool,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, String> {
         let saved = match (can_save, kept) {
             (false, _) => None,
             (true, None) => Some(default),
             (true, Some(bytes)) => {
-                let saved = saved_mode::decode(bytes)
-                    .map_err(|e| ConfigError(format!("saved mode parameters: {e}")))?;
+                let saved = saved_mode::decode(bytes)?;
                 // A file from another kind of LU (without CDL pages) does not apply.
                 Some(if saved.cdl.is_some() { saved } else { default })
             }

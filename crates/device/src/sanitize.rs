@@ -263,7 +263,7 @@ impl Sanitizer {
         let job = self.job.as_mut()?;
         job.in_flight = false;
         if let Done::Failed(f) = done {
-            tracing::error!(error = %f.error, "sanitize failed: the logical unit is in sanitize failure mode");
+            tracing::error!(error = %f.error(), "sanitize failed: the logical unit is in sanitize failure mode");
             let job = self.job.take()?;
             self.phase = Phase::Failed { ause: job.ause };
             let failed = Sense::new(SenseKey::MediumError, Asc::SANITIZE_COMMAND_FAILED);

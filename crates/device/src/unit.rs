@@ -9,11 +9,14 @@
 //! completions come back through [`Unit::completed`], called by whatever reaps them.
 
 use crate::event::{Event, Step, TaskId, Then};
-use crate::{Arrival, Completion, LogicalUnit, Nexus, Ns, TaskManagement, TmfResponse, Transfer};
+use crate::{
+    Arrival, Backing, Completion, ConfigError, DeviceQueue, Kept, LogicalUnit, LuConfig, Nexus,
+    Ns, TaskManagement, TmfResponse, Transfer,
+};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use store::{Buffers, Done, Op, Plane};
+use store::{Buffers, Done, KeptFile, Op, Plane};
 
 /// The id of the data-plane operation of background work (it has no task).
 const BACKGROUND: u64 = u64::MAX;
@@ -76,7 +79,46 @@ pub struct Unit {
     armed: AtomicU64,
 }
 
+/// What a plane tells a core of its store: its capacity, unmap granularity and usage now.
+pub fn backing(plane: &dyn Plane) -> Backing {
+    let g = plane.geometry();
+    let mut none = Vec::new();
+    let buffers = Buffers::Borrowed {
+        data_in: &mut none,
+        data_out: &[],
+    };
+    let allocated = match plane.submit(0, Op::Usage, buffers) {
+        Some(Done::Usage(bytes)) => bytes,
+        _ => None,
+    };
+    Backing {
+        len: g.capacity,
+        unmap_granularity: g.unmap_granularity,
+        allocated,
+    }
+}
+
 impl Unit {
+    /// A logical unit over `plane`, with what the plane kept through the last power loss,
+    /// and, for a timed or QoS logical unit, its device queue.
+    pub fn build(
+        config: LuConfig,
+        plane: Arc<dyn Plane>,
+        queue: Option<DeviceQueue>,
+    ) -> Result<Unit, ConfigError> {
+        let load = |file, what: &str| {
+            plane
+                .load(file)
+                .map_err(|e| ConfigError(format!("{what}: {e}")))
+        };
+        let kept = Kept {
+            mode_pages: load(KeptFile::ModePages, "saved mode parameters")?,
+            reservations: load(KeptFile::Reservations, "persistent reservations")?,
+        };
+        let core = LogicalUnit::new(config, backing(&*plane), kept, queue)?;
+        Ok(Unit::new(core, plane))
+    }
+
     pub fn new(core: LogicalUnit, plane: Arc<dyn Plane>) -> Unit {
         Unit {
             lun: core.config().lun,
@@ -114,6 +156,7 @@ impl Unit {
             tag,
             task,
             then,
+            ..
         } in events
         {
             sink.deliver(Finished {

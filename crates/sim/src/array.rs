@@ -17,7 +17,8 @@
 use crate::engine::{open_nexuses, outcome, send, Meter, PointResult, PointSetup, Served, Slot};
 use crate::erasure::{Erasure, MAX_WIDTH};
 use crate::error::SimError;
-use device::{Finished, LogicalUnit, Nexus};
+use crate::unit::{Ended, SimUnit};
+use device::Nexus;
 use drive::Ns;
 use qos::Outcome;
 use serde::Serialize;
@@ -129,7 +130,7 @@ enum Event {
 }
 
 struct Drive {
-    lu: LogicalUnit,
+    lu: SimUnit,
     nexuses: Vec<Nexus>,
     next: Option<Ns>,
 }
@@ -153,8 +154,8 @@ struct Array<'a> {
 
 /// Runs one point on `luns`, the array's drives (fresh, each with a device queue); `setup`'s
 /// jobs are the user reads, over the array's user capacity.
-pub fn run(
-    luns: Vec<LogicalUnit>,
+pub(crate) fn run(
+    luns: Vec<SimUnit>,
     layout: &Erasure,
     drive_capacity: u64,
     setup: &PointSetup,
@@ -234,7 +235,7 @@ impl Array<'_> {
     }
 
     fn run(mut self) -> Result<PointResult, SimError> {
-        let mut done: Vec<Finished> = Vec::with_capacity(64);
+        let mut done: Vec<Ended> = Vec::with_capacity(64);
         while !self.meter.done {
             let drive_at = self
                 .drives
@@ -271,16 +272,13 @@ impl Array<'_> {
         Ok(result)
     }
 
-    fn advance(&mut self, d: usize, now: Ns, done: &mut Vec<Finished>) -> Result<(), SimError> {
+    fn advance(&mut self, d: usize, now: Ns, done: &mut Vec<Ended>) -> Result<(), SimError> {
         let Some(drive) = self.drives.get_mut(d) else {
             return Ok(());
         };
-        drive.next = drive.lu.advance_mut(now, done);
+        drive.next = drive.lu.advance(now, done);
         for f in done.drain(..) {
-            let Some(drive) = self.drives.get(d) else {
-                break;
-            };
-            let outcome = outcome(&drive.lu.status(&f));
+            let outcome = outcome(&f.completion);
             self.commands += 1;
             let measuring = self.meter.measuring();
             if measuring {

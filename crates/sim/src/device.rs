@@ -2,10 +2,11 @@
 //! ordering, arbitration, admission), built fresh for every point.
 
 use crate::engine::{run_point, PointResult, PointSetup};
+use crate::unit::SimUnit;
 use crate::error::SimError;
 use crate::experiment::Variant;
 use crate::faults::FaultSetSpec;
-use device::{DeviceQueue, DhCompletion, LogicalUnit, LuConfig};
+use device::{Backing, DeviceQueue, DhCompletion, Kept, LogicalUnit, LuConfig};
 use drive::{Drive, DriveConfig, Hdd, Instant, Ssd};
 use qos::order::{OrderConfig, ORDER_NAMES};
 use qos::{
@@ -15,7 +16,6 @@ use qos::{
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::str::FromStr;
-use store::{RamStore, Store};
 use workload::{stream_seed, Rng};
 
 /// Random stream of the fault set (job streams are 0.., the replica u32::MAX).
@@ -346,12 +346,14 @@ pub struct DeviceParts<'a> {
 }
 
 impl DeviceParts<'_> {
-    /// The logical unit `stint serve` exports and `stint sim` runs: `config` and `store`
-    /// give its identity and data, the description its timing, queue and CDL pages.
+    /// The logical unit `stint serve` exports and `stint sim` runs: `config`, `backing` and
+    /// `kept` give its identity, store and kept state, the description its timing, queue and
+    /// CDL pages.
     pub fn logical_unit(
         &self,
         mut config: LuConfig,
-        store: Box<dyn Store>,
+        backing: Backing,
+        kept: Kept,
     ) -> Result<LogicalUnit, SimError> {
         config.medium_rotation_rate = self.drive.medium_rotation_rate();
         let queue = DeviceQueue {
@@ -361,7 +363,7 @@ impl DeviceParts<'_> {
             dh: self.dh,
             dld_classes: self.queue.dld_classes()?,
         };
-        LogicalUnit::with_device_queue(config, store, queue)
+        LogicalUnit::new(config, backing, kept, Some(queue))
             .map_err(|e| SimError::Device(e.to_string()))
     }
 }
@@ -370,11 +372,11 @@ impl DeviceParts<'_> {
 /// and runs one point on it, or on an array of them for an erasure-coded variant.
 pub fn run(variant: &Variant, setup: &PointSetup) -> Result<PointResult, SimError> {
     let Some(layout) = &variant.erasure else {
-        let mut lu = logical_unit(variant, setup.seed)?;
+        let mut lu = SimUnit::new(logical_unit(variant, setup.seed)?);
         return run_point(&mut lu, setup);
     };
     let luns = (0..layout.drives as usize)
-        .map(|d| logical_unit(variant, crate::array::drive_seed(setup.seed, d)))
+        .map(|d| logical_unit(variant, crate::array::drive_seed(setup.seed, d)).map(SimUnit::new))
         .collect::<Result<Vec<_>, _>>()?;
     crate::array::run(luns, layout, variant.drive.capacity, setup)
 }
@@ -384,7 +386,12 @@ fn logical_unit(variant: &Variant, seed: u64) -> Result<LogicalUnit, SimError> {
     let capacity = variant.drive.capacity;
     let mut config = LuConfig::new("iqn.2026-11.dev.stint:sim", 0, capacity);
     config.block_size = variant.drive.block_size();
-    let store = RamStore::new(capacity).map_err(|e| SimError::Device(e.to_string()))?;
+    // The null data plane holds the capacity and keeps nothing.
+    let backing = Backing {
+        len: capacity,
+        unmap_granularity: 0,
+        allocated: None,
+    };
     let parts = DeviceParts {
         drive: &variant.drive,
         queue: &variant.queue,
@@ -392,5 +399,5 @@ fn logical_unit(variant: &Variant, seed: u64) -> Result<LogicalUnit, SimError> {
         dh: DhCompletion::default(),
         seed,
     };
-    parts.logical_unit(config, Box::new(store))
+    parts.logical_unit(config, backing, Kept::default())
 }

@@ -10,7 +10,8 @@ use crate::error::SimError;
 use crate::host::{self as host_model, Eh};
 use crate::replica::Replica;
 use crate::sla::Scope;
-use device::{Completion, Finished, LogicalUnit, Nexus, Request, Submitted, TaskAttribute};
+use crate::unit::{Ended, SimUnit};
+use device::{Arrival, Completion, Nexus, TaskAttribute};
 use drive::Ns;
 use qos::{Class, Outcome, CLASSES};
 use scsi::{Asc, SenseKey, Status};
@@ -323,7 +324,7 @@ impl Meter {
 }
 
 /// One nexus per priority class on `lu`, each past its power-on unit attention.
-pub(crate) fn open_nexuses(lu: &mut LogicalUnit) -> Vec<Nexus> {
+pub(crate) fn open_nexuses(lu: &mut SimUnit) -> Vec<Nexus> {
     let nexuses: Vec<Nexus> = (0u64..)
         .zip(Class::ALL)
         .map(|(id, class)| Nexus {
@@ -336,22 +337,22 @@ pub(crate) fn open_nexuses(lu: &mut LogicalUnit) -> Vec<Nexus> {
         .collect();
     // Every nexus starts with the power-on unit attention: clear it as an initiator would.
     for n in &nexuses {
-        let tur = Request {
+        let tur = Arrival {
             nexus: n,
             lun: 0,
             tag: u64::MAX,
             cdb: &[0; 6],
             attribute: TaskAttribute::Simple,
-            data_out: &[],
             data_out_buffer_size: 0,
+            data_out: &[],
         };
-        lu.submit_mut(0, &tur, &mut Vec::new());
+        lu.submit(0, &tur);
     }
     nexuses
 }
 
 /// Runs one point to its stop condition on `lu` (fresh, with a device queue), its only user.
-pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult, SimError> {
+pub(crate) fn run_point(lu: &mut SimUnit, setup: &PointSetup) -> Result<PointResult, SimError> {
     let nexuses = open_nexuses(lu);
     let mut host = Host {
         nexuses,
@@ -380,7 +381,7 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
         }
     }
     let mut meter = Meter::new(setup);
-    let mut done: Vec<Finished> = Vec::with_capacity(64);
+    let mut done: Vec<Ended> = Vec::with_capacity(64);
     let mut device_at = lu.next_event();
     while !meter.done {
         let host_at = host.events.peek().map(|Reverse((t, _, _))| *t);
@@ -437,17 +438,17 @@ pub fn run_point(lu: &mut LogicalUnit, setup: &PointSetup) -> Result<PointResult
 }
 
 fn advance(
-    lu: &mut LogicalUnit,
+    lu: &mut SimUnit,
     host: &mut Host,
     meter: &mut Meter,
     setup: &PointSetup,
-    done: &mut Vec<Finished>,
+    done: &mut Vec<Ended>,
     now: Ns,
 ) -> Option<Ns> {
-    let mut next = lu.advance_mut(now, done);
-    for f in done.drain(..) {
-        let c = lu.status(&f);
-        if let Some(requeued) = complete(lu, host, meter, setup, f.tag, now, &c, f.missed) {
+    let mut next = lu.advance(now, done);
+    for e in done.drain(..) {
+        let c = e.completion;
+        if let Some(requeued) = complete(lu, host, meter, setup, e.tag, now, &c, e.missed) {
             next = requeued.or(lu.next_event());
         }
     }
@@ -497,7 +498,7 @@ fn placeholder_io() -> Io {
 
 /// Issues the slot's next command, if its job is not finished; returns its group.
 fn submit(
-    lu: &mut LogicalUnit,
+    lu: &mut SimUnit,
     host: &mut Host,
     setup: &PointSetup,
     now: Ns,
@@ -535,7 +536,7 @@ fn submit(
 }
 
 /// Sends the slot's command to the device (again, for one the host requeued).
-fn issue(lu: &mut LogicalUnit, host: &mut Host, now: Ns, s: u32) -> Result<(), SimError> {
+fn issue(lu: &mut SimUnit, host: &mut Host, now: Ns, s: u32) -> Result<(), SimError> {
     let Some(slot) = host.slots.get_mut(s as usize) else {
         return Ok(());
     };
@@ -548,7 +549,7 @@ fn issue(lu: &mut LogicalUnit, host: &mut Host, now: Ns, s: u32) -> Result<(), S
 /// Submits `io` to `lu` as a READ(16) or WRITE(16) with its DLD, tagged `tag`, on the nexus of
 /// its class.
 pub(crate) fn send(
-    lu: &mut LogicalUnit,
+    lu: &mut SimUnit,
     nexuses: &[Nexus],
     tag: u64,
     io: &Io,
@@ -563,17 +564,17 @@ pub(crate) fn send(
     let nexus = nexuses
         .get(io.class.index())
         .ok_or_else(|| SimError::Device(format!("no nexus for class {:?}", io.class)))?;
-    let req = Request {
+    let req = Arrival {
         nexus,
         lun: 0,
         tag,
         cdb: &cdb,
         attribute: TaskAttribute::Simple,
         // The simulator times commands and moves no data.
-        data_out: &[],
         data_out_buffer_size: 0,
+        data_out: &[],
     };
-    if let Submitted::Done(c) = lu.submit_mut(now, &req, &mut Vec::new()) {
+    if let Some(c) = lu.submit(now, &req) {
         // Refused at once (a CDB the LU cannot take): the workload does not fit the device.
         return Err(SimError::Device(format!(
             "the device refused {cdb:02x?}: {:?}",
@@ -588,7 +589,7 @@ pub(crate) fn send(
 /// were aborted out of the device (with the device's next event after that).
 #[allow(clippy::too_many_arguments)]
 fn complete(
-    lu: &mut LogicalUnit,
+    lu: &mut SimUnit,
     host: &mut Host,
     meter: &mut Meter,
     setup: &PointSetup,
@@ -629,7 +630,7 @@ fn complete(
 /// submission time, when EH has read the error log. A Dh completion on libata holds the queue
 /// until it drains, then reads the sense log. Returns `Some` when commands were aborted.
 fn handle_error(
-    lu: &mut LogicalUnit,
+    lu: &mut SimUnit,
     host: &mut Host,
     model: &host_model::Host,
     s: u32,
@@ -672,7 +673,6 @@ mod tests {
     use drive::{Drive, Instant, MediaOp};
     use qos::order::Fifo;
     use qos::{CdlPages, QueueConfig, Scheduler};
-    use store::RamStore;
     use workload::JobSpec;
 
     fn job(text: &str) -> Job {
@@ -694,7 +694,7 @@ mod tests {
     }
 
     /// A 1 TiB logical unit timed by `drive`, FIFO ordered.
-    fn lu(drive: Box<dyn Drive + Send>, cdl: CdlPages) -> LogicalUnit {
+    fn lu(drive: Box<dyn Drive + Send>, cdl: CdlPages) -> SimUnit {
         let queue = DeviceQueue {
             queue: QueueConfig {
                 cdl,
@@ -705,16 +705,22 @@ mod tests {
             dh: device::DhCompletion::default(),
             dld_classes: [None; 8],
         };
-        let store = RamStore::new(1 << 40).unwrap();
-        LogicalUnit::with_device_queue(
+        let backing = device::Backing {
+            len: 1 << 40,
+            unmap_granularity: 0,
+            allocated: None,
+        };
+        let lu = device::LogicalUnit::new(
             LuConfig::new("iqn.t:sim", 0, 1 << 40),
-            Box::new(store),
-            queue,
+            backing,
+            device::Kept::default(),
+            Some(queue),
         )
-        .unwrap()
+        .unwrap();
+        SimUnit::new(lu)
     }
 
-    fn instant_lu() -> LogicalUnit {
+    fn instant_lu() -> SimUnit {
         lu(Box::new(Instant), CdlPages::default())
     }
 

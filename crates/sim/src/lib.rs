@@ -24,6 +24,7 @@ pub mod seeds;
 pub mod shipped;
 pub mod sla;
 pub mod sweep;
+mod unit;
 
 pub use engine::{PointResult, PointSetup, Stop};
 pub use error::SimError;

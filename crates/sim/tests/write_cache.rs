@@ -1,9 +1,8 @@
 //! An experiment's `[drive] write_cache` is the Caching mode page's WCE of the logical unit
 //! `stint sim` runs (and `stint serve --device` exports): the same setting, not two.
 
-use device::{Completion, DhCompletion, LuConfig, Nexus, Request, Submitted, TaskAttribute};
+use device::{Arrival, Backing, Completion, DhCompletion, Kept, LuConfig, Nexus, Step, TaskAttribute};
 use sim::device::{DeviceParts, DeviceSpec, QueueSpec};
-use store::RamStore;
 
 /// WCE in the current Caching page of the logical unit built from `[drive]` `write_cache`.
 fn wce_of(write_cache: Option<bool>) -> bool {
@@ -27,8 +26,14 @@ fn wce_of(write_cache: Option<bool>) -> bool {
     let mut config = LuConfig::new("iqn.test:sim", 0, size);
     // Whatever the LU's own default, the model decides.
     config.write_cache = write_cache != Some(true);
-    let store = RamStore::new(size).expect("store");
-    let mut lu = parts.logical_unit(config, Box::new(store)).expect("lu");
+    let backing = Backing {
+        len: size,
+        unmap_granularity: 0,
+        allocated: None,
+    };
+    let mut lu = parts
+        .logical_unit(config, backing, Kept::default())
+        .expect("lu");
     let nexus = Nexus {
         id: 1,
         initiator_port: "iqn.test:h,i,0x1".into(),
@@ -36,19 +41,19 @@ fn wce_of(write_cache: Option<bool>) -> bool {
         privileged: false,
     };
     let mut sense = |cdb: &[u8]| {
-        let req = Request {
+        let a = Arrival {
             nexus: &nexus,
             lun: 0,
             tag: 1,
             cdb,
             attribute: TaskAttribute::Simple,
-            data_out: &[],
             data_out_buffer_size: 0,
+            data_out: &[],
         };
         let mut data_in = Vec::new();
-        match lu.submit_mut(0, &req, &mut data_in) {
-            Submitted::Done(c) => (c, data_in),
-            Submitted::Queued => panic!("queued"),
+        match lu.command(0, &a, &mut data_in).step {
+            Step::Done(c) => (c, data_in),
+            other => panic!("{other:?}"),
         }
     };
     let _power_on = sense(&[0; 6]);

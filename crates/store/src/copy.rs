@@ -5,21 +5,28 @@ use crate::plane::{Done, Source};
 use crate::run::{flush, read_failed, store_bytes, CHUNK};
 use crate::{RangeLock, Store};
 
-/// Copy `len` bytes from `source` at `from` to `store` at `to` (both ranges checked). Each
-/// chunk is read from the source (seeing its atomic writes whole), then written holding its
-/// destination range; no range is held while waiting for another, so copies crossing between
-/// logical units cannot deadlock. Overlapping ranges of one store copy from the end, so no
-/// byte is read after it was overwritten.
+/// Copy `len` bytes from `source` at `from` to `destination` at `to` (both ranges checked),
+/// `This` being `store`. Each chunk is read from the source (seeing its atomic writes whole),
+/// then written holding its destination range; no range is held while waiting for another,
+/// so copies crossing between logical units cannot deadlock. Overlapping ranges of one store
+/// copy from the end, so no byte is read after it was overwritten.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn copy(
     store: &dyn Store,
     ranges: &RangeLock,
     source: &Source,
+    destination: &Source,
     from: u64,
     to: u64,
     len: u64,
     durable: bool,
 ) -> Done {
-    let backwards = matches!(source, Source::This) && to > from && to < from + len;
+    let same = match (source, destination) {
+        (Source::This, Source::This) => true,
+        (Source::Other(a), Source::Other(b)) => std::sync::Arc::ptr_eq(a, b),
+        _ => false,
+    };
+    let backwards = same && to > from && to < from + len;
     let mut buf = vec![0u8; (CHUNK as u64).min(len) as usize];
     let mut done = 0;
     while done < len {
@@ -34,13 +41,22 @@ pub(crate) fn copy(
         if let Err(error) = read {
             return Done::Failed(read_failed(src)(error));
         }
-        let _held = ranges.lock(dst, n, false);
-        if let Err(failed) = store_bytes(store, dst, chunk, false) {
+        let written = match destination {
+            Source::This => {
+                let _held = ranges.lock(dst, n, false);
+                store_bytes(store, dst, chunk, false)
+            }
+            // Each chunk durable by itself: the other unit's store is flushed by its own plane.
+            Source::Other(plane) => plane
+                .write_now(dst, chunk, durable)
+                .map_err(crate::run::write_failed(dst)),
+        };
+        if let Err(failed) = written {
             return Done::Failed(failed);
         }
         done += n;
     }
-    if durable {
+    if durable && matches!(destination, Source::This) {
         return flush(store).unwrap_or_else(Done::Failed);
     }
     Done::Ok

@@ -79,6 +79,14 @@ impl Plane for FilePlane {
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         self.core.read_now(offset, buf)
     }
+
+    fn write_now(&self, offset: u64, buf: &[u8], durable: bool) -> io::Result<()> {
+        self.core.write_now(offset, buf, durable)
+    }
+
+    fn load(&self, file: crate::KeptFile) -> io::Result<Option<Vec<u8>>> {
+        self.core.kept.load(file)
+    }
 }
 
 impl Drop for FilePlane {

@@ -2,14 +2,15 @@
 //! path (a READ or WRITE allocates nothing and copies once, between the store and the
 //! caller's buffer).
 
-use crate::plane::{invalid, refused, Buffers, Done, Geometry, Op, Plane};
-use crate::{run, RangeLock, Store};
+use crate::plane::{invalid, refused, Buffers, Done, Geometry, KeptFile, Op, Plane};
+use crate::{run, KeptFiles, RangeLock, Store};
 use std::io;
 use std::sync::Arc;
 
 pub struct InlinePlane {
     store: Arc<dyn Store>,
     ranges: RangeLock,
+    kept: KeptFiles,
 }
 
 impl InlinePlane {
@@ -17,7 +18,14 @@ impl InlinePlane {
         InlinePlane {
             store,
             ranges: RangeLock::default(),
+            kept: KeptFiles::default(),
         }
+    }
+
+    /// The plane keeping the logical unit's state files at `kept`.
+    pub fn keeping(mut self, kept: KeptFiles) -> Self {
+        self.kept = kept;
+        self
     }
 }
 
@@ -27,6 +35,9 @@ impl Plane for InlinePlane {
     }
 
     fn submit(&self, _id: u64, op: Op, buffers: Buffers<'_>) -> Option<Done> {
+        if let Op::Keep { file, contents } = &op {
+            return Some(self.kept.keep(*file, contents.as_deref()));
+        }
         Some(match buffers {
             Buffers::Borrowed { data_in, data_out } => {
                 run(&*self.store, &self.ranges, &op, data_in, data_out)
@@ -47,6 +58,30 @@ impl Plane for InlinePlane {
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         self.ranges
             .read(offset, buf.len() as u64, || self.store.read_at(offset, buf))
+    }
+
+    fn write_now(&self, offset: u64, buf: &[u8], durable: bool) -> io::Result<()> {
+        write_now(&*self.store, &self.ranges, offset, buf, durable)
+    }
+
+    fn load(&self, file: KeptFile) -> io::Result<Option<Vec<u8>>> {
+        self.kept.load(file)
+    }
+}
+
+/// [`Plane::write_now`] on a store and its range lock.
+pub(crate) fn write_now(
+    store: &dyn Store,
+    ranges: &RangeLock,
+    offset: u64,
+    buf: &[u8],
+    durable: bool,
+) -> io::Result<()> {
+    let _held = ranges.lock(offset, buf.len() as u64, false);
+    if durable {
+        store.write_durable(offset, buf)
+    } else {
+        store.write_at(offset, buf)
     }
 }
 

@@ -8,11 +8,13 @@
 //! asynchronously for files, not at all for the simulator (see `plane`).
 
 mod aligned;
+mod atomic_file;
 mod copy;
 mod delay;
 mod file;
 mod file_plane;
 mod inline;
+mod kept;
 mod null;
 mod plane;
 mod pool;
@@ -25,8 +27,11 @@ mod run;
 pub use file::FileStore;
 pub use file_plane::FilePlane;
 pub use inline::InlinePlane;
+pub use kept::KeptFiles;
 pub use null::NullPlane;
-pub use plane::{Buffers, Complete, Done, Engine, Failure, Geometry, Op, Options, Plane, Source};
+pub use plane::{
+    Buffers, Complete, Done, Engine, Failure, Geometry, KeptFile, Op, Options, Plane, Source,
+};
 pub use pool_plane::PoolPlane;
 pub use ram::RamStore;
 pub use range_lock::{Held, RangeLock, ReadStart};

@@ -44,4 +44,8 @@ impl Plane for NullPlane {
     fn read_now(&self, _offset: u64, _buf: &mut [u8]) -> io::Result<()> {
         Ok(())
     }
+
+    fn write_now(&self, _offset: u64, _buf: &[u8], _durable: bool) -> io::Result<()> {
+        Ok(())
+    }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// A data-plane operation on one logical unit's store. Offsets and lengths in bytes, already
 /// checked against the capacity by the device.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub enum Op {
     /// Read `len` bytes at `offset` into the data-in buffer (appended after what it holds).
     /// Sees every atomic write whole (all old or all new bytes).
@@ -81,24 +81,51 @@ pub enum Op {
     /// Bytes of backing storage allocated (thin provisioning's used resources).
     Usage,
     /// EXTENDED COPY (SPC-4 §6.4) / WRITE USING TOKEN (SBC-4): copy `len` bytes from
-    /// `source` at `from` to this store at `to`, in chunks of at most 1 MiB; overlapping
+    /// `source` at `from` to `destination` at `to`, in chunks of at most 1 MiB; overlapping
     /// ranges of one store copy from the end. `durable` as for Write.
     Copy {
         source: Source,
+        destination: Source,
         from: u64,
         to: u64,
         len: u64,
         durable: bool,
     },
+    /// Keep one of the logical unit's small state files (saved mode parameters, persistent
+    /// reservations under APTPL) so that a crash leaves the old contents or the new ones;
+    /// `None` removes it.
+    Keep {
+        file: KeptFile,
+        contents: Option<Vec<u8>>,
+    },
 }
 
-/// Where a [`Op::Copy`] reads.
+/// The state files a logical unit keeps beside its data (docs/durability.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeptFile {
+    /// Saved mode parameters (SPC-5 §7.5.4).
+    ModePages,
+    /// Persistent reservations under APTPL (SPC-4 §5.13.5.1).
+    Reservations,
+}
+
+/// Where a [`Op::Copy`] reads or writes.
 #[derive(Clone)]
 pub enum Source {
     /// This logical unit's store.
     This,
-    /// Another logical unit's, through its plane's [`Plane::read_now`].
+    /// Another logical unit's, through its plane's [`Plane::read_now`] and
+    /// [`Plane::write_now`].
     Other(Arc<dyn Plane>),
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::This => f.write_str("This"),
+            Source::Other(p) => write!(f, "Other({} bytes)", p.geometry().capacity),
+        }
+    }
 }
 
 /// How an operation ended.
@@ -187,6 +214,16 @@ pub trait Plane: Send + Sync {
     /// Read `buf.len()` bytes at `offset` now, on the caller's thread, seeing every atomic
     /// write whole: the source side of another unit's [`Op::Copy`].
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+
+    /// Write `buf` at `offset` now, on the caller's thread, holding its range while it does
+    /// (on stable storage before returning when `durable`): the destination side of another
+    /// unit's [`Op::Copy`].
+    fn write_now(&self, offset: u64, buf: &[u8], durable: bool) -> io::Result<()>;
+
+    /// The contents of a kept state file, as the last run left it (`None`: there is none).
+    fn load(&self, _file: KeptFile) -> io::Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
 }
 
 /// How an asynchronous plane runs (a `stint.toml` LUN's knobs, later).
@@ -199,6 +236,8 @@ pub struct Options {
     /// Hold every completion back until this long after its submission: a store slower than
     /// the CPU, deterministically, for tests and benchmarks.
     pub delay: Option<Duration>,
+    /// Where the logical unit's state files are kept.
+    pub kept: crate::KeptFiles,
 }
 
 /// The engine of a [`crate::FilePlane`].
@@ -216,6 +255,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             engine: Engine::Auto,
+            kept: crate::KeptFiles::default(),
             threads: 16,
             delay: None,
         }

@@ -18,7 +18,7 @@ use crate::inline::geometry;
 use crate::plane::{Buffers, Complete, Done, Failure, Geometry, Op, Options};
 use crate::pool::Pool;
 use crate::run::{changes, check, exec, run};
-use crate::{Plane, RangeLock, Store};
+use crate::{KeptFiles, Plane, RangeLock, Store};
 use std::io;
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,6 +29,8 @@ const COPY_THREADS: usize = 2;
 /// What an asynchronous plane's operations share.
 pub(crate) struct Core {
     pub(crate) store: Arc<dyn Store>,
+    /// The logical unit's kept state files.
+    pub(crate) kept: KeptFiles,
     pub(crate) ranges: RangeLock,
     pub(crate) pool: Pool,
     /// Copies wait for their destination's ranges chunk by chunk, so they run here, never
@@ -53,6 +55,7 @@ impl Core {
     ) -> io::Result<Arc<Self>> {
         Ok(Arc::new(Core {
             store,
+            kept: options.kept.clone(),
             ranges: RangeLock::default(),
             pool: Pool::new(options.threads, "stint-plane")?,
             copies: Pool::new(COPY_THREADS, "stint-copy")?,
@@ -107,6 +110,7 @@ impl Core {
             Op::Read { offset, len } => self.read(offset, len, owned),
             Op::Copy {
                 source,
+                destination,
                 from,
                 to,
                 len,
@@ -114,7 +118,23 @@ impl Core {
             } => {
                 let core = self.clone();
                 self.copies.spawn(move || {
-                    let done = copy(&*core.store, &core.ranges, &source, from, to, len, durable);
+                    let done = copy(
+                        &*core.store,
+                        &core.ranges,
+                        &source,
+                        &destination,
+                        from,
+                        to,
+                        len,
+                        durable,
+                    );
+                    core.complete(owned, done);
+                });
+            }
+            Op::Keep { file, contents } => {
+                let core = self.clone();
+                self.pool.spawn(move || {
+                    let done = core.kept.keep(file, contents.as_deref());
                     core.complete(owned, done);
                 });
             }
@@ -186,6 +206,11 @@ impl Core {
         self.complete(owned, done);
     }
 
+    /// [`Plane::write_now`] of an asynchronous plane.
+    pub(crate) fn write_now(&self, offset: u64, buf: &[u8], durable: bool) -> io::Result<()> {
+        crate::inline::write_now(&*self.store, &self.ranges, offset, buf, durable)
+    }
+
     /// [`Plane::read_now`] of an asynchronous plane.
     pub(crate) fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         self.ranges
@@ -229,5 +254,13 @@ impl Plane for PoolPlane {
 
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         self.core.read_now(offset, buf)
+    }
+
+    fn write_now(&self, offset: u64, buf: &[u8], durable: bool) -> io::Result<()> {
+        self.core.write_now(offset, buf, durable)
+    }
+
+    fn load(&self, file: crate::KeptFile) -> io::Result<Option<Vec<u8>>> {
+        self.core.kept.load(file)
     }
 }

@@ -31,11 +31,12 @@ pub fn run(
         Op::Read { offset, len } => read(store, ranges, offset, len, data_in),
         Op::Copy {
             ref source,
+            ref destination,
             from,
             to,
             len,
             durable,
-        } => copy(store, ranges, source, from, to, len, durable),
+        } => copy(store, ranges, source, destination, from, to, len, durable),
         _ => {
             let _held = changes(op).map(|(start, len, atomic)| ranges.lock(start, len, atomic));
             exec(store, op, data_out)
@@ -90,19 +91,20 @@ pub(crate) fn check(capacity: u64, op: &Op, data_out: usize) -> Result<(), Failu
         Op::Extents { offset, len, .. } => read(span(offset, len)),
         Op::Copy {
             ref source,
+            ref destination,
             from,
             to,
             len,
             ..
         } => {
-            let source_len = match source {
+            let len_of = |s: &Source| match s {
                 Source::This => capacity,
                 Source::Other(plane) => plane.geometry().capacity,
             };
-            read(check_span(source_len, from, len))?;
-            write(span(to, len))
+            read(check_span(len_of(source), from, len))?;
+            write(check_span(len_of(destination), to, len))
         }
-        Op::Flush | Op::Usage => Ok(()),
+        Op::Flush | Op::Usage | Op::Keep { .. } => Ok(()),
     }
 }
 
@@ -133,7 +135,8 @@ pub(crate) fn changes(op: &Op) -> Option<(u64, u64, bool)> {
         | Op::Flush
         | Op::Extents { .. }
         | Op::Usage
-        | Op::Copy { .. } => None,
+        | Op::Copy { .. }
+        | Op::Keep { .. } => None,
     }
 }
 
@@ -206,6 +209,10 @@ pub(crate) fn exec(store: &dyn Store, op: &Op, data_out: &[u8]) -> Done {
         Op::Read { .. } | Op::Copy { .. } => Err(Failure::Read {
             at: None,
             error: invalid("reads and copies do not run holding a range".into()),
+        }),
+        Op::Keep { .. } => Err(Failure::Write {
+            at: None,
+            error: invalid("a kept file is its plane's, not its store's".into()),
         }),
     };
     done.unwrap_or_else(Done::Failed)
