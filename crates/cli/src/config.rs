@@ -171,6 +171,9 @@ pub struct LunConfig {
     pub store: StoreKind,
     /// Backing file (store = "file"); created sparse when missing.
     pub path: Option<PathBuf>,
+    /// Open the file with O_DIRECT: reads and writes bypass the page cache (store = "file").
+    #[serde(default)]
+    pub direct: bool,
     /// Capacity, e.g. "1GiB" or a byte count; a file store defaults to the file's size.
     #[serde(default, deserialize_with = "size_opt")]
     pub size: Option<u64>,
@@ -366,6 +369,7 @@ impl LunConfig {
             id: None,
             store: StoreKind::Ram,
             path: None,
+            direct: false,
             size: Some(size),
             block_size: default_block_size(),
             physical_block_exponent: 0,
@@ -551,6 +555,9 @@ impl Config {
                     }
                     (StoreKind::File, None, _) => bail!("{at}: a file store needs a path"),
                     _ => {}
+                }
+                if lun.direct && lun.store != StoreKind::File {
+                    bail!("{at}: direct applies to a file store only");
                 }
                 if let Some(size) = lun.size {
                     if size == 0 || size % u64::from(lun.block_size) != 0 {

@@ -9,7 +9,7 @@ pub mod http;
 
 use device::latency::Histogram;
 use device::metrics::{Kind, ENDINGS};
-use device::{LogicalUnit, Metrics};
+use device::{Metrics, Unit};
 use prometheus::proto::{self, LabelPair, MetricFamily, MetricType};
 use qos::{Class, LimitKind, Outcome, Policy};
 use scsi::{SenseKey, Status};
@@ -17,13 +17,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The text of one scrape of `units`.
-pub fn encode(units: &[Arc<LogicalUnit>]) -> String {
+pub fn encode(units: &[Arc<Unit>]) -> String {
     let mut families = Families::default();
     for unit in units {
-        let config = unit.config();
-        let lun = config.lun.to_string();
-        let labels = [("target", config.target_name.as_str()), ("lun", &lun)];
-        families.logical_unit(&labels, &unit.metrics());
+        // Copied under the core's lock, encoded after it.
+        let (target, lun, metrics) = unit.with(|core| {
+            let config = core.config();
+            (config.target_name.clone(), config.lun, core.metrics())
+        });
+        let lun = lun.to_string();
+        let labels = [("target", target.as_str()), ("lun", &lun)];
+        families.logical_unit(&labels, &metrics);
     }
     let families: Vec<MetricFamily> = families.0.into_values().collect();
     let mut text = String::new();

@@ -130,31 +130,65 @@ impl ServeArgs {
     }
 }
 
-fn build_lun(
-    t: &TargetConfig,
-    id: u64,
-    lun: &LunConfig,
-    base: &Path,
-) -> anyhow::Result<device::LogicalUnit> {
+/// A LUN as the server builds it: its unit, and, for an asynchronous data plane, the
+/// completions to bind to it once it is served.
+struct Built {
+    unit: Arc<device::Unit>,
+    completions: Option<iscsi::clock::Completions>,
+}
+
+fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow::Result<Built> {
     let target = t.name.as_str();
     let device = lun.device(base)?;
     // A timed LUN reports its drive's capacity unless told less.
     let size = lun.size.or(device.as_ref().map(|d| d.drive.capacity));
     let at = || format!("target {target} LUN {id}");
-    let store: Box<dyn store::Store> = match lun.store {
+    // Saved mode parameters (the CDL pages a host saved with MODE SELECT SP=1) live beside the
+    // data, so they survive a restart like the data does; so do persistent reservations a
+    // host asked to persist through power loss (APTPL). A RAM LUN keeps them only while it
+    // runs (REPORT CAPABILITIES: PTPL_C = 0).
+    let beside = |path: &Path, suffix: &str| {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        PathBuf::from(file)
+    };
+    let mut kept = store::KeptFiles::default();
+    if let (StoreKind::File, Some(path)) = (lun.store, &lun.path) {
+        if device.is_some() {
+            kept.mode_pages = Some(beside(path, ".modes"));
+        }
+        kept.reservations = Some(beside(path, ".pr"));
+    }
+    let (plane, len, completions): (Arc<dyn store::Plane>, u64, _) = match lun.store {
         StoreKind::Ram => {
-            Box::new(store::RamStore::new(size.unwrap_or(DEFAULT_RAM_SIZE)).with_context(at)?)
+            let ram = store::RamStore::new(size.unwrap_or(DEFAULT_RAM_SIZE)).with_context(at)?;
+            let len = store::Store::len(&ram);
+            let plane = store::InlinePlane::new(Arc::new(ram)).keeping(kept.clone());
+            (Arc::new(plane), len, None)
         }
         StoreKind::File => {
             let path = lun.path.as_deref().context("file store without path")?;
-            Box::new(store::FileStore::open(path, size).with_context(at)?)
+            let file = match lun.direct {
+                true => store::FileStore::open_direct(path, size, lun.block_size),
+                false => store::FileStore::open(path, size),
+            }
+            .with_context(at)?;
+            let len = store::Store::len(&file);
+            let completions = iscsi::clock::Completions::default();
+            let options = store::Options {
+                kept: kept.clone(),
+                ..store::Options::default()
+            };
+            let plane = store::FilePlane::new(Arc::new(file), &options, completions.handler())
+                .with_context(at)?;
+            (Arc::new(plane), len, Some(completions))
         }
     };
-    let mut config = device::LuConfig::new(target, id, store.len());
+    let mut config = device::LuConfig::new(target, id, len);
     config.block_size = lun.block_size;
     config.physical_block_exponent = lun.physical_block_exponent;
     config.serial = lun.serial.clone();
-    // A drive model with a write cache puts its own setting here (LogicalUnit::with_device_queue).
+    // A drive model with a write cache puts its own setting here (LogicalUnit::new).
     config.write_cache = lun.write_cache.unwrap_or(true);
     config.write_cache_changeable = lun
         .write_cache_changeable
@@ -170,24 +204,11 @@ fn build_lun(
     if let Some(product) = &lun.product {
         config.product = product.clone();
     }
-    // Saved mode parameters (the CDL pages a host saved with MODE SELECT SP=1) live beside the
-    // data, so they survive a restart like the data does.
-    let beside = |path: &Path, suffix: &str| {
-        let mut file = path.as_os_str().to_owned();
-        file.push(suffix);
-        PathBuf::from(file)
-    };
-    if let (StoreKind::File, Some(path), Some(_)) = (lun.store, &lun.path, &device) {
-        config.saved_mode_path = Some(beside(path, ".modes"));
-    }
-    // So do persistent reservations a host asked to persist through power loss (APTPL); a
-    // RAM LUN keeps them only while it runs (REPORT CAPABILITIES: PTPL_C = 0).
-    if let (StoreKind::File, Some(path)) = (lun.store, &lun.path) {
-        config.persistent_reservations_path = Some(beside(path, ".pr"));
-    }
+    config.saved_mode_path = kept.mode_pages.clone();
+    config.persistent_reservations_path = kept.reservations.clone();
     let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("target {target} LUN {id}: {e}");
-    match device {
-        None => device::LogicalUnit::new(config, store).map_err(|e| err(&e)),
+    let queue = match device {
+        None => None,
         Some(d) => {
             let parts = sim::device::DeviceParts {
                 drive: &d.drive,
@@ -199,9 +220,15 @@ fn build_lun(
                 },
                 seed: lun.seed,
             };
-            parts.logical_unit(config, store).map_err(|e| err(&e))
+            config.medium_rotation_rate = d.drive.medium_rotation_rate();
+            Some(parts.device_queue().map_err(|e| err(&e))?)
         }
-    }
+    };
+    let unit = device::Unit::build(config, plane, queue).map_err(|e| err(&e))?;
+    Ok(Built {
+        unit: Arc::new(unit),
+        completions,
+    })
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -214,16 +241,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut nodes = Vec::new();
     let mut urls = Vec::new();
     let mut units = Vec::new();
+    let mut bindings = Vec::new();
     // One copy manager for the process: EXTENDED COPY and ROD tokens reach every LUN of
-    // every target; token lifetimes run on the transport's monotonic clock.
-    let copy_manager = Arc::new(device::CopyManager::with_clock(iscsi::clock::now));
-    for t in &config.targets {
+    // every target.
+    let copy_manager = Arc::new(device::CopyManager::default());
+    for (node, t) in config.targets.iter().enumerate() {
         let mut luns = Vec::new();
         let mut masks = Vec::new();
         for (i, lun) in t.luns.iter().enumerate() {
             let id = lun.id.unwrap_or(i as u64);
-            let unit = Arc::new(build_lun(t, id, lun, &config.base)?);
-            copy_manager.register(&unit);
+            let built = build_lun(t, id, lun, &config.base)?;
+            let unit = built.unit;
+            if let Some(c) = built.completions {
+                bindings.push((c, unit.clone(), node));
+            }
             units.push(unit.clone());
             luns.push((id, unit));
             urls.push((t.name.clone(), id));
@@ -231,11 +262,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 masks.push((id, lun.allowed_initiators.clone()));
             }
         }
-        let target = masks
-            .into_iter()
-            .fold(device::Target::new(luns), |t, (lun, initiators)| {
-                t.with_mask(lun, initiators)
-            });
+        let target = masks.into_iter().fold(
+            device::Target::with_copy_manager(luns, copy_manager.clone()),
+            |t, (lun, initiators)| t.with_mask(lun, initiators),
+        );
         nodes.push(iscsi::TargetNode {
             name: t.name.clone(),
             alias: t.alias.clone(),
@@ -288,7 +318,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                     .with_context(|| format!("cannot listen on {at} for metrics"))?;
                 let addr = listener.local_addr()?;
                 for unit in &units {
-                    unit.keep_latencies();
+                    unit.with(|core| core.keep_latencies());
                 }
                 if !addr.ip().is_loopback() {
                     tracing::warn!(
@@ -307,8 +337,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         for (name, lun) in &urls {
             println!("iscsi://{addr}/{name}/{lun}");
         }
-        let served =
-            iscsi::server::serve_portal(listener, Arc::new(portal), shutdown_signal()).await;
+        let portal = Arc::new(portal);
+        for (completions, unit, node) in &bindings {
+            completions.bind(unit, &portal, *node);
+        }
+        let served = iscsi::server::serve_portal(listener, portal, shutdown_signal()).await;
         if let Some(m) = metrics {
             m.abort();
         }
@@ -316,9 +349,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         anyhow::Ok(())
     })?;
     for unit in units {
-        unit.store()
-            .flush()
-            .context("flushing stores at shutdown")?;
+        let mut none = Vec::new();
+        let buffers = store::Buffers::Borrowed {
+            data_in: &mut none,
+            data_out: &[],
+        };
+        if let Some(store::Done::Failed(f)) = unit.plane().submit(0, store::Op::Flush, buffers) {
+            return Err(anyhow::anyhow!("flushing stores at shutdown: {}", f.error()));
+        }
     }
     Ok(())
 }

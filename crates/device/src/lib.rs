@@ -49,7 +49,7 @@ pub use metrics::Metrics;
 pub use target::Target;
 pub use unit::{backing, Finished, Next, Sink, Submitted, Unit};
 /// The data plane's vocabulary, as the transport meets it.
-pub use store::{Done, Op};
+pub use store::{Complete, Done, Op};
 
 use scsi::{Sense, Status};
 

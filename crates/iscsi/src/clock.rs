@@ -3,14 +3,14 @@
 //! (README, Architecture: one device, two clocks).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use device::{Finished, Ns, Sink, Unit};
 use parking_lot::{Condvar, Mutex};
 
-use crate::portal::{Router, Wake};
+use crate::portal::{Portal, Router, Wake};
 
 fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
@@ -141,5 +141,62 @@ fn wait(signal: &Signal, until: Option<Ns>) {
                 .cv
                 .wait_for(&mut held, Duration::from_nanos(left - SPIN));
         }
+    }
+}
+
+/// The completions of an asynchronous data plane, bound to their logical unit once it is
+/// served: each one goes back to the unit's core on the plane's thread (with the wall clock's
+/// time), and what follows goes to the nexuses' connections, waking the unit's driver when it
+/// must run sooner. Completions before the binding (none come before the first command) are
+/// dropped.
+#[derive(Clone, Default)]
+pub struct Completions(Arc<OnceLock<Binding>>);
+
+struct Binding {
+    unit: Weak<Unit>,
+    portal: Weak<Portal>,
+    node: usize,
+}
+
+/// Routes to the portal's connections and wakes the unit's driver through its registry.
+struct PortalSink<'a> {
+    portal: &'a Portal,
+    node: usize,
+}
+
+impl Sink for PortalSink<'_> {
+    fn deliver(&mut self, f: Finished) {
+        self.portal.router.route(f);
+    }
+
+    fn wake(&mut self, lun: u64) {
+        self.portal.drivers.wake(Some(self.node), lun);
+    }
+}
+
+impl Completions {
+    /// The handler to build the plane with.
+    pub fn handler(&self) -> device::Complete {
+        let slot = self.0.clone();
+        Arc::new(move |id, done, data_in, data_out| {
+            let Some(b) = slot.get() else { return };
+            let (Some(unit), Some(portal)) = (b.unit.upgrade(), b.portal.upgrade()) else {
+                return;
+            };
+            let mut sink = PortalSink {
+                portal: &portal,
+                node: b.node,
+            };
+            unit.completed(now(), id, done, data_in, data_out, &mut sink);
+        })
+    }
+
+    /// The plane is `unit`'s, served on `portal` under the node at index `node`.
+    pub fn bind(&self, unit: &Arc<Unit>, portal: &Arc<Portal>, node: usize) {
+        let _first = self.0.set(Binding {
+            unit: Arc::downgrade(unit),
+            portal: Arc::downgrade(portal),
+            node,
+        });
     }
 }

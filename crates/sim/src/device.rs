@@ -346,6 +346,17 @@ pub struct DeviceParts<'a> {
 }
 
 impl DeviceParts<'_> {
+    /// The device queue of the logical unit: its timing, queue and CDL pages.
+    pub fn device_queue(&self) -> Result<DeviceQueue, SimError> {
+        Ok(DeviceQueue {
+            queue: self.queue.config(self.cdl)?,
+            scheduler: self.queue.scheduler()?,
+            drive: self.drive.build(self.seed)?,
+            dh: self.dh,
+            dld_classes: self.queue.dld_classes()?,
+        })
+    }
+
     /// The logical unit `stint serve` exports and `stint sim` runs: `config`, `backing` and
     /// `kept` give its identity, store and kept state, the description its timing, queue and
     /// CDL pages.
@@ -356,13 +367,7 @@ impl DeviceParts<'_> {
         kept: Kept,
     ) -> Result<LogicalUnit, SimError> {
         config.medium_rotation_rate = self.drive.medium_rotation_rate();
-        let queue = DeviceQueue {
-            queue: self.queue.config(self.cdl)?,
-            scheduler: self.queue.scheduler()?,
-            drive: self.drive.build(self.seed)?,
-            dh: self.dh,
-            dld_classes: self.queue.dld_classes()?,
-        };
+        let queue = self.device_queue()?;
         LogicalUnit::new(config, backing, kept, Some(queue))
             .map_err(|e| SimError::Device(e.to_string()))
     }

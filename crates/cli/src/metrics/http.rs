@@ -5,7 +5,7 @@
 //! path; the request head is parsed by `httparse` (what hyper uses), which keeps an HTTP
 //! framework and its dependencies out of the binary.
 
-use device::LogicalUnit;
+use device::Unit;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -53,7 +53,7 @@ fn request(head: &[u8]) -> Request {
 }
 
 /// Serves scrapes of `units` on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, units: Arc<[Arc<LogicalUnit>]>) {
+pub async fn serve(listener: TcpListener, units: Arc<[Arc<Unit>]>) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -79,7 +79,7 @@ pub async fn serve(listener: TcpListener, units: Arc<[Arc<LogicalUnit>]>) {
     }
 }
 
-async fn answer(mut stream: TcpStream, units: &[Arc<LogicalUnit>]) -> std::io::Result<()> {
+async fn answer(mut stream: TcpStream, units: &[Arc<Unit>]) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let asked = tokio::time::timeout(READ_TIMEOUT, async {
         let mut buf = [0u8; 1024];
