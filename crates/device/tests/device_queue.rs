@@ -3,10 +3,11 @@
 
 mod common;
 
+use common::{Request, TargetExt};
+
 use common::request;
 use device::{
-    Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Request,
-    Submitted, Target, TaskAttribute, TaskManagement, TmfResponse, Verdict,
+    Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Submitted, Target, TaskAttribute, TaskManagement, TmfResponse, Verdict,
 };
 use drive::{Drive, MediaOp, MediaOutcome, Service};
 use qos::order::{Fifo, OrderingPolicy, Sptf};
@@ -485,18 +486,18 @@ fn abort_task_of_a_queued_and_of_an_active_command() {
     let n1 = &b.nexuses[0];
     // Queued: 2 goes without a completion.
     assert_eq!(
-        t.task_management(MS, n1, 0, TaskManagement::AbortTask(2)),
+        t.task_management(MS, n1, 0, TaskManagement::AbortTask(2, &mut common::Collect::default())),
         TmfResponse::FunctionComplete
     );
     b.tasks.remove(&(1, 2));
     // Active: 1 is abandoned at 5 ms and frees the actuator, so 3 runs 5–15 ms.
     assert_eq!(
-        t.task_management(5 * MS, n1, 0, TaskManagement::AbortTask(1)),
+        t.task_management(5 * MS, n1, 0, TaskManagement::AbortTask(1, &mut common::Collect::default())),
         TmfResponse::FunctionComplete
     );
     b.tasks.remove(&(1, 1));
     assert_eq!(
-        t.task_management(5 * MS, n1, 0, TaskManagement::AbortTask(1)),
+        t.task_management(5 * MS, n1, 0, TaskManagement::AbortTask(1, &mut common::Collect::default())),
         TmfResponse::NoSuchTask
     );
     let done = b.run(u64::MAX);
@@ -514,7 +515,7 @@ fn logical_unit_reset_aborts_every_task_and_tells_the_other_nexus_transport() {
     b.lu.advance(0, &mut Vec::new());
     let t = Target::new(vec![(0, b.lu.clone())]);
     assert_eq!(
-        t.task_management(MS, &b.nexuses[0], 0, TaskManagement::LogicalUnitReset),
+        t.task_management(MS, &b.nexuses[0], 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default()),
         TmfResponse::FunctionComplete
     );
     b.tasks.remove(&(1, 1));

@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::TargetExt;
+
 use common::{nexus, read16, run_on as run, sense_of, write16};
 use device::{Completion, CopyManager, LogicalUnit, LuConfig, Nexus, Target};
 use scsi::{Asc, SenseKey};
@@ -544,7 +546,7 @@ fn a_reset_stops_a_running_copy_between_chunks() {
     };
     // Wait until the copy runs (its status says in progress), then reset the unit.
     wait_running(&t, &n, &receive_cdb(0x00, 3), |d| d[4] == 0x00, &copier);
-    let reset = t.task_management(0, &n, 0, device::TaskManagement::LogicalUnitReset);
+    let reset = t.task_management(0, &n, 0, device::TaskManagement::LogicalUnitReset, &mut common::Collect::default());
     assert_eq!(reset, device::TmfResponse::FunctionComplete);
     let c = copier.join().unwrap();
     assert_eq!(

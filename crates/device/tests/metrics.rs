@@ -5,10 +5,11 @@
 use device::metrics::{Kind, SenseCount};
 mod common;
 
+use common::{Request, TargetExt};
+
 use common::read10;
 use device::{
-    Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Request,
-    Submitted, Verdict,
+    Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Submitted, Verdict,
 };
 use drive::{Drive, MediaOp, MediaOutcome, Service};
 use qos::order::Fifo;

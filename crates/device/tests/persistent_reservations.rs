@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::TargetExt;
+
 use common::{run, target_with};
 use device::{Completion, LogicalUnit, LuConfig, Nexus, Target};
 use device::{TaskManagement, Transfer};
@@ -227,8 +229,8 @@ fn resets_and_nexus_loss_keep_persistent_reservations() {
         prout(&t, &a, RESERVE, EXCLUSIVE_ACCESS, 1, 0, 0),
         Completion::GOOD
     );
-    t.task_management(0, &b, 0, TaskManagement::LogicalUnitReset);
-    t.task_management(0, &b, 0, TaskManagement::TargetWarmReset);
+    t.task_management(0, &b, 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default());
+    t.task_management(0, &b, 0, TaskManagement::TargetWarmReset, &mut common::Collect::default());
     assert_eq!(
         unit_attention(&t, &b),
         Some(Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED)
@@ -236,7 +238,7 @@ fn resets_and_nexus_loss_keep_persistent_reservations() {
     assert_eq!(run(&t, &b, &read10(), &[]).0, CONFLICT);
     // A's session ends; a new one from the same initiator port is the same I_T nexus to
     // persistent reservations: still registered, still the holder.
-    t.nexus_lost(0, &a);
+    t.nexus_lost(0, &a, &mut common::Collect::default());
     assert_eq!(run(&t, &b, &read10(), &[]).0, CONFLICT);
     let a_again = ready(&t, 3, "a");
     assert_eq!(run(&t, &a_again, &read10(), &[]).0, Completion::GOOD);

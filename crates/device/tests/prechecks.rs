@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::TargetExt;
+
 use common::{nexus, ram_target as target_with, run_on as run};
 use device::{Completion, LuConfig, Nexus, Target};
 use scsi::alua::AccessState;

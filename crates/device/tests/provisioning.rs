@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::TargetExt;
+
 use common::{run, write16};
 use device::{Completion, LuConfig, Nexus, Target};
 

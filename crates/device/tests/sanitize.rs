@@ -2,10 +2,12 @@
 
 mod common;
 
+use common::{Request, TargetExt};
+
 use common::field_pointer as invalid_field;
 use common::sense_of as sense;
 use common::{edited_target, nexus, read16, request, target_with, write16};
-use device::{Completion, LuConfig, Nexus, Request, Submitted, Target};
+use device::{Completion, LuConfig, Nexus, Submitted, Target};
 use scsi::{Asc, SenseKey, Status};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -525,7 +527,7 @@ fn without_immed_the_driver_answers_when_the_sanitize_ends() {
     assert_eq!(submit_sanitize(8), Submitted::Queued);
     let tmf = device::TaskManagement::AbortTask(8);
     assert_eq!(
-        t.task_management(0, &n, 0, tmf),
+        t.task_management(0, &n, 0, tmf, &mut common::Collect::default()),
         device::TmfResponse::FunctionComplete
     );
     still_sanitizing("the sanitize goes on");

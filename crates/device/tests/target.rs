@@ -2,9 +2,11 @@
 
 mod common;
 
+use common::{Request, TargetExt};
+
 use common::{nexus, ram_lu, read10, run_on as run, sense_of};
 use device::{
-    Completion, LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute, TaskManagement,
+    Completion, LogicalUnit, LuConfig, Nexus, Target, TaskAttribute, TaskManagement,
     TmfResponse, Transfer,
 };
 use scsi::{Asc, Sense, SenseKey, Status};
@@ -284,7 +286,7 @@ fn report_luns_and_absent_luns() {
     assert_eq!(c, Completion::GOOD);
     assert_eq!((d[2], d[12]), (0x05, 0x25));
     assert_eq!(
-        t.task_management(0, &n, 7, TaskManagement::LogicalUnitReset),
+        t.task_management(0, &n, 7, TaskManagement::LogicalUnitReset, &mut common::Collect::default()),
         TmfResponse::IncorrectLun
     );
 }
@@ -318,7 +320,7 @@ fn unit_attentions_are_per_nexus() {
     assert_eq!(page[4 + 2] & 0x04, 0, "WCE now off");
     // LOGICAL UNIT RESET: everyone, including the requester; REQUEST SENSE reports and clears.
     assert_eq!(
-        t.task_management(0, &a, 0, TaskManagement::LogicalUnitReset),
+        t.task_management(0, &a, 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default()),
         TmfResponse::FunctionComplete
     );
     let (c, d) = run(&t, &a, 0, &[0x03, 0, 0, 0, 252, 0], &[]);
@@ -332,7 +334,7 @@ fn unit_attentions_are_per_nexus() {
     let (_, page) = run(&t, &b, 0, &[0x1A, 0x08, 0x08, 0, 255, 0], &[]);
     assert_eq!(page[4 + 2] & 0x04, 0x04, "reset restores the default WCE");
     // Nexus loss forgets the nexus; it is a fresh one next time.
-    t.nexus_lost(0, &b);
+    t.nexus_lost(0, &b, &mut common::Collect::default());
     assert_eq!(
         sense_of(&run(&t, &b, 0, &[0; 6], &[]).0).1,
         Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET
@@ -745,7 +747,7 @@ fn random_commands_never_panic() {
         let c = t.execute(&req, &mut data_in);
         assert_eq!(c.status == Status::CheckCondition, c.sense.is_some());
         if i % 1000 == 0 {
-            t.task_management(0, &n, lun, TaskManagement::LogicalUnitReset);
+            t.task_management(0, &n, lun, TaskManagement::LogicalUnitReset, &mut common::Collect::default());
         }
     }
 }
@@ -1086,11 +1088,11 @@ fn removable_medium_eject_load_and_prevention() {
     assert_eq!(run(&t, &a, 0, &read10(0, 1), &[]).0, Completion::GOOD);
     // Nexus loss and LU reset end a nexus' prevention.
     run(&t, &b, 0, &prevent(true), &[]);
-    t.nexus_lost(0, &b);
+    t.nexus_lost(0, &b, &mut common::Collect::default());
     assert_eq!(run(&t, &a, 0, &eject, &[]).0, Completion::GOOD);
     assert_eq!(run(&t, &a, 0, &load, &[]).0, Completion::GOOD);
     run(&t, &a, 0, &prevent(true), &[]);
-    t.task_management(0, &a, 0, TaskManagement::LogicalUnitReset);
+    t.task_management(0, &a, 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default());
     run(&t, &a, 0, &[0; 6], &[]);
     assert_eq!(run(&t, &a, 0, &eject, &[]).0, Completion::GOOD);
     // Obsolete PREVENT values.
@@ -1165,9 +1167,9 @@ fn reserve6_excludes_other_nexuses_until_released() {
     assert_eq!(run(&t, &a, 0, &release, &[]).0, Completion::GOOD);
     assert_eq!(run(&t, &b, 0, &reserve, &[]).0, Completion::GOOD);
     // The holder's nexus loss and LU reset both drop the reservation.
-    t.nexus_lost(0, &b);
+    t.nexus_lost(0, &b, &mut common::Collect::default());
     assert_eq!(run(&t, &a, 0, &reserve, &[]).0, Completion::GOOD);
-    t.task_management(0, &b, 0, TaskManagement::LogicalUnitReset);
+    t.task_management(0, &b, 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default());
     let c = ready(&t, 3);
     assert_eq!(run(&t, &c, 0, &reserve, &[]).0, Completion::GOOD);
 }

@@ -4,9 +4,10 @@
 
 mod common;
 
+use common::{Request, TargetExt};
+
 use device::{
-    Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Request,
-    Submitted, Target, TaskManagement, TmfResponse,
+    Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Submitted, Target, TaskManagement, TmfResponse,
 };
 use drive::{Hdd, HddProfile};
 use qos::order::Fifo;
@@ -198,7 +199,7 @@ fn a_saved_wce_is_the_models_setting_after_a_restart_and_a_reset() {
     assert_eq!(h.select_wce(true, false), Completion::GOOD);
     assert!(h.write(lba(20)) < MS);
     let target = Target::new(vec![(0, h.lu.clone())]);
-    let r = target.task_management(h.now, &h.nexus, 0, TaskManagement::LogicalUnitReset);
+    let r = target.task_management(h.now, &h.nexus, 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default());
     assert_eq!(r, TmfResponse::FunctionComplete);
     let (c, _) = h.command(&[0; 6], &[]);
     assert_eq!(

@@ -1,27 +1,55 @@
-//! Helpers the device integration tests share: a RAM-store target, nexuses past their
-//! power-on unit attention, one command run through `Target::execute`, sense extraction and
-//! the CDBs several files build.
+//! Helpers the device integration tests share: RAM-store targets whose units run on the
+//! caller's thread (an inline data plane), nexuses past their power-on unit attention, one
+//! command run through `Target::command` to its end, sense extraction and the CDBs several
+//! files build.
 
 // Each test file is its own crate and uses only some of these helpers.
 #![allow(dead_code)]
 
-use device::{Completion, LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute};
-use scsi::{Asc, SenseKey};
+use device::{
+    Arrival, Completion, Finished, LuConfig, Nexus, Ns, Sink, Submitted, Target, TaskAttribute,
+    TaskManagement, Transfer, Unit,
+};
+use scsi::{Asc, Sense, SenseKey};
 use std::sync::Arc;
-use store::{RamStore, Store};
+use store::{InlinePlane, RamStore, Store};
+
+/// The time of commands that need none.
+pub const NOW: Ns = 0;
+
+/// Collects what the calls deliver for other tasks (a plain logical unit delivers nothing
+/// unless ORDERED or task management holds or aborts tasks).
+#[derive(Default)]
+pub struct Collect {
+    pub finished: Vec<Finished>,
+    pub wakes: usize,
+}
+
+impl Sink for Collect {
+    fn deliver(&mut self, f: Finished) {
+        self.finished.push(f);
+    }
+
+    fn wake(&mut self, _lun: u64) {
+        self.wakes += 1;
+    }
+}
+
+/// A logical unit over `store`, its plane inline.
+pub fn unit_over(config: LuConfig, store: Arc<dyn Store>) -> Arc<Unit> {
+    let plane = Arc::new(InlinePlane::new(store));
+    Arc::new(Unit::build(config, plane, None).unwrap())
+}
 
 /// A logical unit over a RAM store of the configured size.
-pub fn ram_lu(config: LuConfig) -> Arc<LogicalUnit> {
+pub fn ram_lu(config: LuConfig) -> Arc<Unit> {
     let store = RamStore::new(config.size_bytes).unwrap();
-    Arc::new(LogicalUnit::new(config, Box::new(store)).unwrap())
+    unit_over(config, Arc::new(store))
 }
 
 /// A target with one logical unit, LUN 0, over `store`.
-pub fn target_with(config: LuConfig, store: Box<dyn Store>) -> Target {
-    Target::new(vec![(
-        0,
-        Arc::new(LogicalUnit::new(config, store).unwrap()),
-    )])
+pub fn target_with(config: LuConfig, store: Arc<dyn Store>) -> Target {
+    Target::new(vec![(0, unit_over(config, store))])
 }
 
 /// A target with one RAM logical unit, LUN 0.
@@ -50,6 +78,33 @@ pub fn nexus_of(id: u64, initiator_port: &str, privileged: bool) -> Nexus {
     }
 }
 
+/// One command as a test writes it: all its Data-Out sent with it.
+#[derive(Debug)]
+pub struct Request<'a> {
+    pub nexus: &'a Nexus,
+    pub lun: u64,
+    pub tag: u64,
+    pub cdb: &'a [u8],
+    pub attribute: TaskAttribute,
+    pub data_out: &'a [u8],
+    /// Data-Out Buffer Size (SAM-5 §5.1).
+    pub data_out_buffer_size: u32,
+}
+
+impl<'a> Request<'a> {
+    pub fn arrival(&self) -> Arrival<'a> {
+        Arrival {
+            nexus: self.nexus,
+            lun: self.lun,
+            tag: self.tag,
+            cdb: self.cdb,
+            attribute: self.attribute,
+            data_out_buffer_size: self.data_out_buffer_size,
+            data_out: self.data_out,
+        }
+    }
+}
+
 /// A SIMPLE task, tag 0, with all of `data_out` sent.
 pub fn request<'a>(n: &'a Nexus, lun: u64, cdb: &'a [u8], data_out: &'a [u8]) -> Request<'a> {
     Request {
@@ -60,6 +115,56 @@ pub fn request<'a>(n: &'a Nexus, lun: u64, cdb: &'a [u8], data_out: &'a [u8]) ->
         attribute: TaskAttribute::Simple,
         data_out,
         data_out_buffer_size: data_out.len() as u32,
+    }
+}
+
+/// What the tests ask of a target besides its own calls.
+pub trait TargetExt {
+    /// Runs a command that ends at once (every command on a unit without a device queue
+    /// whose task attribute lets it run); read data goes to `data_in`.
+    fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion;
+    /// Direction and length `cdb` asks for, or the sense it is refused with before any of
+    /// its data is asked for (the CDB's checks and a write's range): what an iSCSI target
+    /// knows before it sends an R2T. Probed on a nexus of its own, which then goes.
+    fn transfer(&self, nexus: &Nexus, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense>;
+}
+
+impl TargetExt for Target {
+    fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+        let mut sink = Collect::default();
+        match self.command(NOW, &req.arrival(), data_in, &mut sink).1 {
+            Submitted::Done(c) => c,
+            other => panic!("{:02X?} did not end at once: {other:?}", req.cdb),
+        }
+    }
+
+    fn transfer(&self, nexus: &Nexus, lun: u64, cdb: &[u8]) -> Result<Transfer, Sense> {
+        let probe = Nexus {
+            id: nexus.id + 1_000_000,
+            ..nexus.clone()
+        };
+        let a = Arrival {
+            nexus: &probe,
+            lun,
+            tag: 1,
+            cdb,
+            attribute: TaskAttribute::Simple,
+            data_out_buffer_size: u32::MAX,
+            data_out: &[],
+        };
+        let mut sink = Collect::default();
+        let (transfer, submitted) = self.command(NOW, &a, &mut Vec::new(), &mut sink);
+        let refused = match &submitted {
+            Submitted::Done(c) => c.sense.clone(),
+            Submitted::WantData(..) | Submitted::Queued(_) => {
+                let abort = TaskManagement::AbortTask(1);
+                self.task_management(NOW, &probe, lun, abort, &mut sink);
+                None
+            }
+            Submitted::Aborted => None,
+        };
+        self.nexus_lost(NOW, &probe, &mut sink);
+        transfer.ok_or_else(|| refused.expect("a refusal carries sense"))
     }
 }
 
