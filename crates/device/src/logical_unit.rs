@@ -104,11 +104,10 @@ impl LogicalUnit {
     pub fn new(config: LuConfig, store: Box<dyn Store>) -> Result<Self, ConfigError> {
         config.validate()?;
         if store.len() < config.size_bytes {
-            return Err(ConfigError(format!(
-                "store holds {} bytes but the LU is configured as {} bytes",
-                store.len(),
-                config.size_bytes
-            )));
+            return Err(ConfigError::StoreTooSmall {
+                store_bytes: store.len(),
+                size_bytes: config.size_bytes,
+            });
         }
         let key = identity::identity_key(&config.target_name, config.lun, config.serial.as_deref());
         let serial = config
@@ -167,7 +166,7 @@ impl LogicalUnit {
         };
         store.set_write_through(!config.write_cache);
         let reservations = Reservations::new(config.persistent_reservations_path.clone())
-            .map_err(|e| ConfigError(format!("persistent reservations: {e}")))?;
+            .map_err(ConfigError::PersistentReservations)?;
         let sanitizer = Sanitizer::new(config.sanitize_pace);
         Ok(LogicalUnit {
             blocks: config.blocks(),
@@ -215,11 +214,10 @@ impl LogicalUnit {
             config.write_cache = wce;
         }
         let mut lu = Self::new(config, store)?;
-        lu.scheduled = Some(Scheduled::new(queue).map_err(|e| ConfigError(format!("queue: {e}")))?);
+        lu.scheduled = Some(Scheduled::new(queue).map_err(ConfigError::Queue)?);
         lu.default_mode.cdl = Some(pages);
         let saved = match &lu.config.saved_mode_path {
-            Some(path) => saved_mode::load(path)
-                .map_err(|e| ConfigError(format!("saved mode parameters: {e}")))?,
+            Some(path) => saved_mode::load(path).map_err(ConfigError::SavedMode)?,
             None => None,
         };
         // A file from another kind of LU (without CDL pages) does not apply.
