@@ -189,7 +189,7 @@ fn build_lun(
     match device {
         None => device::LogicalUnit::new(config, store).map_err(|e| err(&e)),
         Some(d) => {
-            let parts = sim::device::DeviceParts {
+            let parts = profile::DeviceParts {
                 drive: &d.drive,
                 queue: &d.queue,
                 cdl: d.cdl,

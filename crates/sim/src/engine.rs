@@ -781,8 +781,8 @@ mod tests {
     fn a_fast_failed_read_counts_its_replica_latency() {
         // QD 3 at t = 0 on a 10 ms drive, DLD 1 = 15 ms inactive limit, Fh: A runs 0–10 ms,
         // B 10–20 ms, C is aborted at 15 ms and re-served 1 ms later (latency 16 ms).
-        let pages = crate::cdl_spec::CdlSpec {
-            read: vec![crate::cdl_spec::DescriptorSpec {
+        let pages = profile::CdlSpec {
+            read: vec![profile::DescriptorSpec {
                 dld: 1,
                 inactive_ms: Some(15.0),
                 inactive_policy: Some("Fh".into()),
@@ -828,8 +828,8 @@ mod tests {
 
     /// One DLD 1 descriptor: a 15 ms inactive limit with `policy`.
     fn inactive_15ms(policy: &str) -> CdlPages {
-        crate::cdl_spec::CdlSpec {
-            read: vec![crate::cdl_spec::DescriptorSpec {
+        profile::CdlSpec {
+            read: vec![profile::DescriptorSpec {
                 dld: 1,
                 inactive_ms: Some(15.0),
                 inactive_policy: Some(policy.into()),

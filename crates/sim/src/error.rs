@@ -53,3 +53,21 @@ impl From<workload::WorkloadError> for SimError {
         }
     }
 }
+
+impl From<profile::FieldError> for SimError {
+    fn from(e: profile::FieldError) -> Self {
+        Self::Field {
+            field: e.field,
+            message: e.message,
+        }
+    }
+}
+
+impl From<profile::BuildError> for SimError {
+    fn from(e: profile::BuildError) -> Self {
+        match e {
+            profile::BuildError::Field(e) => e.into(),
+            profile::BuildError::Device(e) => Self::Device(e.to_string()),
+        }
+    }
+}

@@ -9,13 +9,11 @@
 //! ```
 
 pub mod array;
-pub mod cdl_spec;
 pub mod device;
 pub mod engine;
 pub mod erasure;
 mod error;
 pub mod experiment;
-pub mod faults;
 pub mod host;
 pub mod plot;
 pub mod replica;

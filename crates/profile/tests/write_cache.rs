@@ -1,8 +1,8 @@
-//! An experiment's `[drive] write_cache` is the Caching mode page's WCE of the logical unit
-//! `stint sim` runs (and `stint serve --device` exports): the same setting, not two.
+//! `[drive] write_cache` is the Caching mode page's WCE of the logical unit it describes (the
+//! one `stint sim` runs and `stint serve` exports): the same setting, not two.
 
 use device::{Completion, DhCompletion, LuConfig, Nexus, Request, Submitted, TaskAttribute};
-use sim::device::{DeviceParts, DeviceSpec, QueueSpec};
+use profile::{DeviceParts, DeviceSpec, QueueSpec};
 use store::RamStore;
 
 /// WCE in the current Caching page of the logical unit built from `[drive]` `write_cache`.
@@ -24,7 +24,7 @@ fn wce_of(write_cache: Option<bool>) -> bool {
         seed: 1,
     };
     let size = 1 << 30;
-    let mut config = LuConfig::new("iqn.test:sim", 0, size);
+    let mut config = LuConfig::new("iqn.test:profile", 0, size);
     // Whatever the LU's own default, the model decides.
     config.write_cache = write_cache != Some(true);
     let store = RamStore::new(size).expect("store");
