@@ -2,7 +2,7 @@
 //! `[cdl]` describe, built fresh for every point.
 
 use crate::engine::{run_point, PointResult, PointSetup};
-use crate::error::SimError;
+use crate::error::{DeviceError, SimError};
 use crate::experiment::Variant;
 use device::{DhCompletion, LogicalUnit, LuConfig};
 use profile::DeviceParts;
@@ -26,7 +26,7 @@ fn logical_unit(variant: &Variant, seed: u64) -> Result<LogicalUnit, SimError> {
     let capacity = variant.drive.capacity;
     let mut config = LuConfig::new("iqn.2026-11.dev.stint:sim", 0, capacity);
     config.block_size = variant.drive.block_size();
-    let store = RamStore::new(capacity).map_err(|e| SimError::Device(e.to_string()))?;
+    let store = RamStore::new(capacity).map_err(|e| SimError::Device(DeviceError::Store(e)))?;
     let parts = DeviceParts {
         drive: &variant.drive,
         queue: &variant.queue,

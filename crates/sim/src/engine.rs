@@ -6,7 +6,7 @@
 //! order; every random draw comes from a seeded stream, so a point is a pure function of its
 //! setup and seed.
 
-use crate::error::SimError;
+use crate::error::{DeviceError, SimError};
 use crate::host::{self as host_model, Eh};
 use crate::replica::Replica;
 use crate::sla::Scope;
@@ -562,7 +562,7 @@ pub(crate) fn send(
     let cdb = scsi::encode::rw16(io.write, lba, blocks, io.dld);
     let nexus = nexuses
         .get(io.class.index())
-        .ok_or_else(|| SimError::Device(format!("no nexus for class {:?}", io.class)))?;
+        .ok_or(SimError::Device(DeviceError::NoNexus(io.class)))?;
     let req = Request {
         nexus,
         lun: 0,
@@ -575,10 +575,10 @@ pub(crate) fn send(
     };
     if let Submitted::Done(c) = lu.submit_mut(now, &req, &mut Vec::new()) {
         // Refused at once (a CDB the LU cannot take): the workload does not fit the device.
-        return Err(SimError::Device(format!(
-            "the device refused {cdb:02x?}: {:?}",
-            c.sense
-        )));
+        return Err(SimError::Device(DeviceError::Refused {
+            cdb,
+            sense: c.sense,
+        }));
     }
     Ok(())
 }

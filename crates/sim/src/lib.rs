@@ -24,6 +24,6 @@ pub mod sla;
 pub mod sweep;
 
 pub use engine::{PointResult, PointSetup, Stop};
-pub use error::SimError;
+pub use error::{DeviceError, SimError};
 pub use experiment::{Experiment, Point, Variant};
 pub use report::Report;
