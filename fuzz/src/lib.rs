@@ -7,7 +7,7 @@ use device::{DhCompletion, LogicalUnit, LuConfig, Target};
 use iscsi::bhs::Bhs;
 use iscsi::pdu::{self, FrameLimits};
 use iscsi::{Portal, TargetNode};
-use sim::device::{DeviceParts, DeviceSpec, QueueSpec};
+use profile::{DeviceParts, DeviceSpec, QueueSpec};
 use store::RamStore;
 
 /// Name of the target node the iSCSI targets log in to.

@@ -2,9 +2,8 @@
 //! working default; the README documents them. The quick-case CLI flags build the same structure.
 
 use anyhow::{bail, Context};
+use profile::{CdlSpec, DeviceSpec, DriveSetup, QueueSpec};
 use serde::{Deserialize, Deserializer};
-use sim::cdl_spec::CdlSpec;
-use sim::device::{DeviceSpec, DriveSetup, QueueSpec};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -210,7 +210,7 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
     let queue = match device {
         None => None,
         Some(d) => {
-            let parts = sim::device::DeviceParts {
+            let parts = profile::DeviceParts {
                 drive: &d.drive,
                 queue: &d.queue,
                 cdl: d.cdl,

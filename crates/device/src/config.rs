@@ -1,6 +1,6 @@
 //! How a logical unit is described: capacity, block geometry, identification, cache policy.
 
-use std::fmt;
+use std::{fmt, io};
 
 /// Everything that shapes a logical unit except its store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,41 +100,111 @@ impl LuConfig {
     /// Check the values a user can get wrong.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !matches!(self.block_size, 512 | 4096) {
-            return Err(ConfigError(format!(
-                "block size {} is not 512 or 4096",
-                self.block_size
-            )));
+            return Err(ConfigError::BlockSize(self.block_size));
         }
         if self.blocks() == 0 || self.blocks() * u64::from(self.block_size) != self.size_bytes {
-            return Err(ConfigError(format!(
-                "size {} bytes is not a positive multiple of the {}-byte block size",
-                self.size_bytes, self.block_size
-            )));
+            return Err(ConfigError::Size {
+                size_bytes: self.size_bytes,
+                block_size: self.block_size,
+            });
         }
         if self.physical_block_exponent > 15 {
-            return Err(ConfigError(format!(
-                "physical block exponent {} does not fit the 4-bit LBPPBE field",
-                self.physical_block_exponent
-            )));
+            return Err(ConfigError::PhysicalBlockExponent(
+                self.physical_block_exponent,
+            ));
         }
         if self.max_transfer_bytes < self.block_size {
-            return Err(ConfigError(format!(
-                "maximum transfer of {} bytes is smaller than one block",
-                self.max_transfer_bytes
-            )));
+            return Err(ConfigError::MaxTransfer(self.max_transfer_bytes));
         }
         Ok(())
     }
 }
 
-/// A configuration value that cannot describe a logical unit.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError(pub String);
+/// A configuration value that cannot describe a logical unit, or a file of its state that
+/// cannot be read.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// LOGICAL BLOCK LENGTH IN BYTES other than 512 or 4096.
+    BlockSize(u32),
+    /// A capacity that is not a positive whole number of logical blocks.
+    Size { size_bytes: u64, block_size: u32 },
+    /// LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT beyond its 4 bits (SBC-4 table 66).
+    PhysicalBlockExponent(u8),
+    /// MAXIMUM TRANSFER LENGTH (VPD B0h) of fewer bytes than one block.
+    MaxTransfer(u32),
+    /// A store smaller than the capacity the logical unit reports.
+    StoreTooSmall { store_bytes: u64, size_bytes: u64 },
+    /// The persistent reservations kept through power loss (APTPL) cannot be read.
+    PersistentReservations(io::Error),
+    /// The saved mode parameters cannot be read.
+    SavedMode(io::Error),
+    /// The device queue refused its configuration.
+    Queue(qos::ConfigError),
+}
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            Self::BlockSize(b) => write!(f, "block size {b} is not 512 or 4096"),
+            Self::Size {
+                size_bytes,
+                block_size,
+            } => write!(
+                f,
+                "size {size_bytes} bytes is not a positive multiple of the {block_size}-byte \
+                 block size"
+            ),
+            Self::PhysicalBlockExponent(e) => write!(
+                f,
+                "physical block exponent {e} does not fit the 4-bit LBPPBE field"
+            ),
+            Self::MaxTransfer(bytes) => write!(
+                f,
+                "maximum transfer of {bytes} bytes is smaller than one block"
+            ),
+            Self::StoreTooSmall {
+                store_bytes,
+                size_bytes,
+            } => write!(
+                f,
+                "store holds {store_bytes} bytes but the LU is configured as {size_bytes} bytes"
+            ),
+            Self::PersistentReservations(e) => write!(f, "persistent reservations: {e}"),
+            Self::SavedMode(e) => write!(f, "saved mode parameters: {e}"),
+            Self::Queue(e) => write!(f, "queue: {e}"),
+        }
     }
 }
 
 impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each refusal names the value, in the words `stint serve` has always printed.
+    #[test]
+    fn refusals_name_the_value() {
+        let refused = |change: fn(&mut LuConfig)| {
+            let mut config = LuConfig::new("iqn.2026-11.dev.stint:t", 0, 1 << 20);
+            change(&mut config);
+            config.validate().map_err(|e| e.to_string()).unwrap_err()
+        };
+        assert_eq!(
+            refused(|c| c.block_size = 1024),
+            "block size 1024 is not 512 or 4096"
+        );
+        assert_eq!(
+            refused(|c| c.size_bytes = 1000),
+            "size 1000 bytes is not a positive multiple of the 512-byte block size"
+        );
+        assert_eq!(
+            refused(|c| c.physical_block_exponent = 16),
+            "physical block exponent 16 does not fit the 4-bit LBPPBE field"
+        );
+        assert_eq!(
+            refused(|c| c.max_transfer_bytes = 256),
+            "maximum transfer of 256 bytes is smaller than one block"
+        );
+    }
+}

@@ -137,10 +137,10 @@ impl LogicalUnit {
         }
         config.validate()?;
         if backing.len < config.size_bytes {
-            return Err(ConfigError(format!(
-                "store holds {} bytes but the LU is configured as {} bytes",
-                backing.len, config.size_bytes
-            )));
+            return Err(ConfigError::StoreTooSmall {
+                store_bytes: backing.len,
+                size_bytes: config.size_bytes,
+            });
         }
         let key = identity::identity_key(&config.target_name, config.lun, config.serial.as_deref());
         let serial = config
@@ -159,9 +159,10 @@ impl LogicalUnit {
             product: inquiry::ascii_field(&config.product),
             revision: inquiry::ascii_field(&config.revision),
         };
-        let named = |what: &str, path: &Option<std::path::PathBuf>, e: String| {
+        // A kept file that does not decode, as the error reading it names it.
+        let corrupt = |path: &Option<std::path::PathBuf>, e: String| {
             let at = path.as_ref().map_or(String::new(), |p| format!("{}: ", p.display()));
-            ConfigError(format!("{what}: {at}{e}"))
+            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{at}{e}"))
         };
         let block_limits = block_limits(&config, backing.unmap_granularity);
         let cdl = queue.as_ref().map(|q| q.queue.cdl);
@@ -179,10 +180,10 @@ impl LogicalUnit {
             config.write_cache_changeable,
             config.thin_provisioning,
         )
-        .map_err(|e| named("saved mode parameters", &config.saved_mode_path, e))?;
+        .map_err(|e| ConfigError::SavedMode(corrupt(&config.saved_mode_path, e)))?;
         let persistent = match &kept.reservations {
             Some(bytes) => Some(aptpl::decode(bytes).map_err(|e| {
-                named("persistent reservations", &config.persistent_reservations_path, e)
+                ConfigError::PersistentReservations(corrupt(&config.persistent_reservations_path, e))
             })?),
             None => None,
         };
@@ -193,7 +194,7 @@ impl LogicalUnit {
         let queue = queue
             .map(Scheduled::new)
             .transpose()
-            .map_err(|e| ConfigError(format!("queue: {e}")))?;
+            .map_err(ConfigError::Queue)?;
         let blocks = config.blocks();
         let mut lu = LogicalUnit {
             provisioning: Provisioning::new(blocks, config.block_size, backing.unmap_granularity),

@@ -106,14 +106,13 @@ impl Unit {
         plane: Arc<dyn Plane>,
         queue: Option<DeviceQueue>,
     ) -> Result<Unit, ConfigError> {
-        let load = |file, what: &str| {
-            plane
-                .load(file)
-                .map_err(|e| ConfigError(format!("{what}: {e}")))
-        };
         let kept = Kept {
-            mode_pages: load(KeptFile::ModePages, "saved mode parameters")?,
-            reservations: load(KeptFile::Reservations, "persistent reservations")?,
+            mode_pages: plane
+                .load(KeptFile::ModePages)
+                .map_err(ConfigError::SavedMode)?,
+            reservations: plane
+                .load(KeptFile::Reservations)
+                .map_err(ConfigError::PersistentReservations)?,
         };
         let core = LogicalUnit::new(config, backing(&*plane), kept, queue)?;
         Ok(Unit::new(core, plane))

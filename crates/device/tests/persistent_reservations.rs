@@ -7,7 +7,7 @@ mod common;
 use common::TargetExt;
 
 use common::{run, target_with};
-use device::{Completion, LogicalUnit, LuConfig, Nexus, Target};
+use device::{Completion, ConfigError, LogicalUnit, LuConfig, Nexus, Target};
 use device::{TaskManagement, Transfer};
 use scsi::{Asc, SenseKey, Status};
 use std::path::Path;
@@ -332,9 +332,10 @@ fn a_corrupt_reservations_file_stops_the_logical_unit_with_its_name() {
     let mut config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
     config.persistent_reservations_path = Some(dir.path().join("lun.img.pr"));
     let e = LogicalUnit::new(config, Box::new(store)).err().unwrap();
+    assert!(matches!(e, ConfigError::PersistentReservations(_)), "{e:?}");
+    let e = e.to_string();
     assert!(
-        e.0.contains("lun.img.pr") && e.0.contains("not a persistent reservations file"),
-        "{}",
-        e.0
+        e.contains("lun.img.pr") && e.contains("not a persistent reservations file"),
+        "{e}"
     );
 }

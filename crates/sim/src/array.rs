@@ -16,7 +16,7 @@
 
 use crate::engine::{open_nexuses, outcome, send, Meter, PointResult, PointSetup, Served, Slot};
 use crate::erasure::{Erasure, MAX_WIDTH};
-use crate::error::SimError;
+use crate::error::{DeviceError, SimError};
 use crate::unit::{Ended, SimUnit};
 use device::Nexus;
 use drive::Ns;
@@ -427,7 +427,7 @@ impl Array<'_> {
         let drive = self
             .drives
             .get_mut(d)
-            .ok_or_else(|| SimError::Device(format!("no drive {d}")))?;
+            .ok_or(SimError::Device(DeviceError::NoDrive(d)))?;
         send(&mut drive.lu, &drive.nexuses, tag, io, now)?;
         // The new task is due for dispatch now.
         drive.next = Some(drive.next.map_or(now, |t| t.min(now)));

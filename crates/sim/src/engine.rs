@@ -6,7 +6,7 @@
 //! order; every random draw comes from a seeded stream, so a point is a pure function of its
 //! setup and seed.
 
-use crate::error::SimError;
+use crate::error::{DeviceError, SimError};
 use crate::host::{self as host_model, Eh};
 use crate::replica::Replica;
 use crate::sla::Scope;
@@ -563,7 +563,7 @@ pub(crate) fn send(
     let cdb = scsi::encode::rw16(io.write, lba, blocks, io.dld);
     let nexus = nexuses
         .get(io.class.index())
-        .ok_or_else(|| SimError::Device(format!("no nexus for class {:?}", io.class)))?;
+        .ok_or(SimError::Device(DeviceError::NoNexus(io.class)))?;
     let req = Arrival {
         nexus,
         lun: 0,
@@ -576,10 +576,10 @@ pub(crate) fn send(
     };
     if let Some(c) = lu.submit(now, &req) {
         // Refused at once (a CDB the LU cannot take): the workload does not fit the device.
-        return Err(SimError::Device(format!(
-            "the device refused {cdb:02x?}: {:?}",
-            c.sense
-        )));
+        return Err(SimError::Device(DeviceError::Refused {
+            cdb,
+            sense: c.sense,
+        }));
     }
     Ok(())
 }
@@ -787,8 +787,8 @@ mod tests {
     fn a_fast_failed_read_counts_its_replica_latency() {
         // QD 3 at t = 0 on a 10 ms drive, DLD 1 = 15 ms inactive limit, Fh: A runs 0–10 ms,
         // B 10–20 ms, C is aborted at 15 ms and re-served 1 ms later (latency 16 ms).
-        let pages = crate::cdl_spec::CdlSpec {
-            read: vec![crate::cdl_spec::DescriptorSpec {
+        let pages = profile::CdlSpec {
+            read: vec![profile::DescriptorSpec {
                 dld: 1,
                 inactive_ms: Some(15.0),
                 inactive_policy: Some("Fh".into()),
@@ -834,8 +834,8 @@ mod tests {
 
     /// One DLD 1 descriptor: a 15 ms inactive limit with `policy`.
     fn inactive_15ms(policy: &str) -> CdlPages {
-        crate::cdl_spec::CdlSpec {
-            read: vec![crate::cdl_spec::DescriptorSpec {
+        profile::CdlSpec {
+            read: vec![profile::DescriptorSpec {
                 dld: 1,
                 inactive_ms: Some(15.0),
                 inactive_policy: Some(policy.into()),

@@ -1,15 +1,35 @@
 //! Errors of experiment files and runs; each names the field or stage at fault.
 
-use std::fmt;
+use std::{fmt, io};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum SimError {
     /// A bad field: `field` is its path in the file (e.g. `queue.depth`, `job[0].iodepth`).
     Field { field: String, message: String },
     /// The file is not valid TOML or has unknown/mistyped fields (serde's message names them).
     Parse(String),
-    /// The device refused a command or a configuration (a bug if the file validated).
-    Device(String),
+    /// The device could not be built or refused a command (a bug if the file validated).
+    Device(DeviceError),
+    /// A thread of the sweep panicked (a bug).
+    Panicked,
+}
+
+/// What went wrong with a simulated logical unit.
+#[derive(Debug)]
+pub enum DeviceError {
+    /// The logical unit refused its configuration.
+    Config(device::ConfigError),
+    /// Its RAM store could not be had.
+    Store(io::Error),
+    /// It refused a command at once: the workload does not fit the device.
+    Refused {
+        cdb: [u8; 16],
+        sense: Option<scsi::Sense>,
+    },
+    /// The run has no I_T nexus for a class of its jobs.
+    NoNexus(qos::Class),
+    /// An erasure-coded array has no drive of this index.
+    NoDrive(usize),
 }
 
 impl SimError {
@@ -38,7 +58,20 @@ impl fmt::Display for SimError {
         match self {
             Self::Field { field, message } => write!(f, "{field}: {message}"),
             Self::Parse(m) => f.write_str(m),
-            Self::Device(m) => write!(f, "device: {m}"),
+            Self::Device(e) => write!(f, "device: {e}"),
+            Self::Panicked => f.write_str("a sweep thread panicked"),
+        }
+    }
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config(e) => e.fmt(f),
+            Self::Store(e) => e.fmt(f),
+            Self::Refused { cdb, sense } => write!(f, "the device refused {cdb:02x?}: {sense:?}"),
+            Self::NoNexus(class) => write!(f, "no nexus for class {class:?}"),
+            Self::NoDrive(d) => write!(f, "no drive {d}"),
         }
     }
 }
@@ -50,6 +83,24 @@ impl From<workload::WorkloadError> for SimError {
         Self::Field {
             field: format!("job \"{}\".{}", e.job, e.field),
             message: e.message,
+        }
+    }
+}
+
+impl From<profile::FieldError> for SimError {
+    fn from(e: profile::FieldError) -> Self {
+        Self::Field {
+            field: e.field,
+            message: e.message,
+        }
+    }
+}
+
+impl From<profile::BuildError> for SimError {
+    fn from(e: profile::BuildError) -> Self {
+        match e {
+            profile::BuildError::Field(e) => e.into(),
+            profile::BuildError::Device(e) => Self::Device(DeviceError::Config(e)),
         }
     }
 }

@@ -5,9 +5,9 @@
 //! id = "b2"
 //! qd = [1, 2, 4, 8, 16, 24, 32]   # sets `iodepth` of every job that does not set its own
 //! ios = 20000                      # measured completions per point (or runtime = seconds)
-//! [drive]                          # see crate::device
+//! [drive]                          # model, profile, faults (profile::DeviceSpec)
 //! [queue]                          # depth, scheduler, arbitration, admission
-//! [cdl]                            # T2A/T2B descriptors (crate::cdl_spec)
+//! [cdl]                            # T2A/T2B descriptors (profile::CdlSpec)
 //! [replica]                        # re-serve fast-failed reads (crate::replica)
 //! [host]                           # the host's error handling: sas, sata-* (crate::host)
 //! [sla]                            # percentile + limit checked per point (crate::sla)
@@ -18,14 +18,13 @@
 //! queue = { scheduler = "cdl-aware" }
 //! ```
 
-use crate::cdl_spec::CdlSpec;
-use crate::device::{DeviceSpec, DriveSetup, QueueSpec};
 use crate::engine::{PointSetup, Stop};
 use crate::erasure::{Erasure, ErasureSpec};
 use crate::error::SimError;
 use crate::host::{Host, HostSpec};
 use crate::replica::{Replica, ReplicaSpec};
 use crate::sla::{Sla, SlaSpec};
+use profile::{CdlSpec, DeviceSpec, DriveSetup, QueueSpec};
 use serde::Deserialize;
 use std::path::Path;
 use toml::{Table, Value};

@@ -9,13 +9,11 @@
 //! ```
 
 pub mod array;
-pub mod cdl_spec;
 pub mod device;
 pub mod engine;
 pub mod erasure;
 mod error;
 pub mod experiment;
-pub mod faults;
 pub mod host;
 pub mod plot;
 pub mod replica;
@@ -27,6 +25,6 @@ pub mod sweep;
 mod unit;
 
 pub use engine::{PointResult, PointSetup, Stop};
-pub use error::SimError;
+pub use error::{DeviceError, SimError};
 pub use experiment::{Experiment, Point, Variant};
 pub use report::Report;

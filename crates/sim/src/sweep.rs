@@ -119,11 +119,9 @@ fn in_parallel<T: Send>(
             });
         }
     });
-    let results = results
-        .into_inner()
-        .map_err(|_| SimError::Device("a sweep thread panicked".into()))?;
+    let results = results.into_inner().map_err(|_| SimError::Panicked)?;
     results
         .into_iter()
-        .map(|r| r.ok_or_else(|| SimError::Device("a sweep thread panicked".into()))?)
+        .map(|r| r.ok_or(SimError::Panicked)?)
         .collect()
 }

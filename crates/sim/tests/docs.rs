@@ -6,7 +6,7 @@
 //! parse and build a drive; a plain ```toml block there is an excerpt whose `[drive]` table
 //! must deserialize.
 
-use sim::device::DeviceSpec;
+use profile::DeviceSpec;
 use sim::Experiment;
 mod doc_blocks;
 

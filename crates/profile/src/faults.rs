@@ -1,7 +1,7 @@
 //! Seeded fault sets for the HDD model (experiments/README.md, B4: "per-LBA-range fault sets …
 //! seed their locations and sizes from the fault RNG stream").
 
-use crate::error::SimError;
+use crate::error::FieldError;
 use drive::FaultRange;
 use serde::Deserialize;
 use workload::Rng;
@@ -27,28 +27,28 @@ fn retries() -> [u32; 2] {
 }
 
 impl FaultSetSpec {
-    pub fn validate(&self) -> Result<(), SimError> {
+    pub fn validate(&self) -> Result<(), FieldError> {
         if !(1..=1_000_000).contains(&self.ranges) {
-            return Err(SimError::field(
+            return Err(FieldError::new(
                 "drive.faults.ranges",
                 format!("{} is outside 1..=1000000", self.ranges),
             ));
         }
         if !(self.fraction > 0.0 && self.fraction <= 0.5) {
-            return Err(SimError::field(
+            return Err(FieldError::new(
                 "drive.faults.fraction",
                 format!("{} is outside (0, 0.5]", self.fraction),
             ));
         }
         let [lo, hi] = self.retries;
         if lo == 0 || lo > hi || hi > 1000 {
-            return Err(SimError::field(
+            return Err(FieldError::new(
                 "drive.faults.retries",
                 format!("[{lo}, {hi}] must satisfy 1 <= min <= max <= 1000"),
             ));
         }
         if !(0.0..=1.0).contains(&self.unrecoverable) {
-            return Err(SimError::field(
+            return Err(FieldError::new(
                 "drive.faults.unrecoverable",
                 format!("{} is outside 0..=1", self.unrecoverable),
             ));

@@ -1,8 +1,10 @@
-//! An experiment's `[drive] write_cache` is the Caching mode page's WCE of the logical unit
-//! `stint sim` runs (and `stint serve --device` exports): the same setting, not two.
+//! `[drive] write_cache` is the Caching mode page's WCE of the logical unit it describes (the
+//! one `stint sim` runs and `stint serve` exports): the same setting, not two.
 
-use device::{Arrival, Backing, Completion, DhCompletion, Kept, LuConfig, Nexus, Step, TaskAttribute};
-use sim::device::{DeviceParts, DeviceSpec, QueueSpec};
+use device::{
+    Arrival, Backing, Completion, DhCompletion, Kept, LuConfig, Nexus, Step, TaskAttribute,
+};
+use profile::{DeviceParts, DeviceSpec, QueueSpec};
 
 /// WCE in the current Caching page of the logical unit built from `[drive]` `write_cache`.
 fn wce_of(write_cache: Option<bool>) -> bool {
@@ -23,7 +25,7 @@ fn wce_of(write_cache: Option<bool>) -> bool {
         seed: 1,
     };
     let size = 1 << 30;
-    let mut config = LuConfig::new("iqn.test:sim", 0, size);
+    let mut config = LuConfig::new("iqn.test:profile", 0, size);
     // Whatever the LU's own default, the model decides.
     config.write_cache = write_cache != Some(true);
     let backing = Backing {

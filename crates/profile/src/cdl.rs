@@ -1,7 +1,7 @@
-//! Duration limit descriptors as an experiment file writes them (milliseconds and cdladm policy
-//! names), turned into SPC-6 T2A/T2B mode pages.
+//! Duration limit descriptors as stint.toml and experiment files write them (milliseconds and
+//! cdladm policy names), turned into SPC-6 T2A/T2B mode pages.
 
-use crate::error::SimError;
+use crate::error::FieldError;
 use qos::{CdlDescriptor, CdlPage, CdlPages, PerfVsDurationGuideline, Policy, T2CdlUnits};
 use serde::Deserialize;
 
@@ -36,7 +36,7 @@ pub struct DescriptorSpec {
 }
 
 /// A policy by cdladm name ("complete-earliest") or code ("0h", "dh", "0xf").
-fn policy(at: &str, name: Option<&str>) -> Result<Policy, SimError> {
+fn policy(at: &str, name: Option<&str>) -> Result<Policy, FieldError> {
     let Some(name) = name else {
         return Ok(Policy::CompleteEarliest);
     };
@@ -46,7 +46,7 @@ fn policy(at: &str, name: Option<&str>) -> Result<Policy, SimError> {
         .into_iter()
         .find(|p| p.name() == lower || code.and_then(|c| u8::from_str_radix(c, 16).ok()) == Some(p.code()))
         .ok_or_else(|| {
-            SimError::field(
+            FieldError::new(
                 at,
                 format!(
                     "unknown policy {name:?} (complete-earliest, continue-next-limit, \
@@ -57,13 +57,13 @@ fn policy(at: &str, name: Option<&str>) -> Result<Policy, SimError> {
 }
 
 /// Milliseconds to ns, rejecting what no T2 unit can hold.
-fn limit_ns(at: &str, ms: Option<f64>) -> Result<Option<u64>, SimError> {
+fn limit_ns(at: &str, ms: Option<f64>) -> Result<Option<u64>, FieldError> {
     match ms {
         None => Ok(None),
         Some(ms) if ms > 0.0 && ms <= 65_535.0 * 500.0 * 1000.0 => {
             Ok(Some((ms * 1e6).round() as u64))
         }
-        Some(ms) => Err(SimError::field(
+        Some(ms) => Err(FieldError::new(
             at,
             format!("{ms} ms is outside (0, 32767500000]"),
         )),
@@ -71,7 +71,7 @@ fn limit_ns(at: &str, ms: Option<f64>) -> Result<Option<u64>, SimError> {
 }
 
 impl DescriptorSpec {
-    fn build(&self, at: &str) -> Result<CdlDescriptor, SimError> {
+    fn build(&self, at: &str) -> Result<CdlDescriptor, FieldError> {
         let f = |name: &str| format!("{at}.{name}");
         let limits = [
             limit_ns(&f("inactive_ms"), self.inactive_ms)?,
@@ -93,7 +93,7 @@ impl DescriptorSpec {
                 .all(|ns| ns % u.unit_ns() == 0 && ns / u.unit_ns() <= 65_535)
         })
         .ok_or_else(|| {
-            SimError::field(
+            FieldError::new(
                 at,
                 "limits cannot share one T2CDLUNITS (use multiples of 500 ns that fit 16 bits)",
             )
@@ -118,12 +118,12 @@ impl DescriptorSpec {
     }
 }
 
-fn page(field: &str, specs: &[DescriptorSpec]) -> Result<CdlPage, SimError> {
+fn page(field: &str, specs: &[DescriptorSpec]) -> Result<CdlPage, FieldError> {
     let mut page = CdlPage::default();
     for (i, spec) in specs.iter().enumerate() {
         let at = format!("cdl.{field}[{i}]");
         if let Some(j) = specs[..i].iter().position(|s| s.dld == spec.dld) {
-            return Err(SimError::field(
+            return Err(FieldError::new(
                 &format!("{at}.dld"),
                 format!("descriptor {} is already set by cdl.{field}[{j}]", spec.dld),
             ));
@@ -132,26 +132,26 @@ fn page(field: &str, specs: &[DescriptorSpec]) -> Result<CdlPage, SimError> {
             .checked_sub(1)
             .and_then(|n| page.descriptors.get_mut(n))
             .ok_or_else(|| {
-                SimError::field(
+                FieldError::new(
                     &format!("{at}.dld"),
                     format!("{} is outside 1..=7", spec.dld),
                 )
             })?;
         *slot = spec.build(&at)?;
         slot.validate(spec.dld)
-            .map_err(|e| SimError::field(&at, e.to_string()))?;
+            .map_err(|e| FieldError::new(&at, e.to_string()))?;
     }
     Ok(page)
 }
 
 impl CdlSpec {
-    pub fn pages(&self) -> Result<CdlPages, SimError> {
+    pub fn pages(&self) -> Result<CdlPages, FieldError> {
         let pct = self.perf_vs_duration_guideline;
         let perf = (0..=0xC)
             .filter_map(PerfVsDurationGuideline::new)
             .find(|p| (p.fraction() * 100.0 - pct).abs() < 1e-9)
             .ok_or_else(|| {
-                SimError::field(
+                FieldError::new(
                     "cdl.perf_vs_duration_guideline",
                     format!("{pct} is not one of 0, 0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 8, 10, 15, 20 (percent)"),
                 )
