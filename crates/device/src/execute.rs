@@ -749,6 +749,13 @@ impl LogicalUnit {
         }
     }
 
+    /// Task management aborted a copy's task between chunks: its held results say so.
+    pub(crate) fn copy_aborted(&mut self, job: &CopyJob) {
+        if let Some((nexus, list)) = job.kept_as() {
+            self.copies.end(nexus, list, job.aborted());
+        }
+    }
+
     /// A copy ended with `c`: its result is kept for RECEIVE COPY RESULTS where its list
     /// identifier asks.
     fn copy_ended(&mut self, job: &CopyJob, c: Completion) -> Completion {

@@ -488,6 +488,16 @@ impl CopyJob {
         &self.result
     }
 
+    /// Its result as task management left it: aborted, with COPY ABORTED at the segment it
+    /// was moving.
+    pub(crate) fn aborted(&self) -> CopyResult {
+        CopyResult {
+            status: CopyStatus::Aborted,
+            sense: Some(self.abort_sense()),
+            ..self.result.clone()
+        }
+    }
+
     /// Ends the copy with `sense`; `aborted`: a reset or COPY OPERATION ABORT stopped it.
     fn fail(&mut self, sense: Sense, aborted: bool) -> Next {
         self.result.status = if aborted {

@@ -359,6 +359,11 @@ impl LogicalUnit {
         self.copy.as_ref()
     }
 
+    /// Whether the unit belongs to a copy manager.
+    pub(crate) fn attached(&self) -> bool {
+        self.copy.is_some()
+    }
+
     /// Joins a copy manager: copies and ROD tokens reach other units through it, and it sees
     /// this unit through `view`.
     pub(crate) fn attach(&mut self, manager: Arc<CopyManager>, view: Arc<UnitView>) {
@@ -577,6 +582,10 @@ impl LogicalUnit {
             // Task management aborted it while the operation ran: no status (TAS = 0).
             if let Some(task) = self.tasks.remove(id) {
                 self.counters.aborted(task.kind);
+                if let State::Io(crate::task::After::Copy(job, _)) = task.state {
+                    // A held copy's results say it was aborted.
+                    self.copy_aborted(&job);
+                }
             }
             self.release(now);
             return Step::Aborted;

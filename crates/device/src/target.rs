@@ -33,17 +33,18 @@ fn target_scope(cdb: &[u8]) -> bool {
 }
 
 impl Target {
-    /// A target serving `luns`; a later duplicate LUN replaces an earlier one. They share a
-    /// new copy manager, so EXTENDED COPY reaches every LUN of the target; [`Self::with_copy_manager`]
-    /// reaches further.
+    /// A target serving `luns`; a later duplicate LUN replaces an earlier one. Units that
+    /// belong to no copy manager yet share a new one, so EXTENDED COPY reaches every LUN of
+    /// the target ([`Self::with_copy_manager`], or attaching them first, reaches further).
     pub fn new(luns: Vec<(u64, Arc<Unit>)>) -> Self {
         Self::with_copy_manager(luns, Arc::default())
     }
 
-    /// A target whose units join `manager` (one per process reaches every target's units).
+    /// A target whose units that belong to no copy manager yet join `manager` (one per
+    /// process reaches every target's units).
     pub fn with_copy_manager(luns: Vec<(u64, Arc<Unit>)>, manager: Arc<CopyManager>) -> Self {
         for (_, unit) in &luns {
-            unit.attach(manager.clone());
+            let _joined = unit.attach(manager.clone());
         }
         Target {
             luns: luns.into_iter().collect(),

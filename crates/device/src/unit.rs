@@ -341,9 +341,13 @@ impl Unit {
     }
 
     /// Joins a copy manager: EXTENDED COPY and ROD tokens of this unit reach the others
-    /// registered with it, and theirs reach this one (through this unit's data plane).
-    pub fn attach(&self, manager: Arc<crate::CopyManager>) {
+    /// registered with it, and theirs reach this one (through this unit's data plane). A unit
+    /// belongs to one copy manager: `false` when it had one already.
+    pub fn attach(&self, manager: Arc<crate::CopyManager>) -> bool {
         let mut core = self.core.lock();
+        if core.attached() {
+            return false;
+        }
         let ids = core.identifiers().clone();
         let view = crate::copy_manager::UnitView::new(
             ids.naa,
@@ -354,6 +358,7 @@ impl Unit {
             core.uncorrectable().clone(),
         );
         core.attach(manager, Arc::new(view));
+        true
     }
 
     /// A task management function for this unit from `nexus` at `now` (SAM-5 §7).

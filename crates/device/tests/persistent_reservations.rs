@@ -4,10 +4,12 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use common::TargetExt;
 
 use common::{run, target_with};
-use device::{Completion, ConfigError, LogicalUnit, LuConfig, Nexus, Target};
+use device::{Completion, ConfigError, Unit, LuConfig, Nexus, Target};
 use device::{TaskManagement, Transfer};
 use scsi::{Asc, SenseKey, Status};
 use std::path::Path;
@@ -42,7 +44,7 @@ fn file_target(dir: &Path) -> Target {
     let store = FileStore::open(&data, Some(BLOCKS * 512)).unwrap();
     let mut config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
     config.persistent_reservations_path = Some(dir.join("lun.img.pr"));
-    target_with(config, Box::new(store))
+    target_with(config, Arc::new(store))
 }
 
 /// Nexus `id` of initiator `name` (ISID 1).
@@ -331,7 +333,8 @@ fn a_corrupt_reservations_file_stops_the_logical_unit_with_its_name() {
     let store = FileStore::open(&dir.path().join("lun.img"), Some(BLOCKS * 512)).unwrap();
     let mut config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
     config.persistent_reservations_path = Some(dir.path().join("lun.img.pr"));
-    let e = LogicalUnit::new(config, Box::new(store)).err().unwrap();
+    let plane = common::plane_over(&config, Arc::new(store));
+    let e = Unit::build(config, plane, None).err().unwrap();
     assert!(matches!(e, ConfigError::PersistentReservations(_)), "{e:?}");
     let e = e.to_string();
     assert!(

@@ -6,13 +6,13 @@ use common::{Request, TargetExt};
 
 use common::{nexus, ram_lu, read10, run_on as run, sense_of};
 use device::{
-    Completion, LogicalUnit, LuConfig, Nexus, Target, TaskAttribute, TaskManagement,
-    TmfResponse, Transfer,
+    Completion, LuConfig, Nexus, Target, TaskAttribute, TaskManagement,
+    TmfResponse, Transfer, Unit,
 };
 use scsi::{Asc, Sense, SenseKey, Status};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use store::{FileStore, RamStore, Store};
+use store::{FileStore, InlinePlane, RamStore, Store};
 
 const BLOCKS: u64 = 2048;
 
@@ -475,7 +475,7 @@ fn file_lu_survives_restart() {
     let data = vec![0xC3u8; 4096];
     {
         let store = FileStore::open(&path, Some(1 << 20)).unwrap();
-        let t = common::target_with(LuConfig::new("iqn.test:t", 0, 1 << 20), Box::new(store));
+        let t = common::target_with(LuConfig::new("iqn.test:t", 0, 1 << 20), Arc::new(store));
         let n = ready(&t, 1);
         assert_eq!(
             run(&t, &n, 0, &write16(8, 8, true), &data).0,
@@ -484,7 +484,7 @@ fn file_lu_survives_restart() {
     }
     let store = FileStore::open(&path, None).unwrap();
     assert_eq!(store.len(), 1 << 20);
-    let t = common::target_with(LuConfig::new("iqn.test:t", 0, 1 << 20), Box::new(store));
+    let t = common::target_with(LuConfig::new("iqn.test:t", 0, 1 << 20), Arc::new(store));
     let n = ready(&t, 1);
     let (_, back) = run(&t, &n, 0, &read10(8, 8), &[]);
     assert_eq!(back, data);
@@ -494,11 +494,10 @@ fn file_lu_survives_restart() {
 fn config_errors_are_reported() {
     let mut cfg = LuConfig::new("iqn.test:t", 0, 1 << 20);
     cfg.block_size = 1024;
-    assert!(LogicalUnit::new(cfg, Box::new(RamStore::new(1 << 20).unwrap())).is_err());
+    let plane = |len| Arc::new(InlinePlane::new(Arc::new(RamStore::new(len).unwrap())));
+    assert!(Unit::build(cfg, plane(1 << 20), None).is_err());
     let cfg = LuConfig::new("iqn.test:t", 0, 1 << 20);
-    let e = LogicalUnit::new(cfg, Box::new(RamStore::new(1 << 19).unwrap()))
-        .err()
-        .unwrap();
+    let e = Unit::build(cfg, plane(1 << 19), None).err().unwrap();
     assert!(e.to_string().contains("524288"), "{e}");
 }
 
@@ -539,11 +538,8 @@ fn fua_asks_for_one_durable_write_and_no_flush() {
         durable: durable.clone(),
         flushes: flushes.clone(),
     };
-    let lu = LogicalUnit::new(
-        LuConfig::new("iqn.test:t", 0, BLOCKS * 512),
-        Box::new(store),
-    );
-    let t = Target::new(vec![(0, Arc::new(lu.unwrap()))]);
+    let lu = common::unit_over(LuConfig::new("iqn.test:t", 0, BLOCKS * 512), Arc::new(store));
+    let t = Target::new(vec![(0, lu)]);
     let n = ready(&t, 1);
     let counts = || (durable.load(Relaxed), flushes.load(Relaxed));
     let (c, _) = run(&t, &n, 0, &write16(0, 1, false), &[1; 512]);

@@ -7,15 +7,27 @@
 #![allow(dead_code)]
 
 use device::{
-    Arrival, Completion, Finished, LuConfig, Nexus, Ns, Sink, Submitted, Target, TaskAttribute,
-    TaskManagement, Transfer, Unit,
+    Arrival, Completion, Finished, LuConfig, Next, Nexus, Ns, Sink, Submitted, Target,
+    TaskAttribute, TaskId, TaskManagement, Transfer, Unit,
 };
 use scsi::{Asc, Sense, SenseKey};
 use std::sync::Arc;
-use store::{InlinePlane, RamStore, Store};
+use store::{InlinePlane, KeptFiles, RamStore, Store};
 
-/// The time of commands that need none.
-pub const NOW: Ns = 0;
+std::thread_local! {
+    /// The time commands arrive at, on this test's thread.
+    static CLOCK: std::cell::Cell<Ns> = const { std::cell::Cell::new(0) };
+}
+
+/// The time the next commands arrive at (0 until a test sets it).
+pub fn now() -> Ns {
+    CLOCK.with(|c| c.get())
+}
+
+/// Commands arrive at `at` from now on.
+pub fn set_now(at: Ns) {
+    CLOCK.with(|c| c.set(at));
+}
 
 /// Collects what the calls deliver for other tasks (a plain logical unit delivers nothing
 /// unless ORDERED or task management holds or aborts tasks).
@@ -35,10 +47,19 @@ impl Sink for Collect {
     }
 }
 
-/// A logical unit over `store`, its plane inline.
+/// A logical unit over `store`, its plane inline, keeping its state files where `config`
+/// says (as `stint serve` places them beside a file LUN).
 pub fn unit_over(config: LuConfig, store: Arc<dyn Store>) -> Arc<Unit> {
-    let plane = Arc::new(InlinePlane::new(store));
-    Arc::new(Unit::build(config, plane, None).unwrap())
+    Arc::new(Unit::build(config.clone(), plane_over(&config, store), None).unwrap())
+}
+
+/// The inline plane of `store` for a logical unit configured as `config`.
+pub fn plane_over(config: &LuConfig, store: Arc<dyn Store>) -> Arc<InlinePlane> {
+    let kept = KeptFiles {
+        mode_pages: config.saved_mode_path.clone(),
+        reservations: config.persistent_reservations_path.clone(),
+    };
+    Arc::new(InlinePlane::new(store).keeping(kept))
 }
 
 /// A logical unit over a RAM store of the configured size.
@@ -120,9 +141,12 @@ pub fn request<'a>(n: &'a Nexus, lun: u64, cdb: &'a [u8], data_out: &'a [u8]) ->
 
 /// What the tests ask of a target besides its own calls.
 pub trait TargetExt {
-    /// Runs a command that ends at once (every command on a unit without a device queue
-    /// whose task attribute lets it run); read data goes to `data_in`.
+    /// Runs a command to its end, driving the units' time when it waits; read data goes to
+    /// `data_in`. Panics when task management aborts it.
     fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion;
+    /// [`Self::execute`], `None` when task management aborted the command (TAS = 0: no
+    /// status).
+    fn try_execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Option<Completion>;
     /// Direction and length `cdb` asks for, or the sense it is refused with before any of
     /// its data is asked for (the CDB's checks and a write's range): what an iSCSI target
     /// knows before it sends an R2T. Probed on a nexus of its own, which then goes.
@@ -131,10 +155,22 @@ pub trait TargetExt {
 
 impl TargetExt for Target {
     fn execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Completion {
+        self.try_execute(req, data_in)
+            .unwrap_or_else(|| panic!("{:02X?} was aborted", req.cdb))
+    }
+
+    fn try_execute(&self, req: &Request, data_in: &mut Vec<u8>) -> Option<Completion> {
         let mut sink = Collect::default();
-        match self.command(NOW, &req.arrival(), data_in, &mut sink).1 {
-            Submitted::Done(c) => c,
-            other => panic!("{:02X?} did not end at once: {other:?}", req.cdb),
+        let mut submitted = self.command(now(), &req.arrival(), data_in, &mut sink).1;
+        if let Submitted::WantData(task, _) = submitted {
+            // The Data-Out sent is all there is (less than the buffer size said).
+            submitted = self.data_out(now(), req.lun, task, req.data_out, data_in, &mut sink);
+        }
+        match submitted {
+            Submitted::Done(c) => Some(c),
+            Submitted::Queued(task) => drive(self, req, task, data_in, sink),
+            Submitted::Aborted => None,
+            Submitted::WantData(..) => panic!("{:02X?} wants more data", req.cdb),
         }
     }
 
@@ -153,19 +189,68 @@ impl TargetExt for Target {
             data_out: &[],
         };
         let mut sink = Collect::default();
-        let (transfer, submitted) = self.command(NOW, &a, &mut Vec::new(), &mut sink);
+        let (transfer, submitted) = self.command(now(), &a, &mut Vec::new(), &mut sink);
         let refused = match &submitted {
             Submitted::Done(c) => c.sense.clone(),
             Submitted::WantData(..) | Submitted::Queued(_) => {
                 let abort = TaskManagement::AbortTask(1);
-                self.task_management(NOW, &probe, lun, abort, &mut sink);
+                self.task_management(now(), &probe, lun, abort, &mut sink);
                 None
             }
             Submitted::Aborted => None,
         };
-        self.nexus_lost(NOW, &probe, &mut sink);
+        self.nexus_lost(now(), &probe, &mut sink);
         transfer.ok_or_else(|| refused.expect("a refusal carries sense"))
     }
+}
+
+/// Drives the units' time (virtual, from [`now`]) until `task` of `req` ends: what its unit's
+/// driver would do in a server (deadlines, background work), and what its transport would do
+/// with its delivered operations.
+fn drive(
+    t: &Target,
+    req: &Request,
+    task: TaskId,
+    data_in: &mut Vec<u8>,
+    mut sink: Collect,
+) -> Option<Completion> {
+    let mut now = now();
+    for _ in 0..1_000_000 {
+        let mut next: Option<Ns> = None;
+        for unit in t.units() {
+            if let Some(at) = unit.advance(now, &mut sink) {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        for f in std::mem::take(&mut sink.finished) {
+            if f.task != task || f.nexus != req.nexus.id {
+                continue;
+            }
+            match f.then {
+                Next::Done {
+                    completion,
+                    data_in: data,
+                    ..
+                } => {
+                    data_in.extend_from_slice(&data);
+                    return Some(completion);
+                }
+                Next::Run(op) => {
+                    match t.run(now, req.lun, task, op, req.data_out, data_in, &mut sink) {
+                        Submitted::Done(c) => return Some(c),
+                        Submitted::Aborted => return None,
+                        Submitted::Queued(_) => {}
+                        other => panic!("{other:?}"),
+                    }
+                }
+                Next::Aborted => return None,
+            }
+        }
+        if let Some(at) = next {
+            now = now.max(at);
+        }
+    }
+    panic!("{:02X?} never ended", req.cdb)
 }
 
 /// Runs a command on `lun`; returns its completion and data-in.
