@@ -462,6 +462,8 @@ impl LogicalUnit {
             _ => 0,
         };
         let have = a.data_out.len() as u64 >= u64::from(want);
+        // The device queue takes inputs in time order.
+        self.catch_up(now);
         let task = Task {
             info,
             cmd,
@@ -539,7 +541,6 @@ impl LogicalUnit {
                         dld,
                     };
                     let head_of_queue = task.head_of_queue;
-                    self.catch_up(now);
                     if let Some(task) = self.tasks.get_mut(id) {
                         task.medium = Some(m);
                         task.state = State::Queued;
@@ -813,6 +814,7 @@ impl LogicalUnit {
 
     /// ABORT TASK (SAM-5 §7.2) of the nexus's task with `tag`; false when there is none.
     pub fn abort_task(&mut self, now: Ns, nexus: u64, tag: u64) -> bool {
+        self.catch_up(now);
         let Some(id) = self.tasks.find(nexus, tag) else {
             return false;
         };
@@ -825,6 +827,7 @@ impl LogicalUnit {
     /// CLEAR TASK SET, LOGICAL UNIT RESET: all; I_T nexus loss: the lost nexus's; PREEMPT AND
     /// ABORT: the preempted ones'). Returns the nexuses that lost tasks, in ascending order.
     pub(crate) fn abort_where(&mut self, now: Ns, which: impl Fn(u64) -> bool) -> Vec<u64> {
+        self.catch_up(now);
         let mut lost = Vec::new();
         for id in self.tasks.of(&which) {
             if let Some((nexus, _)) = self.tasks.owner(id) {

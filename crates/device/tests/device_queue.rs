@@ -3,11 +3,10 @@
 
 mod common;
 
-use common::{Request, TargetExt};
-
-use common::request;
+use common::{request, Collect, Request};
 use device::{
-    Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Submitted, Target, TaskAttribute, TaskManagement, TmfResponse, Verdict,
+    Completion, DeviceQueue, DhCompletion, LuConfig, Next, Nexus, Ns, Submitted, TaskAttribute,
+    TaskId, TaskManagement, TmfResponse, Unit,
 };
 use drive::{Drive, MediaOp, MediaOutcome, Service};
 use qos::order::{Fifo, OrderingPolicy, Sptf};
@@ -55,11 +54,15 @@ impl Drive for TestDrive {
 
 const FLUSH: Ns = 25 * MS;
 
-/// A timed LU, the nexuses that talk to it, and the tasks they have in it.
+/// A timed LU, the nexuses that talk to it, and the tasks they have in it (with their CDB
+/// and Data-Out, as their transport keeps them), driven as a server drives it but in virtual
+/// time: every call's deliveries collect in one sink, handled by `run`.
 struct Bench {
-    lu: Arc<LogicalUnit>,
-    tasks: BTreeMap<(u64, u64), (Vec<u8>, Vec<u8>)>,
+    lu: Arc<Unit>,
+    store: Arc<RamStore>,
+    tasks: BTreeMap<(u64, u64), (TaskId, Vec<u8>, Vec<u8>)>,
     nexuses: Vec<Nexus>,
+    sink: Collect,
 }
 
 /// What became of one task.
@@ -95,6 +98,12 @@ fn descriptor(kind: &str, ms: u16, policy: Policy) -> CdlDescriptor {
     d
 }
 
+/// A timed unit over `store`, configured as `config`, queued by `queue`.
+fn timed_unit(config: LuConfig, store: Arc<RamStore>, queue: DeviceQueue) -> Arc<Unit> {
+    let plane = common::plane_over(&config, store);
+    Arc::new(Unit::build(config, plane, Some(queue)).unwrap())
+}
+
 impl Bench {
     fn new(
         read: &[CdlDescriptor],
@@ -112,7 +121,7 @@ impl Bench {
     ) -> Self {
         let mut t2a = CdlPage::default();
         t2a.descriptors[..read.len()].copy_from_slice(read);
-        let store = RamStore::new(BLOCKS * 512).unwrap();
+        let store = Arc::new(RamStore::new(BLOCKS * 512).unwrap());
         // Every block holds its LBA's low byte, so reads show what they moved.
         for lba in [100u64, 200, 300, 400, 500] {
             store.write_at(lba * 512, &[lba as u8; 512]).unwrap();
@@ -127,25 +136,29 @@ impl Bench {
             dh,
             dld_classes: [None; 8],
         };
-        let lu = LogicalUnit::with_device_queue(
-            LuConfig::new("iqn.test:t", 0, BLOCKS * 512),
-            Box::new(store),
-            queue,
-        )
-        .unwrap();
+        let config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
+        let lu = timed_unit(config, store.clone(), queue);
         let mut b = Bench {
-            lu: Arc::new(lu),
+            lu,
+            store,
             tasks: BTreeMap::new(),
             nexuses: Vec::new(),
+            sink: Collect::default(),
         };
         for id in 1..=2 {
-            let n = common::nexus(id);
-            // Consume the power-on unit attention.
-            let mut data_in = Vec::new();
-            b.lu.submit(0, &request(&n, 0, &[0; 6], &[]), &mut data_in);
-            b.nexuses.push(n);
+            b.nexuses.push(common::nexus(id));
         }
+        b.clear_attentions();
         b
+    }
+
+    /// Consume the power-on unit attention of both nexuses.
+    fn clear_attentions(&mut self) {
+        for n in &self.nexuses {
+            let mut data_in = Vec::new();
+            self.lu
+                .command(0, &request(n, 0, &[0; 6], &[]).arrival(), &mut data_in, &mut self.sink);
+        }
     }
 
     /// Submits a command from nexus `n` (1 or 2) at `now`; `Some` if it completed at once.
@@ -165,13 +178,14 @@ impl Bench {
             ..request(nexus, 0, cdb, data_out)
         };
         let mut data_in = Vec::new();
-        match self.lu.submit(now, &req, &mut data_in) {
+        match self.lu.command(now, &req.arrival(), &mut data_in, &mut self.sink).1 {
             Submitted::Done(c) => Some(c),
-            Submitted::Queued => {
+            Submitted::Queued(task) => {
                 self.tasks
-                    .insert((n, tag), (cdb.to_vec(), data_out.to_vec()));
+                    .insert((n, tag), (task, cdb.to_vec(), data_out.to_vec()));
                 None
             }
+            other => panic!("{cdb:02x?}: {other:?}"),
         }
     }
 
@@ -182,9 +196,9 @@ impl Bench {
             ..request(&self.nexuses[0], 0, cdb, data_out)
         };
         let mut data_in = Vec::new();
-        match self.lu.submit(0, &req, &mut data_in) {
+        match self.lu.command(0, &req.arrival(), &mut data_in, &mut self.sink).1 {
             Submitted::Done(c) => (c, data_in),
-            Submitted::Queued => panic!("{cdb:02x?} was queued"),
+            other => panic!("{cdb:02x?}: {other:?}"),
         }
     }
 
@@ -199,42 +213,70 @@ impl Bench {
         )
     }
 
-    /// Runs the clock up to `until`, finishing every task that leaves (for all nexuses).
+    /// Task management from nexus `n` at `now`.
+    fn tmf(&mut self, now: Ns, n: u64, tmf: TaskManagement) -> TmfResponse {
+        let nexus = &self.nexuses[n as usize - 1];
+        self.lu.task_management(now, nexus, tmf, &mut self.sink)
+    }
+
+    /// When the unit's driver must next run.
+    fn next_event(&self) -> Option<Ns> {
+        self.lu.with(|core| core.poll_timeout())
+    }
+
+    /// The driver runs at `now`.
+    fn advance(&mut self, now: Ns) {
+        self.lu.advance(now, &mut self.sink);
+    }
+
+    /// Runs the clock up to `until`, finishing every task that leaves (for all nexuses): what
+    /// the unit delivers is handled as its transport would (an operation run with the task's
+    /// buffers, a status recorded, an abort recorded as data-in "aborted").
     fn run(&mut self, until: Ns) -> Vec<(u64, Done)> {
         let mut done = Vec::new();
-        let mut out: Vec<Finished> = Vec::new();
-        while let Some(t) = self.lu.next_event().filter(|t| *t <= until) {
-            self.lu.advance(t, &mut out);
-            for f in out.drain(..) {
-                let (cdb, data_out) = self.tasks.remove(&(f.nexus, f.tag)).expect("known task");
-                if f.verdict == Verdict::Aborted {
+        let mut now = 0;
+        loop {
+            for f in std::mem::take(&mut self.sink.finished) {
+                let Some((task, _, data_out)) = self.tasks.get(&(f.nexus, f.tag)).cloned() else {
+                    continue;
+                };
+                assert_eq!(task, f.task, "a delivery names its task");
+                let ended = match f.then {
+                    Next::Aborted => Some((Completion::GOOD, b"aborted".to_vec())),
+                    Next::Done {
+                        completion,
+                        data_in,
+                        ..
+                    } => Some((completion, data_in)),
+                    Next::Run(op) => {
+                        let mut data_in = Vec::new();
+                        match self.lu.run(now, task, op, &data_out, &mut data_in, &mut self.sink) {
+                            Submitted::Done(c) => Some((c, data_in)),
+                            Submitted::Aborted => Some((Completion::GOOD, b"aborted".to_vec())),
+                            _ => None,
+                        }
+                    }
+                };
+                if let Some((completion, data_in)) = ended {
+                    self.tasks.remove(&(f.nexus, f.tag));
                     done.push((
                         f.nexus,
                         Done {
                             tag: f.tag,
-                            at: t,
-                            completion: Completion::GOOD,
-                            data_in: b"aborted".to_vec(),
+                            at: now,
+                            completion,
+                            data_in,
                         },
                     ));
-                    continue;
                 }
-                let nexus = &self.nexuses[f.nexus as usize - 1];
-                let req = Request {
-                    tag: f.tag,
-                    ..request(nexus, 0, &cdb, &data_out)
-                };
-                let mut data_in = Vec::new();
-                let completion = self.lu.complete(&f, &req, &mut data_in);
-                done.push((
-                    f.nexus,
-                    Done {
-                        tag: f.tag,
-                        at: t,
-                        completion,
-                        data_in,
-                    },
-                ));
+            }
+            match self.next_event().filter(|t| *t <= until) {
+                Some(t) => {
+                    now = now.max(t);
+                    self.advance(now);
+                }
+                None if self.sink.finished.is_empty() => break,
+                None => {}
             }
         }
         done
@@ -411,7 +453,7 @@ fn a_fast_failed_write_changes_nothing_and_a_good_one_lands_at_completion() {
         .submit(0, 1, 4, TaskAttribute::Simple, &write16(500, 1, 0), &data)
         .is_none());
     let mut block = vec![0u8; 512];
-    b.lu.store().read_at(500 * 512, &mut block).unwrap();
+    b.store.read_at(500 * 512, &mut block).unwrap();
     assert_eq!(block, vec![500u16 as u8; 512], "not written while queued");
     let done = b.run(u64::MAX);
     let ended = |tag| {
@@ -427,13 +469,13 @@ fn a_fast_failed_write_changes_nothing_and_a_good_one_lands_at_completion() {
         Some((ABORTED, Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING))
     );
     assert_eq!(ended(4), Completion::GOOD);
-    b.lu.store().read_at(400 * 512, &mut block).unwrap();
+    b.store.read_at(400 * 512, &mut block).unwrap();
     assert_eq!(
         block,
         vec![400u16 as u8; 512],
         "aborted write left the medium alone"
     );
-    b.lu.store().read_at(500 * 512, &mut block).unwrap();
+    b.store.read_at(500 * 512, &mut block).unwrap();
     assert_eq!(block, data);
 }
 
@@ -441,7 +483,7 @@ fn a_fast_failed_write_changes_nothing_and_a_good_one_lands_at_completion() {
 fn ordered_tasks_wait_for_older_ones_and_hold_back_younger_ones() {
     let mut b = Bench::new(&[], Box::new(Sptf), DhCompletion::CheckCondition);
     assert!(b.read(0, 1, 1000, 0).is_none());
-    b.lu.advance(0, &mut Vec::new());
+    b.advance(0);
     // SPTF alone would serve 1001 and 1002 before 5000.
     let ordered = read16(5000, 1, 0);
     assert!(b
@@ -465,7 +507,7 @@ fn head_of_queue_tasks_start_next() {
     for (tag, lba) in [(1, 100), (2, 200), (3, 300)] {
         assert!(b.read(0, tag, lba, 0).is_none());
     }
-    b.lu.advance(0, &mut Vec::new());
+    b.advance(0);
     let hoq = read16(400, 1, 0);
     assert!(b
         .submit(MS, 1, 4, TaskAttribute::HeadOfQueue, &hoq, &[])
@@ -481,28 +523,28 @@ fn abort_task_of_a_queued_and_of_an_active_command() {
     for (tag, lba) in [(1, 100), (2, 200), (3, 300)] {
         assert!(b.read(0, tag, lba, 0).is_none());
     }
-    b.lu.advance(0, &mut Vec::new());
-    let t = Target::new(vec![(0, b.lu.clone())]);
-    let n1 = &b.nexuses[0];
+    b.advance(0);
     // Queued: 2 goes without a completion.
     assert_eq!(
-        t.task_management(MS, n1, 0, TaskManagement::AbortTask(2, &mut common::Collect::default())),
+        b.tmf(MS, 1, TaskManagement::AbortTask(2)),
         TmfResponse::FunctionComplete
     );
-    b.tasks.remove(&(1, 2));
     // Active: 1 is abandoned at 5 ms and frees the actuator, so 3 runs 5–15 ms.
     assert_eq!(
-        t.task_management(5 * MS, n1, 0, TaskManagement::AbortTask(1, &mut common::Collect::default())),
+        b.tmf(5 * MS, 1, TaskManagement::AbortTask(1)),
         TmfResponse::FunctionComplete
     );
-    b.tasks.remove(&(1, 1));
     assert_eq!(
-        t.task_management(5 * MS, n1, 0, TaskManagement::AbortTask(1, &mut common::Collect::default())),
+        b.tmf(5 * MS, 1, TaskManagement::AbortTask(1)),
         TmfResponse::NoSuchTask
     );
     let done = b.run(u64::MAX);
-    let order: Vec<(u64, u64)> = done.iter().map(|(_, d)| (d.tag, d.at / MS)).collect();
-    assert_eq!(order, [(3, 15)]);
+    // The aborted tasks are delivered to their transport as aborted (it forgets them).
+    let order: Vec<(u64, u64, bool)> = done
+        .iter()
+        .map(|(_, d)| (d.tag, d.at / MS, d.data_in == b"aborted"))
+        .collect();
+    assert_eq!(order, [(2, 0, true), (1, 0, true), (3, 15, false)]);
 }
 
 #[test]
@@ -512,19 +554,19 @@ fn logical_unit_reset_aborts_every_task_and_tells_the_other_nexus_transport() {
     assert!(b
         .submit(0, 2, 7, TaskAttribute::Simple, &read16(200, 1, 0), &[])
         .is_none());
-    b.lu.advance(0, &mut Vec::new());
-    let t = Target::new(vec![(0, b.lu.clone())]);
+    b.advance(0);
     assert_eq!(
-        t.task_management(MS, &b.nexuses[0], 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default()),
+        b.tmf(MS, 1, TaskManagement::LogicalUnitReset),
         TmfResponse::FunctionComplete
     );
-    b.tasks.remove(&(1, 1));
     let done = b.run(u64::MAX);
-    // Only the other nexus's task is reported, as aborted; nothing completes.
-    assert_eq!(done.len(), 1);
-    assert_eq!((done[0].0, done[0].1.tag), (2, 7));
-    assert_eq!(done[0].1.data_in, b"aborted");
-    assert_eq!(b.lu.tasks(), 0);
+    // Both nexuses' tasks are delivered to their transports as aborted; nothing completes.
+    let ended: Vec<(u64, u64, &[u8])> = done
+        .iter()
+        .map(|(n, d)| (*n, d.tag, &d.data_in[..]))
+        .collect();
+    assert_eq!(ended, [(1, 1, &b"aborted"[..]), (2, 7, b"aborted")]);
+    assert_eq!(b.lu.with(|c| c.tasks()), 0);
     // Both nexuses see the reset.
     for n in 1..=2 {
         let c = b
@@ -562,7 +604,7 @@ fn preempt_and_abort_aborts_the_preempted_nexus_tasks() {
         assert!(c.is_none());
     }
     assert!(b.read(0, 12, 300, 0).is_none());
-    b.lu.advance(0, &mut Vec::new());
+    b.advance(0);
     let (cdb, list) = prout(0x05, 0xA, 0xB);
     let c = b.submit(5 * MS, 1, 13, TaskAttribute::Simple, &cdb, &list);
     assert_eq!(c, Some(Completion::GOOD));
@@ -606,7 +648,7 @@ fn bad_commands_fail_before_they_are_timed() {
         sense(&c),
         Some((SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE))
     );
-    assert_eq!(b.lu.next_event(), None);
+    assert_eq!(b.next_event(), None);
 }
 
 /// MODE SELECT(10) of one T2A page, as cdladm sends it (PF = 1, SP as asked).
@@ -828,8 +870,8 @@ fn saved_pages_survive_a_restart() {
             dh: DhCompletion::CheckCondition,
             dld_classes: [None; 8],
         };
-        let store = RamStore::new(BLOCKS * 512).unwrap();
-        Arc::new(LogicalUnit::with_device_queue(config, Box::new(store), queue).unwrap())
+        let store = Arc::new(RamStore::new(BLOCKS * 512).unwrap());
+        timed_unit(config, store, queue)
     };
     let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
     let fresh = |b: &mut Bench| {
@@ -880,15 +922,10 @@ fn a_command_takes_its_class_from_its_nexus_else_from_its_dld() {
             None,
         ],
     };
-    let store = RamStore::new(BLOCKS * 512).unwrap();
-    let lu = LogicalUnit::with_device_queue(
-        LuConfig::new("iqn.test:t", 0, BLOCKS * 512),
-        Box::new(store),
-        queue,
-    )
-    .unwrap();
+    let store = Arc::new(RamStore::new(BLOCKS * 512).unwrap());
+    let lu = timed_unit(LuConfig::new("iqn.test:t", 0, BLOCKS * 512), store, queue);
     let mut b = Bench::new(&[], Box::new(Fifo), DhCompletion::CheckCondition);
-    b.lu = Arc::new(lu);
+    b.lu = lu;
     // Nexus 2 is an urgent initiator whatever its DLD.
     b.nexuses[1].class = Some(qos::Class::Urgent);
     for n in 1..=2 {
@@ -898,7 +935,7 @@ fn a_command_takes_its_class_from_its_nexus_else_from_its_dld() {
         assert_eq!(sense(&c).map(|s| s.0), Some(SenseKey::UnitAttention));
     }
     assert!(b.read(0, 1, 100, 0).is_none(), "runs first, alone");
-    b.lu.advance(0, &mut Vec::new());
+    b.advance(0);
     assert!(b.read(0, 2, 200, 3).is_none(), "DLD 3: low");
     assert!(b.read(0, 3, 300, 0).is_none(), "DLD 0: medium");
     assert!(b.read(0, 4, 400, 1).is_none(), "DLD 1: high");
@@ -933,96 +970,4 @@ fn synchronize_cache_completes_when_the_drive_has_flushed() {
         failed.as_ref().and_then(sense),
         Some((SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE))
     );
-}
-
-/// A timed LU with one limited read descriptor (15 ms inactive, Fh), FIFO ordered.
-fn limited_lu() -> LogicalUnit {
-    let mut t2a = CdlPage::default();
-    t2a.descriptors[0] = descriptor("inactive", 15, Policy::Abort);
-    let queue = DeviceQueue {
-        queue: QueueConfig {
-            cdl: CdlPages { t2a, t2b: t2a },
-            ..QueueConfig::default()
-        },
-        scheduler: Scheduler::Policy(Box::new(Sptf)),
-        drive: Box::new(TestDrive {
-            slow: vec![(7, 40 * MS)],
-            head: 0,
-        }),
-        dh: DhCompletion::CheckCondition,
-        dld_classes: [None; 8],
-    };
-    LogicalUnit::with_device_queue(
-        LuConfig::new("iqn.test:t", 0, BLOCKS * 512),
-        Box::new(RamStore::new(BLOCKS * 512).unwrap()),
-        queue,
-    )
-    .unwrap()
-}
-
-#[test]
-fn the_exclusive_api_answers_as_the_shared_one() {
-    // The same commands (unit attentions at first contact, exempt commands, overlapped tags,
-    // ORDERED and HEAD OF QUEUE tasks, limited reads that time out, a bad CDB) through
-    // submit/advance on a shared LU and submit_mut/advance_mut on an exclusive one.
-    let shared = limited_lu();
-    let mut exclusive = limited_lu();
-    let nexuses: Vec<Nexus> = (1..=3).map(common::nexus).collect();
-    let mut x: u64 = 5;
-    let mut next = move || {
-        x = x
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        x >> 33
-    };
-    let (mut now, mut finished, mut failed, mut attentions) = (0, 0, 0, 0);
-    let (mut a_out, mut b_out) = (Vec::new(), Vec::new());
-    for step in 0..2_000u64 {
-        now += next() % (4 * MS);
-        let cdb: Vec<u8> = match next() % 10 {
-            0 => vec![0; 6],
-            1 => vec![0x12, 0, 0, 0, 36, 0],
-            2 => vec![0xFF; 6],
-            3 => write16(next() % 64, 1, 0).to_vec(),
-            _ => read16(next() % 64, 1, (next() % 2) as u8).to_vec(),
-        };
-        let attribute = match next() % 12 {
-            0 => TaskAttribute::Ordered,
-            1 => TaskAttribute::HeadOfQueue,
-            _ => TaskAttribute::Simple,
-        };
-        let req = Request {
-            nexus: &nexuses[(next() % 3) as usize],
-            lun: 0,
-            tag: next() % 40,
-            cdb: &cdb,
-            attribute,
-            data_out: &[0; 512],
-            data_out_buffer_size: 512,
-        };
-        let (mut a_data, mut b_data) = (Vec::new(), Vec::new());
-        let a = shared.submit(now, &req, &mut a_data);
-        let b = exclusive.submit_mut(now, &req, &mut b_data);
-        assert_eq!((&a, &a_data), (&b, &b_data), "step {step}");
-        if let Submitted::Done(c) = &a {
-            attentions += usize::from(sense(c).map(|s| s.0) == Some(SenseKey::UnitAttention));
-        }
-        let a_next = shared.advance(now, &mut a_out);
-        let b_next = exclusive.advance_mut(now, &mut b_out);
-        assert_eq!(a_next, b_next, "step {step}");
-        assert_eq!(a_out, b_out, "step {step}");
-        for f in &a_out {
-            assert_eq!(shared.status(f), exclusive.status(f));
-        }
-        finished += a_out.len();
-        failed += a_out
-            .iter()
-            .filter(|f| matches!(f.verdict, Verdict::Fail(_)))
-            .count();
-        a_out.clear();
-        b_out.clear();
-    }
-    assert!(finished > 500, "{finished}");
-    assert!(failed > 10, "{failed} timed out");
-    assert_eq!(attentions, 3, "one per nexus");
 }
