@@ -7,7 +7,8 @@ mod common;
 use common::{Request, TargetExt};
 
 use device::{
-    Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Submitted, Target, TaskManagement, TmfResponse,
+    Completion, DeviceQueue, DhCompletion, LuConfig, Nexus, Ns, Target, TaskManagement,
+    TmfResponse, Unit,
 };
 use drive::{Hdd, HddProfile};
 use qos::order::Fifo;
@@ -33,15 +34,21 @@ fn fifo_hdd(write_cache: bool) -> DeviceQueue {
     }
 }
 
+/// A unit over `queue`, configured as `config`.
+fn timed(config: LuConfig, queue: DeviceQueue) -> Arc<Unit> {
+    let store = Arc::new(RamStore::new(SIZE).expect("store"));
+    let plane = common::plane_over(&config, store);
+    Arc::new(Unit::build(config, plane, Some(queue)).expect("logical unit"))
+}
+
 /// A LU over `fifo_hdd(write_cache)`.
-fn timed_lu(write_cache: bool, saved_mode_path: Option<PathBuf>) -> LogicalUnit {
+fn timed_lu(write_cache: bool, saved_mode_path: Option<PathBuf>) -> Arc<Unit> {
     let queue = fifo_hdd(write_cache);
     let mut config = LuConfig::new("iqn.test:t", 0, SIZE);
     // What LuConfig says is replaced by the model's setting.
     config.write_cache = !write_cache;
     config.saved_mode_path = saved_mode_path;
-    let store = RamStore::new(SIZE).expect("store");
-    LogicalUnit::with_device_queue(config, Box::new(store), queue).expect("logical unit")
+    timed(config, queue)
 }
 
 fn nexus() -> Nexus {
@@ -50,16 +57,17 @@ fn nexus() -> Nexus {
 
 /// One host in virtual time: submits, and runs the clock until its command is done.
 struct Host {
-    lu: Arc<LogicalUnit>,
+    target: Target,
     nexus: Nexus,
     now: Ns,
     tag: u64,
 }
 
 impl Host {
-    fn new(lu: LogicalUnit) -> Self {
+    fn new(lu: Arc<Unit>) -> Self {
+        common::set_now(0);
         let mut h = Host {
-            lu: Arc::new(lu),
+            target: Target::new(vec![(0, lu)]),
             nexus: nexus(),
             now: 0,
             tag: 0,
@@ -78,19 +86,10 @@ impl Host {
             ..common::request(&self.nexus, 0, cdb, data_out)
         };
         let mut data_in = Vec::new();
-        if let Submitted::Done(c) = self.lu.submit(self.now, &req, &mut data_in) {
-            return (c, data_in);
-        }
-        let mut out: Vec<Finished> = Vec::new();
-        while let Some(t) = self.lu.next_event() {
-            self.now = t;
-            self.lu.advance(t, &mut out);
-            if let Some(f) = out.iter().find(|f| f.tag == self.tag) {
-                let c = self.lu.complete(f, &req, &mut data_in);
-                return (c, data_in);
-            }
-        }
-        panic!("{cdb:02x?} never completed");
+        common::set_now(self.now);
+        let c = self.target.execute(&req, &mut data_in);
+        self.now = common::now();
+        (c, data_in)
     }
 
     /// A 4 KiB WRITE(16) at `lba`; returns how long it took.
@@ -198,8 +197,13 @@ fn a_saved_wce_is_the_models_setting_after_a_restart_and_a_reset() {
     // WCE on for now only; a LOGICAL UNIT RESET brings back the saved value, model included.
     assert_eq!(h.select_wce(true, false), Completion::GOOD);
     assert!(h.write(lba(20)) < MS);
-    let target = Target::new(vec![(0, h.lu.clone())]);
-    let r = target.task_management(h.now, &h.nexus, 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default());
+    let r = h.target.task_management(
+        h.now,
+        &h.nexus,
+        0,
+        TaskManagement::LogicalUnitReset,
+        &mut common::Collect::default(),
+    );
     assert_eq!(r, TmfResponse::FunctionComplete);
     let (c, _) = h.command(&[0; 6], &[]);
     assert_eq!(
@@ -219,9 +223,7 @@ fn a_write_cache_pinned_off_refuses_wce_and_keeps_the_model_writing_through() {
     let queue = fifo_hdd(true);
     let mut config = LuConfig::new("iqn.test:t", 0, SIZE);
     config.write_cache_changeable = false;
-    let store = RamStore::new(SIZE).expect("store");
-    let lu = LogicalUnit::with_device_queue(config, Box::new(store), queue).expect("lu");
-    let mut h = Host::new(lu);
+    let mut h = Host::new(timed(config, queue));
     assert!(h.wce(0), "the model's setting, pinned");
     assert!(!h.wce(1), "not changeable");
     let c = h.select_wce(false, false);

@@ -206,7 +206,7 @@ impl TargetExt for Target {
 
 /// Drives the units' time (virtual, from [`now`]) until `task` of `req` ends: what its unit's
 /// driver would do in a server (deadlines, background work), and what its transport would do
-/// with its delivered operations.
+/// with its delivered operations. The clock stays at the time it ended.
 fn drive(
     t: &Target,
     req: &Request,
@@ -233,9 +233,11 @@ fn drive(
                     ..
                 } => {
                     data_in.extend_from_slice(&data);
+                    set_now(now);
                     return Some(completion);
                 }
                 Next::Run(op) => {
+                    set_now(now);
                     match t.run(now, req.lun, task, op, req.data_out, data_in, &mut sink) {
                         Submitted::Done(c) => return Some(c),
                         Submitted::Aborted => return None,
@@ -243,7 +245,10 @@ fn drive(
                         other => panic!("{other:?}"),
                     }
                 }
-                Next::Aborted => return None,
+                Next::Aborted => {
+                    set_now(now);
+                    return None;
+                }
             }
         }
         if let Some(at) = next {
