@@ -5,12 +5,12 @@
 use device::metrics::{Kind, SenseCount};
 mod common;
 
-use common::{Request, TargetExt};
-
-use common::read10;
+use common::{read10, Collect, Request};
 use device::{
-    Completion, DeviceQueue, DhCompletion, Finished, LogicalUnit, LuConfig, Nexus, Ns, Submitted, Verdict,
+    Completion, DeviceQueue, DhCompletion, LuConfig, Metrics, Next, Nexus, Ns, Submitted,
+    TaskManagement, TmfResponse, Unit,
 };
+use std::sync::Arc;
 use drive::{Drive, MediaOp, MediaOutcome, Service};
 use qos::order::Fifo;
 use qos::{CdlDescriptor, CdlPage, CdlPages, Policy, QueueConfig, Scheduler};
@@ -43,21 +43,29 @@ fn request<'a>(n: &'a Nexus, tag: u64, cdb: &'a [u8], data_out: &'a [u8]) -> Req
     }
 }
 
-fn done(lu: &LogicalUnit, now: Ns, n: &Nexus, cdb: &[u8], data_out: &[u8]) -> Completion {
-    match lu.submit(now, &request(n, 0, cdb, data_out), &mut Vec::new()) {
+/// Submits a command at `now` (nothing else is delivered in these tests).
+fn submit(lu: &Unit, now: Ns, n: &Nexus, tag: u64, cdb: &[u8], data_out: &[u8]) -> Submitted {
+    let req = request(n, tag, cdb, data_out);
+    let mut sink = Collect::default();
+    let (_, s) = lu.command(now, &req.arrival(), &mut Vec::new(), &mut sink);
+    assert!(sink.finished.is_empty());
+    s
+}
+
+fn done(lu: &Unit, now: Ns, n: &Nexus, cdb: &[u8], data_out: &[u8]) -> Completion {
+    match submit(lu, now, n, 0, cdb, data_out) {
         Submitted::Done(c) => c,
-        Submitted::Queued => panic!("{cdb:02X?} was queued"),
+        other => panic!("{cdb:02X?}: {other:?}"),
     }
+}
+
+fn metrics(lu: &Unit) -> Metrics {
+    lu.with(|core| core.metrics())
 }
 
 #[test]
 fn a_plain_lu_counts_commands_sense_and_bytes() {
-    let store = RamStore::new(BLOCKS * 512).unwrap();
-    let lu = LogicalUnit::new(
-        LuConfig::new("iqn.test:t", 0, BLOCKS * 512),
-        Box::new(store),
-    )
-    .unwrap();
+    let lu = common::ram_lu(LuConfig::new("iqn.test:t", 0, BLOCKS * 512));
     let n = nexus();
     // The power-on unit attention, then 3 reads, 2 writes, INQUIRY, a read past the end.
     assert_eq!(
@@ -78,7 +86,7 @@ fn a_plain_lu_counts_commands_sense_and_bytes() {
     let past = read10(BLOCKS as u32 - 1, 2);
     assert_eq!(done(&lu, 0, &n, &past, &[]).status, Status::CheckCondition);
 
-    let m = lu.metrics();
+    let m = metrics(&lu);
     assert!(m.queue.is_none());
     let c = &m.counts;
     assert_eq!(
@@ -136,14 +144,14 @@ impl Drive for TenMs {
 
 /// A FIFO-ordered LU on [`TenMs`] whose T2A descriptor 1 aborts a read not done within
 /// 15 ms (guideline, policy Fh), keeping latencies.
-fn timed_lu() -> LogicalUnit {
+fn timed_lu() -> Arc<Unit> {
     let lu = quiet_timed_lu();
-    lu.keep_latencies();
+    lu.with(|core| core.keep_latencies());
     lu
 }
 
 /// [`timed_lu`] without latencies, as the simulator has it.
-fn quiet_timed_lu() -> LogicalUnit {
+fn quiet_timed_lu() -> Arc<Unit> {
     let mut t2a = CdlPage::default();
     t2a.descriptors[0] = CdlDescriptor {
         t2cdlunits: qos::T2CdlUnits::Us1,
@@ -164,22 +172,28 @@ fn quiet_timed_lu() -> LogicalUnit {
         dh: DhCompletion::CheckCondition,
         dld_classes: [None; 8],
     };
-    let store = RamStore::new(BLOCKS * 512).unwrap();
+    let store = Arc::new(RamStore::new(BLOCKS * 512).unwrap());
     let config = LuConfig::new("iqn.test:t", 0, BLOCKS * 512);
-    LogicalUnit::with_device_queue(config, Box::new(store), queue).unwrap()
+    let plane = common::plane_over(&config, store);
+    Arc::new(Unit::build(config, plane, Some(queue)).unwrap())
 }
 
-/// Advances `lu` through every event up to `until` and completes what leaves, as a transport
-/// does; returns the completions by tag.
-fn run(lu: &LogicalUnit, n: &Nexus, cdbs: &[(u64, [u8; 16])], until: Ns) -> Vec<(u64, Completion)> {
-    let mut out: Vec<Finished> = Vec::new();
+/// Advances `lu` through every event up to `until` and finishes what it delivers, as a
+/// transport does; returns the completions by tag.
+fn run(lu: &Unit, until: Ns) -> Vec<(u64, Completion)> {
+    let mut sink = Collect::default();
     let mut completed = Vec::new();
-    while let Some(t) = lu.next_event().filter(|t| *t <= until) {
-        lu.advance(t, &mut out);
-        for f in out.drain(..) {
-            assert_ne!(f.verdict, Verdict::Aborted);
-            let cdb = &cdbs.iter().find(|(tag, _)| *tag == f.tag).unwrap().1;
-            let c = lu.complete(&f, &request(n, f.tag, cdb, &[]), &mut Vec::new());
+    while let Some(t) = lu.with(|core| core.poll_timeout()).filter(|t| *t <= until) {
+        lu.advance(t, &mut sink);
+        for f in std::mem::take(&mut sink.finished) {
+            let c = match f.then {
+                Next::Run(op) => match lu.run(t, f.task, op, &[], &mut Vec::new(), &mut sink) {
+                    Submitted::Done(c) => c,
+                    other => panic!("{other:?}"),
+                },
+                Next::Done { completion, .. } => completion,
+                Next::Aborted => panic!("task {} aborted", f.tag),
+            };
             completed.push((f.tag, c));
         }
     }
@@ -198,16 +212,16 @@ fn a_timed_lu_counts_latencies_outcomes_and_aborted_tasks() {
     // aborted during processing and the third before it at the 15 ms guideline.
     let cdbs: Vec<(u64, [u8; 16])> = (1..=3).map(|tag| (tag, read16(tag, 1, 1))).collect();
     for (tag, cdb) in &cdbs {
-        let r = lu.submit(0, &request(&n, *tag, cdb, &[]), &mut Vec::new());
-        assert_eq!(r, Submitted::Queued);
+        let r = submit(&lu, 0, &n, *tag, cdb, &[]);
+        assert!(matches!(r, Submitted::Queued(_)), "{r:?}");
     }
-    let q = lu.metrics().queue.unwrap();
+    let q = metrics(&lu).queue.unwrap();
     assert_eq!(q.tasks, 3);
     assert_eq!(q.device_queue + q.waiting.iter().sum::<usize>(), 3);
 
-    let completed = run(&lu, &n, &cdbs, 100 * MS);
+    let completed = run(&lu, 100 * MS);
     assert_eq!(completed.len(), 3);
-    let m = lu.metrics();
+    let m = metrics(&lu);
     let q = m.queue.as_ref().unwrap();
     assert_eq!((q.tasks, q.device_queue), (0, 0));
     let reads = &q.latencies.reads[1];
@@ -246,11 +260,13 @@ fn a_timed_lu_counts_latencies_outcomes_and_aborted_tasks() {
     // A write aborted by task management counts as aborted, in no histogram.
     let mut w = read16(9, 1, 0);
     w[0] = 0x8A;
-    let r = lu.submit(200 * MS, &request(&n, 7, &w, &[0; 512]), &mut Vec::new());
-    assert_eq!(r, Submitted::Queued);
-    assert_eq!(lu.metrics().queue.unwrap().tasks, 1);
-    assert!(lu.abort_task(201 * MS, n.id, 7));
-    let m = lu.metrics();
+    let r = submit(&lu, 200 * MS, &n, 7, &w, &[0; 512]);
+    assert!(matches!(r, Submitted::Queued(_)), "{r:?}");
+    assert_eq!(metrics(&lu).queue.unwrap().tasks, 1);
+    let abort = TaskManagement::AbortTask(7);
+    let r = lu.task_management(201 * MS, &n, abort, &mut Collect::default());
+    assert_eq!(r, TmfResponse::FunctionComplete);
+    let m = metrics(&lu);
     assert_eq!(m.counts.commands(Kind::Write, None), 1);
     assert_eq!(m.counts.written_bytes, 0);
     let q = m.queue.unwrap();
@@ -266,14 +282,13 @@ fn latencies_are_kept_only_when_asked_for() {
     let n = nexus();
     for lu in [&lu, &quiet] {
         assert_eq!(done(lu, 0, &n, &[0; 6], &[]).status, Status::CheckCondition);
-        let cdbs = [(1, read16(1, 1, 0))];
-        let r = lu.submit(0, &request(&n, 1, &cdbs[0].1, &[]), &mut Vec::new());
-        assert_eq!(r, Submitted::Queued);
-        assert_eq!(run(lu, &n, &cdbs, 100 * MS).len(), 1);
+        let r = submit(lu, 0, &n, 1, &read16(1, 1, 0), &[]);
+        assert!(matches!(r, Submitted::Queued(_)), "{r:?}");
+        assert_eq!(run(lu, 100 * MS).len(), 1);
     }
-    let kept = lu.metrics().queue.unwrap().latencies.reads[0];
+    let kept = metrics(&lu).queue.unwrap().latencies.reads[0];
     assert_eq!((kept.count(), kept.sum_ns()), (1, 10 * MS));
-    let m = quiet.metrics();
+    let m = metrics(&quiet);
     assert_eq!(m.counts.commands(Kind::Read, GOOD), 1);
     assert_eq!(m.queue.unwrap().latencies.reads[0].count(), 0);
 }
