@@ -1,11 +1,30 @@
-//! How many READ/WRITE commands per second the device path sustains with no transport: the
-//! cost the target adds on top of iSCSI. Run with
+//! How many READ/WRITE commands per second the device path sustains with no transport, from
+//! `threads` threads (each its own I_T nexus) on one logical unit: the cost the target adds on
+//! top of iSCSI, and how the unit's lock holds up when many sessions share it. Run with
 //! `cargo run --release -p device --example command_rate [threads]`.
 
-use device::{LogicalUnit, LuConfig, Nexus, Request, Target, TaskAttribute};
+use device::{Arrival, Finished, LuConfig, Nexus, Sink, Submitted, Target, TaskAttribute, Unit};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use store::RamStore;
+use store::{InlinePlane, RamStore};
+
+/// Nothing is delivered to others here: every command ends on its own thread.
+struct Nowhere;
+
+impl Sink for Nowhere {
+    fn deliver(&mut self, f: Finished) {
+        panic!("unexpected delivery {f:?}");
+    }
+    fn wake(&mut self, _lun: u64) {}
+}
+
+/// Runs one command to its end on the caller's thread.
+fn execute(target: &Target, a: &Arrival, data_in: &mut Vec<u8>) {
+    match target.command(0, a, data_in, &mut Nowhere).1 {
+        Submitted::Done(_) => {}
+        other => panic!("{other:?}"),
+    }
+}
 
 fn cdb(opcode: u8, lba: u32, blocks: u16) -> [u8; 10] {
     let mut c = [0u8; 10];
@@ -33,16 +52,16 @@ fn measure(target: &Arc<Target>, threads: u64, opcode: u8, blocks: u16) -> (f64,
                     let mut data_in = Vec::with_capacity(data_out.len());
                     // Consume the power-on unit attention.
                     let tur = [0u8; 6];
-                    let req = Request {
+                    let req = Arrival {
                         nexus: &nexus,
                         lun: 0,
                         tag: 0,
                         cdb: &tur,
                         attribute: TaskAttribute::Simple,
-                        data_out: &[],
                         data_out_buffer_size: 0,
+                        data_out: &[],
                     };
-                    target.execute(&req, &mut data_in);
+                    execute(&target, &req, &mut data_in);
                     let mut n = 0u64;
                     let mut lba = (t as u32) * 65536;
                     while start.elapsed() < Duration::from_secs(1) {
@@ -53,18 +72,17 @@ fn measure(target: &Arc<Target>, threads: u64, opcode: u8, blocks: u16) -> (f64,
                             } else {
                                 &[][..]
                             };
-                            let req = Request {
+                            let req = Arrival {
                                 nexus: &nexus,
                                 lun: 0,
                                 tag: 0,
                                 cdb: &c,
                                 attribute: TaskAttribute::Simple,
-                                data_out: out,
                                 data_out_buffer_size: out.len() as u32,
+                                data_out: out,
                             };
                             data_in.clear();
-                            let _ = target.transfer(&nexus, 0, &c);
-                            target.execute(&req, &mut data_in);
+                            execute(&target, &req, &mut data_in);
                             lba = lba.wrapping_add(u32::from(blocks));
                             n += 1;
                         }
@@ -87,9 +105,11 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     let size = 1u64 << 30;
-    let lu = LogicalUnit::new(
+    let store = Arc::new(RamStore::new(size).expect("a 1 GiB RAM store"));
+    let lu = Unit::build(
         LuConfig::new("iqn.bench:t", 0, size),
-        Box::new(RamStore::new(size).expect("a 1 GiB RAM store")),
+        Arc::new(InlinePlane::new(store)),
+        None,
     )
     .expect("valid configuration");
     let target = Arc::new(Target::new(vec![(0, Arc::new(lu))]));

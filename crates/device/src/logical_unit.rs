@@ -20,7 +20,7 @@ use crate::mode_state::ModeState;
 use crate::provisioning::Provisioning;
 use crate::read_write_long::Uncorrectable;
 use crate::reservations::Reservations;
-use crate::sanitize::Sanitizer;
+use crate::sanitize::{self, Sanitizer};
 use crate::task::{State, Task};
 use crate::task_set::TaskSet;
 use crate::timestamp::DeviceClock;
@@ -757,10 +757,26 @@ impl LogicalUnit {
         self.left = left;
     }
 
-    /// Hands the sanitize's next step, when one is due, to the background.
+    /// Hands the sanitize's next step, when one is due, to the background; ends it when its
+    /// work is done and its pace passed.
     pub(crate) fn pump_background(&mut self, now: Ns) {
-        if self.background.is_none() {
-            self.background = self.sanitizer.next(now);
+        if self.background.is_some() {
+            return;
+        }
+        match self.sanitizer.next(now) {
+            Some(sanitize::Next::Step(op)) => self.background = Some(op),
+            Some(sanitize::Next::Ended(waiting, c)) => self.sanitized(now, waiting, c),
+            None => {}
+        }
+    }
+
+    /// The sanitize ended with `c`: the SANITIZE command that waited for it, if any, ends too.
+    fn sanitized(&mut self, now: Ns, waiting: Option<TaskId>, c: Completion) {
+        let Some(id) = waiting else { return };
+        if let Some((nexus, tag)) = self.tasks.owner(id) {
+            let mut data_in = Vec::new();
+            let step = self.finish(now, id, c, &mut data_in);
+            self.emit(nexus, tag, id, step, data_in);
         }
     }
 
@@ -768,13 +784,7 @@ impl LogicalUnit {
     pub fn background_done(&mut self, now: Ns, done: Done) {
         self.clock.observe(now);
         if let Some((waiting, c)) = self.sanitizer.step_done(&done) {
-            if let Some(id) = waiting {
-                if let Some((nexus, tag)) = self.tasks.owner(id) {
-                    let mut data_in = Vec::new();
-                    let step = self.finish(now, id, c, &mut data_in);
-                    self.emit(nexus, tag, id, step, data_in);
-                }
-            }
+            self.sanitized(now, waiting, c);
         }
         self.pump_background(now);
     }

@@ -78,6 +78,14 @@ struct Job {
     waiting: Option<TaskId>,
 }
 
+/// What a sanitize needs next.
+pub(crate) enum Next {
+    /// This step, from the data plane.
+    Step(Op),
+    /// It ended: the waiting command (if any) and its status.
+    Ended(Option<TaskId>, Completion),
+}
+
 /// The sanitize state of one logical unit.
 pub(crate) struct Sanitizer {
     phase: Phase,
@@ -216,19 +224,23 @@ impl Sanitizer {
         job.pass as u64 * job.bytes + job.offset
     }
 
-    /// When the next step may start: at once, or at the share of the pace that the work done
-    /// stands for.
+    /// When the next step may start, or the sanitize end: once the share of the pace that the
+    /// work done by then stands for has passed (so the whole takes at least the pace).
     fn due(&self, job: &Job) -> Ns {
-        let Phase::Running { total, .. } = self.phase else {
-            return job.started;
+        let total = job.bytes * job.patterns.len() as u64;
+        let done = if job.pass < job.patterns.len() {
+            Self::done(job)
+        } else {
+            total
         };
-        let share = u128::from(self.pace) * u128::from(Self::done(job)) / u128::from(total.max(1));
+        let share = u128::from(self.pace) * u128::from(done) / u128::from(total.max(1));
         job.started
             .saturating_add(u64::try_from(share).unwrap_or(u64::MAX))
     }
 
-    /// The next step for the data plane, if one is due by `now` and none is in flight.
-    pub(crate) fn next(&mut self, now: Ns) -> Option<Op> {
+    /// What the sanitize needs by `now`: its next step for the data plane when one is due and
+    /// none is in flight, or its end once its work is done and its pace has passed.
+    pub(crate) fn next(&mut self, now: Ns) -> Option<Next> {
         let due = self.job.as_ref().map(|j| self.due(j))?;
         let job = self.job.as_mut()?;
         if job.in_flight || due > now {
@@ -245,10 +257,12 @@ impl Sanitizer {
         } else if job.flush && !job.flushed {
             Op::Flush
         } else {
-            return None;
+            let job = self.job.take()?;
+            self.phase = Phase::Idle;
+            return Some(Next::Ended(job.waiting, Completion::GOOD));
         };
         job.in_flight = true;
-        Some(op)
+        Some(Next::Step(op))
     }
 
     /// When a step that is not due yet will be.
@@ -257,8 +271,8 @@ impl Sanitizer {
         Some(self.due(job))
     }
 
-    /// The step in flight ended with `done`. When the sanitize ended, returns the waiting
-    /// command (if any) and its status.
+    /// The step in flight ended with `done`. When the sanitize failed, returns the waiting
+    /// command (if any) and its status; a sanitize that succeeds ends from [`Self::next`].
     pub(crate) fn step_done(&mut self, done: &Done) -> Option<(Option<TaskId>, Completion)> {
         let job = self.job.as_mut()?;
         job.in_flight = false;
@@ -279,17 +293,13 @@ impl Sanitizer {
             job.flushed = true;
         }
         let total = job.bytes * job.patterns.len() as u64;
-        let finished = job.pass >= job.patterns.len() && (!job.flush || job.flushed);
-        if !finished {
-            self.phase = Phase::Running {
-                done: Self::done(job).min(total),
-                total,
-            };
-            return None;
-        }
-        let job = self.job.take()?;
-        self.phase = Phase::Idle;
-        Some((job.waiting, Completion::GOOD))
+        let done = if job.pass < job.patterns.len() {
+            Self::done(job)
+        } else {
+            total
+        };
+        self.phase = Phase::Running { done, total };
+        None
     }
 
     /// ABORT TASK, or a task set cleared, of the waiting SANITIZE command: it gets no status;

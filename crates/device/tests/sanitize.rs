@@ -2,17 +2,16 @@
 
 mod common;
 
-use common::{Request, TargetExt};
-
 use common::field_pointer as invalid_field;
 use common::sense_of as sense;
 use common::{edited_target, nexus, read16, request, target_with, write16};
-use device::{Completion, LuConfig, Nexus, Submitted, Target};
+use common::{Collect, Request, TargetExt};
+use device::{Completion, LuConfig, Next, Nexus, Ns, Submitted, Target};
 use scsi::{Asc, SenseKey, Status};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use store::{RamStore, Store};
 
 /// 4 MiB of 512-byte blocks: four RAM chunks.
@@ -46,6 +45,9 @@ fn target(edit: impl FnOnce(&mut LuConfig)) -> Target {
     edited_target(BLOCKS, edit)
 }
 
+const MS: Ns = 1_000_000;
+
+/// Runs a command at `now_ms` (the tests' clock stays there).
 fn submit(
     t: &Target,
     n: &Nexus,
@@ -53,19 +55,41 @@ fn submit(
     cdb: &[u8],
     data_out: &[u8],
 ) -> (Completion, Vec<u8>) {
-    let mut data_in = Vec::new();
-    match t.submit(
-        now_ms * 1_000_000,
-        &request(n, 0, cdb, data_out),
-        &mut data_in,
-    ) {
-        Submitted::Done(c) => (c, data_in),
-        Submitted::Queued => panic!("a plain LU runs every command at once"),
-    }
+    common::set_now(now_ms * MS);
+    run(t, n, cdb, data_out)
 }
 
+/// Runs a command at the tests' clock, with a tag of its own on this thread (the tests run
+/// commands from several threads at once on one nexus: tags must not overlap).
 fn run(t: &Target, n: &Nexus, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u8>) {
-    submit(t, n, 0, cdb, data_out)
+    std::thread_local!(static TAG: std::cell::Cell<u64> = const { std::cell::Cell::new(0) });
+    static THREADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let tag = TAG.with(|t| {
+        if t.get() == 0 {
+            t.set((THREADS.fetch_add(1, Ordering::Relaxed) + 1) << 32);
+        }
+        t.set(t.get() + 1);
+        t.get()
+    });
+    let mut data_in = Vec::new();
+    let req = Request {
+        tag,
+        ..request(n, 0, cdb, data_out)
+    };
+    let c = t.execute(&req, &mut data_in);
+    (c, data_in)
+}
+
+/// The units' driver runs at every deadline up to `at_ms`, as a server's would, in virtual
+/// time; the tests' clock is then `at_ms`.
+fn drive_to(t: &Target, at_ms: u64, sink: &mut Collect) {
+    let at = at_ms * MS;
+    for unit in t.units() {
+        while let Some(next) = unit.with(|c| c.poll_timeout()).filter(|n| *n <= at) {
+            unit.advance(next.max(common::now()), sink);
+        }
+    }
+    common::set_now(at);
 }
 
 /// A nexus past its power-on unit attention.
@@ -199,7 +223,7 @@ fn an_immediate_sanitize_reports_progress_and_holds_off_other_commands() {
     let t = target(|c| c.sanitize_pace = Duration::from_millis(600));
     let n = ready(&t, 1);
     scribble(&t, &n, b'a');
-    let started = Instant::now();
+    let mut sink = Collect::default();
     assert_eq!(
         run(&t, &n, &sanitize(2, true, false, 0), &[]).0,
         Completion::GOOD
@@ -221,21 +245,18 @@ fn an_immediate_sanitize_reports_progress_and_holds_off_other_commands() {
         run(&t, &n, &[0x12, 0, 0, 0, 96, 0], &[]).0,
         Completion::GOOD
     );
-    std::thread::sleep(Duration::from_millis(200));
+    drive_to(&t, 200, &mut sink);
     let (c, data) = run(&t, &n, &[0x03, 0, 0, 0, 18, 0], &[]);
     assert_eq!(c, Completion::GOOD);
     assert_eq!((data[2], data[12], data[13]), (0x02, 0x04, 0x1B));
     assert_eq!(data[15], 0x80, "SKSV with a progress indication");
     let progress = u16::from_be_bytes([data[16], data[17]]);
     assert!(progress > 0 && progress < u16::MAX, "progress {progress}");
-    while run(&t, &n, &[0; 6], &[]).0 != Completion::GOOD {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "sanitize never ended"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(started.elapsed() >= Duration::from_millis(600), "paced");
+    // Paced: still running just before 600 ms, done at 600 ms.
+    drive_to(&t, 590, &mut sink);
+    assert_eq!(sense(&run(&t, &n, &[0; 6], &[]).0).1, Asc::SANITIZE_IN_PROGRESS);
+    drive_to(&t, 600, &mut sink);
+    assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);
     assert!(read_all(&t, &n, 0, 16).iter().all(|&b| b == 0));
     let (_, data) = run(&t, &n, &[0x03, 0, 0, 0, 18, 0], &[]);
     assert_eq!(data[2] & 0x0F, 0, "NO SENSE once done");
@@ -249,7 +270,7 @@ fn a_failed_sanitize_leaves_failure_mode_by_its_rules() {
         ram: RamStore::new(BLOCKS * 512).unwrap(),
         failing: failing.clone(),
     };
-    let t = target_with(config, Box::new(store));
+    let t = target_with(config, Arc::new(store));
     let n = ready(&t, 1);
     for ause in [false, true] {
         failing.store(true, Ordering::SeqCst);
@@ -484,54 +505,54 @@ fn timestamps_follow_device_time() {
     assert_eq!(sense(&c).1, Asc::INVALID_FIELD_IN_PARAMETER_LIST);
 }
 
-/// With a real-time driver (a waker), a SANITIZE without IMMED is answered when its sanitize
-/// ends, from `advance`, and the submitter is free meanwhile; ABORT TASK drops the answer,
-/// not the sanitize.
+/// A SANITIZE without IMMED is answered by the unit's driver when its sanitize ends, and the
+/// submitter is free meanwhile; ABORT TASK drops the answer, not the sanitize.
 #[test]
 fn without_immed_the_driver_answers_when_the_sanitize_ends() {
     let t = target(|c| c.sanitize_pace = Duration::from_millis(300));
-    let lu = t.lun(0).unwrap().clone();
-    let woken = Arc::new(AtomicBool::new(false));
-    let w = woken.clone();
-    lu.set_waker(Box::new(move || w.store(true, Ordering::SeqCst)));
     let n = ready(&t, 1);
-    let submit_sanitize = |tag: u64| {
+    let mut sink = Collect::default();
+    let submit_sanitize = |tag: u64, sink: &mut Collect| {
         let cdb = sanitize(2, false, false, 0);
         let req = Request {
             tag,
             ..request(&n, 0, &cdb, &[])
         };
-        t.submit(0, &req, &mut Vec::new())
-    };
-    let finished = |deadline: Instant| loop {
-        let mut out = Vec::new();
-        lu.advance(0, &mut out);
-        if !out.is_empty() || Instant::now() > deadline {
-            return out;
-        }
-        std::thread::sleep(Duration::from_millis(10));
+        t.command(common::now(), &req.arrival(), &mut Vec::new(), sink).1
     };
     let still_sanitizing = |why: &str| {
         let (c, _) = run(&t, &n, &[0; 6], &[]);
         assert_eq!(sense(&c).1, Asc::SANITIZE_IN_PROGRESS, "{why}");
     };
-    assert_eq!(submit_sanitize(7), Submitted::Queued);
+    assert!(matches!(submit_sanitize(7, &mut sink), Submitted::Queued(_)));
+    assert!(sink.wakes > 0, "the driver is woken for the sanitize's steps");
     still_sanitizing("the submitter is not blocked");
-    let out = finished(Instant::now() + Duration::from_secs(10));
-    assert!(woken.load(Ordering::SeqCst));
+    drive_to(&t, 299, &mut sink);
+    still_sanitizing("paced");
+    assert!(sink.finished.is_empty());
+    drive_to(&t, 300, &mut sink);
+    let out = std::mem::take(&mut sink.finished);
     assert_eq!(out.len(), 1);
     assert_eq!((out[0].nexus, out[0].tag), (n.id, 7));
-    assert_eq!(out[0].verdict, device::Verdict::Fail(Completion::GOOD));
+    assert!(
+        matches!(&out[0].then, Next::Done { completion, .. } if *completion == Completion::GOOD),
+        "{out:?}"
+    );
     assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);
 
-    assert_eq!(submit_sanitize(8), Submitted::Queued);
+    assert!(matches!(submit_sanitize(8, &mut sink), Submitted::Queued(_)));
     let tmf = device::TaskManagement::AbortTask(8);
     assert_eq!(
-        t.task_management(0, &n, 0, tmf, &mut common::Collect::default()),
+        t.task_management(common::now(), &n, 0, tmf, &mut sink),
         device::TmfResponse::FunctionComplete
     );
+    let aborted = std::mem::take(&mut sink.finished);
+    assert!(
+        matches!(&aborted[..], [f] if f.tag == 8 && matches!(f.then, Next::Aborted)),
+        "{aborted:?}"
+    );
     still_sanitizing("the sanitize goes on");
-    let out = finished(Instant::now() + Duration::from_millis(800));
-    assert!(out.is_empty(), "an aborted command gets no status: {out:?}");
+    drive_to(&t, 1_000, &mut sink);
+    assert!(sink.finished.is_empty(), "an aborted command gets no status");
     assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);
 }
