@@ -10,7 +10,6 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A file-backed store. Writes go to the page cache (the drive's volatile write cache) unless
 /// write-through is on; `flush` is `fdatasync`.
@@ -21,7 +20,6 @@ pub struct FileStore {
     dsync: File,
     path: PathBuf,
     len: u64,
-    write_through: AtomicBool,
     /// An `fdatasync` failed: the kernel may have dropped the dirty pages and a later
     /// `fdatasync` reports success for what is left, so every later flush fails too (issue 11;
     /// the "fsyncgate" behaviour of Linux).
@@ -133,7 +131,6 @@ impl FileStore {
             dsync,
             path: path.to_owned(),
             len,
-            write_through: AtomicBool::new(false),
             sync_failed: parking_lot::Mutex::new(None),
             direct: None,
         })
@@ -203,9 +200,7 @@ impl FileStore {
     }
 
     /// Whether every write is to be durable (the write cache off).
-    pub(crate) fn write_through(&self) -> bool {
-        self.write_through.load(Ordering::Relaxed)
-    }
+
 
     /// Whether a durable write may start: not once syncing has failed.
     pub(crate) fn durable_ok(&self) -> io::Result<()> {
@@ -307,9 +302,6 @@ impl Store for FileStore {
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
         check_range(self.len, offset, buf.len())?;
-        if self.write_through() {
-            return self.write_sync(offset, buf);
-        }
         self.write_fd(false, offset, buf)
     }
 
@@ -320,10 +312,6 @@ impl Store for FileStore {
 
     fn flush(&self) -> io::Result<()> {
         self.sync()
-    }
-
-    fn set_write_through(&self, on: bool) {
-        self.write_through.store(on, Ordering::Relaxed);
     }
 
     /// Deallocate with `fallocate(PUNCH_HOLE | KEEP_SIZE)`; file systems without hole punching
@@ -468,10 +456,9 @@ mod tests {
         let e = s.flush().unwrap_err();
         assert!(e.to_string().contains("an earlier fdatasync failed"), "{e}");
         assert!(s.flush().is_err(), "still failing");
-        s.set_write_through(true);
         assert!(
-            s.write_at(0, &[2; 512]).is_err(),
-            "write-through writes cannot be durable"
+            s.write_durable(0, &[2; 512]).is_err(),
+            "durable writes cannot be durable"
         );
     }
 
@@ -511,8 +498,7 @@ mod tests {
             let mut buf = [9u8; 512];
             s.read_at(4096, &mut buf).unwrap();
             assert!(buf.iter().all(|&b| b == 0));
-            s.set_write_through(true);
-            s.write_at(4096, &[0x5A; 512]).unwrap();
+            s.write_durable(4096, &[0x5A; 512]).unwrap();
             s.flush().unwrap();
         }
         let s = FileStore::open(&path, None).unwrap();

@@ -53,23 +53,20 @@ pub trait Store: Send + Sync {
     /// Fill `buf` with the bytes at `offset`. Never-written ranges read as zeroes.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
 
-    /// Store `buf` at `offset`. With write-through on, the bytes are on stable storage on return.
+    /// Store `buf` at `offset` (in the store's volatile cache, if it has one: the device asks
+    /// for [`Store::write_durable`] when the write must be on stable storage).
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()>;
 
     /// Put every completed write on stable storage (SYNCHRONIZE CACHE).
     fn flush(&self) -> io::Result<()>;
 
-    /// Store `buf` at `offset` on stable storage before returning, whatever the cache mode: a
-    /// write with FUA (SBC-4 §4.15), which asks for this write only. The default flushes
-    /// everything after the write; a store that can do less overrides it.
+    /// Store `buf` at `offset` on stable storage before returning: a write with FUA, or any
+    /// write with the write cache off (WCE = 0, SBC-4 §4.15), which asks for this write only.
+    /// The default flushes everything after the write; a store that can do less overrides it.
     fn write_durable(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
         self.write_at(offset, buf)?;
         self.flush()
     }
-
-    /// Write-through mode: every `write_at` is durable before it returns (write cache disabled,
-    /// SBC-4 §6.5.5 WCE = 0). Stores without a volatile cache ignore it.
-    fn set_write_through(&self, _on: bool) {}
 
     /// Deallocate a range so that it reads back as zeroes (thin provisioning). Stores that
     /// cannot deallocate write zeroes.

@@ -139,9 +139,6 @@ impl Ring {
                 durable,
                 atomic,
             } => {
-                // Write-through (the write cache off) makes every write durable, as it does
-                // for the store's own writes.
-                let durable = durable || self.store.write_through();
                 if let Err(error) = durable.then(|| self.store.durable_ok()).transpose() {
                     let failed = Failure::Write {
                         at: Some(offset),

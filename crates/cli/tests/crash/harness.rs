@@ -70,16 +70,26 @@ pub fn serve() {
     config.block_size = spec.block_size;
     config.write_cache = spec.write_cache;
     config.write_cache_changeable = spec.write_cache;
-    let unit = device::LogicalUnit::new(config, Box::new(store)).expect("a valid LUN");
+    // Asynchronous, as `stint serve`'s file LUNs are (a thread pool over the store).
+    let completions = iscsi::clock::Completions::default();
+    let plane = store::PoolPlane::new(
+        Arc::new(store),
+        &store::Options::default(),
+        completions.handler(),
+    )
+    .expect("a data plane");
+    let unit = Arc::new(device::Unit::build(config, Arc::new(plane), None).expect("a valid LUN"));
     let node = iscsi::TargetNode {
         name: TARGET.into(),
         alias: None,
-        target: Arc::new(device::Target::new(vec![(0, Arc::new(unit))])),
+        target: Arc::new(device::Target::new(vec![(0, unit.clone())])),
         allowed_initiators: vec![],
         initiator_classes: vec![],
         chap: None,
         privileged_initiators: vec![],
     };
+    let portal = Arc::new(iscsi::Portal::new(vec![node]));
+    completions.bind(&unit, &portal, 0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -89,7 +99,7 @@ pub fn serve() {
             .await
             .expect("a free port");
         println!("iscsi://{}/{TARGET}/0", listener.local_addr().unwrap());
-        iscsi::server::serve(listener, vec![node], std::future::pending())
+        iscsi::server::serve_portal(listener, portal, std::future::pending())
             .await
             .expect("serve");
     });

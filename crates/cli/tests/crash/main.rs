@@ -201,11 +201,12 @@ fn main() {
         plan.push((mode, Crash::PowerLoss, Weaken::None, kills));
     }
     plan.push((Mode::Sync, Crash::PowerLoss, Weaken::Flush, NEGATIVE_KILLS));
-    plan.push((Mode::Fua, Crash::PowerLoss, Weaken::Fua, NEGATIVE_KILLS));
+    plan.push((Mode::Fua, Crash::PowerLoss, Weaken::Durable, NEGATIVE_KILLS));
+    // The write cache off makes every write a durable one (SBC-4 §4.15).
     plan.push((
         Mode::WriteThrough,
         Crash::PowerLoss,
-        Weaken::WriteThrough,
+        Weaken::Durable,
         NEGATIVE_KILLS,
     ));
 

@@ -16,7 +16,6 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 use store::{FileStore, Store};
 
@@ -25,10 +24,9 @@ use store::{FileStore, Store};
 pub enum Weaken {
     /// The store as shipped.
     None,
-    /// A FUA write is a plain cached write (as if its O_DSYNC were removed).
-    Fua,
-    /// Write-through writes are plain cached writes.
-    WriteThrough,
+    /// A durable write (FUA, or any write with the write cache off) is a plain cached write
+    /// (as if its O_DSYNC were removed).
+    Durable,
     /// A flush puts nothing on stable storage (as if its fdatasync were removed).
     Flush,
 }
@@ -37,21 +35,15 @@ impl Weaken {
     pub fn name(self) -> &'static str {
         match self {
             Weaken::None => "none",
-            Weaken::Fua => "fua",
-            Weaken::WriteThrough => "write-through",
+            Weaken::Durable => "durable-write",
             Weaken::Flush => "flush",
         }
     }
 
     pub fn parse(name: &str) -> Option<Weaken> {
-        [
-            Weaken::None,
-            Weaken::Fua,
-            Weaken::WriteThrough,
-            Weaken::Flush,
-        ]
-        .into_iter()
-        .find(|w| w.name() == name)
+        [Weaken::None, Weaken::Durable, Weaken::Flush]
+            .into_iter()
+            .find(|w| w.name() == name)
     }
 }
 
@@ -66,7 +58,6 @@ pub struct PowerLossStore {
     /// Writes hold it shared, copies to the image exclusive: a copy never sees half a write,
     /// as a disk writes a sector whole, and a flush covers every write completed before it.
     gate: RwLock<()>,
-    write_through: AtomicBool,
     weaken: Weaken,
     /// Drives the random writeback; `None`: nothing is written back unasked.
     writeback: Option<Mutex<Xoshiro256PlusPlus>>,
@@ -90,7 +81,6 @@ impl PowerLossStore {
             stable,
             dirty: Mutex::new(Vec::new()),
             gate: RwLock::new(()),
-            write_through: AtomicBool::new(false),
             weaken,
             writeback: writeback_seed.map(|s| Mutex::new(Xoshiro256PlusPlus::seed_from_u64(s))),
         })
@@ -148,10 +138,6 @@ impl Store for PowerLossStore {
         {
             let _shared = self.gate.read().unwrap();
             self.inner.write_at(offset, buf)?;
-            let through = self.write_through.load(Ordering::Relaxed);
-            if through && self.weaken != Weaken::WriteThrough {
-                return self.land(offset, buf);
-            }
             self.mark_dirty(offset, buf.len());
         }
         self.maybe_write_back()
@@ -160,7 +146,7 @@ impl Store for PowerLossStore {
     fn write_durable(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
         let _shared = self.gate.read().unwrap();
         self.inner.write_durable(offset, buf)?;
-        if self.weaken == Weaken::Fua {
+        if self.weaken == Weaken::Durable {
             self.mark_dirty(offset, buf.len());
             return Ok(());
         }
@@ -176,31 +162,25 @@ impl Store for PowerLossStore {
         let dirty = std::mem::take(&mut *self.dirty.lock().unwrap());
         dirty.into_iter().try_for_each(|range| self.copy(range))
     }
-
-    fn set_write_through(&self, on: bool) {
-        self.inner.set_write_through(on);
-        self.write_through.store(on, Ordering::Relaxed);
-    }
 }
 
 /// The image holds what each step makes durable and nothing else, and a weakened store's
 /// image misses what its weakness leaves out. Panics otherwise.
 pub fn self_check(dir: &Path) {
     let image_at = |image: &Path, offset: usize| std::fs::read(image).unwrap()[offset];
-    for weaken in [
-        Weaken::None,
-        Weaken::Fua,
-        Weaken::WriteThrough,
-        Weaken::Flush,
-    ] {
+    for weaken in [Weaken::None, Weaken::Durable, Weaken::Flush] {
         let file = dir.join(format!("check-{}.img", weaken.name()));
         let image = dir.join(format!("check-{}.stable", weaken.name()));
         let s = PowerLossStore::open(&file, 1 << 16, &image, weaken, None).unwrap();
         s.write_at(0, &[1; 512]).unwrap();
         assert_eq!(image_at(&image, 0), 0, "a cached write is not stable");
         s.write_durable(512, &[2; 512]).unwrap();
-        let fua = weaken != Weaken::Fua;
-        assert_eq!(image_at(&image, 512) == 2, fua, "FUA, weakened: {weaken:?}");
+        let durable = weaken != Weaken::Durable;
+        assert_eq!(
+            image_at(&image, 512) == 2,
+            durable,
+            "a durable write, weakened: {weaken:?}"
+        );
         s.flush().unwrap();
         let flushed = weaken != Weaken::Flush;
         assert_eq!(
@@ -208,14 +188,7 @@ pub fn self_check(dir: &Path) {
             flushed,
             "flush, weakened: {weaken:?}"
         );
-        s.set_write_through(true);
         s.write_at(1024, &[3; 512]).unwrap();
-        let through = weaken != Weaken::WriteThrough;
-        assert_eq!(
-            image_at(&image, 1024) == 3,
-            through,
-            "write-through, weakened: {weaken:?}"
-        );
         let mut back = [0; 512];
         s.read_at(1024, &mut back).unwrap();
         assert_eq!(back, [3; 512], "the LUN file itself holds every write");
