@@ -70,19 +70,30 @@ impl FileStore {
             .open(path)
             .map_err(|e| context(e, "cannot open"))?;
         // One server per file: a second one would interleave writes with the first's cache.
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::ResourceBusy,
-                    format!(
-                        "{}: in use by {} (it holds the file's lock); stop it or use another file",
-                        path.display(),
-                        lock_holder(&file).unwrap_or_else(|| "another process".into())
-                    ),
-                ));
+        let started = std::time::Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let holder = lock_holder(&file);
+                    // A server that died with I/O in flight keeps its lock until the kernel
+                    // has finished that I/O (io_uring tears down after the process): wait
+                    // for it a while, but never for a live holder.
+                    if holder.as_ref().is_none_or(|h| !h.alive) && started.elapsed() < LOCK_WAIT {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        continue;
+                    }
+                    return Err(io::Error::new(
+                        io::ErrorKind::ResourceBusy,
+                        format!(
+                            "{}: in use by {} (it holds the file's lock); stop it or use another file",
+                            path.display(),
+                            holder.map_or_else(|| "another process".into(), |h| h.name)
+                        ),
+                    ));
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(context(e, "cannot lock")),
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(context(e, "cannot lock")),
         }
         let meta = file.metadata().map_err(|e| context(e, "cannot stat"))?;
         if !meta.is_file() {
@@ -402,7 +413,17 @@ impl Direct {
 
 /// The process holding the `flock` on `file`, as "pid N (command line)", from /proc/locks
 /// (Linux's list of locks: "1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF").
-fn lock_holder(file: &File) -> Option<String> {
+/// How long an open waits for the lock of a server that is gone.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The process that holds a file's lock, as `/proc/locks` names it.
+struct Holder {
+    name: String,
+    /// It still runs (else the lock outlives it while its in-flight I/O ends).
+    alive: bool,
+}
+
+fn lock_holder(file: &File) -> Option<Holder> {
     use std::os::unix::fs::MetadataExt;
     let meta = file.metadata().ok()?;
     let (major, minor) = (fs::major(meta.dev()), fs::minor(meta.dev()));
@@ -417,7 +438,9 @@ fn lock_holder(file: &File) -> Option<String> {
             && id.next()?.parse::<u64>().ok()? == meta.ino();
         same.then(|| pid.to_string())
     })?;
-    let command = std::fs::read(format!("/proc/{pid}/cmdline"))
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"));
+    let alive = cmdline.is_ok();
+    let command = cmdline
         .map(|c| {
             String::from_utf8_lossy(&c)
                 .replace('\0', " ")
@@ -425,11 +448,12 @@ fn lock_holder(file: &File) -> Option<String> {
                 .to_owned()
         })
         .unwrap_or_default();
-    Some(if command.is_empty() {
+    let name = if command.is_empty() {
         format!("pid {pid}")
     } else {
         format!("pid {pid} ({command})")
-    })
+    };
+    Some(Holder { name, alive })
 }
 
 /// `fsync` of the directory that holds `path`, so a newly created entry is durable.
