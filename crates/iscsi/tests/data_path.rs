@@ -297,9 +297,9 @@ async fn a_flood_of_immediate_writes_meets_task_set_full() {
 /// ATTEMPTED; the older task goes on (issue 11: duplicate tags were accepted).
 #[tokio::test]
 async fn a_duplicate_task_tag_is_an_overlapped_command() {
-    let server = Server::start(64).await;
+    let server = Server::start_device(64).await;
     let mut ini = server
-        .login_with(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
+        .login_ready(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
         .await;
     let itt = 0x700;
     bare_write(&mut ini, itt).await;
@@ -327,7 +327,8 @@ async fn a_duplicate_task_tag_is_an_overlapped_command() {
         (p.bhs.opcode(), p.bhs.0[3]),
         (Some(Opcode::ScsiResponse), 0x00)
     );
-    assert!(server.disk.data.lock().unwrap()[..1024]
+    assert!(server
+        .bytes(1024)
         .iter()
         .all(|b| *b == 0x5A));
     drop(ini);
@@ -336,9 +337,9 @@ async fn a_duplicate_task_tag_is_an_overlapped_command() {
 
 #[tokio::test]
 async fn abort_task_of_a_write_waiting_for_data() {
-    let server = Server::start(64).await;
+    let server = Server::start_device(64).await;
     let mut ini = server
-        .login_with(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
+        .login_ready(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
         .await;
     let itt = 0x777;
     let cmd_bhs = {
@@ -383,7 +384,8 @@ async fn abort_task_of_a_write_waiting_for_data() {
         .unwrap()
         .is_none());
     assert_eq!(ini.nop(b"after abort").await.unwrap(), b"after abort");
-    assert!(server.disk.data.lock().unwrap()[..1024]
+    assert!(server
+        .bytes(1024)
         .iter()
         .all(|b| *b == 0));
     drop(ini);
@@ -518,15 +520,16 @@ async fn many_large_reads_in_flight() {
 
 #[tokio::test]
 async fn lun_reset_from_another_session_aborts_a_waiting_write() {
-    let server = Server::start(64).await;
+    let server = Server::start_device(64).await;
     let mut a = server
-        .login_with(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
+        .login_ready(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
         .await;
     let mut opts = iscsi::initiator::LoginOptions::new(INITIATOR, Some(TARGET));
     opts.isid[5] ^= 0xFF;
     let mut b = iscsi::initiator::Initiator::connect(server.addr, &opts)
         .await
         .unwrap();
+    let _power_on = b.scsi_command(0, &[0; 6], &[], 0).await.unwrap();
     let itt = 0x42;
     let cmd = ScsiCommand {
         immediate: false,
@@ -566,7 +569,8 @@ async fn lun_reset_from_another_session_aborts_a_waiting_write() {
         .unwrap()
         .is_none());
     assert_eq!(a.nop(b"a").await.unwrap(), b"a");
-    assert!(server.disk.data.lock().unwrap()[..1024]
+    assert!(server
+        .bytes(1024)
         .iter()
         .all(|x| *x == 0));
     drop((a, b));
@@ -599,9 +603,9 @@ fn command(
 
 #[tokio::test]
 async fn ordered_task_waits_for_older_tasks_head_of_queue_does_not() {
-    let server = Server::start(64).await;
+    let server = Server::start_device(64).await;
     let mut ini = server
-        .login_with(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
+        .login_ready(&[("ImmediateData", "No"), ("InitialR2T", "Yes")])
         .await;
     // SIMPLE write waiting for its data.
     let w = command(&mut ini, 1, 1, &write10(0, 2), 0, 1024);

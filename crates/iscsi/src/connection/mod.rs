@@ -382,6 +382,13 @@ impl Session {
     }
 
     fn handle(&mut self, f: &Frame, pdu: &[u8], out: &mut Output) -> Flow {
+        let flow = self.handle_pdu(f, pdu, out);
+        // This nexus's tasks the device moved on while it handled the PDU.
+        self.handle_mine(out);
+        flow
+    }
+
+    fn handle_pdu(&mut self, f: &Frame, pdu: &[u8], out: &mut Output) -> Flow {
         let data = pdu.get(f.data.clone()).unwrap_or(&[]);
         if !f.data_digest_ok {
             // RFC 7143 §7.8: reject the PDU; at ErrorRecoveryLevel 0 a write that lost data
