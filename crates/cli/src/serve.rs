@@ -355,7 +355,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             data_out: &[],
         };
         if let Some(store::Done::Failed(f)) = unit.plane().submit(0, store::Op::Flush, buffers) {
-            return Err(anyhow::anyhow!("flushing stores at shutdown: {}", f.error()));
+            return Err(anyhow::anyhow!(
+                "flushing stores at shutdown: {}",
+                f.error()
+            ));
         }
     }
     Ok(())

@@ -85,7 +85,12 @@ impl Geometry<'_> {
     /// WRITE ATOMIC (16)/(32)'s limits (SBC-4): TRANSFER LENGTH within MAXIMUM ATOMIC
     /// TRANSFER LENGTH (or, with an ATOMIC BOUNDARY, the limits with a boundary), the range
     /// within the capacity. No alignment or granularity is required.
-    fn atomic_range(&self, info: &CommandInfo, rw: &ReadWrite, boundary: u16) -> Result<(u64, u32), Sense> {
+    fn atomic_range(
+        &self,
+        info: &CommandInfo,
+        rw: &ReadWrite,
+        boundary: u16,
+    ) -> Result<(u64, u32), Sense> {
         // ATOMIC BOUNDARY and TRANSFER LENGTH: bytes 10 and 12 of the (16) CDB, 4 and 28 of
         // the (32) one.
         let (boundary_field, length_field) = match info.cdb_length() {
@@ -105,7 +110,10 @@ impl Geometry<'_> {
             return Err(Sense::invalid_field_in_cdb(length_field, None));
         }
         self.within(rw.lba, rw.transfer_length.into())?;
-        Ok((rw.lba * self.bs(), rw.transfer_length.saturating_mul(self.block_size)))
+        Ok((
+            rw.lba * self.bs(),
+            rw.transfer_length.saturating_mul(self.block_size),
+        ))
     }
 
     /// The range of SYNCHRONIZE CACHE / PRE-FETCH: 0 blocks means "to the last LBA"; any part
@@ -121,7 +129,15 @@ impl Geometry<'_> {
     /// the `data_out` bytes that came (at most `len`): when the initiator sent less than the
     /// CDB asks (iSCSI EDTL < transfer length), only what arrived is written (RFC 7143
     /// §11.4.5.1 residual overflow; libiscsi test_write10_residuals).
-    fn write(&self, lba: u64, offset: u64, len: u32, data_out: u32, fua: bool, atomic: bool) -> Plan {
+    fn write(
+        &self,
+        lba: u64,
+        offset: u64,
+        len: u32,
+        data_out: u32,
+        fua: bool,
+        atomic: bool,
+    ) -> Plan {
         let bs = self.block_size;
         let n = len.min(data_out / bs * bs);
         if n == 0 {
@@ -144,7 +160,9 @@ impl Geometry<'_> {
     /// plans make, before the transport asks for (and buffers) any of their data.
     pub(crate) fn check_data_out(&self, info: &CommandInfo, cmd: &Command) -> Result<(), Sense> {
         match *cmd {
-            Command::Write(rw) | Command::OrWrite(rw) => self.range(info, rw.lba, rw.transfer_length),
+            Command::Write(rw) | Command::OrWrite(rw) => {
+                self.range(info, rw.lba, rw.transfer_length)
+            }
             Command::WriteAndVerify(w) => self.range(info, w.lba, w.transfer_length),
             Command::WriteAtomic { rw, .. } => self.atomic_range(info, &rw, 0),
             Command::Verify(v) if v.bytchk == ByteCheck::Compare => {
@@ -159,7 +177,11 @@ impl Geometry<'_> {
     /// that move no blocks (PRE-FETCH, which only fills a cache, among them). SYNCHRONIZE
     /// CACHE is the drive's flush ([`MediaOp::FLUSH`]). The range checks of the command's
     /// plan come first, so a command that would fail them fails before it is timed.
-    pub(crate) fn media_op(&self, info: &CommandInfo, cmd: &Command) -> Result<Option<(MediaOp, u8)>, Sense> {
+    pub(crate) fn media_op(
+        &self,
+        info: &CommandInfo,
+        cmd: &Command,
+    ) -> Result<Option<(MediaOp, u8)>, Sense> {
         let (lba, blocks, write, fua, dld) = match *cmd {
             Command::Read(rw) => (rw.lba, rw.transfer_length, false, rw.fua, rw.dld),
             Command::Write(rw) | Command::OrWrite(rw) => {
@@ -183,7 +205,9 @@ impl Geometry<'_> {
                 self.atomic_range(info, rw, 0)?;
             }
             // Their own length limits are checked when they run.
-            Command::CompareAndWrite(_) | Command::WriteSame(_) => self.within(lba, blocks.into())?,
+            Command::CompareAndWrite(_) | Command::WriteSame(_) => {
+                self.within(lba, blocks.into())?
+            }
             _ => {
                 self.range(info, lba, blocks)?;
             }
@@ -191,7 +215,15 @@ impl Geometry<'_> {
         if blocks == 0 {
             return Ok(None);
         }
-        Ok(Some((MediaOp { lba, blocks, write, fua }, dld)))
+        Ok(Some((
+            MediaOp {
+                lba,
+                blocks,
+                write,
+                fua,
+            },
+            dld,
+        )))
     }
 
     /// READ (6)/(10)/(12)/(16)/(32) (SBC-4 §5.12–5.16).
@@ -212,7 +244,12 @@ impl Geometry<'_> {
     /// (SBC-4 §5.43–5.45), whose data must be on the medium to be verified, so it is written
     /// through; the comparison of BYTCHK = 01b is against the very bytes just stored, so it
     /// always matches.
-    pub(crate) fn write_command(&self, info: &CommandInfo, cmd: &Command, data_out: u32) -> Result<Plan, Sense> {
+    pub(crate) fn write_command(
+        &self,
+        info: &CommandInfo,
+        cmd: &Command,
+        data_out: u32,
+    ) -> Result<Plan, Sense> {
         let (lba, blocks, fua) = match *cmd {
             Command::WriteAndVerify(w) => (w.lba, w.transfer_length, true),
             Command::Write(rw) => (rw.lba, rw.transfer_length, rw.fua),
@@ -225,7 +262,13 @@ impl Geometry<'_> {
     /// WRITE ATOMIC (16)/(32) (SBC-4 §4.29): all or nothing with respect to every other write
     /// and every read; a Data-Out shorter than the TRANSFER LENGTH writes nothing (where
     /// WRITE would write the whole blocks that came).
-    pub(crate) fn write_atomic(&self, info: &CommandInfo, rw: &ReadWrite, boundary: u16, data_out: u32) -> Result<Plan, Sense> {
+    pub(crate) fn write_atomic(
+        &self,
+        info: &CommandInfo,
+        rw: &ReadWrite,
+        boundary: u16,
+        data_out: u32,
+    ) -> Result<Plan, Sense> {
         let (offset, len) = self.atomic_range(info, rw, boundary)?;
         if len == 0 {
             return Ok(Plan::Good);
@@ -239,7 +282,12 @@ impl Geometry<'_> {
 
     /// ORWRITE (16) (SBC-4 §5.8): read the blocks, OR the Data-Out into them, write them
     /// back, as one atomic change. Only whole blocks that arrived are changed, as for WRITE.
-    pub(crate) fn or_write(&self, info: &CommandInfo, rw: &ReadWrite, data_out: u32) -> Result<Plan, Sense> {
+    pub(crate) fn or_write(
+        &self,
+        info: &CommandInfo,
+        rw: &ReadWrite,
+        data_out: u32,
+    ) -> Result<Plan, Sense> {
         let (offset, len) = self.range(info, rw.lba, rw.transfer_length)?;
         let n = len.min(data_out / self.block_size * self.block_size);
         if n == 0 {
@@ -263,7 +311,12 @@ impl Geometry<'_> {
     /// an invalid NUMBER field. (SBC-4 lets 0 be a no-op; a 0 here is in practice a count that
     /// wrapped the one-byte field, e.g. libiscsi 1.19's 256-block case, so refusing it reports
     /// the real error.) So is a Data-Out buffer of another size than the two instances.
-    pub(crate) fn compare_and_write(&self, rw: &ReadWrite, data_out: u32, buffer: u32) -> Result<Plan, Sense> {
+    pub(crate) fn compare_and_write(
+        &self,
+        rw: &ReadWrite,
+        data_out: u32,
+        buffer: u32,
+    ) -> Result<Plan, Sense> {
         let blocks = rw.transfer_length;
         if blocks == 0 || blocks > u32::from(self.limits.maximum_compare_and_write_length) {
             return Err(Sense::invalid_field_in_cdb(13, None));
@@ -293,13 +346,25 @@ impl Geometry<'_> {
     /// WriteSame*.UnmapUntilEnd expects (SBC-4 §4.7.3.4.2 leaves it to the device server).
     /// A Data-Out buffer holds one block, or nothing (NDOB, or a WRITE SAME(10) that sends no
     /// data: then nothing is written unless it unmaps); any other size is refused.
-    pub(crate) fn write_same(&self, info: &CommandInfo, w: &WriteSame, data_out: u32, buffer: u32) -> Result<Plan, Sense> {
+    pub(crate) fn write_same(
+        &self,
+        info: &CommandInfo,
+        w: &WriteSame,
+        data_out: u32,
+        buffer: u32,
+    ) -> Result<Plan, Sense> {
         if buffer != 0 && (w.ndob || buffer != self.block_size) {
-            return Err(Sense::new(SenseKey::IllegalRequest, Asc::INVALID_FIELD_IN_CDB));
+            return Err(Sense::new(
+                SenseKey::IllegalRequest,
+                Asc::INVALID_FIELD_IN_CDB,
+            ));
         }
         // LBPWS/LBPWS10 are set only with thin provisioning.
         if w.unmap && !self.thin {
-            return Err(Sense::invalid_field_in_cdb(info.protect_byte() as u16, Some(3)));
+            return Err(Sense::invalid_field_in_cdb(
+                info.protect_byte() as u16,
+                Some(3),
+            ));
         }
         let number_field = match info.cdb_length() {
             10 => 7,
@@ -347,13 +412,19 @@ impl Geometry<'_> {
     /// UNMAP (SBC-4 §5.30): every descriptor is checked (LBA range, MAXIMUM UNMAP LBA COUNT
     /// and BLOCK DESCRIPTOR COUNT) before any range is deallocated. A PARAMETER LIST LENGTH of
     /// 0 unmaps nothing. The ranges that change, (lba, count), come with the plan.
-    pub(crate) fn unmap(&self, u: &Unmap, data_out: &[u8]) -> Result<(Plan, Vec<(u64, u64)>), Sense> {
+    pub(crate) fn unmap(
+        &self,
+        u: &Unmap,
+        data_out: &[u8],
+    ) -> Result<(Plan, Vec<(u64, u64)>), Sense> {
         if u.parameter_list_length == 0 {
             return Ok((Plan::Good, Vec::new()));
         }
         let list = data_out
             .get(..usize::from(u.parameter_list_length))
-            .ok_or_else(|| Sense::new(SenseKey::IllegalRequest, Asc::PARAMETER_LIST_LENGTH_ERROR))?;
+            .ok_or_else(|| {
+                Sense::new(SenseKey::IllegalRequest, Asc::PARAMETER_LIST_LENGTH_ERROR)
+            })?;
         let descriptors = provisioning::unmap_descriptors(list)?;
         if descriptors.len() as u64 > u64::from(self.limits.maximum_unmap_block_descriptor_count) {
             return Err(Sense::invalid_field_in_parameter_list(2, None));
@@ -378,7 +449,10 @@ impl Geometry<'_> {
             return Ok((Plan::Good, changed));
         }
         let op = Op::Unmap {
-            ranges: changed.iter().map(|&(lba, n)| (lba * self.bs(), n * self.bs())).collect(),
+            ranges: changed
+                .iter()
+                .map(|&(lba, n)| (lba * self.bs(), n * self.bs()))
+                .collect(),
             durable: !self.write_cache,
         };
         let plan = Plan::Io {
@@ -392,7 +466,12 @@ impl Geometry<'_> {
 
     /// VERIFY (10)/(12)/(16) (SBC-4 §5.35–5.37). BYTCHK 00b: the medium is always readable;
     /// 01b: compare the Data-Out blocks; 11b: compare one Data-Out block with every block.
-    pub(crate) fn verify(&self, info: &CommandInfo, v: &Verify, data_out: u32) -> Result<Plan, Sense> {
+    pub(crate) fn verify(
+        &self,
+        info: &CommandInfo,
+        v: &Verify,
+        data_out: u32,
+    ) -> Result<Plan, Sense> {
         let (offset, len) = self.range(info, v.lba, v.verification_length)?;
         let (pattern, block) = match v.bytchk {
             ByteCheck::None => return Ok(Plan::Good),
@@ -400,7 +479,10 @@ impl Geometry<'_> {
             ByteCheck::CompareOneBlock => (self.block_size.min(len), self.block_size),
         };
         if data_out < pattern {
-            return Err(Sense::new(SenseKey::IllegalRequest, Asc::PARAMETER_LIST_LENGTH_ERROR));
+            return Err(Sense::new(
+                SenseKey::IllegalRequest,
+                Asc::PARAMETER_LIST_LENGTH_ERROR,
+            ));
         }
         if len == 0 {
             return Ok(Plan::Good);
@@ -437,7 +519,11 @@ impl Geometry<'_> {
     /// GET LBA STATUS (SBC-4 §5.8): how many extents the allocation length has room for (at
     /// least one, at most 64), and the operation that finds them on a thin unit; a fully
     /// provisioned unit reports every block mapped without asking the store.
-    pub(crate) fn lba_status(&self, lba: u64, allocation_length: u32) -> Result<(usize, Option<Op>), Sense> {
+    pub(crate) fn lba_status(
+        &self,
+        lba: u64,
+        allocation_length: u32,
+    ) -> Result<(usize, Option<Op>), Sense> {
         if lba >= self.blocks {
             return Err(lba_out_of_range());
         }
@@ -453,7 +539,13 @@ impl Geometry<'_> {
     /// GET LBA STATUS parameter data from `lba` for the store's runs (allocated, bytes), or
     /// every block mapped for a fully provisioned unit: extents are whole blocks (a block
     /// partly allocated counts as mapped), each at most u32::MAX blocks.
-    pub(crate) fn lba_status_data(&self, lba: u64, wanted: usize, runs: Option<&[(bool, u64)]>, out: &mut Vec<u8>) {
+    pub(crate) fn lba_status_data(
+        &self,
+        lba: u64,
+        wanted: usize,
+        runs: Option<&[(bool, u64)]>,
+        out: &mut Vec<u8>,
+    ) {
         let bs = self.bs();
         let mut extents = Vec::with_capacity(wanted);
         let mut at = lba;
@@ -467,7 +559,11 @@ impl Geometry<'_> {
                     None => break,
                 },
             };
-            let blocks = if mapped { bytes.div_ceil(bs) } else { bytes / bs };
+            let blocks = if mapped {
+                bytes.div_ceil(bs)
+            } else {
+                bytes / bs
+            };
             let (status, blocks) = match blocks {
                 0 => (ProvisioningStatus::Mapped, 1),
                 n if mapped => (ProvisioningStatus::Mapped, n),
@@ -494,7 +590,12 @@ impl Geometry<'_> {
 
     /// READ LONG (10)/(16): the block's bytes (the stores keep no ECC, so a long block is the
     /// logical block itself), also of a block marked uncorrectable.
-    pub(crate) fn read_long(&self, info: &CommandInfo, lba: u64, length: u16) -> Result<Plan, Sense> {
+    pub(crate) fn read_long(
+        &self,
+        info: &CommandInfo,
+        lba: u64,
+        length: u16,
+    ) -> Result<Plan, Sense> {
         if lba >= self.blocks {
             return Err(lba_out_of_range());
         }
@@ -511,15 +612,31 @@ impl Geometry<'_> {
     }
 
     /// WRITE LONG (10)/(16) without WR_UNCOR: the Data-Out is the block's new bytes.
-    pub(crate) fn write_long(&self, info: &CommandInfo, lba: u64, length: u16, data_out: u32) -> Result<Plan, Sense> {
+    pub(crate) fn write_long(
+        &self,
+        info: &CommandInfo,
+        lba: u64,
+        length: u16,
+        data_out: u32,
+    ) -> Result<Plan, Sense> {
         if lba >= self.blocks {
             return Err(lba_out_of_range());
         }
         self.long_length(info, length)?;
         if data_out < u32::from(length) {
-            return Err(Sense::new(SenseKey::IllegalRequest, Asc::PARAMETER_LIST_LENGTH_ERROR));
+            return Err(Sense::new(
+                SenseKey::IllegalRequest,
+                Asc::PARAMETER_LIST_LENGTH_ERROR,
+            ));
         }
-        Ok(self.write(lba, lba * self.bs(), self.block_size, self.block_size, false, false))
+        Ok(self.write(
+            lba,
+            lba * self.bs(),
+            self.block_size,
+            self.block_size,
+            false,
+            false,
+        ))
     }
 
     /// FORMAT UNIT (SBC-4 §5.4) with the defaults: every block is deallocated, so the medium
@@ -561,7 +678,12 @@ pub(crate) fn completion(done: &Done, lba: Option<u64>, writes: bool) -> Complet
 /// A store failure as `key`/`asc` (or HARDWARE ERROR, INTERNAL TARGET FAILURE when the
 /// request itself was bad), logged with its cause: the host sees only the sense, the operator
 /// needs the cause (ENOSPC, EIO, ...).
-pub(crate) fn store_failure(e: &std::io::Error, key: SenseKey, asc: Asc, lba: Option<u64>) -> Completion {
+pub(crate) fn store_failure(
+    e: &std::io::Error,
+    key: SenseKey,
+    asc: Asc,
+    lba: Option<u64>,
+) -> Completion {
     tracing::error!(error = %e, ?key, ?asc, lba, "store I/O failed");
     let mut sense = if e.kind() == std::io::ErrorKind::InvalidInput {
         Sense::new(SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE)

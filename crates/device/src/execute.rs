@@ -35,15 +35,26 @@ impl LogicalUnit {
 
     /// Runs a task's command. `data_out`: its parameter list, or nothing for commands whose
     /// Data-Out the data plane moves (their length is the task's).
-    pub(crate) fn run(&mut self, now: Ns, id: TaskId, data_out: &[u8], data_in: &mut Vec<u8>) -> Ran {
+    pub(crate) fn run(
+        &mut self,
+        now: Ns,
+        id: TaskId,
+        data_out: &[u8],
+        data_in: &mut Vec<u8>,
+    ) -> Ran {
         let Some(task) = self.task(id) else {
             return Ran::Done(check(Sense::new(
                 SenseKey::HardwareError,
                 Asc::INTERNAL_TARGET_FAILURE,
             )));
         };
-        let (info, cmd, have, buffer, privileged) =
-            (task.info, task.cmd, task.data_out_len(), task.buffer, task.privileged);
+        let (info, cmd, have, buffer, privileged) = (
+            task.info,
+            task.cmd,
+            task.data_out_len(),
+            task.buffer,
+            task.privileged,
+        );
         let nexus = self.tasks_owner(id).map_or(0, |(n, _)| n);
         let start = data_in.len();
         let done = |c| Ran::Done(c);
@@ -85,22 +96,30 @@ impl LogicalUnit {
                 scsi::report_luns::report_luns(std::iter::once(self.config().lun), data_in);
                 done(Completion::GOOD)
             }
-            Command::Read(rw) => match self.uncorrectable.first(rw.lba, rw.transfer_length.into()) {
-                Some(bad) => done(read_write_long::unrecovered(bad)),
-                None => planned(self, self.geometry().read(info, &rw)),
-            },
+            Command::Read(rw) => {
+                match self.uncorrectable.first(rw.lba, rw.transfer_length.into()) {
+                    Some(bad) => done(read_write_long::unrecovered(bad)),
+                    None => planned(self, self.geometry().read(info, &rw)),
+                }
+            }
             Command::Write(_) | Command::WriteAndVerify(_) => {
                 planned(self, self.geometry().write_command(info, &cmd, have))
             }
             Command::WriteAtomic {
                 rw,
                 atomic_boundary,
-            } => planned(self, self.geometry().write_atomic(info, &rw, atomic_boundary, have)),
+            } => planned(
+                self,
+                self.geometry()
+                    .write_atomic(info, &rw, atomic_boundary, have),
+            ),
             Command::OrWrite(rw) => planned(self, self.geometry().or_write(info, &rw, have)),
             Command::CompareAndWrite(rw) => {
                 planned(self, self.geometry().compare_and_write(&rw, have, buffer))
             }
-            Command::WriteSame(w) => planned(self, self.geometry().write_same(info, &w, have, buffer)),
+            Command::WriteSame(w) => {
+                planned(self, self.geometry().write_same(info, &w, have, buffer))
+            }
             Command::Unmap(u) => match self.geometry().unmap(&u, data_out) {
                 Ok((plan, changed)) => {
                     for (lba, blocks) in changed {
@@ -110,7 +129,10 @@ impl LogicalUnit {
                 }
                 Err(sense) => done(check(sense)),
             },
-            Command::Verify(v) => match self.uncorrectable.first(v.lba, v.verification_length.into()) {
+            Command::Verify(v) => match self
+                .uncorrectable
+                .first(v.lba, v.verification_length.into())
+            {
                 Some(bad) => done(read_write_long::unrecovered(bad)),
                 None => planned(self, self.geometry().verify(info, &v, have)),
             },
@@ -138,14 +160,20 @@ impl LogicalUnit {
             Command::ReadLong {
                 lba,
                 byte_transfer_length,
-            } => planned(self, self.geometry().read_long(info, lba, byte_transfer_length)),
+            } => planned(
+                self,
+                self.geometry().read_long(info, lba, byte_transfer_length),
+            ),
             Command::WriteLong {
                 lba,
                 byte_transfer_length,
                 wr_uncor,
             } => {
                 if self.write_protected() {
-                    return done(check(Sense::new(SenseKey::DataProtect, Asc::WRITE_PROTECTED)));
+                    return done(check(Sense::new(
+                        SenseKey::DataProtect,
+                        Asc::WRITE_PROTECTED,
+                    )));
                 }
                 if wr_uncor {
                     if lba >= self.blocks() {
@@ -157,11 +185,18 @@ impl LogicalUnit {
                     self.uncorrectable.mark(lba);
                     return done(Completion::GOOD);
                 }
-                planned(self, self.geometry().write_long(info, lba, byte_transfer_length, have))
+                planned(
+                    self,
+                    self.geometry()
+                        .write_long(info, lba, byte_transfer_length, have),
+                )
             }
             Command::FormatUnit(f) => {
                 if self.write_protected() {
-                    return done(check(Sense::new(SenseKey::DataProtect, Asc::WRITE_PROTECTED)));
+                    return done(check(Sense::new(
+                        SenseKey::DataProtect,
+                        Asc::WRITE_PROTECTED,
+                    )));
                 }
                 let len = f.header_length() as usize;
                 if len > 0 {
@@ -238,7 +273,10 @@ impl LogicalUnit {
             Command::StartStopUnit(s) => self.start_stop_unit(&s),
             Command::Reserve | Command::Release => {
                 let Some(n) = self.nexus_of(id) else {
-                    return done(check(Sense::new(SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE)));
+                    return done(check(Sense::new(
+                        SenseKey::HardwareError,
+                        Asc::INTERNAL_TARGET_FAILURE,
+                    )));
                 };
                 let c = if matches!(cmd, Command::Reserve) {
                     self.reservations.reserve(&n)
@@ -255,7 +293,10 @@ impl LogicalUnit {
             }
             Command::PersistentReserveOut(p) => {
                 let Some(n) = self.nexus_of(id) else {
-                    return done(check(Sense::new(SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE)));
+                    return done(check(Sense::new(
+                        SenseKey::HardwareError,
+                        Asc::INTERNAL_TARGET_FAILURE,
+                    )));
                 };
                 match self.reservations.prepare_out(&n, &p, data_out) {
                     Err(c) => done(c),
@@ -435,7 +476,10 @@ impl LogicalUnit {
             After::Format => Ran::Done(match done {
                 Done::Failed(f) => {
                     tracing::error!(error = %f.error(), "FORMAT UNIT failed");
-                    check(Sense::new(SenseKey::MediumError, Asc::MEDIUM_FORMAT_CORRUPTED))
+                    check(Sense::new(
+                        SenseKey::MediumError,
+                        Asc::MEDIUM_FORMAT_CORRUPTED,
+                    ))
                 }
                 _ => Completion::GOOD,
             }),
@@ -446,7 +490,8 @@ impl LogicalUnit {
             } => match done {
                 Done::Extents(runs) => {
                     let start = data_in.len();
-                    self.geometry().lba_status_data(lba, wanted, Some(&runs), data_in);
+                    self.geometry()
+                        .lba_status_data(lba, wanted, Some(&runs), data_in);
                     truncate(data_in, start, allocation_length);
                     Ran::Done(Completion::GOOD)
                 }
@@ -461,7 +506,7 @@ impl LogicalUnit {
             }
             After::Stop(s) => match done {
                 Done::Failed(f) => Ran::Done(block::store_failure(
-                    &f.error(),
+                    f.error(),
                     SenseKey::MediumError,
                     Asc::WRITE_ERROR,
                     None,
@@ -470,7 +515,7 @@ impl LogicalUnit {
             },
             After::ModeSave(parameters) => match done {
                 Done::Failed(f) => Ran::Done(block::store_failure(
-                    &f.error(),
+                    f.error(),
                     SenseKey::MediumError,
                     Asc::WRITE_ERROR,
                     None,
@@ -490,7 +535,7 @@ impl LogicalUnit {
             }
             After::Reservations(prepared) => match done {
                 Done::Failed(f) => Ran::Done(block::store_failure(
-                    &f.error(),
+                    f.error(),
                     SenseKey::MediumError,
                     Asc::WRITE_ERROR,
                     None,
@@ -601,7 +646,12 @@ impl LogicalUnit {
     }
 
     /// LOG SENSE (SPC-5 §6.9) with the counters as they are now.
-    fn log_sense(&self, l: &scsi::command::LogSense, data_in: &mut Vec<u8>, start: usize) -> Completion {
+    fn log_sense(
+        &self,
+        l: &scsi::command::LogSense,
+        data_in: &mut Vec<u8>,
+        start: usize,
+    ) -> Completion {
         let cdl = self.queue.as_ref().map(|q| q.cdl_statistics());
         let provisioning = self
             .usage
@@ -704,7 +754,10 @@ impl LogicalUnit {
             )));
         };
         let Some(nexus) = self.nexus_of(id) else {
-            return Ran::Done(check(Sense::new(SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE)));
+            return Ran::Done(check(Sense::new(
+                SenseKey::HardwareError,
+                Asc::INTERNAL_TARGET_FAILURE,
+            )));
         };
         let job = match x.service_action {
             tpc::out_action::COPY_OPERATION_ABORT => {

@@ -540,11 +540,11 @@ impl CopyJob {
             let Work::List { list, nexus, next } = &mut self.work else {
                 return Next::Done(completion_of(&self.result));
             };
-            let Some(seg) = list.segments.get(*next).cloned() else {
+            let Some(seg) = list.segments.get(*next).copied() else {
                 return Next::Done(completion_of(&self.result));
             };
             *next += 1;
-            self.segment = Some(seg.clone());
+            self.segment = Some(seg);
             match segment(here, list, nexus, &seg) {
                 Ok(mover) => self.mover = Some(mover),
                 Err(sense) => return self.fail(sense, false),
@@ -584,7 +584,12 @@ impl CopyJob {
 }
 
 /// The copy target CSCD descriptor `index` of `list` names.
-fn resolve(here: &Here, list: &CopyList, index: u16, seg: &BlockToBlock) -> Result<Endpoint, Sense> {
+fn resolve(
+    here: &Here,
+    list: &CopyList,
+    index: u16,
+    seg: &BlockToBlock,
+) -> Result<Endpoint, Sense> {
     let unreachable = || copy_aborted(tpc::UNREACHABLE_COPY_TARGET, seg);
     let cscd = list.cscds.get(usize::from(index)).ok_or_else(unreachable)?;
     let unit = if here.designated_by(cscd) {
@@ -601,7 +606,12 @@ fn resolve(here: &Here, list: &CopyList, index: u16, seg: &BlockToBlock) -> Resu
 
 /// One block to block segment: resolve both ends, check them as a READ and a WRITE from
 /// `nexus` would be checked, then the mover of its bytes.
-fn segment(here: &Here, list: &CopyList, nexus: &Nexus, seg: &BlockToBlock) -> Result<Mover, Sense> {
+fn segment(
+    here: &Here,
+    list: &CopyList,
+    nexus: &Nexus,
+    seg: &BlockToBlock,
+) -> Result<Mover, Sense> {
     let source = resolve(here, list, seg.source, seg)?;
     let destination = resolve(here, list, seg.destination, seg)?;
     // The addressed unit passed its own checks; another one is checked here as if the nexus
@@ -624,7 +634,11 @@ fn segment(here: &Here, list: &CopyList, nexus: &Nexus, seg: &BlockToBlock) -> R
         u64::from(source.block_size(here)),
         u64::from(destination.block_size(here)),
     );
-    let unit = if seg.destination_count { dst_bs } else { src_bs };
+    let unit = if seg.destination_count {
+        dst_bs
+    } else {
+        src_bs
+    };
     let bytes = u64::from(seg.blocks) * unit;
     if bytes % src_bs != 0 || bytes % dst_bs != 0 {
         return Err(copy_aborted(tpc::UNEXPECTED_INEXACT_SEGMENT, seg));
@@ -633,7 +647,9 @@ fn segment(here: &Here, list: &CopyList, nexus: &Nexus, seg: &BlockToBlock) -> R
         lba.checked_add(bytes / bs)
             .is_some_and(|end| end <= e.blocks(here))
     };
-    if !in_range(&source, seg.source_lba, src_bs) || !in_range(&destination, seg.destination_lba, dst_bs) {
+    if !in_range(&source, seg.source_lba, src_bs)
+        || !in_range(&destination, seg.destination_lba, dst_bs)
+    {
         return Err(copy_aborted(Asc::NO_ADDITIONAL_SENSE, seg));
     }
     let from = seg.source_lba * src_bs;

@@ -46,10 +46,10 @@ pub use drive::Ns;
 pub use event::{Arrived, Event, Step, TaskId, Then};
 pub use logical_unit::{Backing, Kept, LogicalUnit};
 pub use metrics::Metrics;
-pub use target::Target;
-pub use unit::{backing, Finished, Next, Sink, Submitted, Unit};
 /// The data plane's vocabulary, as the transport meets it.
 pub use store::{Complete, Done, Op};
+pub use target::Target;
+pub use unit::{backing, Finished, Next, Sink, Submitted, Unit};
 
 use scsi::{Sense, Status};
 

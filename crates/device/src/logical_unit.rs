@@ -161,7 +161,9 @@ impl LogicalUnit {
         };
         // A kept file that does not decode, as the error reading it names it.
         let corrupt = |path: &Option<std::path::PathBuf>, e: String| {
-            let at = path.as_ref().map_or(String::new(), |p| format!("{}: ", p.display()));
+            let at = path
+                .as_ref()
+                .map_or(String::new(), |p| format!("{}: ", p.display()));
             std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{at}{e}"))
         };
         let block_limits = block_limits(&config, backing.unmap_granularity);
@@ -183,14 +185,15 @@ impl LogicalUnit {
         .map_err(|e| ConfigError::SavedMode(corrupt(&config.saved_mode_path, e)))?;
         let persistent = match &kept.reservations {
             Some(bytes) => Some(aptpl::decode(bytes).map_err(|e| {
-                ConfigError::PersistentReservations(corrupt(&config.persistent_reservations_path, e))
+                ConfigError::PersistentReservations(corrupt(
+                    &config.persistent_reservations_path,
+                    e,
+                ))
             })?),
             None => None,
         };
-        let reservations = Reservations::new(
-            persistent,
-            config.persistent_reservations_path.is_some(),
-        );
+        let reservations =
+            Reservations::new(persistent, config.persistent_reservations_path.is_some());
         let queue = queue
             .map(Scheduled::new)
             .transpose()
@@ -512,7 +515,7 @@ impl LogicalUnit {
         if self.tasks.is_aborted(id) || self.tasks.get(id).is_none() {
             return;
         }
-        let _done = self.finish(now, id, c, &mut Vec::new());
+        let _done = self.finish(now, id, c, 0);
     }
 
     /// A task with its Data-Out: held back behind an older task, or started.
@@ -533,7 +536,7 @@ impl LogicalUnit {
     fn start(&mut self, now: Ns, id: TaskId, data_out: &[u8], data_in: &mut Vec<u8>) -> Step {
         if let (Some(q), Some(task)) = (&self.queue, self.tasks.get(id)) {
             match self.geometry().media_op(task.info, &task.cmd) {
-                Err(sense) => return self.finish(now, id, check(sense), data_in),
+                Err(sense) => return self.finish(now, id, check(sense), data_in.len()),
                 Ok(Some((op, dld))) => {
                     let m = MediumTask {
                         op,
@@ -558,9 +561,9 @@ impl LogicalUnit {
     }
 
     /// What a command run comes to.
-    fn ran(&mut self, now: Ns, id: TaskId, ran: Ran, data_in: &mut Vec<u8>) -> Step {
+    fn ran(&mut self, now: Ns, id: TaskId, ran: Ran, data_in: &[u8]) -> Step {
         match ran {
-            Ran::Done(c) => self.finish(now, id, c, data_in),
+            Ran::Done(c) => self.finish(now, id, c, data_in.len()),
             Ran::Io(op, after) => {
                 if let Some(task) = self.tasks.get_mut(id) {
                     task.state = State::Io(after);
@@ -604,7 +607,7 @@ impl LogicalUnit {
 
     /// A task ends with `c`: it leaves the task set, is counted, and the tasks it held back
     /// may go.
-    fn finish(&mut self, now: Ns, id: TaskId, c: Completion, data_in: &mut Vec<u8>) -> Step {
+    fn finish(&mut self, now: Ns, id: TaskId, c: Completion, read: usize) -> Step {
         let Some(task) = self.tasks.remove(id) else {
             return Step::Aborted;
         };
@@ -612,7 +615,7 @@ impl LogicalUnit {
             Kind::Write => task.data_out_len() as usize,
             _ => 0,
         };
-        self.counters.count(task.kind, &c, data_in.len(), written);
+        self.counters.count(task.kind, &c, read, written);
         self.missed = task.missed;
         if task.missed {
             // The operator's trace of a missed duration limit (the counters say how many).
@@ -641,8 +644,12 @@ impl LogicalUnit {
                 break;
             }
             for id in ids.drain(..) {
-                let Some((nexus, tag)) = self.tasks.owner(id) else { continue };
-                let Some(task) = self.tasks.get_mut(id) else { continue };
+                let Some((nexus, tag)) = self.tasks.owner(id) else {
+                    continue;
+                };
+                let Some(task) = self.tasks.get_mut(id) else {
+                    continue;
+                };
                 if task.have.is_none() {
                     // Released while its Data-Out is still coming: it starts when it has it.
                     continue;
@@ -737,19 +744,23 @@ impl LogicalUnit {
                 debug_assert!(false, "the queue returned a task that left the set");
                 continue;
             };
-            let Some(task) = self.tasks.get_mut(id) else { continue };
+            let Some(task) = self.tasks.get_mut(id) else {
+                continue;
+            };
             task.missed |= l.missed;
             task.state = State::Entered;
             let (medium, arrived) = (task.medium, task.arrived);
             let params = std::mem::take(&mut task.params);
             let mut data_in = Vec::new();
-            let (Some(m), Some(q)) = (medium, &mut self.queue) else { continue };
+            let (Some(m), Some(q)) = (medium, &mut self.queue) else {
+                continue;
+            };
             q.record(&m, now.saturating_sub(arrived));
             let step = match q.completion(l.outcome, &m.op) {
-                Some(c) => self.finish(now, id, c, &mut data_in),
+                Some(c) => self.finish(now, id, c, data_in.len()),
                 None => {
                     let ran = self.run(now, id, &params, &mut data_in);
-                    self.ran(now, id, ran, &mut data_in)
+                    self.ran(now, id, ran, &data_in)
                 }
             };
             self.emit(nexus, tag, id, step, data_in);
@@ -774,8 +785,8 @@ impl LogicalUnit {
     fn sanitized(&mut self, now: Ns, waiting: Option<TaskId>, c: Completion) {
         let Some(id) = waiting else { return };
         if let Some((nexus, tag)) = self.tasks.owner(id) {
-            let mut data_in = Vec::new();
-            let step = self.finish(now, id, c, &mut data_in);
+            let data_in = Vec::new();
+            let step = self.finish(now, id, c, data_in.len());
             self.emit(nexus, tag, id, step, data_in);
         }
     }
@@ -798,7 +809,9 @@ impl LogicalUnit {
         let Some((nexus, tag)) = self.tasks.owner(id) else {
             return;
         };
-        let Some(task) = self.tasks.get(id) else { return };
+        let Some(task) = self.tasks.get(id) else {
+            return;
+        };
         match task.state {
             State::Io(_) => self.tasks.untag(id),
             State::Entered | State::Queued | State::Sanitizing => {

@@ -117,7 +117,12 @@ impl ModeState {
     }
 
     /// MODE SENSE (SPC-5 §6.14): the pages asked for, appended to `data_in` (not truncated).
-    pub(crate) fn sense(&self, m: &ModeSense, medium: &Medium, data_in: &mut Vec<u8>) -> Result<(), Sense> {
+    pub(crate) fn sense(
+        &self,
+        m: &ModeSense,
+        medium: &Medium,
+        data_in: &mut Vec<u8>,
+    ) -> Result<(), Sense> {
         mode::mode_sense(m, &self.context(medium), data_in)
     }
 
@@ -135,8 +140,8 @@ impl ModeState {
                 Asc::PARAMETER_LIST_LENGTH_ERROR,
             )));
         };
-        let selected =
-            mode::mode_select(m, data, &self.context(medium)).map_err(Completion::check_condition)?;
+        let selected = mode::mode_select(m, data, &self.context(medium))
+            .map_err(Completion::check_condition)?;
         let new = selected.parameters;
         // The write cache and software write protect apply to every initiator.
         let shared = |p: &ModeParameters| (p.wce, p.swp);

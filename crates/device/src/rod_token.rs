@@ -97,7 +97,10 @@ pub(crate) fn write_using_token(
 ) -> Result<CopyJob, Completion> {
     let wut = tpc::parse_write_using_token(p).map_err(check)?;
     if here.write_protected {
-        return Err(check(Sense::new(SenseKey::DataProtect, Asc::WRITE_PROTECTED)));
+        return Err(check(Sense::new(
+            SenseKey::DataProtect,
+            Asc::WRITE_PROTECTED,
+        )));
     }
     check_ranges(here, &wut.ranges).map_err(check)?;
     let rod_type = tpc::token_type(&wut.token).map_err(check)?;

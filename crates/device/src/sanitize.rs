@@ -28,9 +28,14 @@ use store::{Done, Op};
 pub(crate) enum Phase {
     Idle,
     /// `done` of `total` bytes of work are done (an OVERWRITE counts each pass).
-    Running { done: u64, total: u64 },
+    Running {
+        done: u64,
+        total: u64,
+    },
     /// The last sanitize failed; `ause` is that command's AUSE.
-    Failed { ause: bool },
+    Failed {
+        ause: bool,
+    },
 }
 
 impl Phase {

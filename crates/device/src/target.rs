@@ -4,7 +4,9 @@
 
 use crate::logical_unit::{check, truncate};
 use crate::unit::{Sink, Submitted, Unit};
-use crate::{Arrival, Completion, CopyManager, Nexus, Ns, TaskId, TaskManagement, TmfResponse, Transfer};
+use crate::{
+    Arrival, Completion, CopyManager, Nexus, Ns, TaskId, TaskManagement, TmfResponse, Transfer,
+};
 use scsi::command::Command;
 use scsi::inquiry::{self, StandardInquiry};
 use scsi::{Asc, Flags, Sense, SenseKey};
@@ -128,7 +130,14 @@ impl Target {
     }
 
     /// The transport could not collect a task's Data-Out: it ends with `c`.
-    pub fn data_out_failed(&self, now: Ns, lun: u64, task: TaskId, c: Completion, sink: &mut dyn Sink) {
+    pub fn data_out_failed(
+        &self,
+        now: Ns,
+        lun: u64,
+        task: TaskId,
+        c: Completion,
+        sink: &mut dyn Sink,
+    ) {
         if let Some(u) = self.luns.get(&lun) {
             u.data_out_failed(now, task, c, sink);
         }
@@ -180,9 +189,7 @@ impl Target {
             u.with(|core| core.register_nexus(a.nexus));
         }
         let start = data_in.len();
-        let visible = self
-            .luns()
-            .filter(|&lun| self.unit(a.nexus, lun).is_some());
+        let visible = self.luns().filter(|&lun| self.unit(a.nexus, lun).is_some());
         match select_report {
             0x00 | 0x02 | 0x11 => scsi::report_luns::report_luns(visible, data_in),
             0x01 | 0x10 | 0x12 => scsi::report_luns::report_luns(std::iter::empty(), data_in),

@@ -59,7 +59,11 @@ pub(crate) enum After {
     /// FORMAT UNIT's deallocation of the whole medium.
     Format,
     /// GET LBA STATUS's runs of the store.
-    LbaStatus { lba: u64, wanted: usize, allocation_length: u32 },
+    LbaStatus {
+        lba: u64,
+        wanted: usize,
+        allocation_length: u32,
+    },
     /// LOG SENSE's Logical Block Provisioning page needs the store's usage.
     LogSense(LogSense),
     /// START STOP UNIT's flush before the unit stops.

@@ -278,7 +278,7 @@ impl<T> TaskSet<T> {
             self.enabled + self.held.len(),
             "every slot is free or holds a task"
         );
-        if self.slots.len() > 16 && self.changes % 64 != 0 {
+        if self.slots.len() > 16 && !self.changes.is_multiple_of(64) {
             return;
         }
         let mut tagged = 0;
@@ -340,7 +340,10 @@ mod tests {
         let mut s = set();
         let a = s.enter(1, 7, TaskAttribute::Simple, "a").unwrap();
         assert_eq!(s.enter(1, 7, TaskAttribute::Simple, "b"), Err(Overlapped));
-        assert!(s.enter(2, 7, TaskAttribute::Simple, "c").is_ok(), "another nexus");
+        assert!(
+            s.enter(2, 7, TaskAttribute::Simple, "c").is_ok(),
+            "another nexus"
+        );
         s.untag(a);
         assert!(s.is_aborted(a) && s.get(a).is_some());
         let again = s.enter(1, 7, TaskAttribute::Simple, "d").unwrap();

@@ -10,8 +10,8 @@
 
 use crate::event::{Event, Step, TaskId, Then};
 use crate::{
-    Arrival, Backing, Completion, ConfigError, DeviceQueue, Kept, LogicalUnit, LuConfig, Nexus,
-    Ns, TaskManagement, TmfResponse, Transfer,
+    Arrival, Backing, Completion, ConfigError, DeviceQueue, Kept, LogicalUnit, LuConfig, Nexus, Ns,
+    TaskManagement, TmfResponse, Transfer,
 };
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -148,7 +148,10 @@ impl Unit {
                 events.push(e);
             }
             let next = core.poll_timeout();
-            (r, next.is_some_and(|t| t < self.armed.load(Ordering::Relaxed)))
+            (
+                r,
+                next.is_some_and(|t| t < self.armed.load(Ordering::Relaxed)),
+            )
         };
         for Event {
             nexus,
@@ -190,7 +193,10 @@ impl Unit {
     ) -> (Option<Transfer>, Submitted) {
         let arrived = self.call(sink, |core| core.command(now, a, data_in));
         let data_out = a.data_out;
-        (arrived.transfer, self.drive(now, arrived.step, data_out, data_in, sink))
+        (
+            arrived.transfer,
+            self.drive(now, arrived.step, data_out, data_in, sink),
+        )
     }
 
     /// All Data-Out of a task that asked for it came.

@@ -54,13 +54,13 @@ impl Drive for TestDrive {
 
 const FLUSH: Ns = 25 * MS;
 
-/// A timed LU, the nexuses that talk to it, and the tasks they have in it (with their CDB
-/// and Data-Out, as their transport keeps them), driven as a server drives it but in virtual
+/// A timed LU, the nexuses that talk to it, and the tasks they have in it (with their
+/// Data-Out, as their transport keeps it), driven as a server drives it but in virtual
 /// time: every call's deliveries collect in one sink, handled by `run`.
 struct Bench {
     lu: Arc<Unit>,
     store: Arc<RamStore>,
-    tasks: BTreeMap<(u64, u64), (TaskId, Vec<u8>, Vec<u8>)>,
+    tasks: BTreeMap<(u64, u64), (TaskId, Vec<u8>)>,
     nexuses: Vec<Nexus>,
     sink: Collect,
 }
@@ -156,8 +156,12 @@ impl Bench {
     fn clear_attentions(&mut self) {
         for n in &self.nexuses {
             let mut data_in = Vec::new();
-            self.lu
-                .command(0, &request(n, 0, &[0; 6], &[]).arrival(), &mut data_in, &mut self.sink);
+            self.lu.command(
+                0,
+                &request(n, 0, &[0; 6], &[]).arrival(),
+                &mut data_in,
+                &mut self.sink,
+            );
         }
     }
 
@@ -178,11 +182,14 @@ impl Bench {
             ..request(nexus, 0, cdb, data_out)
         };
         let mut data_in = Vec::new();
-        match self.lu.command(now, &req.arrival(), &mut data_in, &mut self.sink).1 {
+        match self
+            .lu
+            .command(now, &req.arrival(), &mut data_in, &mut self.sink)
+            .1
+        {
             Submitted::Done(c) => Some(c),
             Submitted::Queued(task) => {
-                self.tasks
-                    .insert((n, tag), (task, cdb.to_vec(), data_out.to_vec()));
+                self.tasks.insert((n, tag), (task, data_out.to_vec()));
                 None
             }
             other => panic!("{cdb:02x?}: {other:?}"),
@@ -196,7 +203,11 @@ impl Bench {
             ..request(&self.nexuses[0], 0, cdb, data_out)
         };
         let mut data_in = Vec::new();
-        match self.lu.command(0, &req.arrival(), &mut data_in, &mut self.sink).1 {
+        match self
+            .lu
+            .command(0, &req.arrival(), &mut data_in, &mut self.sink)
+            .1
+        {
             Submitted::Done(c) => (c, data_in),
             other => panic!("{cdb:02x?}: {other:?}"),
         }
@@ -237,7 +248,7 @@ impl Bench {
         let mut now = 0;
         loop {
             for f in std::mem::take(&mut self.sink.finished) {
-                let Some((task, _, data_out)) = self.tasks.get(&(f.nexus, f.tag)).cloned() else {
+                let Some((task, data_out)) = self.tasks.get(&(f.nexus, f.tag)).cloned() else {
                     continue;
                 };
                 assert_eq!(task, f.task, "a delivery names its task");
@@ -250,7 +261,10 @@ impl Bench {
                     } => Some((completion, data_in)),
                     Next::Run(op) => {
                         let mut data_in = Vec::new();
-                        match self.lu.run(now, task, op, &data_out, &mut data_in, &mut self.sink) {
+                        match self
+                            .lu
+                            .run(now, task, op, &data_out, &mut data_in, &mut self.sink)
+                        {
                             Submitted::Done(c) => Some((c, data_in)),
                             Submitted::Aborted => Some((Completion::GOOD, b"aborted".to_vec())),
                             _ => None,

@@ -6,7 +6,7 @@ mod common;
 use common::{Request, TargetExt};
 
 use common::{nexus, read16, run_on as run, sense_of, write16};
-use device::{Completion, CopyManager, Unit, LuConfig, Nexus, Target};
+use device::{Completion, CopyManager, LuConfig, Nexus, Target, Unit};
 use scsi::{Asc, SenseKey};
 use std::sync::Arc;
 
@@ -551,7 +551,13 @@ fn a_reset_stops_a_running_copy_between_chunks() {
     };
     // Wait until the copy runs (its status says in progress), then reset the unit.
     wait_running(&t, &n, &receive_cdb(0x00, 3), |d| d[4] == 0x00, &copier);
-    let reset = t.task_management(0, &n, 0, device::TaskManagement::LogicalUnitReset, &mut common::Collect::default());
+    let reset = t.task_management(
+        0,
+        &n,
+        0,
+        device::TaskManagement::LogicalUnitReset,
+        &mut common::Collect::default(),
+    );
     assert_eq!(reset, device::TmfResponse::FunctionComplete);
     assert_eq!(copier.join().unwrap(), None, "aborted without status");
     // Past the reset's unit attention, the held status says: aborted, some segments done.
@@ -635,4 +641,3 @@ fn receive_copy_data_and_report_all_rod_tokens() {
     cdb[13] = 6;
     assert_eq!(good(&t, &n, 0, &cdb, &[]).len(), 6, "allocation length");
 }
-

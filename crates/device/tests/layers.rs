@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 /// The source files of a crate of the workspace, by path.
 fn sources(krate: &str) -> Vec<(PathBuf, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate).join("src");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(krate)
+        .join("src");
     let mut files = Vec::new();
     let mut dirs = vec![root];
     while let Some(dir) = dirs.pop() {
@@ -58,7 +61,10 @@ fn the_device_crates_start_no_thread_and_read_no_clock() {
             }
         }
     }
-    assert!(found.is_empty(), "threads or clocks in the device: {found:#?}");
+    assert!(
+        found.is_empty(),
+        "threads or clocks in the device: {found:#?}"
+    );
 }
 
 /// `device`'s modules and the modules each one names (`crate::module`, or an item the crate

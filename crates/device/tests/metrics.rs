@@ -10,11 +10,11 @@ use device::{
     Completion, DeviceQueue, DhCompletion, LuConfig, Metrics, Next, Nexus, Ns, Submitted,
     TaskManagement, TmfResponse, Unit,
 };
-use std::sync::Arc;
 use drive::{Drive, MediaOp, MediaOutcome, Service};
 use qos::order::Fifo;
 use qos::{CdlDescriptor, CdlPage, CdlPages, Policy, QueueConfig, Scheduler};
 use scsi::{Asc, SenseKey, Status};
+use std::sync::Arc;
 use store::RamStore;
 
 const MS: Ns = 1_000_000;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use common::TargetExt;
 
 use common::{run, target_with};
-use device::{Completion, ConfigError, Unit, LuConfig, Nexus, Target};
+use device::{Completion, ConfigError, LuConfig, Nexus, Target, Unit};
 use device::{TaskManagement, Transfer};
 use scsi::{Asc, SenseKey, Status};
 use std::path::Path;
@@ -231,8 +231,20 @@ fn resets_and_nexus_loss_keep_persistent_reservations() {
         prout(&t, &a, RESERVE, EXCLUSIVE_ACCESS, 1, 0, 0),
         Completion::GOOD
     );
-    t.task_management(0, &b, 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default());
-    t.task_management(0, &b, 0, TaskManagement::TargetWarmReset, &mut common::Collect::default());
+    t.task_management(
+        0,
+        &b,
+        0,
+        TaskManagement::LogicalUnitReset,
+        &mut common::Collect::default(),
+    );
+    t.task_management(
+        0,
+        &b,
+        0,
+        TaskManagement::TargetWarmReset,
+        &mut common::Collect::default(),
+    );
     assert_eq!(
         unit_attention(&t, &b),
         Some(Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED)

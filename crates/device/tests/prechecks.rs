@@ -4,8 +4,6 @@
 
 mod common;
 
-use common::TargetExt;
-
 use common::{nexus, ram_target as target_with, run_on as run};
 use device::{Completion, LuConfig, Nexus, Target};
 use scsi::alua::AccessState;

@@ -3,8 +3,6 @@
 
 mod common;
 
-use common::TargetExt;
-
 use common::{run, write16};
 use device::{Completion, LuConfig, Nexus, Target};
 

@@ -3,8 +3,6 @@
 
 mod common;
 
-use common::TargetExt;
-
 use common::{edited_target, ready, run};
 use device::{Completion, LuConfig, Nexus, Target};
 use scsi::{Asc, SenseKey};

@@ -254,7 +254,10 @@ fn an_immediate_sanitize_reports_progress_and_holds_off_other_commands() {
     assert!(progress > 0 && progress < u16::MAX, "progress {progress}");
     // Paced: still running just before 600 ms, done at 600 ms.
     drive_to(&t, 590, &mut sink);
-    assert_eq!(sense(&run(&t, &n, &[0; 6], &[]).0).1, Asc::SANITIZE_IN_PROGRESS);
+    assert_eq!(
+        sense(&run(&t, &n, &[0; 6], &[]).0).1,
+        Asc::SANITIZE_IN_PROGRESS
+    );
     drive_to(&t, 600, &mut sink);
     assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);
     assert!(read_all(&t, &n, 0, 16).iter().all(|&b| b == 0));
@@ -518,14 +521,21 @@ fn without_immed_the_driver_answers_when_the_sanitize_ends() {
             tag,
             ..request(&n, 0, &cdb, &[])
         };
-        t.command(common::now(), &req.arrival(), &mut Vec::new(), sink).1
+        t.command(common::now(), &req.arrival(), &mut Vec::new(), sink)
+            .1
     };
     let still_sanitizing = |why: &str| {
         let (c, _) = run(&t, &n, &[0; 6], &[]);
         assert_eq!(sense(&c).1, Asc::SANITIZE_IN_PROGRESS, "{why}");
     };
-    assert!(matches!(submit_sanitize(7, &mut sink), Submitted::Queued(_)));
-    assert!(sink.wakes > 0, "the driver is woken for the sanitize's steps");
+    assert!(matches!(
+        submit_sanitize(7, &mut sink),
+        Submitted::Queued(_)
+    ));
+    assert!(
+        sink.wakes > 0,
+        "the driver is woken for the sanitize's steps"
+    );
     still_sanitizing("the submitter is not blocked");
     drive_to(&t, 299, &mut sink);
     still_sanitizing("paced");
@@ -540,7 +550,10 @@ fn without_immed_the_driver_answers_when_the_sanitize_ends() {
     );
     assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);
 
-    assert!(matches!(submit_sanitize(8, &mut sink), Submitted::Queued(_)));
+    assert!(matches!(
+        submit_sanitize(8, &mut sink),
+        Submitted::Queued(_)
+    ));
     let tmf = device::TaskManagement::AbortTask(8);
     assert_eq!(
         t.task_management(common::now(), &n, 0, tmf, &mut sink),
@@ -553,6 +566,9 @@ fn without_immed_the_driver_answers_when_the_sanitize_ends() {
     );
     still_sanitizing("the sanitize goes on");
     drive_to(&t, 1_000, &mut sink);
-    assert!(sink.finished.is_empty(), "an aborted command gets no status");
+    assert!(
+        sink.finished.is_empty(),
+        "an aborted command gets no status"
+    );
     assert_eq!(run(&t, &n, &[0; 6], &[]).0, Completion::GOOD);
 }

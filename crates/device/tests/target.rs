@@ -6,8 +6,7 @@ use common::{Request, TargetExt};
 
 use common::{nexus, ram_lu, read10, run_on as run, sense_of};
 use device::{
-    Completion, LuConfig, Nexus, Target, TaskAttribute, TaskManagement,
-    TmfResponse, Transfer, Unit,
+    Completion, LuConfig, Nexus, Target, TaskAttribute, TaskManagement, TmfResponse, Transfer, Unit,
 };
 use scsi::{Asc, Sense, SenseKey, Status};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -286,7 +285,13 @@ fn report_luns_and_absent_luns() {
     assert_eq!(c, Completion::GOOD);
     assert_eq!((d[2], d[12]), (0x05, 0x25));
     assert_eq!(
-        t.task_management(0, &n, 7, TaskManagement::LogicalUnitReset, &mut common::Collect::default()),
+        t.task_management(
+            0,
+            &n,
+            7,
+            TaskManagement::LogicalUnitReset,
+            &mut common::Collect::default()
+        ),
         TmfResponse::IncorrectLun
     );
 }
@@ -320,7 +325,13 @@ fn unit_attentions_are_per_nexus() {
     assert_eq!(page[4 + 2] & 0x04, 0, "WCE now off");
     // LOGICAL UNIT RESET: everyone, including the requester; REQUEST SENSE reports and clears.
     assert_eq!(
-        t.task_management(0, &a, 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default()),
+        t.task_management(
+            0,
+            &a,
+            0,
+            TaskManagement::LogicalUnitReset,
+            &mut common::Collect::default()
+        ),
         TmfResponse::FunctionComplete
     );
     let (c, d) = run(&t, &a, 0, &[0x03, 0, 0, 0, 252, 0], &[]);
@@ -538,7 +549,10 @@ fn fua_asks_for_one_durable_write_and_no_flush() {
         durable: durable.clone(),
         flushes: flushes.clone(),
     };
-    let lu = common::unit_over(LuConfig::new("iqn.test:t", 0, BLOCKS * 512), Arc::new(store));
+    let lu = common::unit_over(
+        LuConfig::new("iqn.test:t", 0, BLOCKS * 512),
+        Arc::new(store),
+    );
     let t = Target::new(vec![(0, lu)]);
     let n = ready(&t, 1);
     let counts = || (durable.load(Relaxed), flushes.load(Relaxed));
@@ -743,7 +757,13 @@ fn random_commands_never_panic() {
         let c = t.execute(&req, &mut data_in);
         assert_eq!(c.status == Status::CheckCondition, c.sense.is_some());
         if i % 1000 == 0 {
-            t.task_management(0, &n, lun, TaskManagement::LogicalUnitReset, &mut common::Collect::default());
+            t.task_management(
+                0,
+                &n,
+                lun,
+                TaskManagement::LogicalUnitReset,
+                &mut common::Collect::default(),
+            );
         }
     }
 }
@@ -1088,7 +1108,13 @@ fn removable_medium_eject_load_and_prevention() {
     assert_eq!(run(&t, &a, 0, &eject, &[]).0, Completion::GOOD);
     assert_eq!(run(&t, &a, 0, &load, &[]).0, Completion::GOOD);
     run(&t, &a, 0, &prevent(true), &[]);
-    t.task_management(0, &a, 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default());
+    t.task_management(
+        0,
+        &a,
+        0,
+        TaskManagement::LogicalUnitReset,
+        &mut common::Collect::default(),
+    );
     run(&t, &a, 0, &[0; 6], &[]);
     assert_eq!(run(&t, &a, 0, &eject, &[]).0, Completion::GOOD);
     // Obsolete PREVENT values.
@@ -1165,7 +1191,13 @@ fn reserve6_excludes_other_nexuses_until_released() {
     // The holder's nexus loss and LU reset both drop the reservation.
     t.nexus_lost(0, &b, &mut common::Collect::default());
     assert_eq!(run(&t, &a, 0, &reserve, &[]).0, Completion::GOOD);
-    t.task_management(0, &b, 0, TaskManagement::LogicalUnitReset, &mut common::Collect::default());
+    t.task_management(
+        0,
+        &b,
+        0,
+        TaskManagement::LogicalUnitReset,
+        &mut common::Collect::default(),
+    );
     let c = ready(&t, 3);
     assert_eq!(run(&t, &c, 0, &reserve, &[]).0, Completion::GOOD);
 }

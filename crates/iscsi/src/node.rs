@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
+use device::Op;
 use device::{
-    Arrival, Completion, Nexus, Ns, Sink, Submitted, TaskId, TaskManagement, TmfResponse,
-    Transfer, Unit,
+    Arrival, Completion, Nexus, Ns, Sink, Submitted, TaskId, TaskManagement, TmfResponse, Transfer,
+    Unit,
 };
 use scsi::Sense;
-use device::Op;
 
 /// What the iSCSI layer needs from the SCSI target device behind a node: the
 /// `device::Target` contract, as a trait so tests can stand in a small fake that answers
@@ -37,7 +37,15 @@ pub trait ScsiTarget: Send + Sync {
         Submitted::Aborted
     }
     /// The transport could not collect a task's Data-Out: it ends with `c`.
-    fn data_out_failed(&self, _now: Ns, _lun: u64, _task: TaskId, _c: Completion, _sink: &mut dyn Sink) {}
+    fn data_out_failed(
+        &self,
+        _now: Ns,
+        _lun: u64,
+        _task: TaskId,
+        _c: Completion,
+        _sink: &mut dyn Sink,
+    ) {
+    }
     /// Runs a delivered task's data-plane operation with its buffers.
     #[allow(clippy::too_many_arguments)]
     fn run(

@@ -327,10 +327,7 @@ async fn a_duplicate_task_tag_is_an_overlapped_command() {
         (p.bhs.opcode(), p.bhs.0[3]),
         (Some(Opcode::ScsiResponse), 0x00)
     );
-    assert!(server
-        .bytes(1024)
-        .iter()
-        .all(|b| *b == 0x5A));
+    assert!(server.bytes(1024).iter().all(|b| *b == 0x5A));
     drop(ini);
     server.stop().await;
 }
@@ -384,10 +381,7 @@ async fn abort_task_of_a_write_waiting_for_data() {
         .unwrap()
         .is_none());
     assert_eq!(ini.nop(b"after abort").await.unwrap(), b"after abort");
-    assert!(server
-        .bytes(1024)
-        .iter()
-        .all(|b| *b == 0));
+    assert!(server.bytes(1024).iter().all(|b| *b == 0));
     drop(ini);
     server.stop().await;
 }
@@ -569,10 +563,7 @@ async fn lun_reset_from_another_session_aborts_a_waiting_write() {
         .unwrap()
         .is_none());
     assert_eq!(a.nop(b"a").await.unwrap(), b"a");
-    assert!(server
-        .bytes(1024)
-        .iter()
-        .all(|x| *x == 0));
+    assert!(server.bytes(1024).iter().all(|x| *x == 0));
     drop((a, b));
     server.stop().await;
 }

@@ -23,8 +23,8 @@ fn rw16(opcode: u8, lba: u64, blocks: u32) -> [u8; 16] {
 async fn pattern_written_in_one_session_reads_back_in_another() {
     let store = Arc::new(store::RamStore::new(BLOCKS * 512).unwrap());
     let plane = Arc::new(store::InlinePlane::new(store));
-    let lu = device::Unit::build(device::LuConfig::new(TARGET, 0, BLOCKS * 512), plane, None)
-        .unwrap();
+    let lu =
+        device::Unit::build(device::LuConfig::new(TARGET, 0, BLOCKS * 512), plane, None).unwrap();
     let node = TargetNode {
         name: TARGET.into(),
         alias: None,

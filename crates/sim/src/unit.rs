@@ -80,7 +80,10 @@ impl SimUnit {
             data_in: &mut self.scratch,
             data_out: &[],
         };
-        let result = self.plane.submit(task.to_u64(), op, buffers).unwrap_or(Done::Ok);
+        let result = self
+            .plane
+            .submit(task.to_u64(), op, buffers)
+            .unwrap_or(Done::Ok);
         self.lu.io_done(now, task, result, &mut self.scratch)
     }
 

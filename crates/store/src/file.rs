@@ -210,9 +210,6 @@ impl FileStore {
         }
     }
 
-    /// Whether every write is to be durable (the write cache off).
-
-
     /// Whether a durable write may start: not once syncing has failed.
     pub(crate) fn durable_ok(&self) -> io::Result<()> {
         match *self.sync_failed.lock() {

@@ -284,6 +284,7 @@ fn every_operation_through_every_asynchronous_plane() {
         // A copy within the store, overlapping, and one from another logical unit.
         let copy = Op::Copy {
             source: Source::This,
+            destination: Source::This,
             from: 4096,
             to: 8192,
             len: 64 << 10,
@@ -297,6 +298,7 @@ fn every_operation_through_every_asynchronous_plane() {
         p.ok(
             Op::Copy {
                 source,
+                destination: Source::This,
                 from: 0,
                 to: 6 * MIB,
                 len: 4096,

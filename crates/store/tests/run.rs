@@ -146,6 +146,7 @@ fn ranges_at_and_past_the_end_never_panic() {
             },
             Op::Copy {
                 source: Source::This,
+                destination: Source::This,
                 from: 0,
                 to: last,
                 len: 1024,
@@ -168,6 +169,7 @@ fn ranges_at_and_past_the_end_never_panic() {
             },
             Op::Copy {
                 source: Source::This,
+                destination: Source::This,
                 from: last,
                 to: 0,
                 len: 1024,
@@ -232,6 +234,7 @@ fn zero_lengths_do_nothing_and_succeed() {
         },
         Op::Copy {
             source: Source::This,
+            destination: Source::This,
             from: end,
             to: 0,
             len: 0,
@@ -541,6 +544,7 @@ fn copies_within_a_store_in_both_directions_and_from_another() {
         // Overlapping, destination after the source: copied from the end.
         let up = Op::Copy {
             source: Source::This,
+            destination: Source::This,
             from: 0,
             to: MIB / 2,
             len: 3 * MIB,
@@ -551,6 +555,7 @@ fn copies_within_a_store_in_both_directions_and_from_another() {
         // Overlapping, destination before the source: copied from the start.
         let down = Op::Copy {
             source: Source::This,
+            destination: Source::This,
             from: MIB / 2,
             to: 512,
             len: 3 * MIB,
@@ -564,6 +569,7 @@ fn copies_within_a_store_in_both_directions_and_from_another() {
         let plane = Arc::new(InlinePlane::new(Arc::new(other)));
         let from_other = Op::Copy {
             source: Source::Other(plane),
+            destination: Source::This,
             from: 4096,
             to: 5 * MIB,
             len: MIB,
@@ -580,6 +586,7 @@ fn copies_within_a_store_in_both_directions_and_from_another() {
         };
         let past = Op::Copy {
             source,
+            destination: Source::This,
             from: 2 * MIB - 512,
             to: 0,
             len: 1024,
@@ -619,6 +626,7 @@ fn a_failing_store_fails_the_step_that_failed() {
         },
         Op::Copy {
             source: Source::This,
+            destination: Source::This,
             from: 512,
             to: MIB,
             len: 512,
@@ -669,6 +677,7 @@ fn a_failing_store_fails_the_step_that_failed() {
         },
         Op::Copy {
             source: Source::This,
+            destination: Source::This,
             from: MIB,
             to: 512,
             len: 512,
@@ -770,6 +779,7 @@ fn arbitrary_operations_never_panic() {
             },
             9 => Op::Copy {
                 source: Source::This,
+                destination: Source::This,
                 from: pick(),
                 to: offset,
                 len,

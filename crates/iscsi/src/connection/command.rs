@@ -110,7 +110,8 @@ impl Session {
             Submitted::WantData(_, want) => {
                 let mut t = t;
                 t.buf = self.pool.get();
-                t.buf.extend_from_slice(data.get(..want as usize).unwrap_or(data));
+                t.buf
+                    .extend_from_slice(data.get(..want as usize).unwrap_or(data));
                 let have = t.buf.len() as u32;
                 t.collecting = Some(Collecting {
                     want,

@@ -24,9 +24,7 @@ use crate::login::{Established, Login, LoginRequest, LoginStep};
 use crate::negotiation::{Parameters, SessionType};
 use crate::node::ScsiTarget;
 use crate::output::{BufferPool, Output};
-use crate::pdu::{
-    self, Data, Frame, FrameLimits, Numbers, RejectReason, Residual, ScsiCommand,
-};
+use crate::pdu::{self, Data, Frame, FrameLimits, Numbers, RejectReason, Residual, ScsiCommand};
 use crate::portal::{Mailbox, Portal};
 use crate::session::{Admission, CmdWindow};
 use crate::text;
@@ -634,7 +632,10 @@ mod tests {
             _: &mut dyn Sink,
         ) -> (Option<Transfer>, Submitted) {
             data_in.resize(1 << 20, 0xEE);
-            (Some(Transfer::In(1 << 20)), Submitted::Done(Completion::GOOD))
+            (
+                Some(Transfer::In(1 << 20)),
+                Submitted::Done(Completion::GOOD),
+            )
         }
     }
 

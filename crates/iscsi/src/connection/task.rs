@@ -79,11 +79,7 @@ impl Session {
         let d = Data::parse(bhs);
         // Data for a task that already ended (failed early, aborted, or EDTL beyond the
         // CDB) is dropped quietly.
-        let Some(mut t) = self
-            .tasks
-            .remove(&d.itt)
-            .filter(|t| t.collecting.is_some())
-        else {
+        let Some(mut t) = self.tasks.remove(&d.itt).filter(|t| t.collecting.is_some()) else {
             return;
         };
         let len = data.len() as u32;

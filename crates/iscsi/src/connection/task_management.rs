@@ -16,9 +16,15 @@ impl Session {
         };
         let device_fn = match function {
             tmf::Function::TaskReassign => {
-                return self.tmf_reply(bhs, tmf::Response::TaskAllegianceReassignmentNotSupported, out)
+                return self.tmf_reply(
+                    bhs,
+                    tmf::Response::TaskAllegianceReassignmentNotSupported,
+                    out,
+                )
             }
-            tmf::Function::AbortTask => TaskManagement::AbortTask(u64::from(req.referenced_task_tag)),
+            tmf::Function::AbortTask => {
+                TaskManagement::AbortTask(u64::from(req.referenced_task_tag))
+            }
             tmf::Function::AbortTaskSet => TaskManagement::AbortTaskSet,
             tmf::Function::ClearAca => TaskManagement::ClearAca,
             tmf::Function::ClearTaskSet => TaskManagement::ClearTaskSet,

@@ -9,8 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use device::{
-    Arrival, Completion, Nexus, Ns, Sink, Submitted, TaskId, TaskManagement, TmfResponse,
-    Transfer,
+    Arrival, Completion, Nexus, Ns, Sink, Submitted, TaskId, TaskManagement, TmfResponse, Transfer,
 };
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::{ScsiTarget, TargetNode};
@@ -106,7 +105,10 @@ impl ScsiTarget for RamDisk {
         }
         let id = self.next_task.fetch_add(1, Ordering::Relaxed);
         self.writes.lock().unwrap().insert(id, (start, end));
-        (Some(transfer), Submitted::WantData(TaskId::from_u64(id), want))
+        (
+            Some(transfer),
+            Submitted::WantData(TaskId::from_u64(id), want),
+        )
     }
 
     fn data_out(
@@ -127,7 +129,14 @@ impl ScsiTarget for RamDisk {
         }
     }
 
-    fn data_out_failed(&self, _now: Ns, _lun: u64, task: TaskId, _c: Completion, _sink: &mut dyn Sink) {
+    fn data_out_failed(
+        &self,
+        _now: Ns,
+        _lun: u64,
+        task: TaskId,
+        _c: Completion,
+        _sink: &mut dyn Sink,
+    ) {
         self.writes.lock().unwrap().remove(&task.to_u64());
     }
 
