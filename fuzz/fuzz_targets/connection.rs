@@ -12,6 +12,8 @@
 //!   carries status only as GOOD without sense (phase collapse, RFC 7143 §11.7.4).
 #![no_main]
 
+use std::sync::{Arc, Mutex};
+
 use iscsi::bhs::{Bhs, Opcode};
 use iscsi::output::Output;
 use iscsi::pdu::{self, FrameLimits};
@@ -26,7 +28,9 @@ const MAX_BURST: u32 = 262_144;
 
 struct Harness {
     conn: Connection,
-    portal: std::sync::Arc<iscsi::Portal>,
+    portal: Arc<iscsi::Portal>,
+    /// What the device delivered to this connection's nexus from elsewhere (LUN 1's clock).
+    mailbox: Arc<Mutex<Vec<device::Finished>>>,
     out: Output,
     stream: Vec<u8>,
     now: u64,
@@ -46,9 +50,14 @@ fuzz_target!(|input: &[u8]| {
 fn run(u: &mut Unstructured) -> Result<()> {
     let knobs: u8 = u.arbitrary()?;
     let portal = stint_fuzz::portal();
+    let mailbox = Arc::new(Mutex::new(Vec::new()));
+    let mut conn = Connection::new(portal.clone(), "127.0.0.1:3260".into(), 0);
+    let m = mailbox.clone();
+    conn.set_mailbox(Arc::new(move |f| m.lock().unwrap().push(f)));
     let mut h = Harness {
-        conn: Connection::new(portal.clone(), "127.0.0.1:3260".into(), 0),
+        conn,
         portal,
+        mailbox,
         out: Output::new(),
         stream: Vec::new(),
         now: 0,
@@ -190,14 +199,17 @@ impl Harness {
 
     /// Delivers what the queued logical unit finished, then checks and recycles the output.
     fn collect(&mut self) {
-        let mut finished = Vec::new();
-        self.portal.nodes[0]
-            .target
-            .advance(self.now, 1, &mut finished);
-        for f in finished {
-            if Some(f.nexus) == self.conn.nexus_id() {
-                self.conn.complete(self.now, f, &mut self.out);
+        let units = self.portal.nodes[0].target.units();
+        if let Some((_, unit)) = units.iter().find(|(lun, _)| *lun == 1) {
+            let mut sink = stint_fuzz::Collect::default();
+            unit.advance(self.now, &mut sink);
+            for f in sink.0 {
+                self.portal.router.route(f);
             }
+        }
+        let delivered = std::mem::take(&mut *self.mailbox.lock().unwrap());
+        for f in delivered {
+            self.conn.complete(self.now, f, &mut self.out);
         }
         let bytes = self.out.to_bytes();
         match self.digests {

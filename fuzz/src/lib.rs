@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use device::{DhCompletion, LogicalUnit, LuConfig, Target};
+use device::{DhCompletion, Finished, LuConfig, Sink, Target, Unit};
 use iscsi::bhs::Bhs;
 use iscsi::pdu::{self, FrameLimits};
 use iscsi::{Portal, TargetNode};
 use profile::{DeviceParts, DeviceSpec, QueueSpec};
-use store::RamStore;
+use store::{InlinePlane, RamStore};
 
 /// Name of the target node the iSCSI targets log in to.
 pub const TARGET_NAME: &str = "iqn.2026-01.dev.stint:fuzz";
@@ -19,20 +19,22 @@ pub const CHAP_SECRET: &[u8] = b"fuzz-secret!";
 /// Blocks of each logical unit: small, so fuzzed LBAs land inside as often as outside.
 pub const BLOCKS: u64 = 2048;
 
-/// A target with the two kinds of logical unit: LUN 0 runs every command inline on a RAM
-/// store; LUN 1 has a device queue (instant drive, CDL pages, task set), so its medium
-/// commands wait for [`LogicalUnit::advance`].
+/// A target with the two kinds of logical unit, each over a RAM store on an inline data
+/// plane: LUN 0 plain, LUN 1 with a device queue (instant drive, CDL pages), so its medium
+/// commands wait for [`Unit::advance`].
 pub fn target() -> Target {
-    let plain = LogicalUnit::new(
-        LuConfig::new(TARGET_NAME, 0, BLOCKS * 512),
-        Box::new(RamStore::new(BLOCKS * 512).expect("RAM store")),
-    )
-    .expect("plain logical unit");
-    Target::new(vec![(0, Arc::new(plain)), (1, Arc::new(queued_lu()))])
+    let plain = Unit::build(LuConfig::new(TARGET_NAME, 0, BLOCKS * 512), ram(), None)
+        .expect("plain logical unit");
+    Target::new(vec![(0, Arc::new(plain)), (1, Arc::new(queued_unit()))])
 }
 
-/// The logical unit of LUN 1: what `stint serve` builds for a LUN with `[queue]` and `[cdl]`.
-fn queued_lu() -> LogicalUnit {
+fn ram() -> Arc<InlinePlane> {
+    let store = RamStore::new(BLOCKS * 512).expect("RAM store");
+    Arc::new(InlinePlane::new(Arc::new(store)))
+}
+
+/// The unit of LUN 1: what `stint serve` builds for a LUN with `[queue]` and `[cdl]`.
+fn queued_unit() -> Unit {
     let spec = DeviceSpec {
         model: "instant".into(),
         profile: None,
@@ -54,12 +56,23 @@ fn queued_lu() -> LogicalUnit {
         dh: DhCompletion::default(),
         seed: 1,
     };
-    parts
-        .logical_unit(
-            LuConfig::new(TARGET_NAME, 1, BLOCKS * 512),
-            Box::new(RamStore::new(BLOCKS * 512).expect("RAM store")),
-        )
-        .expect("queued logical unit")
+    let mut config = LuConfig::new(TARGET_NAME, 1, BLOCKS * 512);
+    config.medium_rotation_rate = drive.medium_rotation_rate();
+    let queue = parts.device_queue().expect("device queue");
+    Unit::build(config, ram(), Some(queue)).expect("queued logical unit")
+}
+
+/// Collects what the calls deliver (tasks of any nexus) and ignores wake-ups: the fuzz
+/// targets advance the units themselves.
+#[derive(Default)]
+pub struct Collect(pub Vec<Finished>);
+
+impl Sink for Collect {
+    fn deliver(&mut self, f: Finished) {
+        self.0.push(f);
+    }
+
+    fn wake(&mut self, _lun: u64) {}
 }
 
 /// A portal with the fuzz target node (anyone may log in and reset it) and a CHAP node.
