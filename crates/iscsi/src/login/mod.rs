@@ -953,4 +953,198 @@ TargetPortalGroupTag=7\0TargetAlias=x\0TargetAddress=a\0";
         assert_eq!(est.session_type, SessionType::Discovery);
         assert!(keys(&r.text).contains(&("MaxBurstLength".into(), "Irrelevant".into())));
     }
+
+    /// CSG=0 with T=1 and NSG=3: the security stage may lead straight to the full feature
+    /// phase, and its response then declares our MaxRecvDataSegmentLength.
+    #[test]
+    fn security_stage_straight_to_full_feature_phase() {
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let step = l.step(
+            &req(0, 3, true),
+            b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=None\0",
+            &nodes(),
+        );
+        let LoginStep::Complete(r, est) = step else {
+            panic!("{step:?}")
+        };
+        assert_eq!(r.flags(), 0x80 | 3);
+        let k = keys(&r.text);
+        assert!(k.contains(&("AuthMethod".into(), "None".into())));
+        assert!(k.contains(&("MaxRecvDataSegmentLength".into(), "262144".into())));
+        assert_eq!(est.node, Some(0));
+        assert_eq!(l.authentication(), "none");
+    }
+
+    /// The operational stage may take several requests (T=0); our limit is declared in its
+    /// first response only.
+    #[test]
+    fn operational_stage_declares_its_limit_once() {
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let n = nodes();
+        let declared = |r: &LoginReply| {
+            keys(&r.text)
+                .iter()
+                .filter(|(k, _)| k == "MaxRecvDataSegmentLength")
+                .count()
+        };
+        let first = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0";
+        let LoginStep::Continue(r) = l.step(&req(1, 0, false), first, &n) else {
+            panic!()
+        };
+        assert!(!r.transit && r.csg == 1);
+        assert_eq!(declared(&r), 1);
+        let LoginStep::Continue(r) = l.step(&req(1, 0, false), b"InitialR2T=No\0", &n) else {
+            panic!()
+        };
+        assert_eq!(declared(&r), 0);
+        assert!(keys(&r.text).contains(&("InitialR2T".into(), "No".into())));
+        let LoginStep::Complete(r, est) = l.step(&req(1, 3, true), b"", &n) else {
+            panic!()
+        };
+        assert_eq!(declared(&r), 0);
+        assert!(!est.params.initial_r2t);
+    }
+
+    fn mutual_chap_node() -> Vec<TargetNode> {
+        let mut n = chap_node();
+        n[0].chap.as_mut().unwrap().target = Some(chap::Credentials {
+            user: "stint".into(),
+            secret: b"the-target-secret".to_vec(),
+        });
+        n
+    }
+
+    /// While CHAP is under way the stage stays, whatever T the initiator sets: each response
+    /// clears T (RFC 7143 §6.3), and a request that names the next stage before the
+    /// exchange ends is refused.
+    #[test]
+    fn chap_under_way_keeps_the_security_stage() {
+        let n = chap_node();
+        let mut l = Login::new(TargetLimits::default(), 1);
+        // AuthMethod and CHAP_A may come in one request.
+        let LoginStep::Continue(r) = l.step(
+            &req(0, 1, true),
+            b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=CHAP\0\
+CHAP_A=7,5\0",
+            &n,
+        ) else {
+            panic!()
+        };
+        assert!(!r.transit && r.nsg == 0);
+        let k = keys(&r.text);
+        assert!(k.contains(&("AuthMethod".into(), "CHAP".into())));
+        assert!(k.contains(&("CHAP_A".into(), "7".into())));
+        let step = l.step(&req(1, 3, true), b"", &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+
+        // AuthMethod is agreed once.
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let first = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=CHAP\0";
+        assert!(matches!(
+            l.step(&req(0, 1, false), first, &n),
+            LoginStep::Continue(_)
+        ));
+        let step = l.step(&req(0, 1, false), b"AuthMethod=CHAP\0", &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+    }
+
+    /// Mutual CHAP: the target answers the initiator's challenge with its own secret, and the
+    /// answering request may enter the full feature phase at once.
+    #[test]
+    fn mutual_chap_then_full_feature_phase() {
+        let n = mutual_chap_node();
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let first = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=CHAP\0";
+        let LoginStep::Continue(_) = l.step(&req(0, 1, false), first, &n) else {
+            panic!()
+        };
+        let LoginStep::Continue(r) = l.step(&req(0, 1, false), b"CHAP_A=5\0", &n) else {
+            panic!()
+        };
+        let k = keys(&r.text);
+        let get = |name: &str| k.iter().find(|(key, _)| key == name).unwrap().1.clone();
+        let id: u8 = get("CHAP_I").parse().unwrap();
+        let challenge = chap::decode_binary(&get("CHAP_C")).unwrap();
+        let md5 = chap::Algorithm::Md5;
+        let answer = chap::encode_hex(&md5.response(id, b"twelve-bytes-or-more", &challenge));
+        let ours = [7u8; 16];
+        let text = format!(
+            "CHAP_N=alice\0CHAP_R={answer}\0CHAP_I=9\0CHAP_C={}\0",
+            chap::encode_hex(&ours)
+        );
+        assert_eq!(l.authentication(), "none");
+        let LoginStep::Complete(r, _) = l.step(&req(0, 3, true), text.as_bytes(), &n) else {
+            panic!()
+        };
+        let k = keys(&r.text);
+        assert!(k.contains(&("CHAP_N".into(), "stint".into())));
+        let theirs = chap::encode_hex(&md5.response(9, b"the-target-secret", &ours));
+        assert!(k.contains(&("CHAP_R".into(), theirs)));
+        assert!(k.contains(&("MaxRecvDataSegmentLength".into(), "262144".into())));
+        assert_eq!(l.authentication(), "CHAP MD5, mutual");
+    }
+
+    /// What every request must keep whatever the stage (RFC 7143 §11.12): CSG changes by a
+    /// transit only, also across the parts of a continued request; NSG comes after CSG; the
+    /// ISID stays; TSIH 0 (no connection joins a session).
+    #[test]
+    fn header_fields_follow_the_stage_transitions() {
+        let n = nodes();
+        let first = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0";
+        let after_first = |next: LoginRequest, text: &[u8]| {
+            let mut l = Login::new(TargetLimits::default(), 1);
+            assert!(matches!(
+                l.step(&req(0, 1, false), first, &n),
+                LoginStep::Continue(_)
+            ));
+            l.step(&next, text, &n)
+        };
+        let step = after_first(req(1, 3, true), b"");
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+        let step = after_first(req(0, 0, true), b"");
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+        let step = after_first(req(2, 3, true), b"");
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+        let mut other_isid = req(0, 1, true);
+        other_isid.isid[5] = 2;
+        let step = after_first(other_isid, b"");
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+        let mut join = req(0, 1, true);
+        join.tsih = 1;
+        let step = after_first(join, b"");
+        assert!(fails_with(step, LoginStatus::SESSION_DOES_NOT_EXIST));
+
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let mut part = req(1, 3, true);
+        part.continues = true;
+        assert!(matches!(
+            l.step(&part, b"InitiatorName=iqn.ok\0", &n),
+            LoginStep::Continue(_)
+        ));
+        let step = l.step(&req(0, 1, true), b"TargetName=iqn.2026-01.test:disk\0", &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+    }
+
+    /// A completed or refused login takes no more requests; a refusal still names the
+    /// initiator for the log.
+    #[test]
+    fn a_login_that_ended_takes_no_more_requests() {
+        let n = nodes();
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let first = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0";
+        assert!(matches!(
+            l.step(&req(1, 3, true), first, &n),
+            LoginStep::Complete(..)
+        ));
+        let step = l.step(&req(1, 3, true), b"", &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let refused = b"InitiatorName=iqn.bad\0TargetName=iqn.2026-01.test:disk\0";
+        let step = l.step(&req(1, 3, true), refused, &n);
+        assert!(fails_with(step, LoginStatus::NOT_FOUND));
+        assert_eq!(l.initiator_name(), Some("iqn.bad"));
+        let step = l.step(&req(1, 3, true), first, &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+    }
 }
