@@ -4,11 +4,12 @@
 //! OPERATION CODES, reserved-bit checks and the prechecks of the logical unit all read it.
 
 use crate::cdb::{be16, u8_at};
-use crate::cdl::CdlPageKind;
+use crate::cdl::CdlPageKind::{self, T2A, T2B};
 use crate::command::Command;
 use crate::decode as d;
 use crate::sense::Sense;
 use crate::third_party_copy as tpc;
+use ReservationAccess::{Allowed, OwnRules, Read, Unrestricted, Write};
 
 /// Direction of the data phase (SAM-5 §5.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +122,7 @@ const PREVENT_ALLOW: ReservationAccess = ReservationAccess::AllowedWhen {
 pub const VARIABLE_LENGTH_CDB: u8 = 0x7F;
 
 /// One supported command.
+#[derive(Clone, Copy)]
 pub struct CommandInfo {
     pub name: &'static str,
     /// CDB USAGE DATA (SPC-5 table 258): byte 0 is the opcode and the service action sits
@@ -260,1008 +262,791 @@ impl ServiceActionField {
 
 const NACA: u8 = 0x04;
 
-/// One table entry. The forms: `entry!(NAME, ACCESS, DIRECTION, SERVICE_ACTION, PROTECT,
-/// TIMEOUT, DECODER, [USAGE])`; with `cdl T2A,` or `cdl T2B,` first for a command whose DLD
-/// selects a CDL page, `thin` first for one only a thin-provisioned unit runs; and any of those
-/// after `flags(A | B ...),` to list its [`Flags`] instead of taking [`Flags::derived`].
-macro_rules! entry {
-    (@f $f:expr; cdl $page:ident, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ $f, Some(CdlPageKind::$page), false, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
-    };
-    (@f $f:expr; thin $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ $f, None, true, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
-    };
-    (@f $f:expr; $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ $f, None, false, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
-    };
-    (@ $f:expr, $cdl:expr, $thin:expr, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+]) => {
-        CommandInfo {
-            name: $name,
-            usage: &[$($u),+],
-            service_action: $sa,
-            direction: Direction::$dir,
-            reservation_access: access!($pr),
-            flags: match $f {
-                Some(flags) => flags,
-                None => Flags::derived(access!($pr), $protect),
-            },
-            cdl_page: $cdl,
-            thin_provisioning: $thin,
-            protect_field: $protect,
-            nominal_timeout: $to,
-            recommended_timeout: $to * 2,
-            decode: $decode,
-        }
-    };
-    (flags($($flag:ident)|+), $($rest:tt)+) => {
-        entry!(@f Some(Flags::empty()$(.union(Flags::$flag))+); $($rest)+)
-    };
-    ($($rest:tt)+) => {
-        entry!(@f None::<Flags>; $($rest)+)
-    };
+/// A command as [`ENTRIES`] writes it: [`Entry::new`] names the command and its decoder, and
+/// each further call sets one field of its [`CommandInfo`]. What an entry does not set is
+/// absent: no data phase, no service action, no protection field, no CDL page, supported by
+/// every logical unit, and [`Flags::derived`] for its flags. The CDB usage data, the
+/// reservation access and the timeout have no default: [`Entry::info`] refuses, at compile
+/// time, an entry without them.
+struct Entry {
+    name: &'static str,
+    decode: fn(&[u8]) -> Result<Command, Sense>,
+    usage: &'static [u8],
+    service_action: Option<u16>,
+    direction: Direction,
+    reservation_access: Option<ReservationAccess>,
+    protect_field: bool,
+    cdl_page: Option<CdlPageKind>,
+    thin_provisioning: bool,
+    flags: Option<Flags>,
+    timeout: Option<u32>,
 }
 
-/// A table entry's [`ReservationAccess`]: a variant, or one of the CDB-dependent rows above.
-macro_rules! access {
-    (START_STOP_UNIT) => {
-        START_STOP_UNIT
-    };
-    (PREVENT_ALLOW) => {
-        PREVENT_ALLOW
-    };
-    ($variant:ident) => {
-        ReservationAccess::$variant
-    };
+impl Entry {
+    const fn new(name: &'static str, decode: fn(&[u8]) -> Result<Command, Sense>) -> Entry {
+        Entry {
+            name,
+            decode,
+            usage: &[],
+            service_action: None,
+            direction: Direction::None,
+            reservation_access: None,
+            protect_field: false,
+            cdl_page: None,
+            thin_provisioning: false,
+            flags: None,
+            timeout: None,
+        }
+    }
+
+    /// CDB USAGE DATA, as long as the CDB ([`CommandInfo::usage`]).
+    const fn cdb(self, usage: &'static [u8]) -> Entry {
+        Entry { usage, ..self }
+    }
+
+    const fn service_action(self, service_action: u16) -> Entry {
+        Entry {
+            service_action: Some(service_action),
+            ..self
+        }
+    }
+
+    /// Data-In: the device sends data.
+    const fn data_in(self) -> Entry {
+        Entry {
+            direction: Direction::In,
+            ..self
+        }
+    }
+
+    /// Data-Out: the device receives data.
+    const fn data_out(self) -> Entry {
+        Entry {
+            direction: Direction::Out,
+            ..self
+        }
+    }
+
+    const fn reservation_access(self, access: ReservationAccess) -> Entry {
+        Entry {
+            reservation_access: Some(access),
+            ..self
+        }
+    }
+
+    /// Has an RDPROTECT/WRPROTECT/VRPROTECT field ([`CommandInfo::protect_field`]).
+    const fn protect_field(self) -> Entry {
+        Entry {
+            protect_field: true,
+            ..self
+        }
+    }
+
+    /// The CDL page its DLD field selects.
+    const fn cdl_page(self, page: CdlPageKind) -> Entry {
+        Entry {
+            cdl_page: Some(page),
+            ..self
+        }
+    }
+
+    /// Supported only by a thin-provisioned logical unit.
+    const fn thin_provisioning(self) -> Entry {
+        Entry {
+            thin_provisioning: true,
+            ..self
+        }
+    }
+
+    /// Where it may run, instead of [`Flags::derived`].
+    const fn flags(self, flags: Flags) -> Entry {
+        Entry {
+            flags: Some(flags),
+            ..self
+        }
+    }
+
+    /// Nominal timeout in seconds; the recommended one is twice that.
+    const fn timeout(self, seconds: u32) -> Entry {
+        Entry {
+            timeout: Some(seconds),
+            ..self
+        }
+    }
+
+    const fn info(&self) -> CommandInfo {
+        // The compile error names the entry that lacks its CDB usage data, reservation access
+        // or timeout.
+        let (false, Some(reservation_access), Some(timeout)) =
+            (self.usage.is_empty(), self.reservation_access, self.timeout)
+        else {
+            panic!("{}", self.name)
+        };
+        CommandInfo {
+            name: self.name,
+            usage: self.usage,
+            service_action: self.service_action,
+            direction: self.direction,
+            reservation_access,
+            flags: match self.flags {
+                Some(flags) => flags,
+                None => Flags::derived(reservation_access, self.protect_field),
+            },
+            cdl_page: self.cdl_page,
+            thin_provisioning: self.thin_provisioning,
+            protect_field: self.protect_field,
+            nominal_timeout: timeout,
+            recommended_timeout: timeout * 2,
+            decode: self.decode,
+        }
+    }
+}
+
+/// The [`CommandInfo`] of every entry.
+const fn build<const N: usize>(entries: &[Entry]) -> [CommandInfo; N] {
+    let mut table = [entries[0].info(); N];
+    let mut i = 1;
+    while i < N {
+        table[i] = entries[i].info();
+        i += 1;
+    }
+    table
 }
 
 const F: u8 = 0xFF;
 
 /// Every supported command, sorted by opcode then service action (the RSOC all-commands order).
-pub static COMMANDS: &[CommandInfo] = TABLE;
+pub static COMMANDS: &[CommandInfo] = &TABLE;
 
-const TABLE: &[CommandInfo] = &[
-    entry!(
-        flags(READY),
-        "TEST UNIT READY",
-        Allowed,
-        None,
-        None,
-        false,
-        1,
-        d::test_unit_ready,
-        [0x00, 0, 0, 0, 0, NACA]
-    ),
-    entry!(
-        "REQUEST SENSE",
-        Unrestricted,
-        In,
-        None,
-        false,
-        1,
-        d::request_sense,
-        [0x03, 0x01, 0, 0, F, NACA]
-    ),
+const TABLE: [CommandInfo; ENTRIES.len()] = build(ENTRIES);
+
+/// The table as written: one entry per operation code and service action, in that order.
+const ENTRIES: &[Entry] = &[
+    Entry::new("TEST UNIT READY", d::test_unit_ready)
+        .cdb(&[0x00, 0, 0, 0, 0, NACA])
+        .reservation_access(Allowed)
+        .flags(Flags::READY)
+        .timeout(1),
+    Entry::new("REQUEST SENSE", d::request_sense)
+        .cdb(&[0x03, 0x01, 0, 0, F, NACA])
+        .data_in()
+        .reservation_access(Unrestricted)
+        .timeout(1),
     // FMTPINFO needs protection information (PROTECT = 0), so it is outside the mask.
-    entry!(
-        flags(READY | WRITES),
-        "FORMAT UNIT",
-        Write,
-        Out,
-        None,
-        false,
-        60,
-        d::format_unit,
-        [0x04, 0x3F, 0, 0, 0, NACA]
-    ),
-    entry!(
-        "READ(6)",
-        Read,
-        In,
-        None,
-        false,
-        30,
-        d::read6,
-        [0x08, 0x1F, F, F, F, NACA]
-    ),
-    entry!(
-        "WRITE(6)",
-        Write,
-        Out,
-        None,
-        false,
-        30,
-        d::write6,
-        [0x0A, 0x1F, F, F, F, NACA]
-    ),
-    entry!(
-        "INQUIRY",
-        Unrestricted,
-        In,
-        None,
-        false,
-        1,
-        d::inquiry,
-        [0x12, 0x01, F, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
-        "MODE SELECT(6)",
-        Write,
-        Out,
-        None,
-        false,
-        1,
-        d::mode_select6,
-        [0x15, 0x11, 0, 0, F, NACA]
-    ),
-    entry!(
-        "RESERVE(6)",
-        OwnRules,
-        None,
-        None,
-        false,
-        1,
-        d::reserve,
-        [0x16, 0, 0, 0, 0, NACA]
-    ),
-    entry!(
-        "RELEASE(6)",
-        OwnRules,
-        None,
-        None,
-        false,
-        1,
-        d::release,
-        [0x17, 0, 0, 0, 0, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
-        "MODE SENSE(6)",
-        Read,
-        In,
-        None,
-        false,
-        1,
-        d::mode_sense6,
-        [0x1A, 0x08, F, F, F, NACA]
-    ),
-    entry!(
-        "START STOP UNIT",
-        START_STOP_UNIT,
-        None,
-        None,
-        false,
-        30,
-        d::start_stop_unit,
-        [0x1B, 0x01, 0, 0x0F, 0xF7, NACA]
-    ),
-    entry!(
+    Entry::new("FORMAT UNIT", d::format_unit)
+        .cdb(&[0x04, 0x3F, 0, 0, 0, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .flags(Flags::READY.union(Flags::WRITES))
+        .timeout(60),
+    Entry::new("READ(6)", d::read6)
+        .cdb(&[0x08, 0x1F, F, F, F, NACA])
+        .data_in()
+        .reservation_access(Read)
+        .timeout(30),
+    Entry::new("WRITE(6)", d::write6)
+        .cdb(&[0x0A, 0x1F, F, F, F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .timeout(30),
+    Entry::new("INQUIRY", d::inquiry)
+        .cdb(&[0x12, 0x01, F, F, F, NACA])
+        .data_in()
+        .reservation_access(Unrestricted)
+        .timeout(1),
+    Entry::new("MODE SELECT(6)", d::mode_select6)
+        .cdb(&[0x15, 0x11, 0, 0, F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .flags(Flags::STANDBY)
+        .timeout(1),
+    Entry::new("RESERVE(6)", d::reserve)
+        .cdb(&[0x16, 0, 0, 0, 0, NACA])
+        .reservation_access(OwnRules)
+        .timeout(1),
+    Entry::new("RELEASE(6)", d::release)
+        .cdb(&[0x17, 0, 0, 0, 0, NACA])
+        .reservation_access(OwnRules)
+        .timeout(1),
+    Entry::new("MODE SENSE(6)", d::mode_sense6)
+        .cdb(&[0x1A, 0x08, F, F, F, NACA])
+        .data_in()
+        .reservation_access(Read)
+        .flags(Flags::STANDBY)
+        .timeout(1),
+    Entry::new("START STOP UNIT", d::start_stop_unit)
+        .cdb(&[0x1B, 0x01, 0, 0x0F, 0xF7, NACA])
+        .reservation_access(START_STOP_UNIT)
+        .timeout(30),
+    Entry::new(
         "PREVENT ALLOW MEDIUM REMOVAL",
-        PREVENT_ALLOW,
-        None,
-        None,
-        false,
-        1,
         d::prevent_allow_medium_removal,
-        [0x1E, 0, 0, 0, 0x01, NACA]
-    ),
-    entry!(
-        flags(MEDIUM),
-        "READ CAPACITY(10)",
-        Allowed,
-        In,
-        None,
-        false,
-        1,
-        d::read_capacity_10,
-        [0x25, 0, F, F, F, F, 0, 0, 0x01, NACA]
-    ),
-    entry!(
-        "READ(10)",
-        Read,
-        In,
-        None,
-        true,
-        30,
-        d::read10,
-        [0x28, 0x1E, F, F, F, F, 0x3F, F, F, NACA]
-    ),
-    entry!(
-        "WRITE(10)",
-        Write,
-        Out,
-        None,
-        true,
-        30,
-        d::write10,
-        [0x2A, 0x1A, F, F, F, F, 0x3F, F, F, NACA]
-    ),
-    entry!(
-        "WRITE AND VERIFY(10)",
-        Write,
-        Out,
-        None,
-        true,
-        30,
-        d::write_and_verify10,
-        [0x2E, 0x12, F, F, F, F, 0x3F, F, F, NACA]
-    ),
-    entry!(
-        "VERIFY(10)",
-        Read,
-        Out,
-        None,
-        true,
-        30,
-        d::verify10,
-        [0x2F, 0x16, F, F, F, F, 0x3F, F, F, NACA]
-    ),
-    entry!(
-        flags(READY),
-        "PRE-FETCH(10)",
-        Read,
-        None,
-        None,
-        false,
-        30,
-        d::pre_fetch10,
-        [0x34, 0x02, F, F, F, F, 0x3F, F, F, NACA]
-    ),
-    entry!(
-        flags(READY),
-        "SYNCHRONIZE CACHE(10)",
-        Write,
-        None,
-        None,
-        false,
-        60,
-        d::synchronize_cache10,
-        [0x35, 0x06, F, F, F, F, 0x3F, F, F, NACA]
-    ),
-    entry!(
-        "READ DEFECT DATA(10)",
-        Read,
-        In,
-        None,
-        false,
-        1,
-        d::read_defect_data10,
-        [0x37, 0, 0x1F, 0, 0, 0, 0, F, F, NACA]
-    ),
-    entry!(
-        flags(READY),
-        "READ LONG(10)",
-        Read,
-        In,
-        None,
-        false,
-        30,
-        d::read_long10,
-        [0x3E, 0x02, F, F, F, F, 0, F, F, NACA]
-    ),
-    entry!(
-        flags(READY | WRITES),
-        "WRITE LONG(10)",
-        Write,
-        Out,
-        None,
-        false,
-        30,
-        d::write_long10,
-        [0x3F, 0x40, F, F, F, F, 0, F, F, NACA]
-    ),
-    entry!(
-        "WRITE SAME(10)",
-        Write,
-        Out,
-        None,
-        true,
-        60,
-        d::write_same10,
-        [0x41, 0x08, F, F, F, F, 0x3F, F, F, NACA]
-    ),
-    entry!(
-        flags(READY | WRITES),
-        thin "UNMAP",
-        Write,
-        Out,
-        None,
-        false,
-        60,
-        d::unmap,
-        [0x42, 0, 0, 0, 0, 0, 0x3F, F, F, NACA]
-    ),
-    entry!(
-        flags(READY | WRITES),
-        "SANITIZE (OVERWRITE)",
-        Write,
-        Out,
-        Some(0x01),
-        false,
-        60,
-        d::sanitize,
-        [0x48, 0xA1, 0, 0, 0, 0, 0, F, F, NACA]
-    ),
-    entry!(
-        flags(READY | WRITES),
-        "SANITIZE (BLOCK ERASE)",
-        Write,
-        Out,
-        Some(0x02),
-        false,
-        60,
-        d::sanitize,
-        [0x48, 0xA2, 0, 0, 0, 0, 0, F, F, NACA]
-    ),
-    entry!(
-        flags(READY | WRITES),
-        "SANITIZE (CRYPTOGRAPHIC ERASE)",
-        Write,
-        Out,
-        Some(0x03),
-        false,
-        60,
-        d::sanitize,
-        [0x48, 0xA3, 0, 0, 0, 0, 0, F, F, NACA]
-    ),
-    entry!(
-        "SANITIZE (EXIT FAILURE MODE)",
-        Write,
-        Out,
-        Some(0x1F),
-        false,
-        60,
-        d::sanitize,
-        [0x48, 0xBF, 0, 0, 0, 0, 0, F, F, NACA]
-    ),
+    )
+    .cdb(&[0x1E, 0, 0, 0, 0x01, NACA])
+    .reservation_access(PREVENT_ALLOW)
+    .timeout(1),
+    Entry::new("READ CAPACITY(10)", d::read_capacity_10)
+        .cdb(&[0x25, 0, F, F, F, F, 0, 0, 0x01, NACA])
+        .data_in()
+        .reservation_access(Allowed)
+        .flags(Flags::MEDIUM)
+        .timeout(1),
+    Entry::new("READ(10)", d::read10)
+        .cdb(&[0x28, 0x1E, F, F, F, F, 0x3F, F, F, NACA])
+        .data_in()
+        .reservation_access(Read)
+        .protect_field()
+        .timeout(30),
+    Entry::new("WRITE(10)", d::write10)
+        .cdb(&[0x2A, 0x1A, F, F, F, F, 0x3F, F, F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(30),
+    Entry::new("WRITE AND VERIFY(10)", d::write_and_verify10)
+        .cdb(&[0x2E, 0x12, F, F, F, F, 0x3F, F, F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(30),
+    Entry::new("VERIFY(10)", d::verify10)
+        .cdb(&[0x2F, 0x16, F, F, F, F, 0x3F, F, F, NACA])
+        .data_out()
+        .reservation_access(Read)
+        .protect_field()
+        .timeout(30),
+    Entry::new("PRE-FETCH(10)", d::pre_fetch10)
+        .cdb(&[0x34, 0x02, F, F, F, F, 0x3F, F, F, NACA])
+        .reservation_access(Read)
+        .flags(Flags::READY)
+        .timeout(30),
+    Entry::new("SYNCHRONIZE CACHE(10)", d::synchronize_cache10)
+        .cdb(&[0x35, 0x06, F, F, F, F, 0x3F, F, F, NACA])
+        .reservation_access(Write)
+        .flags(Flags::READY)
+        .timeout(60),
+    Entry::new("READ DEFECT DATA(10)", d::read_defect_data10)
+        .cdb(&[0x37, 0, 0x1F, 0, 0, 0, 0, F, F, NACA])
+        .data_in()
+        .reservation_access(Read)
+        .timeout(1),
+    Entry::new("READ LONG(10)", d::read_long10)
+        .cdb(&[0x3E, 0x02, F, F, F, F, 0, F, F, NACA])
+        .data_in()
+        .reservation_access(Read)
+        .flags(Flags::READY)
+        .timeout(30),
+    Entry::new("WRITE LONG(10)", d::write_long10)
+        .cdb(&[0x3F, 0x40, F, F, F, F, 0, F, F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .flags(Flags::READY.union(Flags::WRITES))
+        .timeout(30),
+    Entry::new("WRITE SAME(10)", d::write_same10)
+        .cdb(&[0x41, 0x08, F, F, F, F, 0x3F, F, F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(60),
+    Entry::new("UNMAP", d::unmap)
+        .cdb(&[0x42, 0, 0, 0, 0, 0, 0x3F, F, F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .thin_provisioning()
+        .flags(Flags::READY.union(Flags::WRITES))
+        .timeout(60),
+    Entry::new("SANITIZE (OVERWRITE)", d::sanitize)
+        .cdb(&[0x48, 0xA1, 0, 0, 0, 0, 0, F, F, NACA])
+        .service_action(0x01)
+        .data_out()
+        .reservation_access(Write)
+        .flags(Flags::READY.union(Flags::WRITES))
+        .timeout(60),
+    Entry::new("SANITIZE (BLOCK ERASE)", d::sanitize)
+        .cdb(&[0x48, 0xA2, 0, 0, 0, 0, 0, F, F, NACA])
+        .service_action(0x02)
+        .data_out()
+        .reservation_access(Write)
+        .flags(Flags::READY.union(Flags::WRITES))
+        .timeout(60),
+    Entry::new("SANITIZE (CRYPTOGRAPHIC ERASE)", d::sanitize)
+        .cdb(&[0x48, 0xA3, 0, 0, 0, 0, 0, F, F, NACA])
+        .service_action(0x03)
+        .data_out()
+        .reservation_access(Write)
+        .flags(Flags::READY.union(Flags::WRITES))
+        .timeout(60),
+    Entry::new("SANITIZE (EXIT FAILURE MODE)", d::sanitize)
+        .cdb(&[0x48, 0xBF, 0, 0, 0, 0, 0, F, F, NACA])
+        .service_action(0x1F)
+        .data_out()
+        .reservation_access(Write)
+        .timeout(60),
     // No log parameter is changeable: PARAMETER LIST LENGTH is outside the usage mask, so
     // a parameter list is refused at byte 7 (and with PCR = 1 SPC requires that anyway).
-    entry!(
-        flags(STANDBY),
-        "LOG SELECT",
-        Write,
-        None,
-        None,
-        false,
-        1,
-        d::log_select,
-        [0x4C, 0x02, F, F, 0, 0, 0, 0, 0, NACA]
-    ),
-    entry!(
-        flags(STANDBY | DURING_SANITIZE),
-        "LOG SENSE",
-        Allowed,
-        In,
-        None,
-        false,
-        1,
-        d::log_sense,
-        [0x4D, 0, F, F, 0, F, F, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
-        "MODE SELECT(10)",
-        Write,
-        Out,
-        None,
-        false,
-        1,
-        d::mode_select10,
-        [0x55, 0x11, 0, 0, 0, 0, 0, F, F, NACA]
-    ),
-    entry!(
-        "RESERVE(10)",
-        OwnRules,
-        None,
-        None,
-        false,
-        1,
-        d::reserve,
-        [0x56, 0, 0, 0, 0, 0, 0, 0, 0, NACA]
-    ),
-    entry!(
-        "RELEASE(10)",
-        OwnRules,
-        None,
-        None,
-        false,
-        1,
-        d::release,
-        [0x57, 0, 0, 0, 0, 0, 0, 0, 0, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
-        "MODE SENSE(10)",
-        Read,
-        In,
-        None,
-        false,
-        1,
-        d::mode_sense10,
-        [0x5A, 0x18, F, F, 0, 0, 0, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
+    Entry::new("LOG SELECT", d::log_select)
+        .cdb(&[0x4C, 0x02, F, F, 0, 0, 0, 0, 0, NACA])
+        .reservation_access(Write)
+        .flags(Flags::STANDBY)
+        .timeout(1),
+    Entry::new("LOG SENSE", d::log_sense)
+        .cdb(&[0x4D, 0, F, F, 0, F, F, F, F, NACA])
+        .data_in()
+        .reservation_access(Allowed)
+        .flags(Flags::STANDBY.union(Flags::DURING_SANITIZE))
+        .timeout(1),
+    Entry::new("MODE SELECT(10)", d::mode_select10)
+        .cdb(&[0x55, 0x11, 0, 0, 0, 0, 0, F, F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .flags(Flags::STANDBY)
+        .timeout(1),
+    Entry::new("RESERVE(10)", d::reserve)
+        .cdb(&[0x56, 0, 0, 0, 0, 0, 0, 0, 0, NACA])
+        .reservation_access(OwnRules)
+        .timeout(1),
+    Entry::new("RELEASE(10)", d::release)
+        .cdb(&[0x57, 0, 0, 0, 0, 0, 0, 0, 0, NACA])
+        .reservation_access(OwnRules)
+        .timeout(1),
+    Entry::new("MODE SENSE(10)", d::mode_sense10)
+        .cdb(&[0x5A, 0x18, F, F, 0, 0, 0, F, F, NACA])
+        .data_in()
+        .reservation_access(Read)
+        .flags(Flags::STANDBY)
+        .timeout(1),
+    Entry::new(
         "PERSISTENT RESERVE IN (READ KEYS)",
-        Allowed,
-        In,
-        Some(0x00),
-        false,
-        1,
         d::persistent_reserve_in,
-        [0x5E, 0x00, 0, 0, 0, 0, 0, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
+    )
+    .cdb(&[0x5E, 0x00, 0, 0, 0, 0, 0, F, F, NACA])
+    .service_action(0x00)
+    .data_in()
+    .reservation_access(Allowed)
+    .flags(Flags::STANDBY)
+    .timeout(1),
+    Entry::new(
         "PERSISTENT RESERVE IN (READ RESERVATION)",
-        Allowed,
-        In,
-        Some(0x01),
-        false,
-        1,
         d::persistent_reserve_in,
-        [0x5E, 0x01, 0, 0, 0, 0, 0, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
+    )
+    .cdb(&[0x5E, 0x01, 0, 0, 0, 0, 0, F, F, NACA])
+    .service_action(0x01)
+    .data_in()
+    .reservation_access(Allowed)
+    .flags(Flags::STANDBY)
+    .timeout(1),
+    Entry::new(
         "PERSISTENT RESERVE IN (REPORT CAPABILITIES)",
-        Allowed,
-        In,
-        Some(0x02),
-        false,
-        1,
         d::persistent_reserve_in,
-        [0x5E, 0x02, 0, 0, 0, 0, 0, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
+    )
+    .cdb(&[0x5E, 0x02, 0, 0, 0, 0, 0, F, F, NACA])
+    .service_action(0x02)
+    .data_in()
+    .reservation_access(Allowed)
+    .flags(Flags::STANDBY)
+    .timeout(1),
+    Entry::new(
         "PERSISTENT RESERVE IN (READ FULL STATUS)",
-        Allowed,
-        In,
-        Some(0x03),
-        false,
-        1,
         d::persistent_reserve_in,
-        [0x5E, 0x03, 0, 0, 0, 0, 0, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
+    )
+    .cdb(&[0x5E, 0x03, 0, 0, 0, 0, 0, F, F, NACA])
+    .service_action(0x03)
+    .data_in()
+    .reservation_access(Allowed)
+    .flags(Flags::STANDBY)
+    .timeout(1),
+    Entry::new(
         "PERSISTENT RESERVE OUT (REGISTER)",
-        OwnRules,
-        Out,
-        Some(0x00),
-        false,
-        1,
         d::persistent_reserve_out,
-        [0x5F, 0x00, F, 0, 0, F, F, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
+    )
+    .cdb(&[0x5F, 0x00, F, 0, 0, F, F, F, F, NACA])
+    .service_action(0x00)
+    .data_out()
+    .reservation_access(OwnRules)
+    .flags(Flags::STANDBY)
+    .timeout(1),
+    Entry::new(
         "PERSISTENT RESERVE OUT (RESERVE)",
-        OwnRules,
-        Out,
-        Some(0x01),
-        false,
-        1,
         d::persistent_reserve_out,
-        [0x5F, 0x01, F, 0, 0, F, F, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
+    )
+    .cdb(&[0x5F, 0x01, F, 0, 0, F, F, F, F, NACA])
+    .service_action(0x01)
+    .data_out()
+    .reservation_access(OwnRules)
+    .flags(Flags::STANDBY)
+    .timeout(1),
+    Entry::new(
         "PERSISTENT RESERVE OUT (RELEASE)",
-        OwnRules,
-        Out,
-        Some(0x02),
-        false,
-        1,
         d::persistent_reserve_out,
-        [0x5F, 0x02, F, 0, 0, F, F, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
-        "PERSISTENT RESERVE OUT (CLEAR)",
-        OwnRules,
-        Out,
-        Some(0x03),
-        false,
-        1,
-        d::persistent_reserve_out,
-        [0x5F, 0x03, F, 0, 0, F, F, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
+    )
+    .cdb(&[0x5F, 0x02, F, 0, 0, F, F, F, F, NACA])
+    .service_action(0x02)
+    .data_out()
+    .reservation_access(OwnRules)
+    .flags(Flags::STANDBY)
+    .timeout(1),
+    Entry::new("PERSISTENT RESERVE OUT (CLEAR)", d::persistent_reserve_out)
+        .cdb(&[0x5F, 0x03, F, 0, 0, F, F, F, F, NACA])
+        .service_action(0x03)
+        .data_out()
+        .reservation_access(OwnRules)
+        .flags(Flags::STANDBY)
+        .timeout(1),
+    Entry::new(
         "PERSISTENT RESERVE OUT (PREEMPT)",
-        OwnRules,
-        Out,
-        Some(0x04),
-        false,
-        1,
         d::persistent_reserve_out,
-        [0x5F, 0x04, F, 0, 0, F, F, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
+    )
+    .cdb(&[0x5F, 0x04, F, 0, 0, F, F, F, F, NACA])
+    .service_action(0x04)
+    .data_out()
+    .reservation_access(OwnRules)
+    .flags(Flags::STANDBY)
+    .timeout(1),
+    Entry::new(
         "PERSISTENT RESERVE OUT (PREEMPT AND ABORT)",
-        OwnRules,
-        Out,
-        Some(0x05),
-        false,
-        1,
         d::persistent_reserve_out,
-        [0x5F, 0x05, F, 0, 0, F, F, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
+    )
+    .cdb(&[0x5F, 0x05, F, 0, 0, F, F, F, F, NACA])
+    .service_action(0x05)
+    .data_out()
+    .reservation_access(OwnRules)
+    .flags(Flags::STANDBY)
+    .timeout(1),
+    Entry::new(
         "PERSISTENT RESERVE OUT (REGISTER AND IGNORE EXISTING KEY)",
-        OwnRules,
-        Out,
-        Some(0x06),
-        false,
-        1,
         d::persistent_reserve_out,
-        [0x5F, 0x06, F, 0, 0, F, F, F, F, NACA]
-    ),
-    entry!(
-        flags(STANDBY),
+    )
+    .cdb(&[0x5F, 0x06, F, 0, 0, F, F, F, F, NACA])
+    .service_action(0x06)
+    .data_out()
+    .reservation_access(OwnRules)
+    .flags(Flags::STANDBY)
+    .timeout(1),
+    Entry::new(
         "PERSISTENT RESERVE OUT (REGISTER AND MOVE)",
-        OwnRules,
-        Out,
-        Some(0x07),
-        false,
-        1,
         d::persistent_reserve_out,
-        [0x5F, 0x07, F, 0, 0, F, F, F, F, NACA]
-    ),
-    entry!(
-        cdl T2A,
-        "READ(32)",
-        Read,
-        In,
-        Some(0x0009),
-        true,
-        30,
-        d::read32,
-        [
-            0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x09, 0x1E, 0x07, F, F, F, F, F, F, F, F,
-            F, F, F, F, F, F, F, F, F, F, F, F
-        ]
-    ),
-    entry!(
-        cdl T2B,
-        "WRITE(32)",
-        Write,
-        Out,
-        Some(0x000B),
-        true,
-        30,
-        d::write32,
-        [
-            0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x0B, 0x1A, 0x07, F, F, F, F, F, F, F, F,
-            F, F, F, F, F, F, F, F, F, F, F, F
-        ]
-    ),
-    entry!(
-        "WRITE SAME(32)",
-        Write,
-        Out,
-        Some(0x000D),
-        true,
-        60,
-        d::write_same32,
-        [
+    )
+    .cdb(&[0x5F, 0x07, F, 0, 0, F, F, F, F, NACA])
+    .service_action(0x07)
+    .data_out()
+    .reservation_access(OwnRules)
+    .flags(Flags::STANDBY)
+    .timeout(1),
+    Entry::new("READ(32)", d::read32)
+        .cdb(&[
+            0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x09, 0x1E, 0x07, F, F, F, F, F, F, F, F, F,
+            F, F, F, F, F, F, F, F, F, F, F,
+        ])
+        .service_action(0x0009)
+        .data_in()
+        .reservation_access(Read)
+        .protect_field()
+        .cdl_page(T2A)
+        .timeout(30),
+    Entry::new("WRITE(32)", d::write32)
+        .cdb(&[
+            0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x0B, 0x1A, 0x07, F, F, F, F, F, F, F, F, F,
+            F, F, F, F, F, F, F, F, F, F, F,
+        ])
+        .service_action(0x000B)
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .cdl_page(T2B)
+        .timeout(30),
+    Entry::new("WRITE SAME(32)", d::write_same32)
+        .cdb(&[
             0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x0D, 0x09, 0, F, F, F, F, F, F, F, F, F, F,
-            F, F, F, F, F, F, F, F, F, F
-        ]
-    ),
-    entry!(
-        "WRITE ATOMIC(32)",
-        Write,
-        Out,
-        Some(0x000F),
-        true,
-        30,
-        d::write_atomic32,
-        [
+            F, F, F, F, F, F, F, F, F, F,
+        ])
+        .service_action(0x000D)
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(60),
+    Entry::new("WRITE ATOMIC(32)", d::write_atomic32)
+        .cdb(&[
             0x7F, NACA, 0, 0, F, F, 0x3F, 0x18, 0x00, 0x0F, 0x18, 0, F, F, F, F, F, F, F, F, F, F,
-            F, F, F, F, F, F, F, F, F, F
-        ]
-    ),
-    entry!(
-        flags(READY),
-        "EXTENDED COPY(LID1)",
-        Write,
-        Out,
-        Some(0x00),
-        false,
-        60,
-        tpc::decode_extended_copy,
-        [0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        flags(READY),
-        "EXTENDED COPY(LID4)",
-        Write,
-        Out,
-        Some(0x01),
-        false,
-        60,
-        tpc::decode_extended_copy,
-        [0x83, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        flags(READY),
-        "POPULATE TOKEN",
-        Read,
-        Out,
-        Some(0x10),
-        false,
-        60,
-        tpc::decode_extended_copy,
-        [0x83, 0x10, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA]
-    ),
-    entry!(
-        flags(READY | WRITES),
-        "WRITE USING TOKEN",
-        Write,
-        Out,
-        Some(0x11),
-        false,
-        60,
-        tpc::decode_extended_copy,
-        [0x83, 0x11, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA]
-    ),
-    entry!(
-        "COPY OPERATION ABORT",
-        Allowed,
-        None,
-        Some(0x1C),
-        false,
-        1,
-        tpc::decode_copy_operation_abort,
-        [0x83, 0x1C, F, F, F, F, 0, 0, 0, 0, 0, 0, 0, 0, 0, NACA]
-    ),
-    entry!(
+            F, F, F, F, F, F, F, F, F, F,
+        ])
+        .service_action(0x000F)
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(30),
+    Entry::new("EXTENDED COPY(LID1)", tpc::decode_extended_copy)
+        .cdb(&[0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+        .service_action(0x00)
+        .data_out()
+        .reservation_access(Write)
+        .flags(Flags::READY)
+        .timeout(60),
+    Entry::new("EXTENDED COPY(LID4)", tpc::decode_extended_copy)
+        .cdb(&[0x83, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+        .service_action(0x01)
+        .data_out()
+        .reservation_access(Write)
+        .flags(Flags::READY)
+        .timeout(60),
+    Entry::new("POPULATE TOKEN", tpc::decode_extended_copy)
+        .cdb(&[0x83, 0x10, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA])
+        .service_action(0x10)
+        .data_out()
+        .reservation_access(Read)
+        .flags(Flags::READY)
+        .timeout(60),
+    Entry::new("WRITE USING TOKEN", tpc::decode_extended_copy)
+        .cdb(&[0x83, 0x11, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA])
+        .service_action(0x11)
+        .data_out()
+        .reservation_access(Write)
+        .flags(Flags::READY.union(Flags::WRITES))
+        .timeout(60),
+    Entry::new("COPY OPERATION ABORT", tpc::decode_copy_operation_abort)
+        .cdb(&[0x83, 0x1C, F, F, F, F, 0, 0, 0, 0, 0, 0, 0, 0, 0, NACA])
+        .service_action(0x1C)
+        .reservation_access(Allowed)
+        .timeout(1),
+    Entry::new(
         "RECEIVE COPY STATUS(LID1)",
-        Allowed,
-        In,
-        Some(0x00),
-        false,
-        1,
         tpc::decode_receive_copy_results,
-        [0x84, 0x00, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        "RECEIVE COPY DATA(LID1)",
-        Allowed,
-        In,
-        Some(0x01),
-        false,
-        1,
-        tpc::decode_receive_copy_results,
-        [0x84, 0x01, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
+    )
+    .cdb(&[0x84, 0x00, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x00)
+    .data_in()
+    .reservation_access(Allowed)
+    .timeout(1),
+    Entry::new("RECEIVE COPY DATA(LID1)", tpc::decode_receive_copy_results)
+        .cdb(&[0x84, 0x01, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+        .service_action(0x01)
+        .data_in()
+        .reservation_access(Allowed)
+        .timeout(1),
+    Entry::new(
         "RECEIVE COPY OPERATING PARAMETERS",
-        Allowed,
-        In,
-        Some(0x03),
-        false,
-        1,
         tpc::decode_receive_copy_results,
-        [0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
+    )
+    .cdb(&[0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x03)
+    .data_in()
+    .reservation_access(Allowed)
+    .timeout(1),
+    Entry::new(
         "RECEIVE COPY FAILURE DETAILS(LID1)",
-        Allowed,
-        In,
-        Some(0x04),
-        false,
-        1,
         tpc::decode_receive_copy_results,
-        [0x84, 0x04, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
+    )
+    .cdb(&[0x84, 0x04, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x04)
+    .data_in()
+    .reservation_access(Allowed)
+    .timeout(1),
+    Entry::new(
         "RECEIVE COPY STATUS(LID4)",
-        Allowed,
-        In,
-        Some(0x05),
-        false,
-        1,
         tpc::decode_receive_copy_results,
-        [0x84, 0x05, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        "RECEIVE COPY DATA(LID4)",
-        Allowed,
-        In,
-        Some(0x06),
-        false,
-        1,
-        tpc::decode_receive_copy_results,
-        [0x84, 0x06, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
+    )
+    .cdb(&[0x84, 0x05, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x05)
+    .data_in()
+    .reservation_access(Allowed)
+    .timeout(1),
+    Entry::new("RECEIVE COPY DATA(LID4)", tpc::decode_receive_copy_results)
+        .cdb(&[0x84, 0x06, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+        .service_action(0x06)
+        .data_in()
+        .reservation_access(Allowed)
+        .timeout(1),
+    Entry::new(
         "RECEIVE ROD TOKEN INFORMATION",
-        Allowed,
-        In,
-        Some(0x07),
-        false,
-        1,
         tpc::decode_receive_copy_results,
-        [0x84, 0x07, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        "REPORT ALL ROD TOKENS",
-        Allowed,
-        In,
-        Some(0x08),
-        false,
-        1,
-        tpc::decode_receive_copy_results,
-        [0x84, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        cdl T2A,
-        "READ(16)",
-        Read,
-        In,
-        None,
-        true,
-        30,
-        d::read16,
-        [0x88, 0x1F, F, F, F, F, F, F, F, F, F, F, F, F, F, NACA]
-    ),
-    entry!(
-        "COMPARE AND WRITE",
-        Write,
-        Out,
-        None,
-        true,
-        30,
-        d::compare_and_write,
-        [0x89, 0x1A, F, F, F, F, F, F, F, F, 0, 0, 0, F, 0x3F, NACA]
-    ),
-    entry!(
-        cdl T2B,
-        "WRITE(16)",
-        Write,
-        Out,
-        None,
-        true,
-        30,
-        d::write16,
-        [0x8A, 0x1B, F, F, F, F, F, F, F, F, F, F, F, F, F, NACA]
-    ),
-    entry!(
-        "ORWRITE(16)",
-        Write,
-        Out,
-        None,
-        true,
-        30,
-        d::orwrite16,
-        [0x8B, 0x1A, F, F, F, F, F, F, F, F, F, F, F, F, 0x1F, NACA]
-    ),
-    entry!(
-        "WRITE AND VERIFY(16)",
-        Write,
-        Out,
-        None,
-        true,
-        30,
-        d::write_and_verify16,
-        [0x8E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
-    ),
-    entry!(
-        "VERIFY(16)",
-        Read,
-        Out,
-        None,
-        true,
-        30,
-        d::verify16,
-        [0x8F, 0x16, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
-    ),
-    entry!(
-        flags(READY),
-        "PRE-FETCH(16)",
-        Read,
-        None,
-        None,
-        false,
-        30,
-        d::pre_fetch16,
-        [0x90, 0x02, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
-    ),
-    entry!(
-        flags(READY),
-        "SYNCHRONIZE CACHE(16)",
-        Write,
-        None,
-        None,
-        false,
-        60,
-        d::synchronize_cache16,
-        [0x91, 0x06, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
-    ),
-    entry!(
-        "WRITE SAME(16)",
-        Write,
-        Out,
-        None,
-        true,
-        60,
-        d::write_same16,
-        [0x93, 0x09, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
-    ),
-    entry!(
-        "WRITE ATOMIC(16)",
-        Write,
-        Out,
-        None,
-        true,
-        30,
-        d::write_atomic16,
-        [0x9C, 0x18, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
-    ),
-    entry!(
-        flags(MEDIUM),
-        "READ CAPACITY(16)",
-        Allowed,
-        In,
-        Some(0x10),
-        false,
-        1,
-        d::read_capacity_16,
-        [0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        flags(READY),
-        "READ LONG(16)",
-        Read,
-        In,
-        Some(0x11),
-        false,
-        30,
-        d::read_long16,
-        [0x9E, 0x11, F, F, F, F, F, F, F, F, 0, 0, F, F, 0x01, NACA]
-    ),
-    entry!(
-        flags(READY),
-        "GET LBA STATUS",
-        Read,
-        In,
-        Some(0x12),
-        false,
-        1,
-        d::get_lba_status,
-        [0x9E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        flags(READY | WRITES),
-        "WRITE LONG(16)",
-        Write,
-        Out,
-        Some(0x11),
-        false,
-        30,
-        d::write_long16,
-        [0x9F, 0x51, F, F, F, F, F, F, F, F, 0, 0, F, F, 0, NACA]
-    ),
-    entry!(
-        flags(NO_LUN | TARGET | NO_UNIT_ATTENTION | STANDBY | UNAVAILABLE | DURING_SANITIZE),
-        "REPORT LUNS",
-        Unrestricted,
-        In,
-        None,
-        false,
-        1,
-        d::report_luns,
-        [0xA0, 0, F, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        flags(STANDBY | UNAVAILABLE),
-        "REPORT TARGET PORT GROUPS",
-        Allowed,
-        In,
-        Some(0x0A),
-        false,
-        1,
-        d::report_target_port_groups,
-        [0xA3, 0xEA, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        flags(STANDBY | UNAVAILABLE | DURING_SANITIZE),
+    )
+    .cdb(&[0x84, 0x07, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x07)
+    .data_in()
+    .reservation_access(Allowed)
+    .timeout(1),
+    Entry::new("REPORT ALL ROD TOKENS", tpc::decode_receive_copy_results)
+        .cdb(&[0x84, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+        .service_action(0x08)
+        .data_in()
+        .reservation_access(Allowed)
+        .timeout(1),
+    Entry::new("READ(16)", d::read16)
+        .cdb(&[0x88, 0x1F, F, F, F, F, F, F, F, F, F, F, F, F, F, NACA])
+        .data_in()
+        .reservation_access(Read)
+        .protect_field()
+        .cdl_page(T2A)
+        .timeout(30),
+    Entry::new("COMPARE AND WRITE", d::compare_and_write)
+        .cdb(&[0x89, 0x1A, F, F, F, F, F, F, F, F, 0, 0, 0, F, 0x3F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(30),
+    Entry::new("WRITE(16)", d::write16)
+        .cdb(&[0x8A, 0x1B, F, F, F, F, F, F, F, F, F, F, F, F, F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .cdl_page(T2B)
+        .timeout(30),
+    Entry::new("ORWRITE(16)", d::orwrite16)
+        .cdb(&[0x8B, 0x1A, F, F, F, F, F, F, F, F, F, F, F, F, 0x1F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(30),
+    Entry::new("WRITE AND VERIFY(16)", d::write_and_verify16)
+        .cdb(&[0x8E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(30),
+    Entry::new("VERIFY(16)", d::verify16)
+        .cdb(&[0x8F, 0x16, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
+        .data_out()
+        .reservation_access(Read)
+        .protect_field()
+        .timeout(30),
+    Entry::new("PRE-FETCH(16)", d::pre_fetch16)
+        .cdb(&[0x90, 0x02, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
+        .reservation_access(Read)
+        .flags(Flags::READY)
+        .timeout(30),
+    Entry::new("SYNCHRONIZE CACHE(16)", d::synchronize_cache16)
+        .cdb(&[0x91, 0x06, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
+        .reservation_access(Write)
+        .flags(Flags::READY)
+        .timeout(60),
+    Entry::new("WRITE SAME(16)", d::write_same16)
+        .cdb(&[0x93, 0x09, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(60),
+    Entry::new("WRITE ATOMIC(16)", d::write_atomic16)
+        .cdb(&[0x9C, 0x18, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(30),
+    Entry::new("READ CAPACITY(16)", d::read_capacity_16)
+        .cdb(&[0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+        .service_action(0x10)
+        .data_in()
+        .reservation_access(Allowed)
+        .flags(Flags::MEDIUM)
+        .timeout(1),
+    Entry::new("READ LONG(16)", d::read_long16)
+        .cdb(&[0x9E, 0x11, F, F, F, F, F, F, F, F, 0, 0, F, F, 0x01, NACA])
+        .service_action(0x11)
+        .data_in()
+        .reservation_access(Read)
+        .flags(Flags::READY)
+        .timeout(30),
+    Entry::new("GET LBA STATUS", d::get_lba_status)
+        .cdb(&[0x9E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0, NACA])
+        .service_action(0x12)
+        .data_in()
+        .reservation_access(Read)
+        .flags(Flags::READY)
+        .timeout(1),
+    Entry::new("WRITE LONG(16)", d::write_long16)
+        .cdb(&[0x9F, 0x51, F, F, F, F, F, F, F, F, 0, 0, F, F, 0, NACA])
+        .service_action(0x11)
+        .data_out()
+        .reservation_access(Write)
+        .flags(Flags::READY.union(Flags::WRITES))
+        .timeout(30),
+    Entry::new("REPORT LUNS", d::report_luns)
+        .cdb(&[0xA0, 0, F, 0, 0, 0, F, F, F, F, 0, NACA])
+        .data_in()
+        .reservation_access(Unrestricted)
+        .flags(
+            Flags::NO_LUN
+                .union(Flags::TARGET)
+                .union(Flags::NO_UNIT_ATTENTION)
+                .union(Flags::STANDBY)
+                .union(Flags::UNAVAILABLE)
+                .union(Flags::DURING_SANITIZE),
+        )
+        .timeout(1),
+    Entry::new("REPORT TARGET PORT GROUPS", d::report_target_port_groups)
+        .cdb(&[0xA3, 0xEA, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+        .service_action(0x0A)
+        .data_in()
+        .reservation_access(Allowed)
+        .flags(Flags::STANDBY.union(Flags::UNAVAILABLE))
+        .timeout(1),
+    Entry::new(
         "REPORT SUPPORTED OPERATION CODES",
-        Read,
-        In,
-        Some(0x0C),
-        false,
-        1,
         d::report_supported_operation_codes,
-        [0xA3, 0x0C, 0x87, F, F, F, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        flags(STANDBY | UNAVAILABLE | DURING_SANITIZE),
+    )
+    .cdb(&[0xA3, 0x0C, 0x87, F, F, F, F, F, F, F, 0, NACA])
+    .service_action(0x0C)
+    .data_in()
+    .reservation_access(Read)
+    .flags(
+        Flags::STANDBY
+            .union(Flags::UNAVAILABLE)
+            .union(Flags::DURING_SANITIZE),
+    )
+    .timeout(1),
+    Entry::new(
         "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS",
-        Read,
-        In,
-        Some(0x0D),
-        false,
-        1,
         d::report_supported_tmf,
-        [0xA3, 0x0D, 0x80, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        "REPORT TIMESTAMP",
-        Allowed,
-        In,
-        Some(0x0F),
-        false,
-        1,
-        d::report_timestamp,
-        [0xA3, 0x0F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        "SET TIMESTAMP",
-        Write,
-        Out,
-        Some(0x0F),
-        false,
-        1,
-        d::set_timestamp,
-        [0xA4, 0x0F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
-    ),
-    entry!(
-        "READ(12)",
-        Read,
-        In,
-        None,
-        true,
-        30,
-        d::read12,
-        [0xA8, 0x1E, F, F, F, F, F, F, F, F, 0x3F, NACA]
-    ),
-    entry!(
-        "WRITE(12)",
-        Write,
-        Out,
-        None,
-        true,
-        30,
-        d::write12,
-        [0xAA, 0x1A, F, F, F, F, F, F, F, F, 0x3F, NACA]
-    ),
-    entry!(
-        "WRITE AND VERIFY(12)",
-        Write,
-        Out,
-        None,
-        true,
-        30,
-        d::write_and_verify12,
-        [0xAE, 0x12, F, F, F, F, F, F, F, F, 0x3F, NACA]
-    ),
-    entry!(
-        "VERIFY(12)",
-        Read,
-        Out,
-        None,
-        true,
-        30,
-        d::verify12,
-        [0xAF, 0x16, F, F, F, F, F, F, F, F, 0x3F, NACA]
-    ),
-    entry!(
-        "READ DEFECT DATA(12)",
-        Read,
-        In,
-        None,
-        false,
-        1,
-        d::read_defect_data12,
-        [0xB7, 0x1F, F, F, F, F, F, F, F, F, 0, NACA]
-    ),
+    )
+    .cdb(&[0xA3, 0x0D, 0x80, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x0D)
+    .data_in()
+    .reservation_access(Read)
+    .flags(
+        Flags::STANDBY
+            .union(Flags::UNAVAILABLE)
+            .union(Flags::DURING_SANITIZE),
+    )
+    .timeout(1),
+    Entry::new("REPORT TIMESTAMP", d::report_timestamp)
+        .cdb(&[0xA3, 0x0F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+        .service_action(0x0F)
+        .data_in()
+        .reservation_access(Allowed)
+        .timeout(1),
+    Entry::new("SET TIMESTAMP", d::set_timestamp)
+        .cdb(&[0xA4, 0x0F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+        .service_action(0x0F)
+        .data_out()
+        .reservation_access(Write)
+        .timeout(1),
+    Entry::new("READ(12)", d::read12)
+        .cdb(&[0xA8, 0x1E, F, F, F, F, F, F, F, F, 0x3F, NACA])
+        .data_in()
+        .reservation_access(Read)
+        .protect_field()
+        .timeout(30),
+    Entry::new("WRITE(12)", d::write12)
+        .cdb(&[0xAA, 0x1A, F, F, F, F, F, F, F, F, 0x3F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(30),
+    Entry::new("WRITE AND VERIFY(12)", d::write_and_verify12)
+        .cdb(&[0xAE, 0x12, F, F, F, F, F, F, F, F, 0x3F, NACA])
+        .data_out()
+        .reservation_access(Write)
+        .protect_field()
+        .timeout(30),
+    Entry::new("VERIFY(12)", d::verify12)
+        .cdb(&[0xAF, 0x16, F, F, F, F, F, F, F, F, 0x3F, NACA])
+        .data_out()
+        .reservation_access(Read)
+        .protect_field()
+        .timeout(30),
+    Entry::new("READ DEFECT DATA(12)", d::read_defect_data12)
+        .cdb(&[0xB7, 0x1F, F, F, F, F, F, F, F, F, 0, NACA])
+        .data_in()
+        .reservation_access(Read)
+        .timeout(1),
 ];
 
 /// Whether an operation code selects its command by a service action.
@@ -1279,7 +1064,7 @@ struct Span {
 /// COMMANDS indexed by operation code, built at compile time: decoding does one array access
 /// instead of a scan of the table. Building it also checks the table's shape, so a misplaced
 /// entry is a compile error.
-static BY_OPCODE: [Span; 256] = index(TABLE);
+static BY_OPCODE: [Span; 256] = index(&TABLE);
 
 const fn index(table: &[CommandInfo]) -> [Span; 256] {
     assert!(
@@ -1295,6 +1080,17 @@ const fn index(table: &[CommandInfo]) -> [Span; 256] {
             has_service_actions(opcode) == info.service_action.is_some(),
             "an entry has a service action exactly when its opcode selects by one"
         );
+        if let Some(sa) = info.service_action {
+            let usage = info.usage;
+            let carried = match ServiceActionField::of(opcode) {
+                Some(ServiceActionField::Bytes8To9) => (usage[8] as u16) << 8 | usage[9] as u16,
+                _ => (usage[1] & 0x1F) as u16,
+            };
+            assert!(
+                carried == sa,
+                "the usage data holds the service action where the CDB does"
+            );
+        }
         let span = &mut spans[opcode as usize];
         if span.len == 0 {
             span.start = i as u8;

@@ -1,11 +1,34 @@
 //! The target side of the login phase (RFC 7143 §6.3, Login Request/Response §11.12–11.13),
 //! as a pure state machine: one Login Request in, one Login Response's fields out.
+//!
+//! As in rustls's handshake, each stage of the login is a type holding what that stage needs;
+//! a request consumes it and yields the response and the next state:
+//!
+//! - `AwaitingFirstRequest` (first_request.rs, §6.3.1): the first request names the
+//!   initiator, the session type and the target, which are authorized there; the rest of it
+//!   goes to the stage its CSG names.
+//! - `SecurityNegotiation` (security.rs, §6.3.2): AuthMethod and CHAP. It stays while CHAP
+//!   is under way, then moves on to the operational stage or straight to the full feature
+//!   phase.
+//! - `OperationalNegotiation` (operational.rs, §6.3.3): operational keys until T = 1 and
+//!   NSG = 3.
+//!
+//! [`Login::step`] checks what every request must keep whatever the stage (version, CSG,
+//! ISID, TSIH), reassembles continued requests (C bit), and hands the whole request to the
+//! stage.
+
+mod first_request;
+mod operational;
+mod security;
 
 use crate::bhs::Bhs;
 use crate::chap::{self, Chap};
 use crate::negotiation::{self, Parameters, SessionType, TargetLimits};
 use crate::node::TargetNode;
 use crate::text;
+use first_request::{AwaitingFirstRequest, Declaration};
+use operational::OperationalNegotiation;
+use security::SecurityNegotiation;
 
 /// Keys that name the initiator, the session type and the target: accepted in the first Login
 /// Request only, where the initiator is authorized for the target.
@@ -121,6 +144,7 @@ pub struct LoginReply {
 }
 
 impl LoginReply {
+    /// A refusal: the login ends (RFC 7143 §11.13.5).
     fn failure(status: LoginStatus, reason: impl Into<String>) -> LoginReply {
         LoginReply {
             transit: false,
@@ -130,6 +154,19 @@ impl LoginReply {
             status,
             text: Vec::new(),
             reason: reason.into(),
+        }
+    }
+
+    /// A response that accepts the request in `csg`, moving to `next` if given.
+    fn success(csg: Stage, next: Option<Stage>, text: Vec<u8>) -> LoginReply {
+        LoginReply {
+            transit: next.is_some(),
+            continues: false,
+            csg: csg as u8,
+            nsg: next.map_or(0, |s| s as u8),
+            status: LoginStatus::SUCCESS,
+            text,
+            reason: String::new(),
         }
     }
 
@@ -171,408 +208,369 @@ pub enum LoginStep {
 /// Target-side login state of one connection.
 #[derive(Debug)]
 pub struct Login {
+    settings: Settings,
+    state: State,
+    /// The ISID of the first request, which every later one repeats (RFC 7143 §11.12.5).
+    isid: Option<[u8; 6]>,
+    /// The text of a request continued over several PDUs (C bit, RFC 7143 §11.12.2).
+    assembler: text::Assembler,
+    /// The stage a continued request began in, which all its parts name.
+    continued: Option<Stage>,
+    log: Log,
+}
+
+/// What the portal configured: the same for every login on it.
+#[derive(Debug)]
+struct Settings {
     limits: TargetLimits,
     portal_group_tag: u16,
-    stage: Option<Stage>,
-    assembler: text::Assembler,
-    isid: Option<[u8; 6]>,
-    initiator_name: Option<String>,
-    session_type: SessionType,
-    node: Option<usize>,
-    params: Parameters,
-    declared: bool,
-    auth_none_agreed: bool,
     /// What discovery sessions must prove.
     discovery_chap: Option<Chap>,
-    /// What this login must prove, known once the first request named its target.
-    required: Option<Chap>,
-    /// The CHAP exchange, once AuthMethod=CHAP is agreed.
-    exchange: Option<chap::Exchange>,
+}
+
+/// What the caller logs about a login, whichever stage it ended in.
+#[derive(Debug, Default)]
+struct Log {
+    /// The InitiatorName, once the first request declared it (a refusal names it too).
+    initiator_name: Option<String>,
+    /// The CHAP algorithm and whether the target proved its secret too, once CHAP succeeded.
+    chap: Option<(chap::Algorithm, bool)>,
+}
+
+/// Where the login stands: the stage that takes the next request.
+#[derive(Debug)]
+enum State {
+    AwaitingFirstRequest(AwaitingFirstRequest),
+    Security(SecurityNegotiation),
+    Operational(OperationalNegotiation),
+    /// Completed or refused: no request is taken any more.
+    Ended,
+}
+
+impl State {
+    /// The stage every request must name as its CSG, once the first request chose one.
+    fn stage(&self) -> Option<Stage> {
+        match self {
+            State::Security(_) => Some(Stage::SecurityNegotiation),
+            State::Operational(_) => Some(Stage::LoginOperationalNegotiation),
+            State::AwaitingFirstRequest(_) | State::Ended => None,
+        }
+    }
+}
+
+/// What a stage reads besides its own state, and what it leaves for the caller's log (like
+/// rustls's `Context`).
+struct Context<'a> {
+    settings: &'a Settings,
+    nodes: &'a [TargetNode],
+    log: &'a mut Log,
+}
+
+/// A whole Login Request: the stage fields of its header and the keys of its text, in order.
+struct Request {
+    csg: Stage,
+    transit: bool,
+    nsg: u8,
+    isid: [u8; 6],
+    keys: Vec<(String, String)>,
+}
+
+/// What a stage makes of a request it accepts (a refusal is the `Err` of its `handle`).
+enum Next {
+    /// Send the reply; `State` takes the next request.
+    Continue(LoginReply, State),
+    /// Send the reply (T = 1, NSG = 3): the session is in full feature phase.
+    Complete(LoginReply, Established),
 }
 
 impl Login {
     pub fn new(limits: TargetLimits, portal_group_tag: u16) -> Login {
         Login {
-            limits,
-            portal_group_tag,
-            stage: None,
-            assembler: text::Assembler::default(),
+            settings: Settings {
+                limits,
+                portal_group_tag,
+                discovery_chap: None,
+            },
+            state: State::AwaitingFirstRequest(AwaitingFirstRequest),
             isid: None,
-            initiator_name: None,
-            session_type: SessionType::Normal,
-            node: None,
-            params: Parameters::default(),
-            declared: false,
-            auth_none_agreed: false,
-            discovery_chap: None,
-            required: None,
-            exchange: None,
+            assembler: text::Assembler::default(),
+            continued: None,
+            log: Log::default(),
         }
     }
 
     /// Discovery sessions must authenticate with CHAP too.
     pub fn with_discovery_chap(mut self, chap: Option<Chap>) -> Login {
-        self.discovery_chap = chap;
+        self.settings.discovery_chap = chap;
         self
     }
 
-    /// Whether the initiator has proved what this login requires.
     /// The InitiatorName the first Login Request declared, if it has come.
     pub fn initiator_name(&self) -> Option<&str> {
-        self.initiator_name.as_deref()
+        self.log.initiator_name.as_deref()
     }
 
     /// How the initiator authenticated, for the log: "none" or e.g. "CHAP SHA-256, mutual".
     pub fn authentication(&self) -> String {
-        match &self.exchange {
-            Some(chap::Exchange::Authenticated { algorithm, mutual }) => {
-                format!("CHAP {algorithm}{}", if *mutual { ", mutual" } else { "" })
+        match self.log.chap {
+            Some((algorithm, mutual)) => {
+                format!("CHAP {algorithm}{}", if mutual { ", mutual" } else { "" })
             }
-            _ => "none".to_owned(),
+            None => "none".to_owned(),
         }
-    }
-
-    fn authenticated(&self) -> bool {
-        self.required.is_none()
-            || matches!(self.exchange, Some(chap::Exchange::Authenticated { .. }))
     }
 
     /// Handle one Login Request with its data segment.
     pub fn step(&mut self, req: &LoginRequest, data: &[u8], nodes: &[TargetNode]) -> LoginStep {
+        let request = match self.receive(req, data) {
+            Ok(request) => request,
+            Err(step) => return step,
+        };
+        let mut cx = Context {
+            settings: &self.settings,
+            nodes,
+            log: &mut self.log,
+        };
+        let next = match std::mem::replace(&mut self.state, State::Ended) {
+            State::AwaitingFirstRequest(s) => s.handle(&mut cx, &request),
+            State::Security(s) => s.handle(&mut cx, &request),
+            State::Operational(s) => s.handle(&mut cx, &request),
+            State::Ended => Err(LoginReply::failure(
+                LoginStatus::INITIATOR_ERROR,
+                "the login has ended",
+            )),
+        };
+        match next {
+            Ok(Next::Continue(reply, state)) => {
+                self.state = state;
+                LoginStep::Continue(reply)
+            }
+            Ok(Next::Complete(reply, established)) => {
+                LoginStep::Complete(reply, Box::new(established))
+            }
+            Err(reply) => LoginStep::Fail(reply),
+        }
+    }
+
+    /// Checks what every request must keep, whatever the stage, and reassembles its text. The
+    /// `Err` is answered at once: a refusal, or the empty response that acknowledges a part
+    /// of a continued request.
+    fn receive(&mut self, req: &LoginRequest, data: &[u8]) -> Result<Request, LoginStep> {
+        let fail = |status, reason| Err(LoginStep::Fail(LoginReply::failure(status, reason)));
         // RFC 7143 §11.12.4: we speak version 0x00 only.
         if req.version_min > 0 {
-            return LoginStep::Fail(LoginReply::failure(
-                LoginStatus::UNSUPPORTED_VERSION,
-                "Version-min above 0",
-            ));
+            return fail(LoginStatus::UNSUPPORTED_VERSION, "Version-min above 0");
         }
         let Some(csg) = Stage::from_bits(req.csg).filter(|s| *s != Stage::FullFeaturePhase) else {
-            return LoginStep::Fail(LoginReply::failure(
-                LoginStatus::INITIATOR_ERROR,
-                "CSG is not a login stage",
-            ));
+            return fail(LoginStatus::INITIATOR_ERROR, "CSG is not a login stage");
         };
-        match self.stage {
-            // The first request may skip the security stage: we require no authentication.
-            None => self.stage = Some(csg),
-            Some(s) if s != csg => {
-                return LoginStep::Fail(LoginReply::failure(
-                    LoginStatus::INITIATOR_ERROR,
-                    "CSG changed without a stage transition",
-                ));
-            }
-            Some(_) => {}
+        // The stage changes by a transit only (RFC 7143 §11.12.3); the first request may
+        // begin in either, as we require no authentication unless the target does.
+        if self
+            .continued
+            .or(self.state.stage())
+            .is_some_and(|s| s != csg)
+        {
+            return fail(
+                LoginStatus::INITIATOR_ERROR,
+                "CSG changed without a stage transition",
+            );
         }
-        match self.isid {
-            None => self.isid = Some(req.isid),
-            Some(isid) if isid != req.isid => {
-                return LoginStep::Fail(LoginReply::failure(
-                    LoginStatus::INITIATOR_ERROR,
-                    "ISID changed during login",
-                ));
-            }
-            Some(_) => {}
+        if *self.isid.get_or_insert(req.isid) != req.isid {
+            return fail(LoginStatus::INITIATOR_ERROR, "ISID changed during login");
         }
         // One connection per session: a login that adds a connection to an existing
         // session (TSIH ≠ 0, RFC 7143 §6.3.1) names a session we cannot join.
         if req.tsih != 0 {
-            return LoginStep::Fail(LoginReply::failure(
+            return fail(
                 LoginStatus::SESSION_DOES_NOT_EXIST,
                 "TSIH names a session to join (one connection per session)",
-            ));
+            );
         }
         let text = match self.assembler.push(data, req.continues) {
             Ok(Some(text)) => text,
             // C bit: acknowledge with an empty response, stay in the stage (RFC 7143 §11.12.2).
             Ok(None) => {
-                return LoginStep::Continue(LoginReply {
-                    transit: false,
-                    continues: false,
-                    csg: csg as u8,
-                    nsg: 0,
-                    status: LoginStatus::SUCCESS,
-                    text: Vec::new(),
-                    reason: String::new(),
-                })
+                self.continued = Some(csg);
+                return Err(LoginStep::Continue(LoginReply::success(
+                    csg,
+                    None,
+                    Vec::new(),
+                )));
             }
             Err(_) => {
-                return LoginStep::Fail(LoginReply::failure(
+                return fail(
                     LoginStatus::INITIATOR_ERROR,
                     "login text too long or badly continued",
-                ))
+                )
             }
         };
-        let Ok(pairs) = text::parse(&text) else {
-            return LoginStep::Fail(LoginReply::failure(
+        self.continued = None;
+        let Ok(keys) = text::parse(&text) else {
+            return fail(
                 LoginStatus::INITIATOR_ERROR,
                 "login text is not key=value pairs",
-            ));
-        };
-        let mut out = Vec::new();
-        let first = self.initiator_name.is_none();
-        let mut auth_offer = None;
-        let mut chap_keys = Vec::new();
-        for (key, value) in &pairs {
-            // Who logs in to what is declared once, in the first Login Request (RFC 7143 §13.4,
-            // §13.5, §13.21) and authorized there; a later request must not change it.
-            if !first && LEADING_KEYS.contains(&key.as_str()) {
-                return LoginStep::Fail(LoginReply::failure(
-                    LoginStatus::INITIATOR_ERROR,
-                    format!("{key} after the first Login Request"),
-                ));
-            }
-            // Security keys belong to the security stage (RFC 7143 §6.3, §12).
-            let security_key = key == "AuthMethod" || key.starts_with("CHAP_");
-            if csg != Stage::SecurityNegotiation && security_key {
-                return LoginStep::Fail(LoginReply::failure(
-                    LoginStatus::INITIATOR_ERROR,
-                    format!("{key} outside the security stage"),
-                ));
-            }
-            match key.as_str() {
-                "InitiatorName" => {
-                    if value.is_empty() {
-                        return LoginStep::Fail(LoginReply::failure(
-                            LoginStatus::INITIATOR_ERROR,
-                            "empty InitiatorName",
-                        ));
-                    }
-                    self.initiator_name = Some(value.clone());
-                }
-                "SessionType" => match value.as_str() {
-                    "Normal" => self.session_type = SessionType::Normal,
-                    "Discovery" => self.session_type = SessionType::Discovery,
-                    _ => {
-                        return LoginStep::Fail(LoginReply::failure(
-                            LoginStatus::SESSION_TYPE_NOT_SUPPORTED,
-                            format!("SessionType={value}"),
-                        ))
-                    }
-                },
-                "TargetName" => match nodes.iter().position(|n| n.name == *value) {
-                    Some(i) => self.node = Some(i),
-                    None => {
-                        return LoginStep::Fail(LoginReply::failure(
-                            LoginStatus::NOT_FOUND,
-                            format!("no target named {value:?}"),
-                        ))
-                    }
-                },
-                "InitiatorAlias" => {}
-                // Answered below, once the target (and so what it requires) is known.
-                "AuthMethod" => auth_offer = Some(value.as_str()),
-                k if k.starts_with("CHAP_") => chap_keys.push((key.clone(), value.clone())),
-                _ => {
-                    if let Some(ans) = negotiation::answer(
-                        key,
-                        value,
-                        self.session_type,
-                        &self.limits,
-                        &mut self.params,
-                    ) {
-                        // A Reject here would share its key with our own declaration (RFC
-                        // 7143 §13.12): the initiator could not tell which is which.
-                        if key == "MaxRecvDataSegmentLength" {
-                            return LoginStep::Fail(LoginReply::failure(
-                                LoginStatus::INITIATOR_ERROR,
-                                format!("MaxRecvDataSegmentLength={value} is not 512..=16777215"),
-                            ));
-                        }
-                        text::push(&mut out, key, &ans);
-                    }
-                }
-            }
-        }
-        if first {
-            let Some(initiator) = &self.initiator_name else {
-                return LoginStep::Fail(LoginReply::failure(
-                    LoginStatus::MISSING_PARAMETER,
-                    "no InitiatorName",
-                ));
-            };
-            if self.session_type == SessionType::Normal {
-                let Some(node) = self.node.and_then(|i| nodes.get(i)) else {
-                    return LoginStep::Fail(LoginReply::failure(
-                        LoginStatus::MISSING_PARAMETER,
-                        "no TargetName for a normal session",
-                    ));
-                };
-                // Answered like an unknown name, so that an initiator cannot probe which
-                // protected targets exist.
-                if !node.allows(initiator) {
-                    return LoginStep::Fail(LoginReply::failure(
-                        LoginStatus::NOT_FOUND,
-                        format!(
-                            "{initiator} is not in the allowed_initiators of {}",
-                            node.name
-                        ),
-                    ));
-                }
-                self.required = node.chap.clone();
-                // RFC 7143 §13.9: the portal group tag answers the first request naming a target.
-                // These declarations replace an answer to the same keys offered by the
-                // initiator, which only the target sends (RFC 7143 §13.6, §13.9): one response
-                // never holds a key twice.
-                let mut head = Vec::new();
-                text::push(
-                    &mut head,
-                    "TargetPortalGroupTag",
-                    &self.portal_group_tag.to_string(),
-                );
-                out = without_key(&out, "TargetPortalGroupTag");
-                if let Some(alias) = &node.alias {
-                    text::push(&mut head, "TargetAlias", alias);
-                    out = without_key(&out, "TargetAlias");
-                }
-                head.append(&mut out);
-                out = head;
-            } else {
-                self.required = self.discovery_chap.clone();
-            }
-            // RFC 7143 §6.3: a target that requires authentication refuses a login that skips
-            // the security stage.
-            if self.required.is_some() && csg != Stage::SecurityNegotiation {
-                return LoginStep::Fail(LoginReply::failure(
-                    LoginStatus::AUTHENTICATION_FAILURE,
-                    "CHAP required, security stage skipped",
-                ));
-            }
-        }
-        if let Some(offer) = auth_offer {
-            let offers = |m: &str| offer.split(',').any(|v| v == m);
-            let answer = match (&self.required, &self.exchange) {
-                (Some(_), None) if offers("CHAP") => {
-                    self.exchange = Some(chap::Exchange::Algorithm);
-                    "CHAP"
-                }
-                (None, None) if offers("None") => {
-                    self.auth_none_agreed = true;
-                    "None"
-                }
-                (_, None) => "Reject",
-                // AuthMethod was agreed already.
-                (_, Some(_)) => {
-                    return LoginStep::Fail(LoginReply::failure(
-                        LoginStatus::INITIATOR_ERROR,
-                        "AuthMethod offered again",
-                    ))
-                }
-            };
-            text::push(&mut out, "AuthMethod", answer);
-        }
-        if !chap_keys.is_empty() {
-            let (Some(chap), Some(exchange)) = (&self.required, &mut self.exchange) else {
-                return LoginStep::Fail(LoginReply::failure(
-                    LoginStatus::AUTHENTICATION_FAILURE,
-                    "CHAP keys without an agreed CHAP exchange",
-                ));
-            };
-            let mut answers = Vec::new();
-            if let Err(e) = exchange.step(chap, &chap_keys, &mut answers) {
-                return LoginStep::Fail(LoginReply::failure(
-                    LoginStatus::AUTHENTICATION_FAILURE,
-                    format!("CHAP: {e}"),
-                ));
-            }
-            for (k, v) in answers {
-                text::push(&mut out, k, &v);
-            }
-        }
-        let mut nsg = 0;
-        let mut transit = false;
-        if req.transit {
-            let Some(next) = Stage::from_bits(req.nsg).filter(|n| *n > csg) else {
-                return LoginStep::Fail(LoginReply::failure(
-                    LoginStatus::INITIATOR_ERROR,
-                    "NSG is not after CSG",
-                ));
-            };
-            let security = csg == Stage::SecurityNegotiation;
-            if security && self.required.is_some() && !self.authenticated() {
-                // A CHAP exchange under way keeps the stage: the response clears T (RFC 7143
-                // §6.3); with none agreed the initiator cannot authenticate at all.
-                if self.exchange.is_none() {
-                    return LoginStep::Fail(LoginReply::failure(
-                        LoginStatus::AUTHENTICATION_FAILURE,
-                        "CHAP required, none agreed",
-                    ));
-                }
-            } else if security
-                && self.required.is_none()
-                && !self.auth_none_agreed
-                && pairs.iter().any(|(k, _)| k == "AuthMethod")
-            {
-                return LoginStep::Fail(LoginReply::failure(
-                    LoginStatus::AUTHENTICATION_FAILURE,
-                    "no acceptable AuthMethod",
-                ));
-            } else {
-                transit = true;
-                nsg = next as u8;
-            }
-        }
-        // Declare our receive limit in the operational stage (RFC 7143 §13.12); open-iscsi
-        // refuses operational keys in a security-stage response (usr/login.c).
-        let entering_full_feature = nsg == Stage::FullFeaturePhase as u8;
-        if !self.declared && (csg == Stage::LoginOperationalNegotiation || entering_full_feature) {
-            self.declared = true;
-            text::push(
-                &mut out,
-                "MaxRecvDataSegmentLength",
-                &self.limits.max_recv_data_segment_length.to_string(),
             );
-        }
-        if out.len() > ANSWER_LIMIT {
-            return LoginStep::Fail(LoginReply::failure(
-                LoginStatus::INITIATOR_ERROR,
-                format!(
-                    "the answer to {} keys takes {} bytes, more than {ANSWER_LIMIT}",
-                    pairs.len(),
-                    out.len()
-                ),
-            ));
-        }
-        let reply = LoginReply {
-            transit,
-            continues: false,
-            csg: csg as u8,
-            nsg,
-            status: LoginStatus::SUCCESS,
-            text: out,
-            reason: String::new(),
         };
-        if transit {
-            self.stage = Stage::from_bits(nsg);
-        }
-        if transit && nsg == Stage::FullFeaturePhase as u8 {
-            let mut params = self.params.clone();
-            params.target_max_recv_data_segment_length = self.limits.max_recv_data_segment_length;
-            let established = Established {
-                session_type: self.session_type,
-                node: self
-                    .node
-                    .filter(|_| self.session_type == SessionType::Normal),
-                initiator_name: self.initiator_name.clone().unwrap_or_default(),
-                isid: req.isid,
-                params,
-            };
-            return LoginStep::Complete(reply, Box::new(established));
-        }
-        LoginStep::Continue(reply)
+        Ok(Request {
+            csg,
+            transit: req.transit,
+            nsg: req.nsg,
+            isid: req.isid,
+            keys,
+        })
     }
 }
 
-/// `text` (key=value records built by this machine) without the record of `key`.
-fn without_key(text: &[u8], key: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len());
-    for record in text.split(|&b| b == 0).filter(|r| !r.is_empty()) {
-        let named = record.strip_prefix(key.as_bytes());
-        if named.is_none_or(|rest| rest.first() != Some(&b'=')) {
-            out.extend_from_slice(record);
-            out.push(0);
+impl Request {
+    /// With T = 1, the stage the initiator asks to move to, which must come after CSG (RFC
+    /// 7143 §11.12.3).
+    fn next_stage(&self) -> Result<Option<Stage>, LoginReply> {
+        if !self.transit {
+            return Ok(None);
+        }
+        match Stage::from_bits(self.nsg).filter(|n| *n > self.csg) {
+            Some(next) => Ok(Some(next)),
+            None => Err(LoginReply::failure(
+                LoginStatus::INITIATOR_ERROR,
+                "NSG is not after CSG",
+            )),
         }
     }
-    out
+
+    /// The response carrying `answers`, and moving to `next` if given; a refusal if the
+    /// answers do not fit in [`ANSWER_LIMIT`].
+    fn reply(&self, next: Option<Stage>, answers: Vec<u8>) -> Result<LoginReply, LoginReply> {
+        if answers.len() > ANSWER_LIMIT {
+            return Err(LoginReply::failure(
+                LoginStatus::INITIATOR_ERROR,
+                format!(
+                    "the answer to {} keys takes {} bytes, more than {ANSWER_LIMIT}",
+                    self.keys.len(),
+                    answers.len()
+                ),
+            ));
+        }
+        Ok(LoginReply::success(self.csg, next, answers))
+    }
+}
+
+/// Who logs in to what, as the first request declared and authorized it.
+#[derive(Debug)]
+struct Identity {
+    initiator_name: String,
+    /// Index into the node list (Normal sessions).
+    node: Option<usize>,
+}
+
+/// The operational keys negotiated so far (RFC 7143 §6.2, §13), in either stage.
+#[derive(Debug, Default)]
+struct Negotiation {
+    session_type: SessionType,
+    params: Parameters,
+}
+
+impl Negotiation {
+    /// Answers one operational key into `out` (nothing for a declaration we make ourselves).
+    fn answer(
+        &mut self,
+        key: &str,
+        value: &str,
+        limits: &TargetLimits,
+        out: &mut Vec<u8>,
+    ) -> Result<(), LoginReply> {
+        let Some(answer) =
+            negotiation::answer(key, value, self.session_type, limits, &mut self.params)
+        else {
+            return Ok(());
+        };
+        // A Reject here would share its key with our own declaration (RFC 7143 §13.12): the
+        // initiator could not tell which is which.
+        if key == "MaxRecvDataSegmentLength" {
+            return Err(LoginReply::failure(
+                LoginStatus::INITIATOR_ERROR,
+                format!("MaxRecvDataSegmentLength={value} is not 512..=16777215"),
+            ));
+        }
+        text::push(out, key, &answer);
+        Ok(())
+    }
+
+    /// Declares our receive limit (RFC 7143 §13.12): once, in the operational stage or the
+    /// response that enters full feature phase, as open-iscsi refuses operational keys in a
+    /// security-stage response (usr/login.c).
+    fn declare(limits: &TargetLimits, out: &mut Vec<u8>) {
+        text::push(
+            out,
+            "MaxRecvDataSegmentLength",
+            &limits.max_recv_data_segment_length.to_string(),
+        );
+    }
+
+    /// The session that the login completes.
+    fn establish(self, identity: Identity, limits: &TargetLimits, isid: [u8; 6]) -> Established {
+        let mut params = self.params;
+        params.target_max_recv_data_segment_length = limits.max_recv_data_segment_length;
+        Established {
+            session_type: self.session_type,
+            node: identity.node,
+            initiator_name: identity.initiator_name,
+            isid,
+            params,
+        }
+    }
+}
+
+/// One request's keys, read in order (RFC 7143 §6.2): the answers to its operational keys, and
+/// the security keys for the security stage to answer.
+#[derive(Default)]
+struct Offer<'k> {
+    answers: Vec<u8>,
+    /// The AuthMethod list (the last one offered).
+    auth_method: Option<&'k str>,
+    /// The CHAP_* keys, in order.
+    chap: Vec<(String, String)>,
+}
+
+/// Reads the keys of a request in `stage`. Only the first request (`first`) may hold the
+/// leading keys, and they change the session type that later keys are answered for.
+fn read_keys<'k>(
+    keys: &'k [(String, String)],
+    stage: Stage,
+    mut first: Option<&mut Declaration>,
+    negotiation: &mut Negotiation,
+    cx: &Context,
+) -> Result<Offer<'k>, LoginReply> {
+    let mut offer = Offer::default();
+    for (key, value) in keys {
+        if LEADING_KEYS.contains(&key.as_str()) {
+            // Who logs in to what is declared once, in the first Login Request (RFC 7143
+            // §13.4, §13.5, §13.21) and authorized there; a later request must not change it.
+            let Some(first) = first.as_deref_mut() else {
+                return Err(LoginReply::failure(
+                    LoginStatus::INITIATOR_ERROR,
+                    format!("{key} after the first Login Request"),
+                ));
+            };
+            first.take(key, value, negotiation, cx.nodes)?;
+            continue;
+        }
+        // Security keys belong to the security stage (RFC 7143 §6.3, §12).
+        let security_key = key == "AuthMethod" || key.starts_with("CHAP_");
+        if stage != Stage::SecurityNegotiation && security_key {
+            return Err(LoginReply::failure(
+                LoginStatus::INITIATOR_ERROR,
+                format!("{key} outside the security stage"),
+            ));
+        }
+        match key.as_str() {
+            "InitiatorAlias" => {}
+            "AuthMethod" => offer.auth_method = Some(value),
+            k if k.starts_with("CHAP_") => offer.chap.push((key.clone(), value.clone())),
+            _ => negotiation.answer(key, value, &cx.settings.limits, &mut offer.answers)?,
+        }
+    }
+    Ok(offer)
 }
 
 #[cfg(test)]
@@ -954,5 +952,199 @@ TargetPortalGroupTag=7\0TargetAlias=x\0TargetAddress=a\0";
         };
         assert_eq!(est.session_type, SessionType::Discovery);
         assert!(keys(&r.text).contains(&("MaxBurstLength".into(), "Irrelevant".into())));
+    }
+
+    /// CSG=0 with T=1 and NSG=3: the security stage may lead straight to the full feature
+    /// phase, and its response then declares our MaxRecvDataSegmentLength.
+    #[test]
+    fn security_stage_straight_to_full_feature_phase() {
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let step = l.step(
+            &req(0, 3, true),
+            b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=None\0",
+            &nodes(),
+        );
+        let LoginStep::Complete(r, est) = step else {
+            panic!("{step:?}")
+        };
+        assert_eq!(r.flags(), 0x80 | 3);
+        let k = keys(&r.text);
+        assert!(k.contains(&("AuthMethod".into(), "None".into())));
+        assert!(k.contains(&("MaxRecvDataSegmentLength".into(), "262144".into())));
+        assert_eq!(est.node, Some(0));
+        assert_eq!(l.authentication(), "none");
+    }
+
+    /// The operational stage may take several requests (T=0); our limit is declared in its
+    /// first response only.
+    #[test]
+    fn operational_stage_declares_its_limit_once() {
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let n = nodes();
+        let declared = |r: &LoginReply| {
+            keys(&r.text)
+                .iter()
+                .filter(|(k, _)| k == "MaxRecvDataSegmentLength")
+                .count()
+        };
+        let first = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0";
+        let LoginStep::Continue(r) = l.step(&req(1, 0, false), first, &n) else {
+            panic!()
+        };
+        assert!(!r.transit && r.csg == 1);
+        assert_eq!(declared(&r), 1);
+        let LoginStep::Continue(r) = l.step(&req(1, 0, false), b"InitialR2T=No\0", &n) else {
+            panic!()
+        };
+        assert_eq!(declared(&r), 0);
+        assert!(keys(&r.text).contains(&("InitialR2T".into(), "No".into())));
+        let LoginStep::Complete(r, est) = l.step(&req(1, 3, true), b"", &n) else {
+            panic!()
+        };
+        assert_eq!(declared(&r), 0);
+        assert!(!est.params.initial_r2t);
+    }
+
+    fn mutual_chap_node() -> Vec<TargetNode> {
+        let mut n = chap_node();
+        n[0].chap.as_mut().unwrap().target = Some(chap::Credentials {
+            user: "stint".into(),
+            secret: b"the-target-secret".to_vec(),
+        });
+        n
+    }
+
+    /// While CHAP is under way the stage stays, whatever T the initiator sets: each response
+    /// clears T (RFC 7143 §6.3), and a request that names the next stage before the
+    /// exchange ends is refused.
+    #[test]
+    fn chap_under_way_keeps_the_security_stage() {
+        let n = chap_node();
+        let mut l = Login::new(TargetLimits::default(), 1);
+        // AuthMethod and CHAP_A may come in one request.
+        let LoginStep::Continue(r) = l.step(
+            &req(0, 1, true),
+            b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=CHAP\0\
+CHAP_A=7,5\0",
+            &n,
+        ) else {
+            panic!()
+        };
+        assert!(!r.transit && r.nsg == 0);
+        let k = keys(&r.text);
+        assert!(k.contains(&("AuthMethod".into(), "CHAP".into())));
+        assert!(k.contains(&("CHAP_A".into(), "7".into())));
+        let step = l.step(&req(1, 3, true), b"", &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+
+        // AuthMethod is agreed once.
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let first = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=CHAP\0";
+        assert!(matches!(
+            l.step(&req(0, 1, false), first, &n),
+            LoginStep::Continue(_)
+        ));
+        let step = l.step(&req(0, 1, false), b"AuthMethod=CHAP\0", &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+    }
+
+    /// Mutual CHAP: the target answers the initiator's challenge with its own secret, and the
+    /// answering request may enter the full feature phase at once.
+    #[test]
+    fn mutual_chap_then_full_feature_phase() {
+        let n = mutual_chap_node();
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let first = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0AuthMethod=CHAP\0";
+        let LoginStep::Continue(_) = l.step(&req(0, 1, false), first, &n) else {
+            panic!()
+        };
+        let LoginStep::Continue(r) = l.step(&req(0, 1, false), b"CHAP_A=5\0", &n) else {
+            panic!()
+        };
+        let k = keys(&r.text);
+        let get = |name: &str| k.iter().find(|(key, _)| key == name).unwrap().1.clone();
+        let id: u8 = get("CHAP_I").parse().unwrap();
+        let challenge = chap::decode_binary(&get("CHAP_C")).unwrap();
+        let md5 = chap::Algorithm::Md5;
+        let answer = chap::encode_hex(&md5.response(id, b"twelve-bytes-or-more", &challenge));
+        let ours = [7u8; 16];
+        let text = format!(
+            "CHAP_N=alice\0CHAP_R={answer}\0CHAP_I=9\0CHAP_C={}\0",
+            chap::encode_hex(&ours)
+        );
+        assert_eq!(l.authentication(), "none");
+        let LoginStep::Complete(r, _) = l.step(&req(0, 3, true), text.as_bytes(), &n) else {
+            panic!()
+        };
+        let k = keys(&r.text);
+        assert!(k.contains(&("CHAP_N".into(), "stint".into())));
+        let theirs = chap::encode_hex(&md5.response(9, b"the-target-secret", &ours));
+        assert!(k.contains(&("CHAP_R".into(), theirs)));
+        assert!(k.contains(&("MaxRecvDataSegmentLength".into(), "262144".into())));
+        assert_eq!(l.authentication(), "CHAP MD5, mutual");
+    }
+
+    /// What every request must keep whatever the stage (RFC 7143 §11.12): CSG changes by a
+    /// transit only, also across the parts of a continued request; NSG comes after CSG; the
+    /// ISID stays; TSIH 0 (no connection joins a session).
+    #[test]
+    fn header_fields_follow_the_stage_transitions() {
+        let n = nodes();
+        let first = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0";
+        let after_first = |next: LoginRequest, text: &[u8]| {
+            let mut l = Login::new(TargetLimits::default(), 1);
+            assert!(matches!(
+                l.step(&req(0, 1, false), first, &n),
+                LoginStep::Continue(_)
+            ));
+            l.step(&next, text, &n)
+        };
+        let step = after_first(req(1, 3, true), b"");
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+        let step = after_first(req(0, 0, true), b"");
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+        let step = after_first(req(2, 3, true), b"");
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+        let mut other_isid = req(0, 1, true);
+        other_isid.isid[5] = 2;
+        let step = after_first(other_isid, b"");
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+        let mut join = req(0, 1, true);
+        join.tsih = 1;
+        let step = after_first(join, b"");
+        assert!(fails_with(step, LoginStatus::SESSION_DOES_NOT_EXIST));
+
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let mut part = req(1, 3, true);
+        part.continues = true;
+        assert!(matches!(
+            l.step(&part, b"InitiatorName=iqn.ok\0", &n),
+            LoginStep::Continue(_)
+        ));
+        let step = l.step(&req(0, 1, true), b"TargetName=iqn.2026-01.test:disk\0", &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+    }
+
+    /// A completed or refused login takes no more requests; a refusal still names the
+    /// initiator for the log.
+    #[test]
+    fn a_login_that_ended_takes_no_more_requests() {
+        let n = nodes();
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let first = b"InitiatorName=iqn.ok\0TargetName=iqn.2026-01.test:disk\0";
+        assert!(matches!(
+            l.step(&req(1, 3, true), first, &n),
+            LoginStep::Complete(..)
+        ));
+        let step = l.step(&req(1, 3, true), b"", &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
+
+        let mut l = Login::new(TargetLimits::default(), 1);
+        let refused = b"InitiatorName=iqn.bad\0TargetName=iqn.2026-01.test:disk\0";
+        let step = l.step(&req(1, 3, true), refused, &n);
+        assert!(fails_with(step, LoginStatus::NOT_FOUND));
+        assert_eq!(l.initiator_name(), Some("iqn.bad"));
+        let step = l.step(&req(1, 3, true), first, &n);
+        assert!(fails_with(step, LoginStatus::INITIATOR_ERROR));
     }
 }
