@@ -320,10 +320,17 @@ impl Unit {
         loop {
             let (background, next) = self.call(sink, |core| {
                 core.handle_timeout(now);
-                (core.poll_background(), core.poll_timeout())
+                let background = core.poll_background();
+                let next = core.poll_timeout();
+                if background.is_none() {
+                    // Under the lock: a call that brings a deadline closer after this one
+                    // compares with it and wakes the driver; stored after the lock, a
+                    // deadline set in between would be overwritten and never woken for.
+                    self.armed.store(next.unwrap_or(Ns::MAX), Ordering::Relaxed);
+                }
+                (background, next)
             });
             let Some(op) = background else {
-                self.armed.store(next.unwrap_or(Ns::MAX), Ordering::Relaxed);
                 return next;
             };
             if !self.plane.is_inline() {
