@@ -429,7 +429,7 @@ impl LogicalUnit {
             Ok(step) => step,
             Err(refused) => {
                 // Refused before it entered the task set.
-                self.counters.count(kind, &refused, 0, 0);
+                self.counters.count(kind, &refused, 0);
                 Step::Done(refused)
             }
         };
@@ -515,7 +515,7 @@ impl LogicalUnit {
         if self.tasks.is_aborted(id) || self.tasks.get(id).is_none() {
             return;
         }
-        let _done = self.finish(now, id, c, 0);
+        let _done = self.finish(now, id, c);
     }
 
     /// A task with its Data-Out: held back behind an older task, or started.
@@ -536,7 +536,7 @@ impl LogicalUnit {
     fn start(&mut self, now: Ns, id: TaskId, data_out: &[u8], data_in: &mut Vec<u8>) -> Step {
         if let (Some(q), Some(task)) = (&self.queue, self.tasks.get(id)) {
             match self.geometry().media_op(task.info, &task.cmd) {
-                Err(sense) => return self.finish(now, id, check(sense), data_in.len()),
+                Err(sense) => return self.finish(now, id, check(sense)),
                 Ok(Some((op, dld))) => {
                     let m = MediumTask {
                         op,
@@ -557,13 +557,13 @@ impl LogicalUnit {
             }
         }
         let ran = self.run(now, id, data_out, data_in);
-        self.ran(now, id, ran, data_in)
+        self.ran(now, id, ran)
     }
 
     /// What a command run comes to.
-    fn ran(&mut self, now: Ns, id: TaskId, ran: Ran, data_in: &[u8]) -> Step {
+    fn ran(&mut self, now: Ns, id: TaskId, ran: Ran) -> Step {
         match ran {
-            Ran::Done(c) => self.finish(now, id, c, data_in.len()),
+            Ran::Done(c) => self.finish(now, id, c),
             Ran::Io(op, after) => {
                 if let Some(task) = self.tasks.get_mut(id) {
                     task.state = State::Io(after);
@@ -602,20 +602,20 @@ impl LogicalUnit {
             return Step::Aborted;
         };
         let ran = self.io_result(now, id, after, done, data_in);
-        self.ran(now, id, ran, data_in)
+        self.ran(now, id, ran)
     }
 
     /// A task ends with `c`: it leaves the task set, is counted, and the tasks it held back
     /// may go.
-    fn finish(&mut self, now: Ns, id: TaskId, c: Completion, read: usize) -> Step {
+    fn finish(&mut self, now: Ns, id: TaskId, c: Completion) -> Step {
         let Some(task) = self.tasks.remove(id) else {
             return Step::Aborted;
         };
-        let written = match task.kind {
-            Kind::Write => task.data_out_len() as usize,
-            _ => 0,
+        let moved = match Transfer::of(task.cmd.data_length(), self.config.block_size) {
+            Transfer::In(n) | Transfer::Out(n) => n,
+            Transfer::None => 0,
         };
-        self.counters.count(task.kind, &c, read, written);
+        self.counters.count(task.kind, &c, moved);
         self.missed = task.missed;
         if task.missed {
             // The operator's trace of a missed duration limit (the counters say how many).
@@ -757,10 +757,10 @@ impl LogicalUnit {
             };
             q.record(&m, now.saturating_sub(arrived));
             let step = match q.completion(l.outcome, &m.op) {
-                Some(c) => self.finish(now, id, c, data_in.len()),
+                Some(c) => self.finish(now, id, c),
                 None => {
                     let ran = self.run(now, id, &params, &mut data_in);
-                    self.ran(now, id, ran, &data_in)
+                    self.ran(now, id, ran)
                 }
             };
             self.emit(nexus, tag, id, step, data_in);
@@ -786,7 +786,7 @@ impl LogicalUnit {
         let Some(id) = waiting else { return };
         if let Some((nexus, tag)) = self.tasks.owner(id) {
             let data_in = Vec::new();
-            let step = self.finish(now, id, c, data_in.len());
+            let step = self.finish(now, id, c);
             self.emit(nexus, tag, id, step, data_in);
         }
     }

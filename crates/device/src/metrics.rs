@@ -91,14 +91,15 @@ pub(crate) struct CommandCounters {
 }
 
 impl CommandCounters {
-    /// A command of `kind` ended with `c` after moving `read` bytes of read data or `written`
-    /// bytes of Data-Out.
-    pub(crate) fn count(&mut self, kind: Kind, c: &Completion, read: usize, written: usize) {
+    /// A command of `kind` ended with `c`; `moved` is the length of the data transfer its
+    /// CDB asks for, the bytes a read or write moved when it completed GOOD (counted from the
+    /// CDB, not from buffers, so that a plane that moves no data counts the same).
+    pub(crate) fn count(&mut self, kind: Kind, c: &Completion, moved: u32) {
         self.commands[kind.index()][ending_index(Some(c.status))] += 1;
         match &c.sense {
             None if c.status == Status::Good => match kind {
-                Kind::Read => self.read_bytes += read as u64,
-                Kind::Write => self.written_bytes += written as u64,
+                Kind::Read => self.read_bytes += u64::from(moved),
+                Kind::Write => self.written_bytes += u64::from(moved),
                 Kind::Other => {}
             },
             None => {}

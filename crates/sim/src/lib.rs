@@ -18,6 +18,8 @@ pub mod host;
 pub mod plot;
 pub mod replica;
 pub mod report;
+#[cfg(test)]
+mod same_sequence;
 pub mod seeds;
 pub mod shipped;
 pub mod sla;

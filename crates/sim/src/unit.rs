@@ -11,6 +11,9 @@ use store::{Buffers, Done, NullPlane, Op, Plane};
 /// A command that ended.
 #[derive(Debug)]
 pub(crate) struct Ended {
+    /// The engine's tags name its commands alone; the same-sequence test compares nexuses.
+    #[cfg(test)]
+    pub(crate) nexus: u64,
     pub(crate) tag: u64,
     pub(crate) completion: Completion,
     /// It exceeded a duration limit on its way, whatever the policy did.
@@ -123,11 +126,19 @@ impl SimUnit {
                 Then::Aborted => continue,
             };
             done.push(Ended {
+                #[cfg(test)]
+                nexus: e.nexus,
                 tag: e.tag,
                 completion,
                 missed: e.missed,
             });
         }
+    }
+
+    /// The core's counters.
+    #[cfg(test)]
+    pub(crate) fn metrics(&self) -> device::Metrics {
+        self.lu.metrics()
     }
 
     /// ABORT TASK of the nexus's task `tag`; false when there is none.
