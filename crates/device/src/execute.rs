@@ -243,7 +243,7 @@ impl LogicalUnit {
                                 file: KeptFile::ModePages,
                                 contents: Some(contents),
                             },
-                            After::ModeSave(selected.parameters),
+                            After::ModeSave(Box::new(selected.parameters)),
                         );
                     }
                     self.mode.save(selected.parameters);
@@ -521,8 +521,8 @@ impl LogicalUnit {
                     None,
                 )),
                 _ => {
-                    self.mode.save(parameters);
-                    self.mode_selected(now, nexus, parameters)
+                    self.mode.save(*parameters);
+                    self.mode_selected(now, nexus, *parameters)
                 }
             },
             After::ArmThresholds => {

@@ -62,10 +62,11 @@ impl Target {
 
     /// The logical unit at `lun` as `nexus` sees it: `None` when absent or masked.
     fn unit(&self, nexus: &Nexus, lun: u64) -> Option<&Arc<Unit>> {
-        let visible = self
-            .masks
-            .get(&lun)
-            .is_none_or(|allowed| allowed.iter().any(|i| i == nexus.initiator_name()));
+        let visible = self.masks.is_empty()
+            || self
+                .masks
+                .get(&lun)
+                .is_none_or(|allowed| allowed.iter().any(|i| i == nexus.initiator_name()));
         self.luns.get(&lun).filter(|_| visible)
     }
 

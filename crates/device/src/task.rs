@@ -70,7 +70,7 @@ pub(crate) enum After {
     Stop(StartStopUnit),
     /// MODE SELECT with SP = 1: the values are kept, then made current; `arm`: then the
     /// store's usage for thresholds the new values enable.
-    ModeSave(ModeParameters),
+    ModeSave(Box<ModeParameters>),
     /// MODE SELECT enabled provisioning thresholds: their starting count.
     ArmThresholds,
     /// PERSISTENT RESERVE OUT with APTPL: the new state is kept, then made current.

@@ -1,8 +1,9 @@
 //! Unit attention conditions, kept per I_T nexus (SAM-5 §5.14).
 
 use crate::Nexus;
+use rustc_hash::FxHashMap;
 use scsi::Asc;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// More pending conditions than this for one nexus add nothing: the oldest are reported first
 /// and a host re-reads state after any of them.
@@ -13,7 +14,8 @@ const MAX_PENDING: usize = 8;
 /// with TEST UNIT READY after login).
 #[derive(Default)]
 pub(crate) struct UnitAttentions {
-    nexuses: BTreeMap<u64, Pending>,
+    /// Looked up by every command: hashed.
+    nexuses: FxHashMap<u64, Pending>,
 }
 
 /// The conditions of one nexus, and its initiator port: persistent reservations name I_T
@@ -90,13 +92,16 @@ impl UnitAttentions {
         }
     }
 
-    /// The known nexuses of `initiator_port`.
+    /// The known nexuses of `initiator_port`, in ascending order.
     pub(crate) fn nexuses_of(&self, initiator_port: &str) -> Vec<u64> {
-        self.nexuses
+        let mut ids: Vec<u64> = self
+            .nexuses
             .iter()
             .filter(|(_, p)| p.initiator_port == initiator_port)
             .map(|(id, _)| *id)
-            .collect()
+            .collect();
+        ids.sort_unstable();
+        ids
     }
 
     /// The initiator port of a known nexus.

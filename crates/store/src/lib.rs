@@ -53,6 +53,14 @@ pub trait Store: Send + Sync {
     /// Fill `buf` with the bytes at `offset`. Never-written ranges read as zeroes.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
 
+    /// Append the `len` bytes at `offset` to `out` (on an error, `out` may have grown). A
+    /// store that can writes each byte once, not zeroes first and then the data.
+    fn read_append(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> io::Result<()> {
+        let start = out.len();
+        out.resize(start + len, 0);
+        self.read_at(offset, &mut out[start..])
+    }
+
     /// Store `buf` at `offset` (in the store's volatile cache, if it has one: the device asks
     /// for [`Store::write_durable`] when the write must be on stable storage).
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()>;

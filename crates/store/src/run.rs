@@ -149,9 +149,12 @@ pub(crate) fn read(
     data_in: &mut Vec<u8>,
 ) -> Done {
     let start = data_in.len();
-    data_in.resize(start + len as usize, 0);
-    let buf = &mut data_in[start..];
-    match ranges.read(offset, len.into(), || store.read_at(offset, buf)) {
+    let copy = || {
+        // A copy the range lock makes again starts over.
+        data_in.truncate(start);
+        store.read_append(offset, len as usize, data_in)
+    };
+    match ranges.read(offset, len.into(), copy) {
         Ok(()) => Done::Ok,
         Err(error) => {
             data_in.truncate(start);
