@@ -162,6 +162,10 @@ pub fn chap(
     Ok(Some(iscsi::chap::Chap { initiator, target }))
 }
 
+/// The longest `store_delay_ms`: beyond it a host's command timeouts (30 s in Linux) and
+/// stint's own would fire before a queue of commands drains.
+const MAX_STORE_DELAY_MS: u64 = 10_000;
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LunConfig {
@@ -173,6 +177,10 @@ pub struct LunConfig {
     /// Open the file with O_DIRECT: reads and writes bypass the page cache (store = "file").
     #[serde(default)]
     pub direct: bool,
+    /// Hold every completion of the file store back until this long after its submission:
+    /// a store slower than the CPU, for tests and benchmarks (store = "file").
+    #[serde(default)]
+    pub store_delay_ms: u64,
     /// Capacity, e.g. "1GiB" or a byte count; a file store defaults to the file's size.
     #[serde(default, deserialize_with = "size_opt")]
     pub size: Option<u64>,
@@ -369,6 +377,7 @@ impl LunConfig {
             store: StoreKind::Ram,
             path: None,
             direct: false,
+            store_delay_ms: 0,
             size: Some(size),
             block_size: default_block_size(),
             physical_block_exponent: 0,
@@ -558,6 +567,15 @@ impl Config {
                 if lun.direct && lun.store != StoreKind::File {
                     bail!("{at}: direct applies to a file store only");
                 }
+                if lun.store_delay_ms > 0 && lun.store != StoreKind::File {
+                    bail!("{at}: store_delay_ms applies to a file store only");
+                }
+                if lun.store_delay_ms > MAX_STORE_DELAY_MS {
+                    bail!(
+                        "{at}: store_delay_ms {} is more than {MAX_STORE_DELAY_MS} (10 s)",
+                        lun.store_delay_ms
+                    );
+                }
                 if let Some(size) = lun.size {
                     if size == 0 || size % u64::from(lun.block_size) != 0 {
                         bail!(
@@ -734,6 +752,9 @@ mod tests {
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\ninquiry_version = 9", "inquiry_version"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\nalua_state = \"passive\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "unknown ALUA state \"passive\"; expected one of active/optimized, active/non-optimized, standby, unavailable"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\n[[target.lun]]\nid = 0\nstore = \"ram\"\nsize = 512", "duplicate LUN 0"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\ndirect = true", "direct applies to a file store only"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nstore_delay_ms = 5", "store_delay_ms applies to a file store only"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"file\"\npath = \"x.img\"\nstore_delay_ms = 20000", "store_delay_ms 20000 is more than 10000 (10 s)"),
         ];
         for (text, want) in cases {
             let err = format!("{:#}", parse(text).unwrap_err());

@@ -175,8 +175,10 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
             .with_context(at)?;
             let len = store::Store::len(&file);
             let completions = iscsi::clock::Completions::default();
+            let delay = std::time::Duration::from_millis(lun.store_delay_ms);
             let options = store::Options {
                 kept: kept.clone(),
+                delay: (!delay.is_zero()).then_some(delay),
                 ..store::Options::default()
             };
             let plane = store::FilePlane::new(Arc::new(file), &options, completions.handler())
