@@ -41,14 +41,6 @@ pub(crate) struct MediumTask {
     pub(crate) dld: u8,
 }
 
-/// A medium task the queue is done with.
-pub(crate) struct Left {
-    pub(crate) id: u64,
-    pub(crate) outcome: Outcome,
-    /// It exceeded a duration limit on its way, whatever the policy did.
-    pub(crate) missed: bool,
-}
-
 /// The queue of one logical unit and what it counts.
 pub(crate) struct Scheduled {
     queue: Queue<Box<dyn Drive + Send>>,
@@ -61,7 +53,6 @@ pub(crate) struct Scheduled {
     /// (the simulator keeps statistics of its own and leaves it off).
     latencies: Latencies,
     keep_latencies: bool,
-    scratch: Vec<qos::Completion>,
 }
 
 impl Scheduled {
@@ -73,7 +64,6 @@ impl Scheduled {
             cdl_statistics_reset: CdlStatistics::default(),
             latencies: Latencies::default(),
             keep_latencies: false,
-            scratch: Vec::new(),
         })
     }
 
@@ -109,13 +99,8 @@ impl Scheduled {
     }
 
     /// Every task due by `now` that left the queue, in time order.
-    pub(crate) fn advance(&mut self, now: Ns, out: &mut Vec<Left>) {
-        self.queue.advance(now, &mut self.scratch);
-        out.extend(self.scratch.drain(..).map(|c| Left {
-            id: c.id,
-            outcome: c.outcome,
-            missed: c.missed.any(),
-        }));
+    pub(crate) fn advance(&mut self, now: Ns, out: &mut Vec<qos::Completion>) {
+        self.queue.advance(now, out);
     }
 
     pub(crate) fn next_event(&self) -> Option<Ns> {

@@ -11,7 +11,7 @@
 use crate::block::Geometry;
 use crate::config::{ConfigError, LuConfig};
 use crate::copy_manager::{CopyManager, Published, UnitView};
-use crate::device_queue::{DeviceQueue, Left, MediumTask, Scheduled};
+use crate::device_queue::{DeviceQueue, MediumTask, Scheduled};
 use crate::event::{Arrived, Event, Step, TaskId, Then};
 use crate::extended_copy::{CopyLists, Here};
 use crate::identity;
@@ -92,7 +92,7 @@ pub struct LogicalUnit {
     events: VecDeque<Event>,
     /// The next step of background work, until the driver takes it.
     background: Option<store::Op>,
-    left: Vec<Left>,
+    left: Vec<qos::Completion>,
     released: Vec<TaskId>,
     releasing: bool,
     /// Whether the task that ended last exceeded a duration limit (its event says so).
@@ -608,20 +608,29 @@ impl LogicalUnit {
     /// A task ends with `c`: it leaves the task set, is counted, and the tasks it held back
     /// may go.
     fn finish(&mut self, now: Ns, id: TaskId, c: Completion) -> Step {
-        let Some(task) = self.tasks.remove(id) else {
+        let block_size = self.config.block_size;
+        let left = self.tasks.remove_with(id, |task| {
+            let moved = match Transfer::of(task.cmd.data_length(), block_size) {
+                Transfer::In(n) | Transfer::Out(n) => n,
+                Transfer::None => 0,
+            };
+            (
+                task.kind,
+                moved,
+                task.missed,
+                task.medium.map_or(0, |m| m.dld),
+            )
+        });
+        let Some((kind, moved, missed, dld)) = left else {
             return Step::Aborted;
         };
-        let moved = match Transfer::of(task.cmd.data_length(), self.config.block_size) {
-            Transfer::In(n) | Transfer::Out(n) => n,
-            Transfer::None => 0,
-        };
-        self.counters.count(task.kind, &c, moved);
-        self.missed = task.missed;
-        if task.missed {
+        self.counters.count(kind, &c, moved);
+        self.missed = missed;
+        if missed {
             // The operator's trace of a missed duration limit (the counters say how many).
             tracing::debug!(
                 lun = self.config.lun,
-                dld = task.medium.map_or(0, |m| m.dld),
+                dld,
                 status = ?c.status,
                 sense = ?c.sense.as_ref().map(|s| (s.key, s.asc)),
                 "duration limit missed"
@@ -634,7 +643,7 @@ impl LogicalUnit {
     /// Starts held tasks that no longer have to wait, oldest first; what they do comes out as
     /// events.
     fn release(&mut self, now: Ns) {
-        if std::mem::replace(&mut self.releasing, true) {
+        if !self.tasks.holds_any() || std::mem::replace(&mut self.releasing, true) {
             return;
         }
         let mut ids = std::mem::take(&mut self.released);
@@ -740,14 +749,11 @@ impl LogicalUnit {
         q.advance(now, &mut left);
         for l in left.drain(..) {
             let id = TaskId::from_u64(l.id);
-            let Some((nexus, tag)) = self.tasks.owner(id) else {
+            let Some((nexus, tag, task)) = self.tasks.owned_mut(id) else {
                 debug_assert!(false, "the queue returned a task that left the set");
                 continue;
             };
-            let Some(task) = self.tasks.get_mut(id) else {
-                continue;
-            };
-            task.missed |= l.missed;
+            task.missed |= l.missed.any();
             task.state = State::Entered;
             let (medium, arrived) = (task.medium, task.arrived);
             let params = std::mem::take(&mut task.params);
@@ -771,7 +777,7 @@ impl LogicalUnit {
     /// Hands the sanitize's next step, when one is due, to the background; ends it when its
     /// work is done and its pace passed.
     pub(crate) fn pump_background(&mut self, now: Ns) {
-        if self.background.is_some() {
+        if self.background.is_some() || self.sanitizer.is_idle() {
             return;
         }
         match self.sanitizer.next(now) {

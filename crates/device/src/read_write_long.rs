@@ -37,7 +37,9 @@ impl Uncorrectable {
         self.any.store(!marked.is_empty(), Ordering::Relaxed);
     }
 
-    /// The first block marked uncorrectable among `blocks` from `lba`.
+    /// The first block marked uncorrectable among `blocks` from `lba`. Inlined: every read
+    /// asks, and almost always nothing is marked.
+    #[inline]
     pub(crate) fn first(&self, lba: u64, blocks: u64) -> Option<u64> {
         if !self.any.load(Ordering::Relaxed) {
             return None;

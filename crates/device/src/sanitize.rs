@@ -270,7 +270,14 @@ impl Sanitizer {
         Some(Next::Step(op))
     }
 
+    /// Whether no sanitize is under way (the common case, checked at every timeout).
+    #[inline]
+    pub(crate) fn is_idle(&self) -> bool {
+        self.job.is_none()
+    }
+
     /// When a step that is not due yet will be.
+    #[inline]
     pub(crate) fn next_at(&self) -> Option<Ns> {
         let job = self.job.as_ref().filter(|j| !j.in_flight)?;
         Some(self.due(job))

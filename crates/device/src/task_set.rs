@@ -98,6 +98,8 @@ impl<T> TaskSet<T> {
     }
 
     /// A task enters; held back when [`Self::must_wait`]. Fails when its tag is in use.
+    /// Inlined, so that the task is built where it goes rather than moved there.
+    #[inline]
     pub(crate) fn enter(
         &mut self,
         nexus: u64,
@@ -165,6 +167,11 @@ impl<T> TaskSet<T> {
         self.entered_mut(id).map(|e| &mut e.task)
     }
 
+    /// A task with its nexus and tag, in one look.
+    pub(crate) fn owned_mut(&mut self, id: TaskId) -> Option<(u64, u64, &mut T)> {
+        self.entered_mut(id).map(|e| (e.nexus, e.tag, &mut e.task))
+    }
+
     /// The nexus and tag of a task.
     pub(crate) fn owner(&self, id: TaskId) -> Option<(u64, u64)> {
         self.entered(id).map(|e| (e.nexus, e.tag))
@@ -182,26 +189,44 @@ impl<T> TaskSet<T> {
 
     /// The task left the set; tasks it held back are released (see [`Self::release`]).
     pub(crate) fn remove(&mut self, id: TaskId) -> Option<T> {
+        let e = self.leave(id)?.take()?;
+        self.check();
+        Some(e.task)
+    }
+
+    /// [`Self::remove`], for a caller that only reads the task on its way out: `f` sees it
+    /// where it is, and it is dropped there (a task is too big to move for nothing).
+    pub(crate) fn remove_with<R>(&mut self, id: TaskId, f: impl FnOnce(&T) -> R) -> Option<R> {
+        let slot = self.leave(id)?;
+        let r = f(&slot.as_ref()?.task);
+        *slot = None;
+        self.check();
+        Some(r)
+    }
+
+    /// Takes the task's place in the ordering and its tag away; its slot, still holding it,
+    /// is free for the next task once the caller empties it.
+    fn leave(&mut self, id: TaskId) -> Option<&mut Option<Entered<T>>> {
         let s = self.slots.get_mut(id.slot as usize)?;
         if s.generation != id.generation {
             return None;
         }
-        let e = s.task.take()?;
+        let e = s.task.as_ref()?;
+        let (key, tagged, held, ordered) = ((e.nexus, e.tag), e.tagged, e.held, e.ordered);
         s.generation = s.generation.wrapping_add(1);
         self.free.push(id.slot);
-        if e.tagged {
-            self.by_tag.remove(&(e.nexus, e.tag));
+        if tagged {
+            self.by_tag.remove(&key);
         }
-        if e.held {
+        if held {
             if let Some(i) = self.held.iter().position(|&h| h == id.slot) {
                 self.held.remove(i);
             }
         } else {
             self.enabled -= 1;
-            self.ordered_enabled -= usize::from(e.ordered);
+            self.ordered_enabled -= usize::from(ordered);
         }
-        self.check();
-        Some(e.task)
+        Some(&mut self.slots[id.slot as usize].task)
     }
 
     /// Task management aborts a task whose data-plane operation is running: its tag is free
@@ -217,6 +242,12 @@ impl<T> TaskSet<T> {
         let key = (e.nexus, e.tag);
         self.by_tag.remove(&key);
         self.check();
+    }
+
+    /// Whether any task is held back (most of the time none is).
+    #[inline]
+    pub(crate) fn holds_any(&self) -> bool {
+        !self.held.is_empty()
     }
 
     /// Releases held tasks that no longer have to wait, oldest first; returns them.

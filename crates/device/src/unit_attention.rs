@@ -1,7 +1,6 @@
 //! Unit attention conditions, kept per I_T nexus (SAM-5 §5.14).
 
 use crate::Nexus;
-use rustc_hash::FxHashMap;
 use scsi::Asc;
 use std::collections::VecDeque;
 
@@ -14,8 +13,9 @@ const MAX_PENDING: usize = 8;
 /// with TEST UNIT READY after login).
 #[derive(Default)]
 pub(crate) struct UnitAttentions {
-    /// Looked up by every command: hashed.
-    nexuses: FxHashMap<u64, Pending>,
+    /// Looked up by every command, so a list searched from the front: a logical unit has a
+    /// handful of nexuses, and comparing their ids beats hashing one.
+    nexuses: Vec<(u64, Pending)>,
 }
 
 /// The conditions of one nexus, and its initiator port: persistent reservations name I_T
@@ -49,19 +49,26 @@ impl UnitAttentions {
 
     /// Make sure `nexus` is known (first contact raises the power-on condition).
     pub(crate) fn register(&mut self, nexus: &Nexus) {
+        if self.get_mut(nexus.id).is_none() {
+            self.nexuses.push((nexus.id, first_contact(nexus)));
+        }
+    }
+
+    fn get_mut(&mut self, nexus: u64) -> Option<&mut Pending> {
         self.nexuses
-            .entry(nexus.id)
-            .or_insert_with(|| first_contact(nexus));
+            .iter_mut()
+            .find(|(id, _)| *id == nexus)
+            .map(|(_, p)| p)
     }
 
     /// Report-and-clear the oldest pending condition for `nexus`, if any.
     pub(crate) fn take(&mut self, nexus: &Nexus) -> Option<Asc> {
-        match self.nexuses.get_mut(&nexus.id) {
+        match self.get_mut(nexus.id) {
             Some(p) => p.conditions.pop_front(),
             None => {
                 let mut p = first_contact(nexus);
                 let asc = p.conditions.pop_front();
-                self.nexuses.insert(nexus.id, p);
+                self.nexuses.push((nexus.id, p));
                 asc
             }
         }
@@ -69,7 +76,7 @@ impl UnitAttentions {
 
     /// Raise `asc` for every known nexus except `except`.
     pub(crate) fn raise(&mut self, asc: Asc, except: Option<u64>) {
-        for (id, p) in self.nexuses.iter_mut() {
+        for (id, p) in &mut self.nexuses {
             if Some(*id) != except {
                 push(&mut p.conditions, asc);
             }
@@ -78,14 +85,14 @@ impl UnitAttentions {
 
     /// Raise `asc` for `nexus` alone, if it is known.
     pub(crate) fn raise_for(&mut self, nexus: u64, asc: Asc) {
-        if let Some(p) = self.nexuses.get_mut(&nexus) {
+        if let Some(p) = self.get_mut(nexus) {
             push(&mut p.conditions, asc);
         }
     }
 
     /// Raise `asc` for the known nexuses of `initiator_port` other than `except`.
     pub(crate) fn raise_for_port(&mut self, initiator_port: &str, asc: Asc, except: u64) {
-        for (id, p) in self.nexuses.iter_mut() {
+        for (id, p) in &mut self.nexuses {
             if *id != except && p.initiator_port == initiator_port {
                 push(&mut p.conditions, asc);
             }
@@ -106,12 +113,15 @@ impl UnitAttentions {
 
     /// The initiator port of a known nexus.
     pub(crate) fn port_of(&self, nexus: u64) -> Option<&str> {
-        self.nexuses.get(&nexus).map(|p| p.initiator_port.as_str())
+        self.nexuses
+            .iter()
+            .find(|(id, _)| *id == nexus)
+            .map(|(_, p)| p.initiator_port.as_str())
     }
 
     /// The nexus is gone (SAM-5 §6.3.4); its conditions go with it.
     pub(crate) fn forget(&mut self, nexus: u64) {
-        self.nexuses.remove(&nexus);
+        self.nexuses.retain(|(id, _)| *id != nexus);
     }
 }
 
