@@ -90,6 +90,18 @@ pub enum PrInAction {
     ReadFullStatus,
 }
 
+impl PrInAction {
+    /// The SERVICE ACTION code (SPC-4 §6.15.1).
+    pub fn code(self) -> u8 {
+        match self {
+            Self::ReadKeys => 0x00,
+            Self::ReadReservation => 0x01,
+            Self::ReportCapabilities => 0x02,
+            Self::ReadFullStatus => 0x03,
+        }
+    }
+}
+
 /// PERSISTENT RESERVE OUT service actions (SPC-4 table 213); REPLACE LOST RESERVATION is not
 /// supported (RLR_C = 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +117,20 @@ pub enum PrOutAction {
 }
 
 impl PrOutAction {
+    /// The SERVICE ACTION code (SPC-4 table 213).
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Register => 0x00,
+            Self::Reserve => 0x01,
+            Self::Release => 0x02,
+            Self::Clear => 0x03,
+            Self::Preempt => 0x04,
+            Self::PreemptAndAbort => 0x05,
+            Self::RegisterAndIgnoreExistingKey => 0x06,
+            Self::RegisterAndMove => 0x07,
+        }
+    }
+
     /// Whether a successful command increments PRgeneration (SPC-4 table 213).
     pub fn increments_generation(self) -> bool {
         !matches!(self, Self::Reserve | Self::Release)

@@ -1,5 +1,7 @@
 //! Sense data (SPC-5 §4.4): sense keys, additional sense codes and the fixed (70h) and
-//! descriptor (72h) formats.
+//! descriptor (72h) formats, written by the device and parsed back by an initiator.
+
+use crate::cdb::{be16, be32, be64, u8_at};
 
 /// Sense key (SPC-5 table 54).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -20,6 +22,31 @@ pub enum SenseKey {
     VolumeOverflow = 0xD,
     Miscompare = 0xE,
     Completed = 0xF,
+}
+
+impl SenseKey {
+    /// The key of a SENSE KEY field; `None` for 0Ch, which SPC-5 made obsolete.
+    pub fn from_code(code: u8) -> Option<SenseKey> {
+        use SenseKey::*;
+        Some(match code & 0x0F {
+            0x0 => NoSense,
+            0x1 => RecoveredError,
+            0x2 => NotReady,
+            0x3 => MediumError,
+            0x4 => HardwareError,
+            0x5 => IllegalRequest,
+            0x6 => UnitAttention,
+            0x7 => DataProtect,
+            0x8 => BlankCheck,
+            0x9 => VendorSpecific,
+            0xA => CopyAborted,
+            0xB => AbortedCommand,
+            0xD => VolumeOverflow,
+            0xE => Miscompare,
+            0xF => Completed,
+            _ => return None,
+        })
+    }
 }
 
 /// Additional sense code and qualifier (SPC-5 table 58), as one `(ASC, ASCQ)` pair.
@@ -74,17 +101,6 @@ impl Asc {
     pub const SANITIZE_COMMAND_FAILED: Asc = Asc(0x31, 0x03);
     /// MEDIUM FORMAT CORRUPTED: a FORMAT UNIT failed part-way.
     pub const MEDIUM_FORMAT_CORRUPTED: Asc = Asc(0x31, 0x00);
-}
-
-/// Sense key and additional sense code of sense data in fixed (70h/71h) or descriptor
-/// (72h/73h) format (SPC-5 §4.4.2, §4.4.3), as an initiator reads them; `None` when the data
-/// is too short or of another format.
-pub fn parse_key_asc(data: &[u8]) -> Option<(u8, Asc)> {
-    match data.first()? & 0x7F {
-        0x70 | 0x71 => Some((data.get(2)? & 0x0F, Asc(*data.get(12)?, *data.get(13)?))),
-        0x72 | 0x73 => Some((data.get(1)? & 0x0F, Asc(*data.get(2)?, *data.get(3)?))),
-        _ => None,
-    }
 }
 
 /// Sense-key specific field pointer (SPC-5 §4.4.2.3, table 63): which CDB or parameter-list
@@ -252,29 +268,163 @@ impl Sense {
         }
         out[start + 7] = (out.len() - start - 8) as u8;
     }
+
+    /// Sense data in fixed (70h/71h, SPC-5 §4.4.3) or descriptor (72h/73h, §4.4.2) format, as
+    /// an initiator reads it: the inverse of [`Sense::write`]. Bytes past the ADDITIONAL SENSE
+    /// LENGTH or the buffer read as zeros. The sense-key specific bytes are read as SPC-5
+    /// table 62 assigns them by sense key: a field pointer under ILLEGAL REQUEST (table 63)
+    /// and COPY ABORTED (the segment pointer of table 66, whose SD bit is not kept), a
+    /// progress indication under NO SENSE and NOT READY (table 65), nothing under the others.
+    /// Of the descriptors, the information (00h), sense key specific (02h) and block commands
+    /// (05h: ILI) ones are read. `None`: too short, another format, or the obsolete key 0Ch.
+    pub fn parse(data: &[u8]) -> Option<Sense> {
+        let end = data.len().min(8 + usize::from(u8_at(data, 7)));
+        let d = &data[..end];
+        match *data.first()? & 0x7F {
+            // Through ASC and ASCQ (bytes 12–13).
+            0x70 | 0x71 if data.len() >= 14 => {
+                let key = SenseKey::from_code(u8_at(d, 2))?;
+                let ili = u8_at(d, 2) & 0x20 != 0;
+                let information = (u8_at(d, 0) & 0x80 != 0).then(|| {
+                    let info = be32(d, 3);
+                    // With ILI a signed length difference (as written).
+                    if ili {
+                        info as i32 as i64 as u64
+                    } else {
+                        u64::from(info)
+                    }
+                });
+                let (field, progress) =
+                    sense_key_specific(key, [u8_at(d, 15), u8_at(d, 16), u8_at(d, 17)]);
+                Some(Sense {
+                    key,
+                    asc: Asc(u8_at(d, 12), u8_at(d, 13)),
+                    field,
+                    information,
+                    progress,
+                    ili,
+                })
+            }
+            0x72 | 0x73 if data.len() >= 4 => {
+                let key = SenseKey::from_code(u8_at(d, 1))?;
+                let mut sense = Sense::new(key, Asc(u8_at(d, 2), u8_at(d, 3)));
+                let mut at = 8;
+                while let Some(&[kind, len]) = d.get(at..at + 2) {
+                    let next = at + 2 + usize::from(len);
+                    let desc = &d[at..next.min(d.len())];
+                    match kind {
+                        0x00 if u8_at(desc, 2) & 0x80 != 0 => {
+                            sense.information = Some(be64(desc, 4));
+                        }
+                        0x02 => {
+                            (sense.field, sense.progress) = sense_key_specific(
+                                key,
+                                [u8_at(desc, 4), u8_at(desc, 5), u8_at(desc, 6)],
+                            );
+                        }
+                        0x05 => sense.ili = u8_at(desc, 3) & 0x20 != 0,
+                        _ => {}
+                    }
+                    at = next;
+                }
+                Some(sense)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The sense-key specific bytes under `key` (SPC-5 table 62): a field pointer or a progress
+/// indication, when SKSV is set.
+fn sense_key_specific(key: SenseKey, sks: [u8; 3]) -> (Option<FieldPointer>, Option<u16>) {
+    if sks[0] & 0x80 == 0 {
+        return (None, None);
+    }
+    let value = be16(&sks, 1);
+    match key {
+        SenseKey::IllegalRequest | SenseKey::CopyAborted => {
+            let field = FieldPointer {
+                in_cdb: sks[0] & 0x40 != 0,
+                byte: value,
+                bit: (sks[0] & 0x08 != 0).then_some(sks[0] & 0x07),
+            };
+            (Some(field), None)
+        }
+        SenseKey::NoSense | SenseKey::NotReady => (None, Some(value)),
+        _ => (None, None),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_initiator_reads_key_and_asc_from_either_format() {
-        let sense = Sense::new(
-            SenseKey::AbortedCommand,
-            Asc::COMMAND_TIMEOUT_DURING_PROCESSING,
-        );
+    /// `sense` written in both formats and parsed back.
+    fn both_ways(sense: &Sense) {
         for descriptor in [false, true] {
             let mut out = Vec::new();
             sense.write(descriptor, &mut out);
-            assert_eq!(
-                parse_key_asc(&out),
-                Some((0x0B, Asc::COMMAND_TIMEOUT_DURING_PROCESSING))
-            );
+            assert_eq!(Sense::parse(&out).as_ref(), Some(sense), "{out:02x?}");
         }
-        assert_eq!(parse_key_asc(&[0x70, 0, 0x0B]), None, "too short");
-        assert_eq!(parse_key_asc(&[0x7F; 18]), None, "vendor format");
-        assert_eq!(parse_key_asc(&[]), None);
+    }
+
+    #[test]
+    fn an_initiator_parses_back_what_the_device_wrote() {
+        both_ways(&Sense::new(
+            SenseKey::AbortedCommand,
+            Asc::COMMAND_TIMEOUT_DURING_PROCESSING,
+        ));
+        both_ways(&Sense::invalid_field_in_cdb(14, Some(7)));
+        both_ways(&Sense::invalid_field_in_parameter_list(300, None));
+        both_ways(&Sense::sanitize_in_progress(0x8000));
+        let mut medium = Sense::new(SenseKey::MediumError, Asc::UNRECOVERED_READ_ERROR);
+        medium.information = Some(0xFFFF_FFFF);
+        both_ways(&medium);
+        let mut long = Sense::invalid_field_in_cdb(7, None);
+        long.ili = true;
+        long.information = Some((-8i64) as u64);
+        both_ways(&long);
+        let mut copy = Sense::new(SenseKey::CopyAborted, Asc(0x26, 0x09));
+        copy.field = Some(FieldPointer {
+            in_cdb: false,
+            byte: 48,
+            bit: None,
+        });
+        both_ways(&copy);
+    }
+
+    #[test]
+    fn what_only_one_format_holds() {
+        // INFORMATION above 32 bits: descriptor format only (fixed leaves VALID clear).
+        let mut sense = Sense::new(SenseKey::MediumError, Asc::UNRECOVERED_READ_ERROR);
+        sense.information = Some(1 << 40);
+        let mut fixed = Vec::new();
+        sense.write_fixed(&mut fixed);
+        assert_eq!(Sense::parse(&fixed).and_then(|s| s.information), None);
+        let mut desc = Vec::new();
+        sense.write_descriptor(&mut desc);
+        assert_eq!(Sense::parse(&desc), Some(sense));
+    }
+
+    #[test]
+    fn sense_of_other_targets_and_what_is_none() {
+        // Deferred fixed sense, 14 bytes: UNIT ATTENTION, POWER ON OCCURRED.
+        let deferred = [0x71, 0, 0x06, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0x29, 0x01];
+        let s = Sense::parse(&deferred).unwrap();
+        assert_eq!(
+            (s.key, s.asc),
+            (SenseKey::UnitAttention, Asc::POWER_ON_OCCURRED)
+        );
+        // An unknown descriptor is skipped; one cut short by the buffer is read as far as it goes.
+        let desc = [
+            0x72, 0x05, 0x24, 0x00, 0, 0, 0, 12, 0x80, 2, 0xAA, 0xBB, 0x02, 6, 0, 0, 0xC8,
+        ];
+        let s = Sense::parse(&desc).unwrap();
+        assert_eq!(s.field.map(|f| (f.in_cdb, f.bit)), Some((true, Some(0))));
+        assert_eq!(Sense::parse(&[0x70, 0, 0x0B]), None, "too short");
+        assert_eq!(Sense::parse(&[0x7F; 18]), None, "vendor format");
+        assert_eq!(Sense::parse(&[0x72, 0x0C, 0, 0]), None, "sense key 0Ch");
+        assert_eq!(Sense::parse(&[]), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::cdb::{be16, u8_at};
 use crate::cdl::CdlPageKind;
 use crate::command::Command;
 use crate::decode as d;
+use crate::encode::{self as e, Encoded};
 use crate::sense::Sense;
 use crate::third_party_copy as tpc;
 
@@ -147,6 +148,9 @@ pub struct CommandInfo {
     pub nominal_timeout: u32,
     pub recommended_timeout: u32,
     pub decode: fn(&[u8]) -> Result<Command, Sense>,
+    /// The inverse of `decode`: writes a command's fields into a CDB that holds the
+    /// operation code and service action ([`Command::emit`]).
+    pub(crate) encode: fn(&Command, &mut [u8]) -> Encoded,
 }
 
 impl CommandInfo {
@@ -212,7 +216,7 @@ impl CommandInfo {
 
     /// The bits of `byte` that hold values decoding checks on its own: the SERVICE ACTION and,
     /// in a variable length CDB, the ADDITIONAL CDB LENGTH.
-    fn fixed_bits(&self, byte: usize) -> u8 {
+    pub(crate) fn fixed_bits(&self, byte: usize) -> u8 {
         match ServiceActionField::of(self.opcode()) {
             Some(ServiceActionField::Byte1) if byte == 1 => 0x1F,
             Some(ServiceActionField::Bytes8To9) if (7..=9).contains(&byte) => 0xFF,
@@ -261,20 +265,20 @@ impl ServiceActionField {
 const NACA: u8 = 0x04;
 
 /// One table entry. The forms: `entry!(NAME, ACCESS, DIRECTION, SERVICE_ACTION, PROTECT,
-/// TIMEOUT, DECODER, [USAGE])`; with `cdl T2A,` or `cdl T2B,` first for a command whose DLD
+/// TIMEOUT, DECODER, ENCODER, [USAGE])`; with `cdl T2A,` or `cdl T2B,` first for a command whose DLD
 /// selects a CDL page, `thin` first for one only a thin-provisioned unit runs; and any of those
 /// after `flags(A | B ...),` to list its [`Flags`] instead of taking [`Flags::derived`].
 macro_rules! entry {
-    (@f $f:expr; cdl $page:ident, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ $f, Some(CdlPageKind::$page), false, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    (@f $f:expr; cdl $page:ident, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, $encode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ $f, Some(CdlPageKind::$page), false, $name, $pr, $dir, $sa, $protect, $to, $decode, $encode, [$($u),+])
     };
-    (@f $f:expr; thin $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ $f, None, true, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    (@f $f:expr; thin $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, $encode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ $f, None, true, $name, $pr, $dir, $sa, $protect, $to, $decode, $encode, [$($u),+])
     };
-    (@f $f:expr; $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+ $(,)?]) => {
-        entry!(@ $f, None, false, $name, $pr, $dir, $sa, $protect, $to, $decode, [$($u),+])
+    (@f $f:expr; $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, $encode:path, [$($u:expr),+ $(,)?]) => {
+        entry!(@ $f, None, false, $name, $pr, $dir, $sa, $protect, $to, $decode, $encode, [$($u),+])
     };
-    (@ $f:expr, $cdl:expr, $thin:expr, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, [$($u:expr),+]) => {
+    (@ $f:expr, $cdl:expr, $thin:expr, $name:expr, $pr:ident, $dir:ident, $sa:expr, $protect:expr, $to:expr, $decode:path, $encode:path, [$($u:expr),+]) => {
         CommandInfo {
             name: $name,
             usage: &[$($u),+],
@@ -291,6 +295,7 @@ macro_rules! entry {
             nominal_timeout: $to,
             recommended_timeout: $to * 2,
             decode: $decode,
+            encode: $encode,
         }
     };
     (flags($($flag:ident)|+), $($rest:tt)+) => {
@@ -319,7 +324,7 @@ const F: u8 = 0xFF;
 /// Every supported command, sorted by opcode then service action (the RSOC all-commands order).
 pub static COMMANDS: &[CommandInfo] = TABLE;
 
-const TABLE: &[CommandInfo] = &[
+pub(crate) const TABLE: &[CommandInfo] = &[
     entry!(
         flags(READY),
         "TEST UNIT READY",
@@ -329,6 +334,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::test_unit_ready,
+        e::test_unit_ready,
         [0x00, 0, 0, 0, 0, NACA]
     ),
     entry!(
@@ -339,6 +345,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::request_sense,
+        e::request_sense,
         [0x03, 0x01, 0, 0, F, NACA]
     ),
     // FMTPINFO needs protection information (PROTECT = 0), so it is outside the mask.
@@ -351,6 +358,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         d::format_unit,
+        e::format_unit,
         [0x04, 0x3F, 0, 0, 0, NACA]
     ),
     entry!(
@@ -361,6 +369,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         30,
         d::read6,
+        e::read6,
         [0x08, 0x1F, F, F, F, NACA]
     ),
     entry!(
@@ -371,6 +380,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         30,
         d::write6,
+        e::write6,
         [0x0A, 0x1F, F, F, F, NACA]
     ),
     entry!(
@@ -381,6 +391,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::inquiry,
+        e::inquiry,
         [0x12, 0x01, F, F, F, NACA]
     ),
     entry!(
@@ -392,6 +403,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::mode_select6,
+        e::mode_select6,
         [0x15, 0x11, 0, 0, F, NACA]
     ),
     entry!(
@@ -402,6 +414,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::reserve,
+        e::reserve,
         [0x16, 0, 0, 0, 0, NACA]
     ),
     entry!(
@@ -412,6 +425,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::release,
+        e::release,
         [0x17, 0, 0, 0, 0, NACA]
     ),
     entry!(
@@ -423,6 +437,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::mode_sense6,
+        e::mode_sense6,
         [0x1A, 0x08, F, F, F, NACA]
     ),
     entry!(
@@ -433,6 +448,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         30,
         d::start_stop_unit,
+        e::start_stop_unit,
         [0x1B, 0x01, 0, 0x0F, 0xF7, NACA]
     ),
     entry!(
@@ -443,6 +459,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::prevent_allow_medium_removal,
+        e::prevent_allow_medium_removal,
         [0x1E, 0, 0, 0, 0x01, NACA]
     ),
     entry!(
@@ -454,6 +471,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::read_capacity_10,
+        e::read_capacity_10,
         [0x25, 0, F, F, F, F, 0, 0, 0x01, NACA]
     ),
     entry!(
@@ -464,6 +482,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::read10,
+        e::read10,
         [0x28, 0x1E, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
@@ -474,6 +493,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::write10,
+        e::write10,
         [0x2A, 0x1A, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
@@ -484,6 +504,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::write_and_verify10,
+        e::write_and_verify10,
         [0x2E, 0x12, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
@@ -494,6 +515,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::verify10,
+        e::verify10,
         [0x2F, 0x16, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
@@ -505,6 +527,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         30,
         d::pre_fetch10,
+        e::pre_fetch10,
         [0x34, 0x02, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
@@ -516,6 +539,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         d::synchronize_cache10,
+        e::synchronize_cache10,
         [0x35, 0x06, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
@@ -526,6 +550,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::read_defect_data10,
+        e::read_defect_data10,
         [0x37, 0, 0x1F, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
@@ -537,6 +562,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         30,
         d::read_long10,
+        e::read_long10,
         [0x3E, 0x02, F, F, F, F, 0, F, F, NACA]
     ),
     entry!(
@@ -548,6 +574,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         30,
         d::write_long10,
+        e::write_long10,
         [0x3F, 0x40, F, F, F, F, 0, F, F, NACA]
     ),
     entry!(
@@ -558,6 +585,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         60,
         d::write_same10,
+        e::write_same10,
         [0x41, 0x08, F, F, F, F, 0x3F, F, F, NACA]
     ),
     entry!(
@@ -569,6 +597,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         d::unmap,
+        e::unmap,
         [0x42, 0, 0, 0, 0, 0, 0x3F, F, F, NACA]
     ),
     entry!(
@@ -580,6 +609,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         d::sanitize,
+        e::sanitize,
         [0x48, 0xA1, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
@@ -591,6 +621,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         d::sanitize,
+        e::sanitize,
         [0x48, 0xA2, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
@@ -602,6 +633,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         d::sanitize,
+        e::sanitize,
         [0x48, 0xA3, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
@@ -612,6 +644,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         d::sanitize,
+        e::sanitize,
         [0x48, 0xBF, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     // No log parameter is changeable: PARAMETER LIST LENGTH is outside the usage mask, so
@@ -625,6 +658,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::log_select,
+        e::log_select,
         [0x4C, 0x02, F, F, 0, 0, 0, 0, 0, NACA]
     ),
     entry!(
@@ -636,6 +670,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::log_sense,
+        e::log_sense,
         [0x4D, 0, F, F, 0, F, F, F, F, NACA]
     ),
     entry!(
@@ -647,6 +682,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::mode_select10,
+        e::mode_select10,
         [0x55, 0x11, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
@@ -657,6 +693,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::reserve,
+        e::reserve,
         [0x56, 0, 0, 0, 0, 0, 0, 0, 0, NACA]
     ),
     entry!(
@@ -667,6 +704,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::release,
+        e::release,
         [0x57, 0, 0, 0, 0, 0, 0, 0, 0, NACA]
     ),
     entry!(
@@ -678,6 +716,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::mode_sense10,
+        e::mode_sense10,
         [0x5A, 0x18, F, F, 0, 0, 0, F, F, NACA]
     ),
     entry!(
@@ -689,6 +728,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_in,
+        e::persistent_reserve_in,
         [0x5E, 0x00, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
@@ -700,6 +740,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_in,
+        e::persistent_reserve_in,
         [0x5E, 0x01, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
@@ -711,6 +752,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_in,
+        e::persistent_reserve_in,
         [0x5E, 0x02, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
@@ -722,6 +764,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_in,
+        e::persistent_reserve_in,
         [0x5E, 0x03, 0, 0, 0, 0, 0, F, F, NACA]
     ),
     entry!(
@@ -733,6 +776,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
         [0x5F, 0x00, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
@@ -744,6 +788,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
         [0x5F, 0x01, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
@@ -755,6 +800,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
         [0x5F, 0x02, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
@@ -766,6 +812,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
         [0x5F, 0x03, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
@@ -777,6 +824,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
         [0x5F, 0x04, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
@@ -788,6 +836,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
         [0x5F, 0x05, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
@@ -799,6 +848,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
         [0x5F, 0x06, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
@@ -810,6 +860,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
         [0x5F, 0x07, F, 0, 0, F, F, F, F, NACA]
     ),
     entry!(
@@ -821,6 +872,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::read32,
+        e::read32,
         [
             0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x09, 0x1E, 0x07, F, F, F, F, F, F, F, F,
             F, F, F, F, F, F, F, F, F, F, F, F
@@ -835,6 +887,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::write32,
+        e::write32,
         [
             0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x0B, 0x1A, 0x07, F, F, F, F, F, F, F, F,
             F, F, F, F, F, F, F, F, F, F, F, F
@@ -848,6 +901,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         60,
         d::write_same32,
+        e::write_same32,
         [
             0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x0D, 0x09, 0, F, F, F, F, F, F, F, F, F, F,
             F, F, F, F, F, F, F, F, F, F
@@ -861,6 +915,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::write_atomic32,
+        e::write_atomic32,
         [
             0x7F, NACA, 0, 0, F, F, 0x3F, 0x18, 0x00, 0x0F, 0x18, 0, F, F, F, F, F, F, F, F, F, F,
             F, F, F, F, F, F, F, F, F, F
@@ -875,6 +930,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         tpc::decode_extended_copy,
+        tpc::encode_extended_copy,
         [0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -886,6 +942,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         tpc::decode_extended_copy,
+        tpc::encode_extended_copy,
         [0x83, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -897,6 +954,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         tpc::decode_extended_copy,
+        tpc::encode_extended_copy,
         [0x83, 0x10, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA]
     ),
     entry!(
@@ -908,6 +966,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         tpc::decode_extended_copy,
+        tpc::encode_extended_copy,
         [0x83, 0x11, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA]
     ),
     entry!(
@@ -918,6 +977,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         tpc::decode_copy_operation_abort,
+        tpc::encode_copy_operation_abort,
         [0x83, 0x1C, F, F, F, F, 0, 0, 0, 0, 0, 0, 0, 0, 0, NACA]
     ),
     entry!(
@@ -928,6 +988,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
         [0x84, 0x00, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -938,6 +999,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
         [0x84, 0x01, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -948,6 +1010,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
         [0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -958,6 +1021,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
         [0x84, 0x04, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -968,6 +1032,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
         [0x84, 0x05, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -978,6 +1043,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
         [0x84, 0x06, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -988,6 +1054,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
         [0x84, 0x07, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -998,6 +1065,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
         [0x84, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -1009,6 +1077,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::read16,
+        e::read16,
         [0x88, 0x1F, F, F, F, F, F, F, F, F, F, F, F, F, F, NACA]
     ),
     entry!(
@@ -1019,6 +1088,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::compare_and_write,
+        e::compare_and_write,
         [0x89, 0x1A, F, F, F, F, F, F, F, F, 0, 0, 0, F, 0x3F, NACA]
     ),
     entry!(
@@ -1030,6 +1100,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::write16,
+        e::write16,
         [0x8A, 0x1B, F, F, F, F, F, F, F, F, F, F, F, F, F, NACA]
     ),
     entry!(
@@ -1040,6 +1111,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::orwrite16,
+        e::orwrite16,
         [0x8B, 0x1A, F, F, F, F, F, F, F, F, F, F, F, F, 0x1F, NACA]
     ),
     entry!(
@@ -1050,6 +1122,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::write_and_verify16,
+        e::write_and_verify16,
         [0x8E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
@@ -1060,6 +1133,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::verify16,
+        e::verify16,
         [0x8F, 0x16, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
@@ -1071,6 +1145,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         30,
         d::pre_fetch16,
+        e::pre_fetch16,
         [0x90, 0x02, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
@@ -1082,6 +1157,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         60,
         d::synchronize_cache16,
+        e::synchronize_cache16,
         [0x91, 0x06, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
@@ -1092,6 +1168,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         60,
         d::write_same16,
+        e::write_same16,
         [0x93, 0x09, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
@@ -1102,6 +1179,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::write_atomic16,
+        e::write_atomic16,
         [0x9C, 0x18, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
@@ -1113,6 +1191,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::read_capacity_16,
+        e::read_capacity_16,
         [0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -1124,6 +1203,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         30,
         d::read_long16,
+        e::read_long16,
         [0x9E, 0x11, F, F, F, F, F, F, F, F, 0, 0, F, F, 0x01, NACA]
     ),
     entry!(
@@ -1135,6 +1215,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::get_lba_status,
+        e::get_lba_status,
         [0x9E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -1146,6 +1227,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         30,
         d::write_long16,
+        e::write_long16,
         [0x9F, 0x51, F, F, F, F, F, F, F, F, 0, 0, F, F, 0, NACA]
     ),
     entry!(
@@ -1157,6 +1239,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::report_luns,
+        e::report_luns,
         [0xA0, 0, F, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -1168,6 +1251,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::report_target_port_groups,
+        e::report_target_port_groups,
         [0xA3, 0xEA, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -1179,6 +1263,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::report_supported_operation_codes,
+        e::report_supported_operation_codes,
         [0xA3, 0x0C, 0x87, F, F, F, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -1190,6 +1275,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::report_supported_tmf,
+        e::report_supported_tmf,
         [0xA3, 0x0D, 0x80, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -1200,6 +1286,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::report_timestamp,
+        e::report_timestamp,
         [0xA3, 0x0F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -1210,6 +1297,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::set_timestamp,
+        e::set_timestamp,
         [0xA4, 0x0F, 0, 0, 0, 0, F, F, F, F, 0, NACA]
     ),
     entry!(
@@ -1220,6 +1308,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::read12,
+        e::read12,
         [0xA8, 0x1E, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
@@ -1230,6 +1319,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::write12,
+        e::write12,
         [0xAA, 0x1A, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
@@ -1240,6 +1330,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::write_and_verify12,
+        e::write_and_verify12,
         [0xAE, 0x12, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
@@ -1250,6 +1341,7 @@ const TABLE: &[CommandInfo] = &[
         true,
         30,
         d::verify12,
+        e::verify12,
         [0xAF, 0x16, F, F, F, F, F, F, F, F, 0x3F, NACA]
     ),
     entry!(
@@ -1260,6 +1352,7 @@ const TABLE: &[CommandInfo] = &[
         false,
         1,
         d::read_defect_data12,
+        e::read_defect_data12,
         [0xB7, 0x1F, F, F, F, F, F, F, F, F, 0, NACA]
     ),
 ];
