@@ -9,21 +9,10 @@ use crate::{Completion, Finished, TaskAttribute, Verdict};
 use drive::{Drive, MediaOp, Ns};
 use qos::{Outcome, Queue};
 use rustc_hash::FxHashMap;
-use scsi::{Asc, Sense, SenseKey, Status};
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::VecDeque;
 
-/// How a CDL policy Dh completion (GOOD, COMPLETED, 55h/0Ah DATA CURRENTLY UNAVAILABLE, no
-/// data) is sent. Linux's iSCSI initiator copies sense data only from a SCSI Response with
-/// CHECK CONDITION status, so the standard GOOD form reaches a Linux host as plain success.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DhCompletion {
-    /// CHECK CONDITION with the same sense: Linux maps it to -ETIME as the standard intends.
-    #[default]
-    CheckCondition,
-    /// GOOD status with sense data, as SPC-6 defines it.
-    GoodWithSense,
-}
+pub use qos::DhCompletion;
 
 /// What a medium task asks of the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -325,40 +314,14 @@ impl TaskSet {
         }
     }
 
-    /// The status a queue outcome gives a medium task (SBC-4 §4.18 for medium errors; CDL
-    /// completions as SPC-6 defines them for policies Dh, Eh and Fh).
+    /// The status a queue outcome gives a medium task (qos::status).
     fn verdict(&self, outcome: Outcome, m: &MediumTask) -> Verdict {
-        match outcome {
-            Outcome::Good => Verdict::Run,
-            Outcome::MediumError => {
-                let asc = if m.op.write {
-                    Asc::WRITE_ERROR
-                } else {
-                    Asc::UNRECOVERED_READ_ERROR
-                };
-                let mut sense = Sense::new(SenseKey::MediumError, asc);
-                sense.information = Some(m.op.lba);
-                Verdict::Fail(Completion::check_condition(sense))
-            }
-            Outcome::CompletedUnavailable => {
-                let sense = Sense::new(SenseKey::Completed, Asc::DATA_CURRENTLY_UNAVAILABLE);
-                Verdict::Fail(match self.dh {
-                    DhCompletion::CheckCondition => Completion::check_condition(sense),
-                    DhCompletion::GoodWithSense => Completion {
-                        status: Status::Good,
-                        sense: Some(sense),
-                    },
-                })
-            }
-            Outcome::AbortedBeforeProcessing => {
-                Verdict::Fail(aborted(Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING))
-            }
-            Outcome::AbortedDuringProcessing => {
-                Verdict::Fail(aborted(Asc::COMMAND_TIMEOUT_DURING_PROCESSING))
-            }
-            Outcome::AbortedErrorRecovery => Verdict::Fail(aborted(
-                Asc::COMMAND_TIMEOUT_DURING_PROCESSING_DUE_TO_ERROR_RECOVERY,
-            )),
+        match outcome.status(&m.op, self.dh) {
+            None => Verdict::Run,
+            Some((status, sense)) => Verdict::Fail(Completion {
+                status,
+                sense: Some(sense),
+            }),
         }
     }
 
@@ -451,8 +414,4 @@ impl TaskSet {
     pub(crate) fn arm(&mut self, at: Option<Ns>) {
         self.armed = at;
     }
-}
-
-fn aborted(asc: Asc) -> Completion {
-    Completion::check_condition(Sense::new(SenseKey::AbortedCommand, asc))
 }

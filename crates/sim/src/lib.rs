@@ -17,6 +17,7 @@ mod error;
 pub mod experiment;
 pub mod faults;
 pub mod host;
+pub mod meter;
 pub mod plot;
 pub mod replica;
 pub mod report;
