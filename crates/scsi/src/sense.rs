@@ -47,60 +47,98 @@ impl SenseKey {
             _ => return None,
         })
     }
+
+    /// Its SPC-5 table 54 name.
+    pub fn name(self) -> &'static str {
+        use SenseKey::*;
+        match self {
+            NoSense => "NO SENSE",
+            RecoveredError => "RECOVERED ERROR",
+            NotReady => "NOT READY",
+            MediumError => "MEDIUM ERROR",
+            HardwareError => "HARDWARE ERROR",
+            IllegalRequest => "ILLEGAL REQUEST",
+            UnitAttention => "UNIT ATTENTION",
+            DataProtect => "DATA PROTECT",
+            BlankCheck => "BLANK CHECK",
+            VendorSpecific => "VENDOR SPECIFIC",
+            CopyAborted => "COPY ABORTED",
+            AbortedCommand => "ABORTED COMMAND",
+            VolumeOverflow => "VOLUME OVERFLOW",
+            Miscompare => "MISCOMPARE",
+            Completed => "COMPLETED",
+        }
+    }
 }
 
 /// Additional sense code and qualifier (SPC-5 table 58), as one `(ASC, ASCQ)` pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Asc(pub u8, pub u8);
 
-impl Asc {
-    pub const NO_ADDITIONAL_SENSE: Asc = Asc(0x00, 0x00);
-    pub const LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED: Asc = Asc(0x04, 0x02);
-    pub const LOGICAL_UNIT_NOT_ACCESSIBLE_TARGET_PORT_IN_STANDBY_STATE: Asc = Asc(0x04, 0x0B);
-    pub const LOGICAL_UNIT_NOT_ACCESSIBLE_TARGET_PORT_IN_UNAVAILABLE_STATE: Asc = Asc(0x04, 0x0C);
-    pub const WRITE_ERROR: Asc = Asc(0x0C, 0x00);
-    pub const UNRECOVERED_READ_ERROR: Asc = Asc(0x11, 0x00);
-    pub const MISCOMPARE_DURING_VERIFY: Asc = Asc(0x1D, 0x00);
-    pub const PARAMETER_LIST_LENGTH_ERROR: Asc = Asc(0x1A, 0x00);
-    pub const INVALID_COMMAND_OPERATION_CODE: Asc = Asc(0x20, 0x00);
-    pub const LBA_OUT_OF_RANGE: Asc = Asc(0x21, 0x00);
-    pub const INVALID_FIELD_IN_CDB: Asc = Asc(0x24, 0x00);
-    pub const LOGICAL_UNIT_NOT_SUPPORTED: Asc = Asc(0x25, 0x00);
-    pub const INVALID_FIELD_IN_PARAMETER_LIST: Asc = Asc(0x26, 0x00);
-    /// ACCESS DENIED - NO ACCESS RIGHTS (SPC-6 table of ASC/ASCQ assignments).
-    pub const ACCESS_DENIED_NO_ACCESS_RIGHTS: Asc = Asc(0x20, 0x02);
-    pub const SAVING_PARAMETERS_NOT_SUPPORTED: Asc = Asc(0x39, 0x00);
-    pub const WRITE_PROTECTED: Asc = Asc(0x27, 0x00);
-    pub const POWER_ON_RESET_OR_BUS_DEVICE_RESET: Asc = Asc(0x29, 0x00);
-    pub const POWER_ON_OCCURRED: Asc = Asc(0x29, 0x01);
-    pub const BUS_DEVICE_RESET_FUNCTION_OCCURRED: Asc = Asc(0x29, 0x03);
-    pub const I_T_NEXUS_LOSS_OCCURRED: Asc = Asc(0x29, 0x07);
-    pub const PARAMETERS_CHANGED: Asc = Asc(0x2A, 0x00);
-    pub const MODE_PARAMETERS_CHANGED: Asc = Asc(0x2A, 0x01);
-    pub const TIMESTAMP_CHANGED: Asc = Asc(0x2A, 0x10);
-    pub const RESERVATIONS_PREEMPTED: Asc = Asc(0x2A, 0x03);
-    pub const RESERVATIONS_RELEASED: Asc = Asc(0x2A, 0x04);
-    pub const REGISTRATIONS_PREEMPTED: Asc = Asc(0x2A, 0x05);
-    pub const INVALID_RELEASE_OF_PERSISTENT_RESERVATION: Asc = Asc(0x26, 0x04);
-    pub const INSUFFICIENT_REGISTRATION_RESOURCES: Asc = Asc(0x55, 0x04);
-    pub const COMMANDS_CLEARED_BY_ANOTHER_INITIATOR: Asc = Asc(0x2F, 0x00);
-    pub const COMMAND_TIMEOUT_BEFORE_PROCESSING: Asc = Asc(0x2E, 0x01);
-    pub const COMMAND_TIMEOUT_DURING_PROCESSING: Asc = Asc(0x2E, 0x02);
-    pub const COMMAND_TIMEOUT_DURING_PROCESSING_DUE_TO_ERROR_RECOVERY: Asc = Asc(0x2E, 0x03);
-    pub const MEDIUM_NOT_PRESENT: Asc = Asc(0x3A, 0x00);
-    pub const THIN_PROVISIONING_SOFT_THRESHOLD_REACHED: Asc = Asc(0x38, 0x07);
-    pub const INVALID_MESSAGE_ERROR: Asc = Asc(0x49, 0x00);
-    pub const OVERLAPPED_COMMANDS_ATTEMPTED: Asc = Asc(0x4E, 0x00);
-    pub const MEDIUM_REMOVAL_PREVENTED: Asc = Asc(0x53, 0x02);
-    pub const REPORTED_LUNS_DATA_HAS_CHANGED: Asc = Asc(0x3F, 0x0E);
-    pub const INTERNAL_TARGET_FAILURE: Asc = Asc(0x44, 0x00);
-    pub const DATA_CURRENTLY_UNAVAILABLE: Asc = Asc(0x55, 0x0A);
-    /// LOGICAL UNIT NOT READY, SANITIZE IN PROGRESS (SBC-4 §4.11).
-    pub const SANITIZE_IN_PROGRESS: Asc = Asc(0x04, 0x1B);
-    /// SANITIZE COMMAND FAILED: the logical unit is in sanitize failure mode (SBC-4 §4.11).
-    pub const SANITIZE_COMMAND_FAILED: Asc = Asc(0x31, 0x03);
-    /// MEDIUM FORMAT CORRUPTED: a FORMAT UNIT failed part-way.
-    pub const MEDIUM_FORMAT_CORRUPTED: Asc = Asc(0x31, 0x00);
+/// The additional sense codes stint uses, named as in SPC-5 table 58, in code order.
+macro_rules! asc {
+    ($($(#[$doc:meta])* $name:ident = ($asc:literal, $ascq:literal) $text:literal;)+) => {
+        impl Asc {
+            $($(#[$doc])* pub const $name: Asc = Asc($asc, $ascq);)+
+
+            /// Its SPC-5 table 58 description, for the codes above.
+            pub fn name(self) -> Option<&'static str> {
+                match (self.0, self.1) {
+                    $(($asc, $ascq) => Some($text),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+asc! {
+    NO_ADDITIONAL_SENSE = (0x00, 0x00) "NO ADDITIONAL SENSE INFORMATION";
+    LOGICAL_UNIT_NOT_READY_INITIALIZING_REQUIRED = (0x04, 0x02) "LOGICAL UNIT NOT READY, INITIALIZING COMMAND REQUIRED";
+    LOGICAL_UNIT_NOT_ACCESSIBLE_TARGET_PORT_IN_STANDBY_STATE = (0x04, 0x0B) "LOGICAL UNIT NOT ACCESSIBLE, TARGET PORT IN STANDBY STATE";
+    LOGICAL_UNIT_NOT_ACCESSIBLE_TARGET_PORT_IN_UNAVAILABLE_STATE = (0x04, 0x0C) "LOGICAL UNIT NOT ACCESSIBLE, TARGET PORT IN UNAVAILABLE STATE";
+    /// SBC-4 §4.11.
+    SANITIZE_IN_PROGRESS = (0x04, 0x1B) "LOGICAL UNIT NOT READY, SANITIZE IN PROGRESS";
+    WRITE_ERROR = (0x0C, 0x00) "WRITE ERROR";
+    UNRECOVERED_READ_ERROR = (0x11, 0x00) "UNRECOVERED READ ERROR";
+    PARAMETER_LIST_LENGTH_ERROR = (0x1A, 0x00) "PARAMETER LIST LENGTH ERROR";
+    MISCOMPARE_DURING_VERIFY = (0x1D, 0x00) "MISCOMPARE DURING VERIFY OPERATION";
+    INVALID_COMMAND_OPERATION_CODE = (0x20, 0x00) "INVALID COMMAND OPERATION CODE";
+    ACCESS_DENIED_NO_ACCESS_RIGHTS = (0x20, 0x02) "ACCESS DENIED - NO ACCESS RIGHTS";
+    LBA_OUT_OF_RANGE = (0x21, 0x00) "LOGICAL BLOCK ADDRESS OUT OF RANGE";
+    INVALID_FIELD_IN_CDB = (0x24, 0x00) "INVALID FIELD IN CDB";
+    LOGICAL_UNIT_NOT_SUPPORTED = (0x25, 0x00) "LOGICAL UNIT NOT SUPPORTED";
+    INVALID_FIELD_IN_PARAMETER_LIST = (0x26, 0x00) "INVALID FIELD IN PARAMETER LIST";
+    INVALID_RELEASE_OF_PERSISTENT_RESERVATION = (0x26, 0x04) "INVALID RELEASE OF PERSISTENT RESERVATION";
+    WRITE_PROTECTED = (0x27, 0x00) "WRITE PROTECTED";
+    POWER_ON_RESET_OR_BUS_DEVICE_RESET = (0x29, 0x00) "POWER ON, RESET, OR BUS DEVICE RESET OCCURRED";
+    POWER_ON_OCCURRED = (0x29, 0x01) "POWER ON OCCURRED";
+    BUS_DEVICE_RESET_FUNCTION_OCCURRED = (0x29, 0x03) "BUS DEVICE RESET FUNCTION OCCURRED";
+    I_T_NEXUS_LOSS_OCCURRED = (0x29, 0x07) "I_T NEXUS LOSS OCCURRED";
+    PARAMETERS_CHANGED = (0x2A, 0x00) "PARAMETERS CHANGED";
+    MODE_PARAMETERS_CHANGED = (0x2A, 0x01) "MODE PARAMETERS CHANGED";
+    RESERVATIONS_PREEMPTED = (0x2A, 0x03) "RESERVATIONS PREEMPTED";
+    RESERVATIONS_RELEASED = (0x2A, 0x04) "RESERVATIONS RELEASED";
+    REGISTRATIONS_PREEMPTED = (0x2A, 0x05) "REGISTRATIONS PREEMPTED";
+    TIMESTAMP_CHANGED = (0x2A, 0x10) "TIMESTAMP CHANGED";
+    COMMAND_TIMEOUT_BEFORE_PROCESSING = (0x2E, 0x01) "COMMAND TIMEOUT BEFORE PROCESSING";
+    COMMAND_TIMEOUT_DURING_PROCESSING = (0x2E, 0x02) "COMMAND TIMEOUT DURING PROCESSING";
+    COMMAND_TIMEOUT_DURING_PROCESSING_DUE_TO_ERROR_RECOVERY = (0x2E, 0x03) "COMMAND TIMEOUT DURING PROCESSING DUE TO ERROR RECOVERY";
+    COMMANDS_CLEARED_BY_ANOTHER_INITIATOR = (0x2F, 0x00) "COMMANDS CLEARED BY ANOTHER INITIATOR";
+    /// A FORMAT UNIT failed part-way.
+    MEDIUM_FORMAT_CORRUPTED = (0x31, 0x00) "MEDIUM FORMAT CORRUPTED";
+    /// The logical unit is in sanitize failure mode (SBC-4 §4.11).
+    SANITIZE_COMMAND_FAILED = (0x31, 0x03) "SANITIZE COMMAND FAILED";
+    THIN_PROVISIONING_SOFT_THRESHOLD_REACHED = (0x38, 0x07) "THIN PROVISIONING SOFT THRESHOLD REACHED";
+    SAVING_PARAMETERS_NOT_SUPPORTED = (0x39, 0x00) "SAVING PARAMETERS NOT SUPPORTED";
+    MEDIUM_NOT_PRESENT = (0x3A, 0x00) "MEDIUM NOT PRESENT";
+    REPORTED_LUNS_DATA_HAS_CHANGED = (0x3F, 0x0E) "REPORTED LUNS DATA HAS CHANGED";
+    INTERNAL_TARGET_FAILURE = (0x44, 0x00) "INTERNAL TARGET FAILURE";
+    INVALID_MESSAGE_ERROR = (0x49, 0x00) "INVALID MESSAGE ERROR";
+    OVERLAPPED_COMMANDS_ATTEMPTED = (0x4E, 0x00) "OVERLAPPED COMMANDS ATTEMPTED";
+    MEDIUM_REMOVAL_PREVENTED = (0x53, 0x02) "MEDIUM REMOVAL PREVENTED";
+    INSUFFICIENT_REGISTRATION_RESOURCES = (0x55, 0x04) "INSUFFICIENT REGISTRATION RESOURCES";
+    DATA_CURRENTLY_UNAVAILABLE = (0x55, 0x0A) "DATA CURRENTLY UNAVAILABLE";
 }
 
 /// Sense-key specific field pointer (SPC-5 §4.4.2.3, table 63): which CDB or parameter-list
@@ -334,6 +372,30 @@ impl Sense {
     }
 }
 
+/// "ILLEGAL REQUEST, INVALID FIELD IN CDB (24h/00h) at CDB byte 1 bit 0": the key, the
+/// additional sense code by name where it has one here, and the field pointer.
+impl std::fmt::Display for Sense {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Asc(asc, ascq) = self.asc;
+        match self.asc.name() {
+            Some(name) => write!(f, "{}, {name} ({asc:02X}h/{ascq:02X}h)", self.key.name())?,
+            None => write!(f, "{}, ASC/ASCQ {asc:02X}h/{ascq:02X}h", self.key.name())?,
+        }
+        if let Some(field) = self.field {
+            let within = if field.in_cdb {
+                "CDB"
+            } else {
+                "parameter list"
+            };
+            write!(f, " at {within} byte {}", field.byte)?;
+            if let Some(bit) = field.bit {
+                write!(f, " bit {bit}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The sense-key specific bytes under `key` (SPC-5 table 62): a field pointer or a progress
 /// indication, when SKSV is set.
 fn sense_key_specific(key: SenseKey, sks: [u8; 3]) -> (Option<FieldPointer>, Option<u16>) {
@@ -391,6 +453,18 @@ mod tests {
             bit: None,
         });
         both_ways(&copy);
+    }
+
+    #[test]
+    fn sense_reads_as_the_standard_names_it() {
+        assert_eq!(
+            Sense::invalid_field_in_cdb(1, Some(0)).to_string(),
+            "ILLEGAL REQUEST, INVALID FIELD IN CDB (24h/00h) at CDB byte 1 bit 0"
+        );
+        assert_eq!(
+            Sense::new(SenseKey::UnitAttention, Asc(0x29, 0x02)).to_string(),
+            "UNIT ATTENTION, ASC/ASCQ 29h/02h"
+        );
     }
 
     #[test]
