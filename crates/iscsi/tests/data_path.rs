@@ -10,7 +10,7 @@ use common::*;
 use iscsi::bhs::{Bhs, Opcode, RESERVED_TAG};
 use iscsi::pdu::{Cdb, Data, Residual, ScsiCommand};
 use iscsi::tmf::{Function, Response};
-use scsi::{Asc, SenseKey};
+use scsi::{Asc, SenseKey, Status};
 
 const MIB: usize = 1 << 20;
 
@@ -284,7 +284,7 @@ async fn a_flood_of_immediate_writes_meets_task_set_full() {
         match p.bhs.opcode() {
             Some(Opcode::ReadyToTransfer) => r2ts += 1,
             // Status byte 3: TASK SET FULL (28h), no sense.
-            Some(Opcode::ScsiResponse) if p.bhs.0[3] == 0x28 => full += 1,
+            Some(Opcode::ScsiResponse) if p.bhs.0[3] == Status::TaskSetFull as u8 => full += 1,
             other => panic!("unexpected {other:?}"),
         }
     }

@@ -2,6 +2,8 @@
 //! `stint sim` runs (and `stint serve --device` exports): the same setting, not two.
 
 use device::{Completion, DhCompletion, LuConfig, Nexus, Request, Submitted, TaskAttribute};
+use scsi::command::{Command, ModeSense, PageControl};
+use scsi::form;
 use sim::device::{DeviceParts, DeviceSpec, QueueSpec};
 use store::RamStore;
 
@@ -51,8 +53,20 @@ fn wce_of(write_cache: Option<bool>) -> bool {
             Submitted::Queued => panic!("queued"),
         }
     };
-    let _power_on = sense(&[0; 6]);
-    let (c, data) = sense(&[0x5A, 0x08, 0x08, 0, 0, 0, 0, 0, 0xFF, 0]);
+    let tur = Command::TestUnitReady.emit(form::TEST_UNIT_READY).unwrap();
+    let _power_on = sense(&tur);
+    let caching = Command::ModeSense(ModeSense {
+        ten: true,
+        dbd: true,
+        llbaa: false,
+        pc: PageControl::Current,
+        page_code: scsi::mode::CACHING,
+        subpage_code: 0,
+        allocation_length: 255,
+    })
+    .emit(form::MODE_SENSE_10)
+    .unwrap();
+    let (c, data) = sense(&caching);
     assert_eq!(c, Completion::GOOD);
     data[8 + 2] & 0x04 != 0
 }
