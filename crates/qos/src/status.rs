@@ -46,11 +46,13 @@ impl Outcome {
     /// in the `dh` form; `None` for `Good`: the command runs and its own status stands.
     /// A medium error is WRITE ERROR or UNRECOVERED READ ERROR with the LBA in INFORMATION.
     pub fn status(self, op: &MediaOp, dh: DhCompletion) -> Option<(Status, Sense)> {
-        let (key, asc) = match (self, self.cdl_sense()) {
-            (Self::Good, _) => return None,
-            (_, Some(cdl)) => cdl,
-            (_, None) if op.write => (SenseKey::MediumError, Asc::WRITE_ERROR),
-            (_, None) => (SenseKey::MediumError, Asc::UNRECOVERED_READ_ERROR),
+        if self == Self::Good {
+            return None;
+        }
+        let (key, asc) = match self.cdl_sense() {
+            Some(cdl) => cdl,
+            None if op.write => (SenseKey::MediumError, Asc::WRITE_ERROR),
+            None => (SenseKey::MediumError, Asc::UNRECOVERED_READ_ERROR),
         };
         let mut sense = Sense::new(key, asc);
         if self == Self::MediumError {

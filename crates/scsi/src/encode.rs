@@ -105,15 +105,8 @@ impl Command {
                 field,
             },
         })?;
-        debug_assert!(
-            c.iter()
-                .zip(form.usage)
-                .enumerate()
-                .skip(1)
-                .all(|(i, (b, m))| b & !(m | form.fixed_bits(i)) == 0),
-            "{} set a bit outside its CDB usage data: {c:02x?}",
-            form.name
-        );
+        // No bit outside the entry's CDB usage data: decoding refuses those, and the tests and
+        // the codec fuzz target decode what was encoded.
         Ok(cdb)
     }
 }

@@ -216,7 +216,7 @@ impl CommandInfo {
 
     /// The bits of `byte` that hold values decoding checks on its own: the SERVICE ACTION and,
     /// in a variable length CDB, the ADDITIONAL CDB LENGTH.
-    pub(crate) fn fixed_bits(&self, byte: usize) -> u8 {
+    fn fixed_bits(&self, byte: usize) -> u8 {
         match ServiceActionField::of(self.opcode()) {
             Some(ServiceActionField::Byte1) if byte == 1 => 0x1F,
             Some(ServiceActionField::Bytes8To9) if (7..=9).contains(&byte) => 0xFF,
