@@ -62,6 +62,7 @@ max_len() {
     pdu|text) echo 256 ;;
     login|experiment_toml|stint_toml|drive_profile) echo 512 ;;
     scsi) echo 600 ;;
+    codec) echo 64 ;;
     *) echo 1024 ;;
   esac
 }

@@ -138,9 +138,9 @@ pub fn check_sense(sense: &[u8]) {
         "ADDITIONAL SENSE LENGTH {additional} for {} bytes of sense",
         sense.len()
     );
-    let (key, asc) = scsi::sense::parse_key_asc(sense).expect("sense data of an unknown format");
+    let parsed = scsi::Sense::parse(sense).expect("sense data of an unknown format");
     assert!(
-        key != 0 || asc != scsi::Asc(0, 0),
+        parsed.key != scsi::SenseKey::NoSense || parsed.asc != scsi::Asc(0, 0),
         "sense without a key or an additional sense code: {sense:02x?}"
     );
     match code {

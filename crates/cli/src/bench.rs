@@ -4,7 +4,6 @@
 //! fill the simulator's report: the same table, JSON and plots.
 
 mod load;
-mod outcome;
 mod stamp;
 mod verify;
 

@@ -2,7 +2,9 @@
 //! CDL hard disk agreeing with `stint sim` on the same device, and bad arguments.
 
 mod common;
+use common::cdb::{self, rw, test_unit_ready};
 use common::Server;
+use scsi::form;
 use std::process::Command;
 
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
@@ -210,16 +212,18 @@ async fn verify_finds_a_corrupted_block() {
     let mut s = iscsi::initiator::Initiator::connect_portal(&u.portal, &opts)
         .await
         .unwrap();
-    s.scsi_command(u.lun, &[0; 6], &[], 0).await.unwrap();
+    s.scsi_command(u.lun, &test_unit_ready(), &[], 0)
+        .await
+        .unwrap();
     let r = s
-        .scsi_command(u.lun, &scsi::encode::rw16(false, 17, 1, 0), &[], 512)
+        .scsi_command(u.lun, &cdb::read(form::READ_16, rw(17, 1)), &[], 512)
         .await
         .unwrap();
     let mut block = r.data_in;
     assert_eq!(&block[..8], b"stintVfy", "bench stamped the block");
     block[300] ^= 0xFF;
     let w = s
-        .scsi_command(u.lun, &scsi::encode::rw16(true, 17, 1, 0), &block, 0)
+        .scsi_command(u.lun, &cdb::write(form::WRITE_16, rw(17, 1)), &block, 0)
         .await
         .unwrap();
     assert_eq!(w.status, 0);

@@ -4,15 +4,16 @@
 //! DLD).
 
 mod common;
+use common::cdb::{self, mode_sense10, rw, sense};
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
+use scsi::command::{PageControl, ReadWrite};
+use scsi::{form, SenseKey};
 use std::path::Path;
 use std::process::Command;
 
 const HDD_CDL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/hdd-cdl.toml");
-const CHECK_CONDITION: u8 = 0x02;
-const UNIT_ATTENTION: u8 = 0x06;
 
 /// Runs `stint cdl ARGS`; returns (success, stdout, stderr).
 fn cdl(args: &[&str]) -> (bool, String, String) {
@@ -49,7 +50,7 @@ async fn login(url: &str) -> (Initiator, u64) {
 async fn run(s: &mut Initiator, lun: u64, cdb: &[u8], out: &[u8], alloc: u32) -> (u8, Vec<u8>) {
     for _ in 0..8 {
         let r = s.scsi_command(lun, cdb, out, alloc).await.unwrap();
-        if r.status == CHECK_CONDITION && r.sense.get(2).map(|k| k & 0x0F) == Some(UNIT_ATTENTION) {
+        if matches!(sense(&r), Some((SenseKey::UnitAttention, _))) {
             continue;
         }
         return (r.status, r.data_in);
@@ -58,18 +59,18 @@ async fn run(s: &mut Initiator, lun: u64, cdb: &[u8], out: &[u8], alloc: u32) ->
 }
 
 /// MODE SENSE(10), DBD, page 0Ah/`subpage`, page control `pc`: the 232-byte page.
-async fn mode_page(s: &mut Initiator, lun: u64, subpage: u8, pc: u8) -> Vec<u8> {
-    let cdb = [0x5A, 0x08, pc << 6 | 0x0A, subpage, 0, 0, 0, 0x02, 0x00, 0];
+async fn mode_page(s: &mut Initiator, lun: u64, subpage: u8, pc: PageControl) -> Vec<u8> {
+    let cdb = mode_sense10(pc, scsi::mode::CONTROL, subpage, 512);
     let (status, data) = run(s, lun, &cdb, &[], 512).await;
-    assert_eq!(status, 0, "MODE SENSE 0Ah/{subpage:02X}h PC {pc}");
+    assert_eq!(status, 0, "MODE SENSE 0Ah/{subpage:02X}h PC {pc:?}");
     data[8..8 + 232].to_vec()
 }
 
 /// Both pages' current values.
 async fn both_pages(s: &mut Initiator, lun: u64) -> (Vec<u8>, Vec<u8>) {
     (
-        mode_page(s, lun, 0x07, 0).await,
-        mode_page(s, lun, 0x08, 0).await,
+        mode_page(s, lun, 0x07, PageControl::Current).await,
+        mode_page(s, lun, 0x08, PageControl::Current).await,
     )
 }
 
@@ -356,7 +357,7 @@ async fn files_in_cdladms_format_load() {
     let first = page_file("T2A", Some(0x4), &ACTIVE_INACTIVE);
     let path = write(dir.path(), "active-inactive.cdl", &first);
     cdl_ok(&["upload", &url, "--file", &path]);
-    let t2a = mode_page(&mut s, lun, 0x07, 0).await;
+    let t2a = mode_page(&mut s, lun, 0x07, PageControl::Current).await;
     assert_eq!(t2a[7] >> 4, 0x4);
     for (n, d) in (1..).zip(ACTIVE_INACTIVE) {
         assert_eq!(descriptor(&t2a, n), d, "descriptor {n}");
@@ -365,7 +366,7 @@ async fn files_in_cdladms_format_load() {
     // cdl-tools' benchmark page, as a file written out by hand.
     let path = write(dir.path(), "T2A.cdl", BENCHMARK_T2A);
     cdl_ok(&["upload", &url, "--file", &path]);
-    let t2a = mode_page(&mut s, lun, 0x07, 0).await;
+    let t2a = mode_page(&mut s, lun, 0x07, PageControl::Current).await;
     assert_eq!(t2a[7] >> 4, 0xC);
     for (n, guideline) in (1..).zip([5, 10, 20, 30, 40, 50, 0]) {
         assert_eq!(
@@ -392,14 +393,14 @@ async fn files_in_cdladms_format_load() {
     // A T2B page from cdl-tools' tests, made permanent: current and saved values change.
     let t2b_file = page_file("T2B", None, &T2B_TEST);
     let path = write(dir.path(), "T2B.cdl", &t2b_file);
-    let saved_before = mode_page(&mut s, lun, 0x08, 3).await;
+    let saved_before = mode_page(&mut s, lun, 0x08, PageControl::Saved).await;
     let out = cdl_ok(&["upload", &url, "--file", &path, "--permanent"]);
     assert!(
         out.ends_with("Page T2B uploaded (current and saved values)\n"),
         "{out}"
     );
-    let current = mode_page(&mut s, lun, 0x08, 0).await;
-    let saved_after = mode_page(&mut s, lun, 0x08, 3).await;
+    let current = mode_page(&mut s, lun, 0x08, PageControl::Current).await;
+    let saved_after = mode_page(&mut s, lun, 0x08, PageControl::Saved).await;
     for (n, d) in (1..).zip(T2B_TEST) {
         assert_eq!(descriptor(&current, n), d, "descriptor {n}");
     }
@@ -407,7 +408,7 @@ async fn files_in_cdladms_format_load() {
     assert_eq!(&saved_after[4..], &current[4..]);
     // The T2A uploads above were not permanent: its saved values are still the defaults.
     assert_eq!(
-        descriptor(&mode_page(&mut s, lun, 0x07, 3).await, 1),
+        descriptor(&mode_page(&mut s, lun, 0x07, PageControl::Saved).await, 1),
         (0xa, 0, 0, 0, 0, 5, 0)
     );
     let both = dir.path().join("lun0.cdl");
@@ -511,21 +512,11 @@ async fn a_malformed_file_is_refused_with_its_line_and_the_lun_is_unchanged() {
     // The good file still loads.
     let path = write(dir.path(), "good.cdl", &good);
     cdl_ok(&["upload", &url, "--file", &path]);
-    let t2a = mode_page(&mut s, lun, 0x07, 0).await;
+    let t2a = mode_page(&mut s, lun, 0x07, PageControl::Current).await;
     assert_eq!(descriptor(&t2a, 7), ACTIVE_INACTIVE[6]);
     assert_eq!(descriptor(&t2a, 6), ACTIVE_INACTIVE[5]);
     s.logout().await.unwrap();
     assert!(server.stop());
-}
-
-fn rw16(opcode: u8, lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = opcode;
-    c[1] = (dld >> 2) & 1;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
-    c[14] = (dld & 3) << 6;
-    c
 }
 
 /// The stats table row of descriptor `n` under `page`: (inactive-miss, active-miss,
@@ -553,14 +544,17 @@ async fn stats_count_the_commands_sent_per_descriptor() {
     let out = cdl_ok(&["stats", &url]);
     assert_eq!(stats_row(&out, "T2A", 1), [0, 0, 0, 0]);
     // 9 READ(16) with DLD 1, 4 WRITE(16) with DLD 2, 2 READ(16) with DLD 7, 3 without.
-    let sent = [(0x88, 1, 9), (0x8A, 2, 4), (0x88, 7, 2), (0x88, 0, 3)];
-    for (i, (opcode, dld, n)) in sent.into_iter().enumerate() {
+    let sent = [(false, 1, 9), (true, 2, 4), (false, 7, 2), (false, 0, 3)];
+    for (i, (is_write, dld, n)) in sent.into_iter().enumerate() {
         for k in 0..n {
             let lba = (i as u64 * 1000 + k) * 4096;
-            let write = opcode == 0x8A;
-            let data = if write { vec![0xA5; 4096] } else { Vec::new() };
-            let alloc = if write { 0 } else { 4096 };
-            let (status, _) = run(&mut s, lun, &rw16(opcode, lba, 8, dld), &data, alloc).await;
+            let rw = ReadWrite { dld, ..rw(lba, 8) };
+            let (cdb, data, alloc) = if is_write {
+                (cdb::write(form::WRITE_16, rw), vec![0xA5; 4096], 0)
+            } else {
+                (cdb::read(form::READ_16, rw), Vec::new(), 4096)
+            };
+            let (status, _) = run(&mut s, lun, &cdb, &data, alloc).await;
             assert_eq!(status, 0);
         }
     }
@@ -591,7 +585,8 @@ async fn stats_count_the_commands_sent_per_descriptor() {
             assert_eq!(stats_row(&out, page, n), [0, 0, 0, 0], "{page} {n}: {out}");
         }
     }
-    let (status, _) = run(&mut s, lun, &rw16(0x88, 0, 8, 1), &[], 4096).await;
+    let dld1 = cdb::read(form::READ_16, ReadWrite { dld: 1, ..rw(0, 8) });
+    let (status, _) = run(&mut s, lun, &dld1, &[], 4096).await;
     assert_eq!(status, 0);
     let out = cdl_ok(&["stats", &url]);
     assert_eq!(stats_row(&out, "T2A", 1)[3], 1, "{out}");

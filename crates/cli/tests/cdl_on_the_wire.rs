@@ -5,21 +5,34 @@
 //! TASK of a queued command.
 
 mod common;
+use common::cdb::{emit, mode_select10, mode_sense10, read, rw, sense, test_unit_ready, Cdb};
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::tmf;
 use iscsi::url::IscsiUrl;
+use qos::cdl::{CdlPage, CdlPageKind, Policy, T2CdlUnits};
+use scsi::command::{
+    Command, Inquiry, LogPageControl, LogSense, PageControl, ReadWrite,
+    ReportSupportedOperationCodes,
+};
+use scsi::{form, Asc, SenseKey, Status};
 
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/fast-fail.toml");
-const CHECK_CONDITION: u8 = 0x02;
+const CHECK_CONDITION: u8 = Status::CheckCondition as u8;
 
-fn read16(lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
-    scsi::encode::rw16(false, lba, blocks, dld)
+fn read16(lba: u64, blocks: u32, dld: u8) -> Cdb {
+    read(
+        form::READ_16,
+        ReadWrite {
+            dld,
+            ..rw(lba, blocks)
+        },
+    )
 }
 
-/// (sense key, ASC, ASCQ) of fixed-format sense data.
-fn sense(s: &[u8]) -> (u8, u8, u8) {
-    (s[2] & 0x0F, s[12], s[13])
+/// MODE SENSE(10) of the T2A page's current values.
+fn sense_t2a() -> Cdb {
+    mode_sense10(PageControl::Current, scsi::mode::CONTROL, 0x07, 512)
 }
 
 /// A deterministic spread of LBAs over the whole 22 TB disk.
@@ -32,7 +45,10 @@ async fn login(server: &Server) -> (Initiator, u64) {
     let opts = LoginOptions::new("iqn.2026-11.dev.stint:test", Some(&url.target));
     let mut s = Initiator::connect_portal(&url.portal, &opts).await.unwrap();
     // The power-on unit attention.
-    let r = s.scsi_command(url.lun, &[0; 6], &[], 0).await.unwrap();
+    let r = s
+        .scsi_command(url.lun, &test_unit_ready(), &[], 0)
+        .await
+        .unwrap();
     assert_eq!(r.status, CHECK_CONDITION);
     (s, url.lun)
 }
@@ -41,7 +57,12 @@ async fn capacity_blocks(s: &mut Initiator, lun: u64) -> u64 {
     let r = s
         .scsi_command(
             lun,
-            &[0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0],
+            &emit(
+                Command::ReadCapacity16 {
+                    allocation_length: 32,
+                },
+                form::READ_CAPACITY_16,
+            ),
             &[],
             32,
         )
@@ -57,13 +78,35 @@ async fn a_host_sees_a_cdl_hard_disk() {
     // 22 TB, rotating at 7200 rpm (VPD B1h MEDIUM ROTATION RATE).
     assert!(capacity_blocks(&mut s, lun).await * 512 > 20_000_000_000_000);
     let r = s
-        .scsi_command(lun, &[0x12, 1, 0xB1, 0, 64, 0], &[], 64)
+        .scsi_command(
+            lun,
+            &emit(
+                Command::Inquiry(Inquiry {
+                    evpd: true,
+                    page_code: 0xB1,
+                    allocation_length: 64,
+                }),
+                form::INQUIRY,
+            ),
+            &[],
+            64,
+        )
         .await
         .unwrap();
     assert_eq!(u16::from_be_bytes([r.data_in[4], r.data_in[5]]), 7200);
     // What Linux probes: RSOC one command for READ(16) and WRITE(16), 20 bytes.
-    for (opcode, cdlp) in [(0x88, 1), (0x8A, 2)] {
-        let cdb = [0xA3, 0x0C, 0x01, opcode, 0, 0, 0, 0, 0, 20, 0, 0];
+    for (command, cdlp) in [(form::READ_16, 1), (form::WRITE_16, 2)] {
+        let one_command = ReportSupportedOperationCodes {
+            rctd: false,
+            reporting_options: 0b001,
+            requested_operation_code: command.opcode(),
+            requested_service_action: 0,
+            allocation_length: 20,
+        };
+        let cdb = emit(
+            Command::ReportSupportedOperationCodes(one_command),
+            form::REPORT_SUPPORTED_OPERATION_CODES,
+        );
         let r = s.scsi_command(lun, &cdb, &[], 20).await.unwrap();
         assert_eq!(r.status, 0);
         assert_eq!(
@@ -72,15 +115,7 @@ async fn a_host_sees_a_cdl_hard_disk() {
         );
     }
     // The T2A page as cdladm reads it: descriptor 1 is a 30 ms guideline with policy Fh.
-    let r = s
-        .scsi_command(
-            lun,
-            &[0x5A, 0x08, 0x0A, 0x07, 0, 0, 0, 0x02, 0x00, 0],
-            &[],
-            512,
-        )
-        .await
-        .unwrap();
+    let r = s.scsi_command(lun, &sense_t2a(), &[], 512).await.unwrap();
     let page = &r.data_in[8..];
     assert_eq!(
         (
@@ -130,22 +165,27 @@ async fn limited_reads_that_miss_fail_fast_and_the_others_complete() {
                 "good"
             }
             (CHECK_CONDITION, 1) => {
-                let (key, asc, ascq) = sense(&r.sense);
-                assert_eq!((key, asc), (0x0B, 0x2E), "ABORTED COMMAND, COMMAND TIMEOUT");
-                assert!(matches!(ascq, 1 | 2), "before or during processing: {ascq}");
+                let timeouts = [
+                    Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING,
+                    Asc::COMMAND_TIMEOUT_DURING_PROCESSING,
+                ];
+                assert!(
+                    matches!(sense(&r), Some((SenseKey::AbortedCommand, asc)) if timeouts.contains(&asc)),
+                    "ABORTED COMMAND, COMMAND TIMEOUT before or during processing: {:?}",
+                    r.parsed_sense()
+                );
                 assert!(r.data_in.is_empty());
                 "aborted"
             }
             (CHECK_CONDITION, 2) => {
                 assert_eq!(
-                    sense(&r.sense),
-                    (0x0F, 0x55, 0x0A),
-                    "COMPLETED, DATA UNAVAILABLE"
+                    sense(&r),
+                    Some((SenseKey::Completed, Asc::DATA_CURRENTLY_UNAVAILABLE))
                 );
                 assert!(r.data_in.is_empty());
                 "unavailable"
             }
-            (status, dld) => panic!("status {status:#x} for DLD {dld}: {:02x?}", r.sense),
+            (status, dld) => panic!("status {status:#x} for DLD {dld}: {:?}", r.parsed_sense()),
         };
         *outcome.entry((dld, what)).or_default() += 1;
     }
@@ -159,10 +199,18 @@ async fn limited_reads_that_miss_fail_fast_and_the_others_complete() {
         "{outcome:?}"
     );
     // LOG SENSE 19h/21h: descriptors 1 and 2 each counted 32 commands.
+    let (page_code, subpage_code) = scsi::log::COMMAND_DURATION_LIMITS_STATISTICS;
+    let log_sense = LogSense {
+        pc: LogPageControl::CumulativeValues,
+        page_code,
+        subpage_code,
+        parameter_pointer: 0,
+        allocation_length: 2048,
+    };
     let r = s
         .scsi_command(
             lun,
-            &[0x4D, 0, 0x59, 0x21, 0, 0, 0, 0x08, 0x00, 0],
+            &emit(Command::LogSense(log_sense), form::LOG_SENSE),
             &[],
             2048,
         )
@@ -201,7 +249,10 @@ async fn the_connection_keeps_receiving_while_the_drive_is_busy() {
     }
     // 100 random 128 KiB reads keep the disk busy for about half a second; a command that
     // does not touch the medium, sent after them, is answered at once.
-    let tur = s.submit(lun, &[0; 6], Vec::new(), 0).await.unwrap();
+    let tur = s
+        .submit(lun, &test_unit_ready(), Vec::new(), 0)
+        .await
+        .unwrap();
     // ABORT TASK of a read still waiting in the queue: it never completes.
     let victim = reads[99];
     let answer = s
@@ -238,28 +289,26 @@ async fn pages_a_host_saves_survive_a_restart_of_a_file_lun() {
     let args = ["--config", config.to_str().unwrap()];
     let server = Server::start(&args, 1);
     let (mut s, lun) = login(&server).await;
-    let sense_t2a = [0x5A, 0x08, 0x0A, 0x07, 0, 0, 0, 0x02, 0x00, 0];
-    let r = s.scsi_command(lun, &sense_t2a, &[], 512).await.unwrap();
+    let r = s.scsi_command(lun, &sense_t2a(), &[], 512).await.unwrap();
     // cdladm's upload: the page as read, descriptor 1 now a 20 ms guideline with policy Dh,
-    // header cleared, PS cleared, saved (SP = 1).
-    let mut list = r.data_in.clone();
-    list[..8].fill(0);
-    list[8] &= 0x7F;
-    let d1 = 8 + 8;
-    list[d1] = 0x0A;
-    list[d1 + 10..d1 + 12].copy_from_slice(&2u16.to_be_bytes());
-    list[d1 + 14] = 0x0D;
-    let mut select = [0x55, 0x11, 0, 0, 0, 0, 0, 0, 0, 0];
-    select[7..9].copy_from_slice(&(list.len() as u16).to_be_bytes());
+    // after an empty mode parameter header (PS clear, as the page encodes), saved (SP = 1).
+    let mut page = CdlPage::decode(CdlPageKind::T2A, &r.data_in[8..]).unwrap();
+    let d1 = &mut page.descriptors[0];
+    d1.t2cdlunits = T2CdlUnits::Ms10;
+    d1.command_duration_guideline = 2;
+    d1.command_duration_guideline_policy = Policy::CompleteUnavailable;
+    let mut list = vec![0; 8];
+    list.extend_from_slice(&page.encode(CdlPageKind::T2A));
+    let select = mode_select10(list.len(), true);
     let w = s.scsi_command(lun, &select, &list, 0).await.unwrap();
-    assert_eq!(w.status, 0, "{:02x?}", w.sense);
+    assert_eq!(w.status, 0, "{:?}", w.parsed_sense());
     s.logout().await.unwrap();
     assert!(server.stop());
     assert!(dir.path().join("disk.img.modes").exists());
 
     let server = Server::start(&args, 1);
     let (mut s, lun) = login(&server).await;
-    let r = s.scsi_command(lun, &sense_t2a, &[], 512).await.unwrap();
+    let r = s.scsi_command(lun, &sense_t2a(), &[], 512).await.unwrap();
     let d1 = &r.data_in[16..48];
     assert_eq!(
         (d1[0], u16::from_be_bytes([d1[10], d1[11]]), d1[14]),

@@ -2,9 +2,12 @@
 //! a file LUN, and for the file LUN after a restart of `stint serve` (issue 2, item 2).
 
 mod common;
+use common::cdb::{read, rw, sense, test_unit_ready, write};
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
+use scsi::command::ReadWrite;
+use scsi::{form, SenseKey};
 
 const BLOCK: usize = 512;
 
@@ -19,23 +22,6 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
             x as u8
         })
         .collect()
-}
-
-fn write16(lba: u64, blocks: u32, fua: bool) -> [u8; 16] {
-    let mut cdb = [0u8; 16];
-    cdb[0] = 0x8A;
-    cdb[1] = if fua { 0x08 } else { 0 };
-    cdb[2..10].copy_from_slice(&lba.to_be_bytes());
-    cdb[10..14].copy_from_slice(&blocks.to_be_bytes());
-    cdb
-}
-
-fn read10(lba: u32, blocks: u16) -> [u8; 10] {
-    let mut cdb = [0u8; 10];
-    cdb[0] = 0x28;
-    cdb[2..6].copy_from_slice(&lba.to_be_bytes());
-    cdb[7..9].copy_from_slice(&blocks.to_be_bytes());
-    cdb
 }
 
 /// (LBA, blocks): small, R2T-sized and unaligned extents, including the last block.
@@ -60,26 +46,28 @@ async fn session(url: &str, initiator: &str, isid_low: u8) -> (Initiator, u64) {
         .expect("login");
     // A new I_T nexus first sees POWER ON, RESET OR BUS DEVICE RESET OCCURRED (SAM-5 §5.14);
     // TEST UNIT READY consumes it, as initiators do at attach.
-    let tur = [0u8; 6];
+    let tur = test_unit_ready();
     let r = s
         .scsi_command(lun, &tur, &[], 0)
         .await
         .expect("TEST UNIT READY");
     if r.status != 0 {
+        let (key, asc) = sense(&r).expect("sense data");
         assert_eq!(
-            (r.sense.get(2).map(|k| k & 0xF), r.sense.get(12)),
-            (Some(6), Some(&0x29)),
-            "{:02x?}",
-            r.sense
+            (key, asc.0),
+            (SenseKey::UnitAttention, 0x29),
+            "{:?}",
+            r.parsed_sense()
         );
         let r = s
             .scsi_command(lun, &tur, &[], 0)
             .await
             .expect("TEST UNIT READY");
         assert_eq!(
-            r.status, 0,
-            "unit attention did not clear: {:02x?}",
-            r.sense
+            r.status,
+            0,
+            "unit attention did not clear: {:?}",
+            r.parsed_sense()
         );
     }
     (s, lun)
@@ -90,10 +78,21 @@ async fn write_all(url: &str, capacity_blocks: u64, fua: bool) {
     for (i, (lba, blocks)) in extents(capacity_blocks).into_iter().enumerate() {
         let data = pattern(i as u64, blocks as usize * BLOCK);
         let r = s
-            .scsi_command(lun, &write16(lba, blocks, fua), &data, 0)
+            .scsi_command(
+                lun,
+                &write(
+                    form::WRITE_16,
+                    ReadWrite {
+                        fua,
+                        ..rw(lba, blocks)
+                    },
+                ),
+                &data,
+                0,
+            )
             .await
             .expect("write");
-        assert_eq!(r.status, 0, "WRITE(16) at {lba}: sense {:02x?}", r.sense);
+        assert_eq!(r.status, 0, "WRITE(16) at {lba}: {:?}", r.parsed_sense());
     }
     s.logout().await.expect("logout");
 }
@@ -102,12 +101,12 @@ async fn verify_all(url: &str, capacity_blocks: u64) {
     let (mut s, lun) = session(url, "iqn.2026-11.dev.stint:reader", 2).await;
     for (i, (lba, blocks)) in extents(capacity_blocks).into_iter().enumerate() {
         let want = pattern(i as u64, blocks as usize * BLOCK);
-        let cdb = read10(lba as u32, blocks as u16);
+        let cdb = read(form::READ_10, rw(lba, blocks));
         let r = s
             .scsi_command(lun, &cdb, &[], want.len() as u32)
             .await
             .expect("read");
-        assert_eq!(r.status, 0, "READ(10) at {lba}: sense {:02x?}", r.sense);
+        assert_eq!(r.status, 0, "READ(10) at {lba}: {:?}", r.parsed_sense());
         assert!(
             r.data_in == want,
             "data at LBA {lba} ({blocks} blocks) differs from what was written"

@@ -4,16 +4,19 @@
 //! examples/fast-fail.toml; and the endpoint's answers to other requests and its bounds.
 
 mod common;
+use common::cdb::{read, rw, sense, test_unit_ready, write, Cdb};
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
+use scsi::command::ReadWrite;
+use scsi::{form, Asc, SenseKey, Status};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const FAST_FAIL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/fast-fail.toml");
-const CHECK_CONDITION: u8 = 0x02;
+const CHECK_CONDITION: u8 = Status::CheckCondition as u8;
 
 /// One sample of the exposition text.
 #[derive(Debug)]
@@ -160,21 +163,24 @@ async fn scrape(server: &Server) -> Scrape {
     parse(&body)
 }
 
-fn cdb16(opcode: u8, lba: u64, blocks: u32, dld: u8) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = opcode;
-    c[1] = (dld >> 2) & 1;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
-    c[14] = (dld & 3) << 6;
-    c
+fn read16(lba: u64, blocks: u32, dld: u8) -> Cdb {
+    read(
+        form::READ_16,
+        ReadWrite {
+            dld,
+            ..rw(lba, blocks)
+        },
+    )
 }
 
-fn cdb10(opcode: u8, lba: u32, blocks: u16) -> [u8; 10] {
-    let mut c = [opcode, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-    c[2..6].copy_from_slice(&lba.to_be_bytes());
-    c[7..9].copy_from_slice(&blocks.to_be_bytes());
-    c
+fn write16(lba: u64, blocks: u32, dld: u8) -> Cdb {
+    write(
+        form::WRITE_16,
+        ReadWrite {
+            dld,
+            ..rw(lba, blocks)
+        },
+    )
 }
 
 /// A deterministic spread of LBAs over the whole 22 TB disk.
@@ -189,7 +195,10 @@ async fn login(url: &str, luns: &[u64]) -> Initiator {
     let opts = LoginOptions::new("iqn.2026-11.dev.stint:metrics-test", Some(&url.target));
     let mut s = Initiator::connect_portal(&url.portal, &opts).await.unwrap();
     for &lun in luns {
-        let r = s.scsi_command(lun, &[0; 6], &[], 0).await.unwrap();
+        let r = s
+            .scsi_command(lun, &test_unit_ready(), &[], 0)
+            .await
+            .unwrap();
         assert_eq!(r.status, CHECK_CONDITION);
     }
     s
@@ -214,19 +223,19 @@ async fn counters_move_by_exactly_the_commands_sent() {
     // RAM LUN 0: 10 reads of 8 blocks, 6 writes of 4, one read past the end.
     for i in 0..10 {
         let r = s
-            .scsi_command(0, &cdb10(0x28, i * 8, 8), &[], 4096)
+            .scsi_command(0, &read(form::READ_10, rw(i * 8, 8)), &[], 4096)
             .await
             .unwrap();
         assert_eq!(r.status, 0);
     }
     for i in 0..6 {
         let r = s
-            .scsi_command(0, &cdb10(0x2A, i * 4, 4), &[0x5A; 2048], 0)
+            .scsi_command(0, &write(form::WRITE_10, rw(i * 4, 4)), &[0x5A; 2048], 0)
             .await
             .unwrap();
         assert_eq!(r.status, 0);
     }
-    let past = cdb10(0x28, (64 << 20) / 512 - 1, 2);
+    let past = read(form::READ_10, rw((64 << 20) / 512 - 1, 2));
     let r = s.scsi_command(0, &past, &[], 1024).await.unwrap();
     assert_eq!(r.status, CHECK_CONDITION);
 
@@ -235,9 +244,9 @@ async fn counters_move_by_exactly_the_commands_sent() {
     let mut sent = 0;
     for i in 0..64u64 {
         let (cdb, data) = match i {
-            0..40 => (cdb16(0x88, spread(i), 16, 0), Vec::new()),
-            40..56 => (cdb16(0x88, spread(i), 16, 1), Vec::new()),
-            _ => (cdb16(0x8A, spread(i), 16, 2), vec![0xA5; 8192]),
+            0..40 => (read16(spread(i), 16, 0), Vec::new()),
+            40..56 => (read16(spread(i), 16, 1), Vec::new()),
+            _ => (write16(spread(i), 16, 2), vec![0xA5; 8192]),
         };
         let expect_in = if data.is_empty() { 8192 } else { 0 };
         s.submit(1, &cdb, data, expect_in).await.unwrap();
@@ -371,7 +380,7 @@ async fn cdl_outcomes_are_counted_as_the_host_saw_them() {
     for i in 0..96u64 {
         let dld = (i % 3) as u8;
         let itt = s
-            .submit(0, &cdb16(0x88, spread(i), 128, dld), Vec::new(), 128 * 512)
+            .submit(0, &read16(spread(i), 128, dld), Vec::new(), 128 * 512)
             .await
             .unwrap();
         dld_of.insert(itt, dld);
@@ -380,10 +389,7 @@ async fn cdl_outcomes_are_counted_as_the_host_saw_them() {
     let mut seen = BTreeMap::<Seen, u32>::new();
     for _ in 0..96 {
         let (itt, r) = s.complete().await.unwrap();
-        let (key, asc, ascq) = match r.sense.as_slice() {
-            [] => (0, 0, 0),
-            s => (s[2] & 0x0F, s[12], s[13]),
-        };
+        let (key, Asc(asc, ascq)) = sense(&r).map_or((0, Asc(0, 0)), |(k, a)| (k as u8, a));
         *seen
             .entry((dld_of[&itt], r.status, key, asc, ascq))
             .or_default() += 1;
@@ -416,11 +422,11 @@ async fn cdl_outcomes_are_counted_as_the_host_saw_them() {
         .map(|k| (k.2, k.3, k.4))
         .collect();
     for (key, asc, ascq) in senses {
-        let name = match key {
-            0x0B => "aborted_command",
-            0x0F => "completed",
-            0x03 => "medium_error",
-            other => panic!("unexpected sense key {other:X}h"),
+        let name = match SenseKey::from_code(key) {
+            Some(SenseKey::AbortedCommand) => "aborted_command",
+            Some(SenseKey::Completed) => "completed",
+            Some(SenseKey::MediumError) => "medium_error",
+            other => panic!("unexpected sense key {other:?}"),
         };
         let asc_label = format!("{asc:02X}h/{ascq:02X}h");
         let labels = [
@@ -434,13 +440,28 @@ async fn cdl_outcomes_are_counted_as_the_host_saw_them() {
     // Per descriptor: Fh aborts before or during processing, Dh completes unavailable; each
     // such end is a guideline miss under that policy.
     for (dld, outcome, asc, policy) in [
-        (1, "aborted_before_processing", (0x2E, 0x01), "Fh"),
-        (1, "aborted_during_processing", (0x2E, 0x02), "Fh"),
-        (2, "completed_unavailable", (0x55, 0x0A), "Dh"),
+        (
+            1,
+            "aborted_before_processing",
+            Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING,
+            "Fh",
+        ),
+        (
+            1,
+            "aborted_during_processing",
+            Asc::COMMAND_TIMEOUT_DURING_PROCESSING,
+            "Fh",
+        ),
+        (
+            2,
+            "completed_unavailable",
+            Asc::DATA_CURRENTLY_UNAVAILABLE,
+            "Dh",
+        ),
     ] {
         let d = dld.to_string();
         let labels = [("kind", "read"), ("dld", d.as_str()), ("outcome", outcome)];
-        let n = count(&|k| k.0 == dld && (k.3, k.4) == asc);
+        let n = count(&|k| k.0 == dld && Asc(k.3, k.4) == asc);
         assert_eq!(
             delta("stint_cdl_completions_total", &labels),
             n,
@@ -452,7 +473,8 @@ async fn cdl_outcomes_are_counted_as_the_host_saw_them() {
             ("limit", "guideline"),
             ("policy", policy),
         ];
-        let ended = count(&|k| k.0 == dld && k.1 == CHECK_CONDITION && k.2 != 0x03);
+        let medium_error = SenseKey::MediumError as u8;
+        let ended = count(&|k| k.0 == dld && k.1 == CHECK_CONDITION && k.2 != medium_error);
         assert_eq!(
             delta("stint_cdl_limit_misses_total", &missed),
             ended,
@@ -529,7 +551,7 @@ async fn the_endpoint_answers_only_metrics_and_bounds_its_clients() {
     }
     let mut s = login(&server.urls[0], &[0]).await;
     let r = s
-        .scsi_command(0, &cdb10(0x28, 0, 1), &[], 512)
+        .scsi_command(0, &read(form::READ_10, rw(0, 1)), &[], 512)
         .await
         .unwrap();
     assert_eq!(r.status, 0);

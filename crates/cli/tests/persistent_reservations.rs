@@ -3,24 +3,23 @@
 //! registrations and reservation kept through a restart on a file LUN (APTPL).
 
 mod common;
+use common::cdb::{emit, read, rw, test_unit_ready, write};
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
+use scsi::command::{Command, PersistentReserveIn, PersistentReserveOut};
+use scsi::persistent_reserve::{PrInAction, PrOutAction, PrOutParameters, ReservationType};
+use scsi::{form, Asc, Sense, SenseKey, Status};
 
-const GOOD: u8 = 0x00;
-const CHECK_CONDITION: u8 = 0x02;
-const RESERVATION_CONFLICT: u8 = 0x18;
+const GOOD: u8 = Status::Good as u8;
+const CHECK_CONDITION: u8 = Status::CheckCondition as u8;
+const RESERVATION_CONFLICT: u8 = Status::ReservationConflict as u8;
 
 const HOST_A: &str = "iqn.2026-11.dev.stint:host-a";
 const HOST_B: &str = "iqn.2026-11.dev.stint:host-b";
 
-const REGISTER: u8 = 0x00;
-const RESERVE: u8 = 0x01;
-const PREEMPT: u8 = 0x04;
-const CLEAR: u8 = 0x03;
-const WRITE_EXCLUSIVE: u8 = 0x1;
-const EXCLUSIVE_ACCESS: u8 = 0x3;
-const APTPL: u8 = 0x01;
+use PrOutAction::{Clear, Preempt, Register, Reserve};
+use ReservationType::{ExclusiveAccess, WriteExclusive};
 
 struct Host {
     session: Initiator,
@@ -34,7 +33,7 @@ impl Host {
         let opts = LoginOptions::new(name, Some(&url.target));
         let mut session = Initiator::connect_portal(&url.portal, &opts).await.unwrap();
         let r = session
-            .scsi_command(url.lun, &[0; 6], &[], 0)
+            .scsi_command(url.lun, &test_unit_ready(), &[], 0)
             .await
             .unwrap();
         assert_eq!(r.status, CHECK_CONDITION);
@@ -58,21 +57,59 @@ impl Host {
         (r.status, data)
     }
 
-    /// PERSISTENT RESERVE OUT with the basic 24-byte parameter list.
-    async fn prout(&mut self, sa: u8, kind: u8, key: u64, sa_key: u64, flags: u8) -> u8 {
-        let mut list = [0u8; 24];
-        list[0..8].copy_from_slice(&key.to_be_bytes());
-        list[8..16].copy_from_slice(&sa_key.to_be_bytes());
-        list[20] = flags;
-        let cdb = [0x5F, sa, kind, 0, 0, 0, 0, 0, 24, 0];
+    /// PERSISTENT RESERVE OUT with the basic parameter list, reservation type `kind` (LU
+    /// scope).
+    async fn prout(
+        &mut self,
+        action: PrOutAction,
+        kind: Option<ReservationType>,
+        key: u64,
+        sa_key: u64,
+        aptpl: bool,
+    ) -> u8 {
+        let list = PrOutParameters {
+            reservation_key: key,
+            service_action_reservation_key: sa_key,
+            spec_i_pt: false,
+            all_tg_pt: false,
+            aptpl,
+            transport_ids: Vec::new(),
+        }
+        .encode();
+        let form = match action {
+            Register => form::PERSISTENT_RESERVE_OUT_REGISTER,
+            Reserve => form::PERSISTENT_RESERVE_OUT_RESERVE,
+            Preempt => form::PERSISTENT_RESERVE_OUT_PREEMPT,
+            Clear => form::PERSISTENT_RESERVE_OUT_CLEAR,
+            other => panic!("no form for {other:?} here"),
+        };
+        let prout = PersistentReserveOut {
+            service_action: action,
+            scope_type: kind.map_or(0, ReservationType::code),
+            parameter_list_length: list.len() as u32,
+        };
+        let cdb = emit(Command::PersistentReserveOut(prout), form);
         self.command(&cdb, &list, 0).await.0
+    }
+
+    /// PERSISTENT RESERVE IN with `action`: status and parameter data.
+    async fn prin(&mut self, action: PrInAction, allocation: u16) -> (u8, Vec<u8>) {
+        let form = match action {
+            PrInAction::ReadKeys => form::PERSISTENT_RESERVE_IN_READ_KEYS,
+            PrInAction::ReadReservation => form::PERSISTENT_RESERVE_IN_READ_RESERVATION,
+            other => panic!("no form for {other:?} here"),
+        };
+        let prin = PersistentReserveIn {
+            service_action: action,
+            allocation_length: allocation,
+        };
+        let cdb = emit(Command::PersistentReserveIn(prin), form);
+        self.command(&cdb, &[], allocation.into()).await
     }
 
     /// PRgeneration and the keys of READ KEYS.
     async fn keys(&mut self) -> (u32, Vec<u64>) {
-        let (status, d) = self
-            .command(&[0x5E, 0, 0, 0, 0, 0, 0, 0x01, 0, 0], &[], 256)
-            .await;
+        let (status, d) = self.prin(PrInAction::ReadKeys, 256).await;
         assert_eq!(status, GOOD);
         let keys = d[8..]
             .chunks(8)
@@ -82,31 +119,27 @@ impl Host {
     }
 
     /// The holder's key and the type, from READ RESERVATION.
-    async fn reservation(&mut self) -> Option<(u64, u8)> {
-        let (status, d) = self
-            .command(&[0x5E, 1, 0, 0, 0, 0, 0, 0, 24, 0], &[], 24)
-            .await;
+    async fn reservation(&mut self) -> Option<(u64, ReservationType)> {
+        let (status, d) = self.prin(PrInAction::ReadReservation, 24).await;
         assert_eq!(status, GOOD);
-        (d[7] == 16).then(|| (u64::from_be_bytes(d[8..16].try_into().unwrap()), d[21]))
+        (d[7] == 16).then(|| {
+            let key = u64::from_be_bytes(d[8..16].try_into().unwrap());
+            (key, ReservationType::from_code(d[21] & 0x0F).unwrap())
+        })
     }
 
+    /// READ(10) of block 8.
     async fn read(&mut self) -> u8 {
-        self.command(&[0x28, 0, 0, 0, 0, 8, 0, 0, 1, 0], &[], 512)
-            .await
-            .0
+        let cdb = read(form::READ_10, rw(8, 1));
+        self.command(&cdb, &[], 512).await.0
     }
 
+    /// WRITE(10) of block 8.
     async fn write(&mut self) -> u8 {
         let block = [0xA5u8; 512];
-        self.command(&[0x2A, 0, 0, 0, 0, 8, 0, 0, 1, 0], &block, 0)
-            .await
-            .0
+        let cdb = write(form::WRITE_10, rw(8, 1));
+        self.command(&cdb, &block, 0).await.0
     }
-}
-
-/// (sense key, ASC, ASCQ) of fixed-format sense data.
-fn sense(s: &[u8]) -> (u8, u8, u8) {
-    (s[2] & 0x0F, s[12], s[13])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -116,29 +149,40 @@ async fn two_initiators_register_reserve_conflict_preempt_and_keep_it_through_a_
     let server = Server::start(&["--lun", &lun], 1);
     let mut a = Host::login(&server, HOST_A).await;
     let mut b = Host::login(&server, HOST_B).await;
-    assert_eq!(a.prout(REGISTER, 0, 0, 0xA, 0).await, GOOD);
+    assert_eq!(a.prout(Register, None, 0, 0xA, false).await, GOOD);
     // APTPL from the last registration counts: B's asks to persist through power loss.
-    assert_eq!(b.prout(REGISTER, 0, 0, 0xB, APTPL).await, GOOD);
+    assert_eq!(b.prout(Register, None, 0, 0xB, true).await, GOOD);
     assert_eq!(a.keys().await, (2, vec![0xA, 0xB]));
-    assert_eq!(a.prout(RESERVE, WRITE_EXCLUSIVE, 0xA, 0, 0).await, GOOD);
-    assert_eq!(b.reservation().await, Some((0xA, WRITE_EXCLUSIVE)));
+    assert_eq!(
+        a.prout(Reserve, Some(WriteExclusive), 0xA, 0, false).await,
+        GOOD
+    );
+    assert_eq!(b.reservation().await, Some((0xA, WriteExclusive)));
     // Write Exclusive: B reads, B's write conflicts, A writes.
     assert_eq!(b.read().await, GOOD);
     assert_eq!(b.write().await, RESERVATION_CONFLICT);
     assert_eq!(a.write().await, GOOD);
     assert_eq!(
-        b.prout(RESERVE, WRITE_EXCLUSIVE, 0xB, 0, 0).await,
+        b.prout(Reserve, Some(WriteExclusive), 0xB, 0, false).await,
         RESERVATION_CONFLICT
     );
     // B preempts A's reservation as Exclusive Access: A is told, and shut out.
-    assert_eq!(b.prout(PREEMPT, EXCLUSIVE_ACCESS, 0xB, 0xA, 0).await, GOOD);
-    let (status, s) = a.command(&[0; 6], &[], 0).await;
+    assert_eq!(
+        b.prout(Preempt, Some(ExclusiveAccess), 0xB, 0xA, false)
+            .await,
+        GOOD
+    );
+    let (status, s) = a.command(&test_unit_ready(), &[], 0).await;
     assert_eq!(status, CHECK_CONDITION);
-    assert_eq!(sense(&s), (0x6, 0x2A, 0x05), "REGISTRATIONS PREEMPTED");
+    let s = Sense::parse(&s).unwrap();
+    assert_eq!(
+        (s.key, s.asc),
+        (SenseKey::UnitAttention, Asc::REGISTRATIONS_PREEMPTED)
+    );
     assert_eq!(a.read().await, RESERVATION_CONFLICT);
     assert_eq!(b.write().await, GOOD);
     assert_eq!(a.keys().await, (3, vec![0xB]));
-    assert_eq!(a.reservation().await, Some((0xB, EXCLUSIVE_ACCESS)));
+    assert_eq!(a.reservation().await, Some((0xB, ExclusiveAccess)));
     assert!(a.session.logout().await.is_ok());
     assert!(b.session.logout().await.is_ok());
     assert!(server.stop(), "stint serve stopped cleanly");
@@ -149,11 +193,11 @@ async fn two_initiators_register_reserve_conflict_preempt_and_keep_it_through_a_
     let mut a = Host::login(&server, HOST_A).await;
     let mut b = Host::login(&server, HOST_B).await;
     assert_eq!(a.keys().await, (0, vec![0xB]));
-    assert_eq!(a.reservation().await, Some((0xB, EXCLUSIVE_ACCESS)));
+    assert_eq!(a.reservation().await, Some((0xB, ExclusiveAccess)));
     assert_eq!(a.read().await, RESERVATION_CONFLICT);
     assert_eq!(b.read().await, GOOD);
     // CLEAR by the holder gives the LU back to everyone.
-    assert_eq!(b.prout(CLEAR, 0, 0xB, 0, 0).await, GOOD);
+    assert_eq!(b.prout(Clear, None, 0xB, 0, false).await, GOOD);
     assert_eq!(a.read().await, GOOD);
     assert!(a.session.logout().await.is_ok());
     assert!(b.session.logout().await.is_ok());

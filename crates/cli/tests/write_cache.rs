@@ -4,9 +4,12 @@
 //! or write them through, in wall-clock time.
 
 mod common;
+use common::cdb::{mode_select10, mode_sense10, rw, test_unit_ready, write};
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
+use scsi::command::PageControl;
+use scsi::{form, Status};
 use std::time::{Duration, Instant};
 
 const HOST: &str = "iqn.2026-11.dev.stint:test";
@@ -16,14 +19,17 @@ async fn login(server: &Server) -> (Initiator, u64) {
     let opts = LoginOptions::new(HOST, Some(&url.target));
     let mut s = Initiator::connect_portal(&url.portal, &opts).await.unwrap();
     // The power-on unit attention.
-    let r = s.scsi_command(url.lun, &[0; 6], &[], 0).await.unwrap();
-    assert_eq!(r.status, 0x02);
+    let r = s
+        .scsi_command(url.lun, &test_unit_ready(), &[], 0)
+        .await
+        .unwrap();
+    assert_eq!(r.status, Status::CheckCondition as u8);
     (s, url.lun)
 }
 
 /// The Caching mode page's current values (MODE SENSE(10), DBD).
 async fn caching_page(s: &mut Initiator, lun: u64) -> Vec<u8> {
-    let cdb = [0x5A, 0x08, 0x08, 0, 0, 0, 0, 0, 0xFF, 0];
+    let cdb = mode_sense10(PageControl::Current, scsi::mode::CACHING, 0, 255);
     let r = s.scsi_command(lun, &cdb, &[], 255).await.unwrap();
     assert_eq!(r.status, 0);
     r.data_in[8..].to_vec()
@@ -40,8 +46,7 @@ async fn select_wce(s: &mut Initiator, lun: u64, on: bool) {
     page[2] = page[2] & !0x04 | u8::from(on) << 2;
     let mut data = vec![0u8; 8];
     data.extend_from_slice(&page);
-    let mut cdb = [0x55, 0x10, 0, 0, 0, 0, 0, 0, 0, 0];
-    cdb[7..9].copy_from_slice(&(data.len() as u16).to_be_bytes());
+    let cdb = mode_select10(data.len(), false);
     let r = s.scsi_command(lun, &cdb, &data, 0).await.unwrap();
     assert_eq!(r.status, 0, "MODE SELECT WCE={on}");
 }
@@ -53,7 +58,7 @@ async fn mean_write(s: &mut Initiator, lun: u64, seed: u64) -> Duration {
     for i in 0..16u64 {
         // Spread over the 22 TB so a write through seeks and waits for the platter.
         let lba = (seed * 16 + i).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 30;
-        let cdb = scsi::encode::rw16(true, lba, 8, 0);
+        let cdb = write(form::WRITE_16, rw(lba, 8));
         let r = s.scsi_command(lun, &cdb, &data, 0).await.unwrap();
         assert_eq!(r.status, 0);
     }

@@ -8,19 +8,8 @@ use crate::Completion;
 use drive::{Drive, MediaOp, Ns};
 use qos::{Class, LimitKind, Outcome, Queue, QueueConfig, Scheduler};
 use scsi::log::{CdlDescriptorStatistics, CdlStatistics};
-use scsi::{Asc, Sense, SenseKey, Status};
 
-/// How a CDL policy Dh completion (GOOD, COMPLETED, 55h/0Ah DATA CURRENTLY UNAVAILABLE, no
-/// data) is sent. Linux's iSCSI initiator copies sense data only from a SCSI Response with
-/// CHECK CONDITION status, so the standard GOOD form reaches a Linux host as plain success.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DhCompletion {
-    /// CHECK CONDITION with the same sense: Linux maps it to -ETIME as the standard intends.
-    #[default]
-    CheckCondition,
-    /// GOOD status with sense data, as SPC-6 defines it.
-    GoodWithSense,
-}
+pub use qos::DhCompletion;
 
 /// What makes a logical unit timed or QoS-scheduled.
 pub struct DeviceQueue {
@@ -118,37 +107,13 @@ impl Scheduled {
         self.keep_latencies = true;
     }
 
-    /// The status a queue outcome other than `Good` gives a medium task (SBC-4 §4.18 for
-    /// medium errors; CDL completions as SPC-6 defines them for policies Dh, Eh and Fh).
+    /// The status a queue outcome other than `Good` gives a medium task (`qos::status`: the
+    /// one mapping the device answers with and hosts read back).
     pub(crate) fn completion(&self, outcome: Outcome, op: &MediaOp) -> Option<Completion> {
-        let aborted = |asc| Completion::check_condition(Sense::new(SenseKey::AbortedCommand, asc));
-        Some(match outcome {
-            Outcome::Good => return None,
-            Outcome::MediumError => {
-                let asc = if op.write {
-                    Asc::WRITE_ERROR
-                } else {
-                    Asc::UNRECOVERED_READ_ERROR
-                };
-                let mut sense = Sense::new(SenseKey::MediumError, asc);
-                sense.information = Some(op.lba);
-                Completion::check_condition(sense)
-            }
-            Outcome::CompletedUnavailable => {
-                let sense = Sense::new(SenseKey::Completed, Asc::DATA_CURRENTLY_UNAVAILABLE);
-                match self.dh {
-                    DhCompletion::CheckCondition => Completion::check_condition(sense),
-                    DhCompletion::GoodWithSense => Completion {
-                        status: Status::Good,
-                        sense: Some(sense),
-                    },
-                }
-            }
-            Outcome::AbortedBeforeProcessing => aborted(Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING),
-            Outcome::AbortedDuringProcessing => aborted(Asc::COMMAND_TIMEOUT_DURING_PROCESSING),
-            Outcome::AbortedErrorRecovery => {
-                aborted(Asc::COMMAND_TIMEOUT_DURING_PROCESSING_DUE_TO_ERROR_RECOVERY)
-            }
+        let (status, sense) = outcome.status(op, self.dh)?;
+        Some(Completion {
+            status,
+            sense: Some(sense),
         })
     }
 

@@ -7,6 +7,11 @@
 //! (the last argument is the size to copy in MiB, a multiple of 32).
 
 use iscsi::initiator::{Initiator, LoginOptions};
+use scsi::command::{Command, Inquiry, ReadWrite};
+use scsi::encode::Cdb;
+use scsi::form;
+use scsi::table::CommandInfo;
+use scsi::third_party_copy::{in_action, ExtendedCopy, ReceiveCopyResults};
 use std::time::Instant;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -16,38 +21,51 @@ const CHUNK: u64 = 1 << 20;
 /// Blocks per EXTENDED COPY segment and per token range: 32 MiB.
 const SEGMENT_BLOCKS: u64 = 65536;
 
-fn rw16(opcode: u8, lba: u64, blocks: u32) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = opcode;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
-    c
+fn rw(lba: u64, blocks: u32) -> ReadWrite {
+    ReadWrite {
+        lba,
+        transfer_length: blocks,
+        ..ReadWrite::default()
+    }
 }
 
-fn out_cdb(service_action: u8, list: u32, len: usize) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = 0x83;
-    c[1] = service_action;
-    c[6..10].copy_from_slice(&list.to_be_bytes());
-    c[10..14].copy_from_slice(&(len as u32).to_be_bytes());
-    c
+fn read16(lba: u64, blocks: u32) -> Result<Cdb> {
+    Ok(Command::Read(rw(lba, blocks)).emit(form::READ_16)?)
+}
+
+fn write16(lba: u64, blocks: u32) -> Result<Cdb> {
+    Ok(Command::Write(rw(lba, blocks)).emit(form::WRITE_16)?)
+}
+
+/// An 83h command in `form` with a list identifier (the token commands') and a parameter
+/// list of `len` bytes.
+fn out_cdb(form: &CommandInfo, list: u32, len: usize) -> Result<Cdb> {
+    let x = ExtendedCopy {
+        service_action: form.service_action.unwrap_or_default() as u8,
+        list_identifier: list,
+        parameter_list_length: u32::try_from(len)?,
+    };
+    Ok(Command::ExtendedCopy(x).emit(form)?)
 }
 
 async fn command(s: &mut Initiator, lun: u64, cdb: &[u8], out: &[u8], len: u32) -> Result<Vec<u8>> {
     let r = s.scsi_command(lun, cdb, out, len).await?;
     if r.status != 0 {
-        return Err(format!(
-            "{cdb:02x?}: status {:02x}, sense {:02x?}",
-            r.status, r.sense
-        )
-        .into());
+        let sense = r.parsed_sense().map(|s| s.to_string()).unwrap_or_default();
+        return Err(format!("{cdb:02x?}: status {:02x}, {sense}", r.status).into());
     }
     Ok(r.data_in)
 }
 
 /// The NAA designator (first descriptor of VPD 83h).
 async fn naa(s: &mut Initiator, lun: u64) -> Result<Vec<u8>> {
-    let page = command(s, lun, &[0x12, 1, 0x83, 0, 255, 0], &[], 255).await?;
+    let inquiry = Command::Inquiry(Inquiry {
+        evpd: true,
+        page_code: 0x83,
+        allocation_length: 255,
+    })
+    .emit(form::INQUIRY)?;
+    let page = command(s, lun, &inquiry, &[], 255).await?;
     Ok(page[8..24].to_vec())
 }
 
@@ -58,7 +76,7 @@ async fn digest(s: &mut Initiator, lun: u64, bytes: u64) -> Result<u64> {
         let data = command(
             s,
             lun,
-            &rw16(0x88, at / BLOCK, (CHUNK / BLOCK) as u32),
+            &read16(at / BLOCK, (CHUNK / BLOCK) as u32)?,
             &[],
             CHUNK as u32,
         )
@@ -76,7 +94,7 @@ async fn clear(s: &mut Initiator, bytes: u64) -> Result<()> {
         command(
             s,
             1,
-            &rw16(0x8A, at / BLOCK, (CHUNK / BLOCK) as u32),
+            &write16(at / BLOCK, (CHUNK / BLOCK) as u32)?,
             &zeros,
             0,
         )
@@ -99,7 +117,8 @@ async fn main() -> Result<()> {
     let mut s = Initiator::connect(portal.parse()?, &opts).await?;
     for lun in [0, 1] {
         // The power-on unit attention.
-        let _ = s.scsi_command(lun, &[0; 6], &[], 0).await?;
+        let tur = Command::TestUnitReady.emit(form::TEST_UNIT_READY)?;
+        let _ = s.scsi_command(lun, &tur, &[], 0).await?;
     }
     let mut fill = vec![0u8; CHUNK as usize];
     for at in (0..bytes).step_by(CHUNK as usize) {
@@ -109,7 +128,7 @@ async fn main() -> Result<()> {
         command(
             &mut s,
             0,
-            &rw16(0x8A, at / BLOCK, (CHUNK / BLOCK) as u32),
+            &write16(at / BLOCK, (CHUNK / BLOCK) as u32)?,
             &fill,
             0,
         )
@@ -129,15 +148,8 @@ async fn main() -> Result<()> {
     let t = Instant::now();
     for at in (0..bytes).step_by(CHUNK as usize) {
         let blocks = (CHUNK / BLOCK) as u32;
-        let data = command(
-            &mut s,
-            0,
-            &rw16(0x88, at / BLOCK, blocks),
-            &[],
-            CHUNK as u32,
-        )
-        .await?;
-        command(&mut s, 1, &rw16(0x8A, at / BLOCK, blocks), &data, 0).await?;
+        let data = command(&mut s, 0, &read16(at / BLOCK, blocks)?, &[], CHUNK as u32).await?;
+        command(&mut s, 1, &write16(at / BLOCK, blocks)?, &data, 0).await?;
     }
     report("host READ + WRITE", t.elapsed().as_secs_f64());
     assert_eq!(digest(&mut s, 1, bytes).await?, want);
@@ -178,7 +190,8 @@ async fn main() -> Result<()> {
             n += 1;
         }
         p[8..12].copy_from_slice(&(n * 28).to_be_bytes());
-        command(&mut s, 0, &out_cdb(0x00, 0, p.len()), &p, 0).await?;
+        let xcopy = out_cdb(form::EXTENDED_COPY_LID1, 0, p.len())?;
+        command(&mut s, 0, &xcopy, &p, 0).await?;
     }
     report("EXTENDED COPY", t.elapsed().as_secs_f64());
     assert_eq!(digest(&mut s, 1, bytes).await?, want);
@@ -198,12 +211,14 @@ async fn main() -> Result<()> {
     pt.extend_from_slice(&ranges);
     let len = (pt.len() - 2) as u16;
     pt[0..2].copy_from_slice(&len.to_be_bytes());
-    command(&mut s, 0, &out_cdb(0x10, 1, pt.len()), &pt, 0).await?;
-    let mut rrti = [0u8; 16];
-    rrti[0] = 0x84;
-    rrti[1] = 0x07;
-    rrti[2..6].copy_from_slice(&1u32.to_be_bytes());
-    rrti[10..14].copy_from_slice(&1024u32.to_be_bytes());
+    let populate = out_cdb(form::POPULATE_TOKEN, 1, pt.len())?;
+    command(&mut s, 0, &populate, &pt, 0).await?;
+    let rrti = Command::ReceiveCopyResults(ReceiveCopyResults {
+        service_action: in_action::RECEIVE_ROD_TOKEN_INFORMATION,
+        list_identifier: 1,
+        allocation_length: 1024,
+    })
+    .emit(form::RECEIVE_ROD_TOKEN_INFORMATION)?;
     let info = command(&mut s, 0, &rrti, &[], 1024).await?;
     let mut wut = vec![0u8; 536];
     wut[2] = 0x02; // DEL_TKN
@@ -212,7 +227,8 @@ async fn main() -> Result<()> {
     wut.extend_from_slice(&ranges);
     let len = (wut.len() - 2) as u16;
     wut[0..2].copy_from_slice(&len.to_be_bytes());
-    command(&mut s, 1, &out_cdb(0x11, 2, wut.len()), &wut, 0).await?;
+    let write_using_token = out_cdb(form::WRITE_USING_TOKEN, 2, wut.len())?;
+    command(&mut s, 1, &write_using_token, &wut, 0).await?;
     report("POPULATE + WRITE USING TOKEN", t.elapsed().as_secs_f64());
     assert_eq!(digest(&mut s, 1, bytes).await?, want);
     s.logout().await?;

@@ -115,6 +115,13 @@ pub struct CommandResult {
     pub residual: Residual,
 }
 
+impl CommandResult {
+    /// The sense data, parsed ([`scsi::Sense::parse`]); `None` without any, or unreadable.
+    pub fn parsed_sense(&self) -> Option<scsi::Sense> {
+        scsi::Sense::parse(&self.sense)
+    }
+}
+
 /// One logged-in session on one connection.
 pub struct Initiator {
     stream: TcpStream,

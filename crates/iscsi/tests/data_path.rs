@@ -10,6 +10,7 @@ use common::*;
 use iscsi::bhs::{Bhs, Opcode, RESERVED_TAG};
 use iscsi::pdu::{Cdb, Data, Residual, ScsiCommand};
 use iscsi::tmf::{Function, Response};
+use scsi::{Asc, SenseKey, Status};
 
 const MIB: usize = 1 << 20;
 
@@ -235,8 +236,7 @@ async fn bad_datasn_fails_the_command_not_the_session() {
             (itt, 0x02),
             "DataSN {first},{second}"
         );
-        // SenseLength, then fixed sense: ABORTED COMMAND.
-        assert_eq!(p.data[2 + 2] & 0x0F, 0x0B);
+        assert_eq!(response_sense(&p.data).key, SenseKey::AbortedCommand);
         // Nothing else arrives for that command.
         assert!(ini
             .recv_timeout(Duration::from_millis(100))
@@ -284,7 +284,7 @@ async fn a_flood_of_immediate_writes_meets_task_set_full() {
         match p.bhs.opcode() {
             Some(Opcode::ReadyToTransfer) => r2ts += 1,
             // Status byte 3: TASK SET FULL (28h), no sense.
-            Some(Opcode::ScsiResponse) if p.bhs.0[3] == 0x28 => full += 1,
+            Some(Opcode::ScsiResponse) if p.bhs.0[3] == Status::TaskSetFull as u8 => full += 1,
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -309,9 +309,11 @@ async fn a_duplicate_task_tag_is_an_overlapped_command() {
     let p = ini.recv().await.unwrap();
     assert_eq!(p.bhs.opcode(), Some(Opcode::ScsiResponse));
     assert_eq!((p.bhs.itt(), p.bhs.0[3]), (itt, 0x02));
-    // SenseLength, then fixed sense: ABORTED COMMAND, 4Eh/00h.
-    assert_eq!(p.data[2 + 2] & 0x0F, 0x0B);
-    assert_eq!((p.data[2 + 12], p.data[2 + 13]), (0x4E, 0x00));
+    let sense = response_sense(&p.data);
+    assert_eq!(
+        (sense.key, sense.asc),
+        (SenseKey::AbortedCommand, Asc::OVERLAPPED_COMMANDS_ATTEMPTED)
+    );
     // The first write still takes its data and completes.
     let d = Data {
         final_bit: true,
@@ -607,9 +609,9 @@ async fn ordered_task_waits_for_older_tasks_head_of_queue_does_not() {
     let r = command(&mut ini, 2, 2, &read10(0, 2), 1024, 0);
     ini.send(&r, &[]).await.unwrap();
     // A SIMPLE command behind the ORDERED one waits too; HEAD OF QUEUE runs at once.
-    let simple = command(&mut ini, 3, 1, &[0; 6], 0, 0);
+    let simple = command(&mut ini, 3, 1, &test_unit_ready(), 0, 0);
     ini.send(&simple, &[]).await.unwrap();
-    let hoq = command(&mut ini, 4, 3, &[0; 6], 0, 0);
+    let hoq = command(&mut ini, 4, 3, &test_unit_ready(), 0, 0);
     ini.send(&hoq, &[]).await.unwrap();
     let first = ini.recv().await.unwrap();
     assert_eq!(

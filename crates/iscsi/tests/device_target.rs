@@ -6,17 +6,30 @@ use std::sync::Arc;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::pdu::Residual;
 use iscsi::TargetNode;
+use scsi::command::{Command, ReadWrite};
+use scsi::encode::Cdb;
+use scsi::{form, Asc, SenseKey, Status};
 use tokio::sync::oneshot;
 
 const TARGET: &str = "iqn.2026-01.org.stint:device";
 const BLOCKS: u64 = 4096;
 
-fn rw16(opcode: u8, lba: u64, blocks: u32) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = opcode;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&blocks.to_be_bytes());
-    c
+fn rw(lba: u64, blocks: u32) -> ReadWrite {
+    ReadWrite {
+        lba,
+        transfer_length: blocks,
+        ..ReadWrite::default()
+    }
+}
+
+fn read16(lba: u64, blocks: u32) -> Cdb {
+    Command::Read(rw(lba, blocks)).emit(form::READ_16).unwrap()
+}
+
+fn write16(lba: u64, blocks: u32) -> Cdb {
+    Command::Write(rw(lba, blocks))
+        .emit(form::WRITE_16)
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -48,15 +61,16 @@ async fn pattern_written_in_one_session_reads_back_in_another() {
     .await
     .unwrap();
     // A fresh LU reports a unit attention (power on) first; clear it.
-    let _ = writer.scsi_command(0, &[0; 6], &[], 0).await.unwrap();
+    let tur = Command::TestUnitReady.emit(form::TEST_UNIT_READY).unwrap();
+    let _ = writer.scsi_command(0, &tur, &[], 0).await.unwrap();
     let data: Vec<u8> = (0..1024 * 1024u32)
         .map(|i| (i * 7 + i / 512) as u8)
         .collect();
     let w = writer
-        .scsi_command(0, &rw16(0x8A, 100, 2048), &data, 0)
+        .scsi_command(0, &write16(100, 2048), &data, 0)
         .await
         .unwrap();
-    assert_eq!(w.status, 0, "sense {:02x?}", w.sense);
+    assert_eq!(w.status, Status::Good as u8, "{:?}", w.parsed_sense());
 
     let mut reader = Initiator::connect(
         addr,
@@ -64,23 +78,23 @@ async fn pattern_written_in_one_session_reads_back_in_another() {
     )
     .await
     .unwrap();
-    let _ = reader.scsi_command(0, &[0; 6], &[], 0).await.unwrap();
+    let _ = reader.scsi_command(0, &tur, &[], 0).await.unwrap();
     // Beyond the end: CHECK CONDITION, ILLEGAL REQUEST, LBA OUT OF RANGE.
     let r = reader
-        .scsi_command(0, &rw16(0x88, BLOCKS, 1), &[], 512)
+        .scsi_command(0, &read16(BLOCKS, 1), &[], 512)
         .await
         .unwrap();
-    assert_eq!(r.status, 0x02);
-    let (key, asc) = match r.sense.first() {
-        Some(0x70 | 0x71) => (r.sense[2] & 0x0F, r.sense[12]),
-        _ => (r.sense[1] & 0x0F, r.sense[2]),
-    };
-    assert_eq!((key, asc), (0x05, 0x21));
+    assert_eq!(r.status, Status::CheckCondition as u8);
+    let sense = r.parsed_sense().unwrap();
+    assert_eq!(
+        (sense.key, sense.asc),
+        (SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE)
+    );
     let r = reader
-        .scsi_command(0, &rw16(0x88, 100, 2048), &[], data.len() as u32)
+        .scsi_command(0, &read16(100, 2048), &[], data.len() as u32)
         .await
         .unwrap();
-    assert_eq!((r.status, r.residual), (0, Residual::None));
+    assert_eq!((r.status, r.residual), (Status::Good as u8, Residual::None));
     assert!(r.data_in == data);
     writer.logout().await.unwrap();
     reader.logout().await.unwrap();

@@ -156,7 +156,7 @@ async fn out_of_window_commands_are_ignored_and_the_session_survives() {
     let server = Server::start().await;
     let mut ini = server.login().await;
     let (cmdsn, max_cmdsn) = ini.cmdsn();
-    let tur = [0u8; 6];
+    let tur = common::test_unit_ready();
     // Too high, then too low: no answer, no disconnect.
     ini.send_command_with_cmdsn(0, &tur, 0, max_cmdsn.wrapping_add(1))
         .await

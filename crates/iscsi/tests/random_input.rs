@@ -7,6 +7,8 @@ use iscsi::bhs::{Bhs, Opcode};
 use iscsi::output::Output;
 use iscsi::pdu::{self, FrameLimits};
 use iscsi::{text, Connection, Portal, TargetNode};
+use scsi::command::{Command, ReadWrite};
+use scsi::form;
 
 struct XorShift(u64);
 
@@ -156,6 +158,12 @@ async fn initiator_survives_a_garbage_target() {
             let _ = s.shutdown().await;
         }
     });
+    let eight = ReadWrite {
+        transfer_length: 8,
+        ..ReadWrite::default()
+    };
+    let read = Command::Read(eight).emit(form::READ_10).unwrap();
+    let write = Command::Write(eight).emit(form::WRITE_10).unwrap();
     let mut logged_in = 0;
     for _ in 1..40u64 {
         let mut opts = LoginOptions::new("iqn.fuzz", Some("iqn.garbage"));
@@ -164,13 +172,9 @@ async fn initiator_survives_a_garbage_target() {
             continue;
         };
         logged_in += 1;
-        let _ = ini
-            .scsi_command(0, &[0x28, 0, 0, 0, 0, 0, 0, 0, 8, 0], &[], 4096)
-            .await;
+        let _ = ini.scsi_command(0, &read, &[], 4096).await;
         let _ = ini.nop(b"x").await;
-        let _ = ini
-            .scsi_command(0, &[0x2A, 0, 0, 0, 0, 0, 0, 0, 8, 0], &[7; 4096], 0)
-            .await;
+        let _ = ini.scsi_command(0, &write, &[7; 4096], 0).await;
     }
     target.await.unwrap();
     // The garbage really reached the full feature phase decoders.

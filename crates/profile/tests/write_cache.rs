@@ -5,6 +5,8 @@ use device::{
     Arrival, Backing, Completion, DhCompletion, Kept, LuConfig, Nexus, Step, TaskAttribute,
 };
 use profile::{DeviceParts, DeviceSpec, QueueSpec};
+use scsi::command::{Command, ModeSense, PageControl};
+use scsi::form;
 
 /// WCE in the current Caching page of the logical unit built from `[drive]` `write_cache`.
 fn wce_of(write_cache: Option<bool>) -> bool {
@@ -58,8 +60,20 @@ fn wce_of(write_cache: Option<bool>) -> bool {
             other => panic!("{other:?}"),
         }
     };
-    let _power_on = sense(&[0; 6]);
-    let (c, data) = sense(&[0x5A, 0x08, 0x08, 0, 0, 0, 0, 0, 0xFF, 0]);
+    let tur = Command::TestUnitReady.emit(form::TEST_UNIT_READY).unwrap();
+    let _power_on = sense(&tur);
+    let caching = Command::ModeSense(ModeSense {
+        ten: true,
+        dbd: true,
+        llbaa: false,
+        pc: PageControl::Current,
+        page_code: scsi::mode::CACHING,
+        subpage_code: 0,
+        allocation_length: 255,
+    })
+    .emit(form::MODE_SENSE_10)
+    .unwrap();
+    let (c, data) = sense(&caching);
     assert_eq!(c, Completion::GOOD);
     data[8 + 2] & 0x04 != 0
 }

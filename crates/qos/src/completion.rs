@@ -1,4 +1,5 @@
-//! What the queue reports when a command leaves it (SPC-6 command duration limit policies).
+//! What the queue reports when a command leaves it (SPC-6 command duration limit policies);
+//! status.rs says it in SCSI status and sense.
 
 use crate::cdl::{LimitKind, Policy};
 use drive::Ns;
@@ -18,7 +19,7 @@ pub enum Outcome {
     /// Policy Eh (active limit): ABORTED COMMAND, 2Eh/03h.
     AbortedErrorRecovery,
     /// The drive's error recovery failed: MEDIUM ERROR (SBC-4: 11h/00h UNRECOVERED READ ERROR
-    /// for reads; the device picks the exact ASC).
+    /// for reads, 0Ch/00h WRITE ERROR for writes).
     MediumError,
 }
 
@@ -42,38 +43,6 @@ impl Outcome {
             Self::AbortedErrorRecovery => 4,
             Self::MediumError => 5,
         }
-    }
-
-    /// (sense key, ASC, ASCQ) for a duration-limit outcome (SPC-6 CDL policies); `None` for
-    /// `Good` and `MediumError` (the latter's sense depends on the command).
-    pub fn cdl_sense(self) -> Option<(u8, u8, u8)> {
-        match self {
-            Self::Good | Self::MediumError => None,
-            Self::CompletedUnavailable => Some((0x0F, 0x55, 0x0A)),
-            Self::AbortedBeforeProcessing => Some((0x0B, 0x2E, 0x01)),
-            Self::AbortedDuringProcessing => Some((0x0B, 0x2E, 0x02)),
-            Self::AbortedErrorRecovery => Some((0x0B, 0x2E, 0x03)),
-        }
-    }
-
-    /// The outcome a host reads from a command's status and sense (sense key, ASC, ASCQ):
-    /// the CDL completions by their sense (the inverse of [`Self::cdl_sense`]), GOOD without
-    /// sense as `Good`, anything else as `MediumError`.
-    pub fn from_status(good: bool, sense: Option<(u8, u8, u8)>) -> Self {
-        match sense {
-            None if good => Self::Good,
-            Some(s) => Self::ALL
-                .into_iter()
-                .find(|o| o.cdl_sense() == Some(s))
-                .unwrap_or(Self::MediumError),
-            None => Self::MediumError,
-        }
-    }
-
-    /// Whether no data was transferred because a duration limit ended the command (the host
-    /// sees -ETIME).
-    pub fn is_duration_limit(self) -> bool {
-        self.cdl_sense().is_some()
     }
 
     /// Aborted by policy Eh or Fh.
@@ -141,28 +110,5 @@ impl Completion {
     /// Latency as the host sees it: status time minus submission.
     pub fn latency(&self) -> Ns {
         self.at.saturating_sub(self.submitted_at)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_host_decodes_what_the_device_encoded() {
-        for o in Outcome::ALL {
-            let decoded = Outcome::from_status(o == Outcome::Good, o.cdl_sense());
-            assert_eq!(decoded, o, "{o:?}");
-        }
-        // Dh's GOOD-with-sense form is still unavailable data.
-        assert_eq!(
-            Outcome::from_status(true, Some((0x0F, 0x55, 0x0A))),
-            Outcome::CompletedUnavailable
-        );
-        assert_eq!(
-            Outcome::from_status(false, Some((0x03, 0x11, 0x00))),
-            Outcome::MediumError
-        );
-        assert_eq!(Outcome::from_status(false, None), Outcome::MediumError);
     }
 }

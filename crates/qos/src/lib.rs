@@ -65,6 +65,7 @@ pub mod deadline;
 pub mod order;
 pub mod queue;
 pub mod stats;
+pub mod status;
 
 pub use admission::Admission;
 pub use arbitration::Arbitration;
@@ -79,3 +80,4 @@ pub use deadline::{DeadlineAware, DeadlineAwareConfig};
 pub use drive::{MediaOp, Ns};
 pub use queue::{Command, Queue, Scheduler, SubmitError};
 pub use stats::{Counters, LimitMisses, OutcomeCounts, Stats};
+pub use status::DhCompletion;

@@ -4,9 +4,26 @@
 mod common;
 
 use common::*;
-use qos::{CdlDescriptor, Completion, LimitKind, Misses, Outcome, Policy, QueueConfig, T2CdlUnits};
+use qos::{
+    CdlDescriptor, Completion, DhCompletion, LimitKind, MediaOp, Misses, Outcome, Policy,
+    QueueConfig, T2CdlUnits,
+};
+use scsi::{Asc, SenseKey};
 
 type Limit = Option<(u64, Policy)>;
+
+/// The sense key and ASC a read that ended so is answered with.
+fn sense_of(outcome: Outcome) -> Option<(SenseKey, Asc)> {
+    let op = MediaOp {
+        lba: 0,
+        blocks: 1,
+        write: false,
+        fua: false,
+    };
+    outcome
+        .status(&op, DhCompletion::default())
+        .map(|(_, s)| (s.key, s.asc))
+}
 
 /// A descriptor in 1 µs units with limits given in ms.
 fn desc(inactive: Limit, active: Limit, guideline: Limit) -> CdlDescriptor {
@@ -107,7 +124,10 @@ fn inactive_fh_aborts_before_processing() {
     let b = by_id(&done, 2);
     assert_eq!(b.outcome, Outcome::AbortedBeforeProcessing);
     assert_eq!((b.started_at, b.at), (None, 5 * MS));
-    assert_eq!(b.outcome.cdl_sense(), Some((0x0B, 0x2E, 0x01)));
+    assert_eq!(
+        sense_of(b.outcome),
+        Some((SenseKey::AbortedCommand, Asc(0x2E, 0x01)))
+    );
 }
 
 #[test]
@@ -211,7 +231,10 @@ fn active_eh_aborts_with_error_recovery_ascq() {
     let done = slow_active(desc(None, Some((30, Policy::AbortRecovery)), None));
     let b = by_id(&done, 2);
     assert_eq!((b.outcome, b.at), (Outcome::AbortedErrorRecovery, 30 * MS));
-    assert_eq!(b.outcome.cdl_sense(), Some((0x0B, 0x2E, 0x03)));
+    assert_eq!(
+        sense_of(b.outcome),
+        Some((SenseKey::AbortedCommand, Asc(0x2E, 0x03)))
+    );
     assert_eq!(by_id(&done, 3).at, 40 * MS);
 }
 
@@ -223,7 +246,10 @@ fn active_fh_aborts_during_processing() {
         (b.outcome, b.started_at, b.at),
         (Outcome::AbortedDuringProcessing, Some(0), 30 * MS)
     );
-    assert_eq!(b.outcome.cdl_sense(), Some((0x0B, 0x2E, 0x02)));
+    assert_eq!(
+        sense_of(b.outcome),
+        Some((SenseKey::AbortedCommand, Asc(0x2E, 0x02)))
+    );
 }
 
 #[test]

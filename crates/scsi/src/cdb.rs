@@ -44,6 +44,38 @@ pub(crate) fn bit(b: &[u8], i: usize, n: u8) -> bool {
     u8_at(b, i) & (1 << n) != 0
 }
 
+/// The writers the encoders use. They write into the form's whole CDB, so a field is always
+/// inside it; a field past the end is dropped rather than a panic.
+fn put<const N: usize>(b: &mut [u8], i: usize, v: [u8; N]) {
+    if let Some(at) = b.get_mut(i..i + N) {
+        at.copy_from_slice(&v);
+    }
+}
+
+/// ORs `v` into byte `i`: a byte may hold several fields (and byte 1 the service action).
+pub(crate) fn or8(b: &mut [u8], i: usize, v: u8) {
+    if let Some(at) = b.get_mut(i) {
+        *at |= v;
+    }
+}
+
+pub(crate) fn put16(b: &mut [u8], i: usize, v: u16) {
+    put(b, i, v.to_be_bytes());
+}
+
+pub(crate) fn put32(b: &mut [u8], i: usize, v: u32) {
+    put(b, i, v.to_be_bytes());
+}
+
+pub(crate) fn put64(b: &mut [u8], i: usize, v: u64) {
+    put(b, i, v.to_be_bytes());
+}
+
+/// Sets bit `n` of byte `i` when `on` (the CDB starts zeroed).
+pub(crate) fn set_bit(b: &mut [u8], i: usize, n: u8, on: bool) {
+    or8(b, i, u8::from(on) << n);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,9 @@ use crate::third_party_copy::out_action::COPY_OPERATION_ABORT;
 use crate::third_party_copy::{ExtendedCopy, ReceiveCopyResults};
 
 /// READ/WRITE (6)/(10)/(12)/(16)/(32) (SBC-4 §5.12–5.16, §5.39–5.43). A READ(6)/WRITE(6)
-/// transfer length of 0 is already turned into 256.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// transfer length of 0 is already turned into 256. The default is block 0, no blocks, no
+/// flags, no DLD: `ReadWrite { lba, transfer_length, ..ReadWrite::default() }`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadWrite {
     pub lba: u64,
     pub transfer_length: u32,

@@ -1,5 +1,6 @@
-//! T10 vocabulary for a block device: CDB decoding to typed commands, status, sense data,
-//! VPD and mode pages, and the command table. Pure: no I/O, no clocks.
+//! T10 vocabulary for a block device: CDB decoding to typed commands and encoding back
+//! ([`Command::emit`] in a [`form`]), status, sense data both ways, VPD and mode pages, and the
+//! command table. Pure: no I/O, no clocks.
 
 pub mod alua;
 mod cdb;
@@ -7,6 +8,7 @@ pub mod cdl;
 pub mod command;
 mod decode;
 pub mod encode;
+pub mod form;
 pub mod inquiry;
 pub mod log;
 pub mod mode;

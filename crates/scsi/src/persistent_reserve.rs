@@ -90,6 +90,18 @@ pub enum PrInAction {
     ReadFullStatus,
 }
 
+impl PrInAction {
+    /// The SERVICE ACTION code (SPC-4 §6.15.1).
+    pub fn code(self) -> u8 {
+        match self {
+            Self::ReadKeys => 0x00,
+            Self::ReadReservation => 0x01,
+            Self::ReportCapabilities => 0x02,
+            Self::ReadFullStatus => 0x03,
+        }
+    }
+}
+
 /// PERSISTENT RESERVE OUT service actions (SPC-4 table 213); REPLACE LOST RESERVATION is not
 /// supported (RLR_C = 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +117,20 @@ pub enum PrOutAction {
 }
 
 impl PrOutAction {
+    /// The SERVICE ACTION code (SPC-4 table 213).
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Register => 0x00,
+            Self::Reserve => 0x01,
+            Self::Release => 0x02,
+            Self::Clear => 0x03,
+            Self::Preempt => 0x04,
+            Self::PreemptAndAbort => 0x05,
+            Self::RegisterAndIgnoreExistingKey => 0x06,
+            Self::RegisterAndMove => 0x07,
+        }
+    }
+
     /// Whether a successful command increments PRgeneration (SPC-4 table 213).
     pub fn increments_generation(self) -> bool {
         !matches!(self, Self::Reserve | Self::Release)
@@ -182,6 +208,27 @@ impl PrOutParameters {
             aptpl: bit(list, 20, 0),
             transport_ids,
         })
+    }
+
+    /// The parameter list a host sends (SPC-4 tables 214, 215): the basic 24 bytes, and with
+    /// SPEC_I_PT the TransportIDs after their length. The inverse of [`Self::decode`] but
+    /// for each TransportID's `at`, which the list's layout gives.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut list = Vec::with_capacity(BASIC_PARAMETER_LIST);
+        list.extend_from_slice(&self.reservation_key.to_be_bytes());
+        list.extend_from_slice(&self.service_action_reservation_key.to_be_bytes());
+        list.extend_from_slice(&[0; 4]);
+        let flags = u8::from(self.spec_i_pt) << 3 | u8::from(self.all_tg_pt) << 2;
+        list.extend_from_slice(&[flags | u8::from(self.aptpl), 0, 0, 0]);
+        if self.spec_i_pt {
+            list.extend_from_slice(&[0; 4]);
+            for id in &self.transport_ids {
+                encode_transport_id(&id.initiator_port, &mut list);
+            }
+            let length = (list.len() - TRANSPORT_IDS_AT) as u32;
+            list[BASIC_PARAMETER_LIST..TRANSPORT_IDS_AT].copy_from_slice(&length.to_be_bytes());
+        }
+        list
     }
 }
 
@@ -499,6 +546,31 @@ mod tests {
         let mut cut = list.clone();
         cut[27] -= 4;
         assert!(PrOutParameters::decode(&cut).is_err());
+    }
+
+    #[test]
+    fn a_host_encodes_what_the_device_decodes() {
+        let mut p = PrOutParameters {
+            reservation_key: 0x1122,
+            service_action_reservation_key: 0x3344,
+            spec_i_pt: false,
+            all_tg_pt: true,
+            aptpl: true,
+            transport_ids: Vec::new(),
+        };
+        assert_eq!(p.encode(), basic(0x1122, 0x3344, 0x05));
+        assert_eq!(PrOutParameters::decode(&p.encode()), Ok(p.clone()));
+        p.spec_i_pt = true;
+        p.transport_ids = [
+            (28, "iqn.2026-11.dev.stint:a"),
+            (76, "iqn.2026-11.dev.stint:b"),
+        ]
+        .map(|(at, name)| TransportId {
+            at,
+            initiator_port: format!("{name},i,0x000000000001"),
+        })
+        .to_vec();
+        assert_eq!(PrOutParameters::decode(&p.encode()), Ok(p));
     }
 
     #[test]

@@ -26,6 +26,16 @@ impl SanitizeAction {
             _ => None,
         }
     }
+
+    /// The SERVICE ACTION code: the inverse of [`SanitizeAction::of`].
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Overwrite => 0x01,
+            Self::BlockErase => 0x02,
+            Self::CryptographicErase => 0x03,
+            Self::ExitFailureMode => 0x1F,
+        }
+    }
 }
 
 /// The OVERWRITE parameter list (SBC-4 table 105), checked against the logical block length.

@@ -7,6 +7,7 @@ use crate::cdb::{be16, u8_at};
 use crate::cdl::CdlPageKind::{self, T2A, T2B};
 use crate::command::Command;
 use crate::decode as d;
+use crate::encode::{self as e, Encoded};
 use crate::sense::Sense;
 use crate::third_party_copy as tpc;
 use ReservationAccess::{Allowed, OwnRules, Read, Unrestricted, Write};
@@ -149,6 +150,9 @@ pub struct CommandInfo {
     pub nominal_timeout: u32,
     pub recommended_timeout: u32,
     pub decode: fn(&[u8]) -> Result<Command, Sense>,
+    /// The inverse of `decode`: writes a command's fields into a CDB that holds the
+    /// operation code and service action ([`Command::emit`]).
+    pub(crate) encode: fn(&Command, &mut [u8]) -> Encoded,
 }
 
 impl CommandInfo {
@@ -262,7 +266,8 @@ impl ServiceActionField {
 
 const NACA: u8 = 0x04;
 
-/// A command as [`ENTRIES`] writes it: [`Entry::new`] names the command and its decoder, and
+/// A command as [`ENTRIES`] writes it: [`Entry::new`] names the command, its decoder and its
+/// encoder, and
 /// each further call sets one field of its [`CommandInfo`]. What an entry does not set is
 /// absent: no data phase, no service action, no protection field, no CDL page, supported by
 /// every logical unit, and [`Flags::derived`] for its flags. The CDB usage data, the
@@ -271,6 +276,7 @@ const NACA: u8 = 0x04;
 struct Entry {
     name: &'static str,
     decode: fn(&[u8]) -> Result<Command, Sense>,
+    encode: fn(&Command, &mut [u8]) -> Encoded,
     usage: &'static [u8],
     service_action: Option<u16>,
     direction: Direction,
@@ -283,10 +289,15 @@ struct Entry {
 }
 
 impl Entry {
-    const fn new(name: &'static str, decode: fn(&[u8]) -> Result<Command, Sense>) -> Entry {
+    const fn new(
+        name: &'static str,
+        decode: fn(&[u8]) -> Result<Command, Sense>,
+        encode: fn(&Command, &mut [u8]) -> Encoded,
+    ) -> Entry {
         Entry {
             name,
             decode,
+            encode,
             usage: &[],
             service_action: None,
             direction: Direction::None,
@@ -398,6 +409,7 @@ impl Entry {
             nominal_timeout: timeout,
             recommended_timeout: timeout * 2,
             decode: self.decode,
+            encode: self.encode,
         }
     }
 }
@@ -418,165 +430,182 @@ const F: u8 = 0xFF;
 /// Every supported command, sorted by opcode then service action (the RSOC all-commands order).
 pub static COMMANDS: &[CommandInfo] = &TABLE;
 
-const TABLE: [CommandInfo; ENTRIES.len()] = build(ENTRIES);
+pub(crate) const TABLE: [CommandInfo; ENTRIES.len()] = build(ENTRIES);
 
 /// The table as written: one entry per operation code and service action, in that order.
 const ENTRIES: &[Entry] = &[
-    Entry::new("TEST UNIT READY", d::test_unit_ready)
+    Entry::new("TEST UNIT READY", d::test_unit_ready, e::test_unit_ready)
         .cdb(&[0x00, 0, 0, 0, 0, NACA])
         .reservation_access(Allowed)
         .flags(Flags::READY)
         .timeout(1),
-    Entry::new("REQUEST SENSE", d::request_sense)
+    Entry::new("REQUEST SENSE", d::request_sense, e::request_sense)
         .cdb(&[0x03, 0x01, 0, 0, F, NACA])
         .data_in()
         .reservation_access(Unrestricted)
         .timeout(1),
     // FMTPINFO needs protection information (PROTECT = 0), so it is outside the mask.
-    Entry::new("FORMAT UNIT", d::format_unit)
+    Entry::new("FORMAT UNIT", d::format_unit, e::format_unit)
         .cdb(&[0x04, 0x3F, 0, 0, 0, NACA])
         .data_out()
         .reservation_access(Write)
         .flags(Flags::READY.union(Flags::WRITES))
         .timeout(60),
-    Entry::new("READ(6)", d::read6)
+    Entry::new("READ(6)", d::read6, e::read6)
         .cdb(&[0x08, 0x1F, F, F, F, NACA])
         .data_in()
         .reservation_access(Read)
         .timeout(30),
-    Entry::new("WRITE(6)", d::write6)
+    Entry::new("WRITE(6)", d::write6, e::write6)
         .cdb(&[0x0A, 0x1F, F, F, F, NACA])
         .data_out()
         .reservation_access(Write)
         .timeout(30),
-    Entry::new("INQUIRY", d::inquiry)
+    Entry::new("INQUIRY", d::inquiry, e::inquiry)
         .cdb(&[0x12, 0x01, F, F, F, NACA])
         .data_in()
         .reservation_access(Unrestricted)
         .timeout(1),
-    Entry::new("MODE SELECT(6)", d::mode_select6)
+    Entry::new("MODE SELECT(6)", d::mode_select6, e::mode_select6)
         .cdb(&[0x15, 0x11, 0, 0, F, NACA])
         .data_out()
         .reservation_access(Write)
         .flags(Flags::STANDBY)
         .timeout(1),
-    Entry::new("RESERVE(6)", d::reserve)
+    Entry::new("RESERVE(6)", d::reserve, e::reserve)
         .cdb(&[0x16, 0, 0, 0, 0, NACA])
         .reservation_access(OwnRules)
         .timeout(1),
-    Entry::new("RELEASE(6)", d::release)
+    Entry::new("RELEASE(6)", d::release, e::release)
         .cdb(&[0x17, 0, 0, 0, 0, NACA])
         .reservation_access(OwnRules)
         .timeout(1),
-    Entry::new("MODE SENSE(6)", d::mode_sense6)
+    Entry::new("MODE SENSE(6)", d::mode_sense6, e::mode_sense6)
         .cdb(&[0x1A, 0x08, F, F, F, NACA])
         .data_in()
         .reservation_access(Read)
         .flags(Flags::STANDBY)
         .timeout(1),
-    Entry::new("START STOP UNIT", d::start_stop_unit)
+    Entry::new("START STOP UNIT", d::start_stop_unit, e::start_stop_unit)
         .cdb(&[0x1B, 0x01, 0, 0x0F, 0xF7, NACA])
         .reservation_access(START_STOP_UNIT)
         .timeout(30),
     Entry::new(
         "PREVENT ALLOW MEDIUM REMOVAL",
         d::prevent_allow_medium_removal,
+        e::prevent_allow_medium_removal,
     )
     .cdb(&[0x1E, 0, 0, 0, 0x01, NACA])
     .reservation_access(PREVENT_ALLOW)
     .timeout(1),
-    Entry::new("READ CAPACITY(10)", d::read_capacity_10)
-        .cdb(&[0x25, 0, F, F, F, F, 0, 0, 0x01, NACA])
-        .data_in()
-        .reservation_access(Allowed)
-        .flags(Flags::MEDIUM)
-        .timeout(1),
-    Entry::new("READ(10)", d::read10)
+    Entry::new(
+        "READ CAPACITY(10)",
+        d::read_capacity_10,
+        e::read_capacity_10,
+    )
+    .cdb(&[0x25, 0, F, F, F, F, 0, 0, 0x01, NACA])
+    .data_in()
+    .reservation_access(Allowed)
+    .flags(Flags::MEDIUM)
+    .timeout(1),
+    Entry::new("READ(10)", d::read10, e::read10)
         .cdb(&[0x28, 0x1E, F, F, F, F, 0x3F, F, F, NACA])
         .data_in()
         .reservation_access(Read)
         .protect_field()
         .timeout(30),
-    Entry::new("WRITE(10)", d::write10)
+    Entry::new("WRITE(10)", d::write10, e::write10)
         .cdb(&[0x2A, 0x1A, F, F, F, F, 0x3F, F, F, NACA])
         .data_out()
         .reservation_access(Write)
         .protect_field()
         .timeout(30),
-    Entry::new("WRITE AND VERIFY(10)", d::write_and_verify10)
-        .cdb(&[0x2E, 0x12, F, F, F, F, 0x3F, F, F, NACA])
-        .data_out()
-        .reservation_access(Write)
-        .protect_field()
-        .timeout(30),
-    Entry::new("VERIFY(10)", d::verify10)
+    Entry::new(
+        "WRITE AND VERIFY(10)",
+        d::write_and_verify10,
+        e::write_and_verify10,
+    )
+    .cdb(&[0x2E, 0x12, F, F, F, F, 0x3F, F, F, NACA])
+    .data_out()
+    .reservation_access(Write)
+    .protect_field()
+    .timeout(30),
+    Entry::new("VERIFY(10)", d::verify10, e::verify10)
         .cdb(&[0x2F, 0x16, F, F, F, F, 0x3F, F, F, NACA])
         .data_out()
         .reservation_access(Read)
         .protect_field()
         .timeout(30),
-    Entry::new("PRE-FETCH(10)", d::pre_fetch10)
+    Entry::new("PRE-FETCH(10)", d::pre_fetch10, e::pre_fetch10)
         .cdb(&[0x34, 0x02, F, F, F, F, 0x3F, F, F, NACA])
         .reservation_access(Read)
         .flags(Flags::READY)
         .timeout(30),
-    Entry::new("SYNCHRONIZE CACHE(10)", d::synchronize_cache10)
-        .cdb(&[0x35, 0x06, F, F, F, F, 0x3F, F, F, NACA])
-        .reservation_access(Write)
-        .flags(Flags::READY)
-        .timeout(60),
-    Entry::new("READ DEFECT DATA(10)", d::read_defect_data10)
-        .cdb(&[0x37, 0, 0x1F, 0, 0, 0, 0, F, F, NACA])
-        .data_in()
-        .reservation_access(Read)
-        .timeout(1),
-    Entry::new("READ LONG(10)", d::read_long10)
+    Entry::new(
+        "SYNCHRONIZE CACHE(10)",
+        d::synchronize_cache10,
+        e::synchronize_cache10,
+    )
+    .cdb(&[0x35, 0x06, F, F, F, F, 0x3F, F, F, NACA])
+    .reservation_access(Write)
+    .flags(Flags::READY)
+    .timeout(60),
+    Entry::new(
+        "READ DEFECT DATA(10)",
+        d::read_defect_data10,
+        e::read_defect_data10,
+    )
+    .cdb(&[0x37, 0, 0x1F, 0, 0, 0, 0, F, F, NACA])
+    .data_in()
+    .reservation_access(Read)
+    .timeout(1),
+    Entry::new("READ LONG(10)", d::read_long10, e::read_long10)
         .cdb(&[0x3E, 0x02, F, F, F, F, 0, F, F, NACA])
         .data_in()
         .reservation_access(Read)
         .flags(Flags::READY)
         .timeout(30),
-    Entry::new("WRITE LONG(10)", d::write_long10)
+    Entry::new("WRITE LONG(10)", d::write_long10, e::write_long10)
         .cdb(&[0x3F, 0x40, F, F, F, F, 0, F, F, NACA])
         .data_out()
         .reservation_access(Write)
         .flags(Flags::READY.union(Flags::WRITES))
         .timeout(30),
-    Entry::new("WRITE SAME(10)", d::write_same10)
+    Entry::new("WRITE SAME(10)", d::write_same10, e::write_same10)
         .cdb(&[0x41, 0x08, F, F, F, F, 0x3F, F, F, NACA])
         .data_out()
         .reservation_access(Write)
         .protect_field()
         .timeout(60),
-    Entry::new("UNMAP", d::unmap)
+    Entry::new("UNMAP", d::unmap, e::unmap)
         .cdb(&[0x42, 0, 0, 0, 0, 0, 0x3F, F, F, NACA])
         .data_out()
         .reservation_access(Write)
         .thin_provisioning()
         .flags(Flags::READY.union(Flags::WRITES))
         .timeout(60),
-    Entry::new("SANITIZE (OVERWRITE)", d::sanitize)
+    Entry::new("SANITIZE (OVERWRITE)", d::sanitize, e::sanitize)
         .cdb(&[0x48, 0xA1, 0, 0, 0, 0, 0, F, F, NACA])
         .service_action(0x01)
         .data_out()
         .reservation_access(Write)
         .flags(Flags::READY.union(Flags::WRITES))
         .timeout(60),
-    Entry::new("SANITIZE (BLOCK ERASE)", d::sanitize)
+    Entry::new("SANITIZE (BLOCK ERASE)", d::sanitize, e::sanitize)
         .cdb(&[0x48, 0xA2, 0, 0, 0, 0, 0, F, F, NACA])
         .service_action(0x02)
         .data_out()
         .reservation_access(Write)
         .flags(Flags::READY.union(Flags::WRITES))
         .timeout(60),
-    Entry::new("SANITIZE (CRYPTOGRAPHIC ERASE)", d::sanitize)
+    Entry::new("SANITIZE (CRYPTOGRAPHIC ERASE)", d::sanitize, e::sanitize)
         .cdb(&[0x48, 0xA3, 0, 0, 0, 0, 0, F, F, NACA])
         .service_action(0x03)
         .data_out()
         .reservation_access(Write)
         .flags(Flags::READY.union(Flags::WRITES))
         .timeout(60),
-    Entry::new("SANITIZE (EXIT FAILURE MODE)", d::sanitize)
+    Entry::new("SANITIZE (EXIT FAILURE MODE)", d::sanitize, e::sanitize)
         .cdb(&[0x48, 0xBF, 0, 0, 0, 0, 0, F, F, NACA])
         .service_action(0x1F)
         .data_out()
@@ -584,32 +613,32 @@ const ENTRIES: &[Entry] = &[
         .timeout(60),
     // No log parameter is changeable: PARAMETER LIST LENGTH is outside the usage mask, so
     // a parameter list is refused at byte 7 (and with PCR = 1 SPC requires that anyway).
-    Entry::new("LOG SELECT", d::log_select)
+    Entry::new("LOG SELECT", d::log_select, e::log_select)
         .cdb(&[0x4C, 0x02, F, F, 0, 0, 0, 0, 0, NACA])
         .reservation_access(Write)
         .flags(Flags::STANDBY)
         .timeout(1),
-    Entry::new("LOG SENSE", d::log_sense)
+    Entry::new("LOG SENSE", d::log_sense, e::log_sense)
         .cdb(&[0x4D, 0, F, F, 0, F, F, F, F, NACA])
         .data_in()
         .reservation_access(Allowed)
         .flags(Flags::STANDBY.union(Flags::DURING_SANITIZE))
         .timeout(1),
-    Entry::new("MODE SELECT(10)", d::mode_select10)
+    Entry::new("MODE SELECT(10)", d::mode_select10, e::mode_select10)
         .cdb(&[0x55, 0x11, 0, 0, 0, 0, 0, F, F, NACA])
         .data_out()
         .reservation_access(Write)
         .flags(Flags::STANDBY)
         .timeout(1),
-    Entry::new("RESERVE(10)", d::reserve)
+    Entry::new("RESERVE(10)", d::reserve, e::reserve)
         .cdb(&[0x56, 0, 0, 0, 0, 0, 0, 0, 0, NACA])
         .reservation_access(OwnRules)
         .timeout(1),
-    Entry::new("RELEASE(10)", d::release)
+    Entry::new("RELEASE(10)", d::release, e::release)
         .cdb(&[0x57, 0, 0, 0, 0, 0, 0, 0, 0, NACA])
         .reservation_access(OwnRules)
         .timeout(1),
-    Entry::new("MODE SENSE(10)", d::mode_sense10)
+    Entry::new("MODE SENSE(10)", d::mode_sense10, e::mode_sense10)
         .cdb(&[0x5A, 0x18, F, F, 0, 0, 0, F, F, NACA])
         .data_in()
         .reservation_access(Read)
@@ -618,6 +647,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "PERSISTENT RESERVE IN (READ KEYS)",
         d::persistent_reserve_in,
+        e::persistent_reserve_in,
     )
     .cdb(&[0x5E, 0x00, 0, 0, 0, 0, 0, F, F, NACA])
     .service_action(0x00)
@@ -628,6 +658,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "PERSISTENT RESERVE IN (READ RESERVATION)",
         d::persistent_reserve_in,
+        e::persistent_reserve_in,
     )
     .cdb(&[0x5E, 0x01, 0, 0, 0, 0, 0, F, F, NACA])
     .service_action(0x01)
@@ -638,6 +669,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "PERSISTENT RESERVE IN (REPORT CAPABILITIES)",
         d::persistent_reserve_in,
+        e::persistent_reserve_in,
     )
     .cdb(&[0x5E, 0x02, 0, 0, 0, 0, 0, F, F, NACA])
     .service_action(0x02)
@@ -648,6 +680,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "PERSISTENT RESERVE IN (READ FULL STATUS)",
         d::persistent_reserve_in,
+        e::persistent_reserve_in,
     )
     .cdb(&[0x5E, 0x03, 0, 0, 0, 0, 0, F, F, NACA])
     .service_action(0x03)
@@ -658,6 +691,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "PERSISTENT RESERVE OUT (REGISTER)",
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
     )
     .cdb(&[0x5F, 0x00, F, 0, 0, F, F, F, F, NACA])
     .service_action(0x00)
@@ -668,6 +702,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "PERSISTENT RESERVE OUT (RESERVE)",
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
     )
     .cdb(&[0x5F, 0x01, F, 0, 0, F, F, F, F, NACA])
     .service_action(0x01)
@@ -678,6 +713,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "PERSISTENT RESERVE OUT (RELEASE)",
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
     )
     .cdb(&[0x5F, 0x02, F, 0, 0, F, F, F, F, NACA])
     .service_action(0x02)
@@ -685,16 +721,21 @@ const ENTRIES: &[Entry] = &[
     .reservation_access(OwnRules)
     .flags(Flags::STANDBY)
     .timeout(1),
-    Entry::new("PERSISTENT RESERVE OUT (CLEAR)", d::persistent_reserve_out)
-        .cdb(&[0x5F, 0x03, F, 0, 0, F, F, F, F, NACA])
-        .service_action(0x03)
-        .data_out()
-        .reservation_access(OwnRules)
-        .flags(Flags::STANDBY)
-        .timeout(1),
+    Entry::new(
+        "PERSISTENT RESERVE OUT (CLEAR)",
+        d::persistent_reserve_out,
+        e::persistent_reserve_out,
+    )
+    .cdb(&[0x5F, 0x03, F, 0, 0, F, F, F, F, NACA])
+    .service_action(0x03)
+    .data_out()
+    .reservation_access(OwnRules)
+    .flags(Flags::STANDBY)
+    .timeout(1),
     Entry::new(
         "PERSISTENT RESERVE OUT (PREEMPT)",
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
     )
     .cdb(&[0x5F, 0x04, F, 0, 0, F, F, F, F, NACA])
     .service_action(0x04)
@@ -705,6 +746,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "PERSISTENT RESERVE OUT (PREEMPT AND ABORT)",
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
     )
     .cdb(&[0x5F, 0x05, F, 0, 0, F, F, F, F, NACA])
     .service_action(0x05)
@@ -715,6 +757,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "PERSISTENT RESERVE OUT (REGISTER AND IGNORE EXISTING KEY)",
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
     )
     .cdb(&[0x5F, 0x06, F, 0, 0, F, F, F, F, NACA])
     .service_action(0x06)
@@ -725,6 +768,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "PERSISTENT RESERVE OUT (REGISTER AND MOVE)",
         d::persistent_reserve_out,
+        e::persistent_reserve_out,
     )
     .cdb(&[0x5F, 0x07, F, 0, 0, F, F, F, F, NACA])
     .service_action(0x07)
@@ -732,7 +776,7 @@ const ENTRIES: &[Entry] = &[
     .reservation_access(OwnRules)
     .flags(Flags::STANDBY)
     .timeout(1),
-    Entry::new("READ(32)", d::read32)
+    Entry::new("READ(32)", d::read32, e::read32)
         .cdb(&[
             0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x09, 0x1E, 0x07, F, F, F, F, F, F, F, F, F,
             F, F, F, F, F, F, F, F, F, F, F,
@@ -743,7 +787,7 @@ const ENTRIES: &[Entry] = &[
         .protect_field()
         .cdl_page(T2A)
         .timeout(30),
-    Entry::new("WRITE(32)", d::write32)
+    Entry::new("WRITE(32)", d::write32, e::write32)
         .cdb(&[
             0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x0B, 0x1A, 0x07, F, F, F, F, F, F, F, F, F,
             F, F, F, F, F, F, F, F, F, F, F,
@@ -754,7 +798,7 @@ const ENTRIES: &[Entry] = &[
         .protect_field()
         .cdl_page(T2B)
         .timeout(30),
-    Entry::new("WRITE SAME(32)", d::write_same32)
+    Entry::new("WRITE SAME(32)", d::write_same32, e::write_same32)
         .cdb(&[
             0x7F, NACA, 0, 0, 0, 0, 0x3F, 0x18, 0x00, 0x0D, 0x09, 0, F, F, F, F, F, F, F, F, F, F,
             F, F, F, F, F, F, F, F, F, F,
@@ -764,7 +808,7 @@ const ENTRIES: &[Entry] = &[
         .reservation_access(Write)
         .protect_field()
         .timeout(60),
-    Entry::new("WRITE ATOMIC(32)", d::write_atomic32)
+    Entry::new("WRITE ATOMIC(32)", d::write_atomic32, e::write_atomic32)
         .cdb(&[
             0x7F, NACA, 0, 0, F, F, 0x3F, 0x18, 0x00, 0x0F, 0x18, 0, F, F, F, F, F, F, F, F, F, F,
             F, F, F, F, F, F, F, F, F, F,
@@ -774,57 +818,83 @@ const ENTRIES: &[Entry] = &[
         .reservation_access(Write)
         .protect_field()
         .timeout(30),
-    Entry::new("EXTENDED COPY(LID1)", tpc::decode_extended_copy)
-        .cdb(&[0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
-        .service_action(0x00)
-        .data_out()
-        .reservation_access(Write)
-        .flags(Flags::READY)
-        .timeout(60),
-    Entry::new("EXTENDED COPY(LID4)", tpc::decode_extended_copy)
-        .cdb(&[0x83, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
-        .service_action(0x01)
-        .data_out()
-        .reservation_access(Write)
-        .flags(Flags::READY)
-        .timeout(60),
-    Entry::new("POPULATE TOKEN", tpc::decode_extended_copy)
-        .cdb(&[0x83, 0x10, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA])
-        .service_action(0x10)
-        .data_out()
-        .reservation_access(Read)
-        .flags(Flags::READY)
-        .timeout(60),
-    Entry::new("WRITE USING TOKEN", tpc::decode_extended_copy)
-        .cdb(&[0x83, 0x11, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA])
-        .service_action(0x11)
-        .data_out()
-        .reservation_access(Write)
-        .flags(Flags::READY.union(Flags::WRITES))
-        .timeout(60),
-    Entry::new("COPY OPERATION ABORT", tpc::decode_copy_operation_abort)
-        .cdb(&[0x83, 0x1C, F, F, F, F, 0, 0, 0, 0, 0, 0, 0, 0, 0, NACA])
-        .service_action(0x1C)
-        .reservation_access(Allowed)
-        .timeout(1),
+    Entry::new(
+        "EXTENDED COPY(LID1)",
+        tpc::decode_extended_copy,
+        tpc::encode_extended_copy,
+    )
+    .cdb(&[0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x00)
+    .data_out()
+    .reservation_access(Write)
+    .flags(Flags::READY)
+    .timeout(60),
+    Entry::new(
+        "EXTENDED COPY(LID4)",
+        tpc::decode_extended_copy,
+        tpc::encode_extended_copy,
+    )
+    .cdb(&[0x83, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x01)
+    .data_out()
+    .reservation_access(Write)
+    .flags(Flags::READY)
+    .timeout(60),
+    Entry::new(
+        "POPULATE TOKEN",
+        tpc::decode_extended_copy,
+        tpc::encode_extended_copy,
+    )
+    .cdb(&[0x83, 0x10, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA])
+    .service_action(0x10)
+    .data_out()
+    .reservation_access(Read)
+    .flags(Flags::READY)
+    .timeout(60),
+    Entry::new(
+        "WRITE USING TOKEN",
+        tpc::decode_extended_copy,
+        tpc::encode_extended_copy,
+    )
+    .cdb(&[0x83, 0x11, 0, 0, 0, 0, F, F, F, F, F, F, F, F, 0x1F, NACA])
+    .service_action(0x11)
+    .data_out()
+    .reservation_access(Write)
+    .flags(Flags::READY.union(Flags::WRITES))
+    .timeout(60),
+    Entry::new(
+        "COPY OPERATION ABORT",
+        tpc::decode_copy_operation_abort,
+        tpc::encode_copy_operation_abort,
+    )
+    .cdb(&[0x83, 0x1C, F, F, F, F, 0, 0, 0, 0, 0, 0, 0, 0, 0, NACA])
+    .service_action(0x1C)
+    .reservation_access(Allowed)
+    .timeout(1),
     Entry::new(
         "RECEIVE COPY STATUS(LID1)",
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
     )
     .cdb(&[0x84, 0x00, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
     .service_action(0x00)
     .data_in()
     .reservation_access(Allowed)
     .timeout(1),
-    Entry::new("RECEIVE COPY DATA(LID1)", tpc::decode_receive_copy_results)
-        .cdb(&[0x84, 0x01, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
-        .service_action(0x01)
-        .data_in()
-        .reservation_access(Allowed)
-        .timeout(1),
+    Entry::new(
+        "RECEIVE COPY DATA(LID1)",
+        tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
+    )
+    .cdb(&[0x84, 0x01, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x01)
+    .data_in()
+    .reservation_access(Allowed)
+    .timeout(1),
     Entry::new(
         "RECEIVE COPY OPERATING PARAMETERS",
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
     )
     .cdb(&[0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
     .service_action(0x03)
@@ -834,6 +904,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "RECEIVE COPY FAILURE DETAILS(LID1)",
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
     )
     .cdb(&[0x84, 0x04, F, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
     .service_action(0x04)
@@ -843,122 +914,148 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "RECEIVE COPY STATUS(LID4)",
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
     )
     .cdb(&[0x84, 0x05, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
     .service_action(0x05)
     .data_in()
     .reservation_access(Allowed)
     .timeout(1),
-    Entry::new("RECEIVE COPY DATA(LID4)", tpc::decode_receive_copy_results)
-        .cdb(&[0x84, 0x06, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
-        .service_action(0x06)
-        .data_in()
-        .reservation_access(Allowed)
-        .timeout(1),
+    Entry::new(
+        "RECEIVE COPY DATA(LID4)",
+        tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
+    )
+    .cdb(&[0x84, 0x06, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x06)
+    .data_in()
+    .reservation_access(Allowed)
+    .timeout(1),
     Entry::new(
         "RECEIVE ROD TOKEN INFORMATION",
         tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
     )
     .cdb(&[0x84, 0x07, F, F, F, F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
     .service_action(0x07)
     .data_in()
     .reservation_access(Allowed)
     .timeout(1),
-    Entry::new("REPORT ALL ROD TOKENS", tpc::decode_receive_copy_results)
-        .cdb(&[0x84, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
-        .service_action(0x08)
-        .data_in()
-        .reservation_access(Allowed)
-        .timeout(1),
-    Entry::new("READ(16)", d::read16)
+    Entry::new(
+        "REPORT ALL ROD TOKENS",
+        tpc::decode_receive_copy_results,
+        tpc::encode_receive_copy_results,
+    )
+    .cdb(&[0x84, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x08)
+    .data_in()
+    .reservation_access(Allowed)
+    .timeout(1),
+    Entry::new("READ(16)", d::read16, e::read16)
         .cdb(&[0x88, 0x1F, F, F, F, F, F, F, F, F, F, F, F, F, F, NACA])
         .data_in()
         .reservation_access(Read)
         .protect_field()
         .cdl_page(T2A)
         .timeout(30),
-    Entry::new("COMPARE AND WRITE", d::compare_and_write)
-        .cdb(&[0x89, 0x1A, F, F, F, F, F, F, F, F, 0, 0, 0, F, 0x3F, NACA])
-        .data_out()
-        .reservation_access(Write)
-        .protect_field()
-        .timeout(30),
-    Entry::new("WRITE(16)", d::write16)
+    Entry::new(
+        "COMPARE AND WRITE",
+        d::compare_and_write,
+        e::compare_and_write,
+    )
+    .cdb(&[0x89, 0x1A, F, F, F, F, F, F, F, F, 0, 0, 0, F, 0x3F, NACA])
+    .data_out()
+    .reservation_access(Write)
+    .protect_field()
+    .timeout(30),
+    Entry::new("WRITE(16)", d::write16, e::write16)
         .cdb(&[0x8A, 0x1B, F, F, F, F, F, F, F, F, F, F, F, F, F, NACA])
         .data_out()
         .reservation_access(Write)
         .protect_field()
         .cdl_page(T2B)
         .timeout(30),
-    Entry::new("ORWRITE(16)", d::orwrite16)
+    Entry::new("ORWRITE(16)", d::orwrite16, e::orwrite16)
         .cdb(&[0x8B, 0x1A, F, F, F, F, F, F, F, F, F, F, F, F, 0x1F, NACA])
         .data_out()
         .reservation_access(Write)
         .protect_field()
         .timeout(30),
-    Entry::new("WRITE AND VERIFY(16)", d::write_and_verify16)
-        .cdb(&[0x8E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
-        .data_out()
-        .reservation_access(Write)
-        .protect_field()
-        .timeout(30),
-    Entry::new("VERIFY(16)", d::verify16)
+    Entry::new(
+        "WRITE AND VERIFY(16)",
+        d::write_and_verify16,
+        e::write_and_verify16,
+    )
+    .cdb(&[0x8E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
+    .data_out()
+    .reservation_access(Write)
+    .protect_field()
+    .timeout(30),
+    Entry::new("VERIFY(16)", d::verify16, e::verify16)
         .cdb(&[0x8F, 0x16, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
         .data_out()
         .reservation_access(Read)
         .protect_field()
         .timeout(30),
-    Entry::new("PRE-FETCH(16)", d::pre_fetch16)
+    Entry::new("PRE-FETCH(16)", d::pre_fetch16, e::pre_fetch16)
         .cdb(&[0x90, 0x02, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
         .reservation_access(Read)
         .flags(Flags::READY)
         .timeout(30),
-    Entry::new("SYNCHRONIZE CACHE(16)", d::synchronize_cache16)
-        .cdb(&[0x91, 0x06, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
-        .reservation_access(Write)
-        .flags(Flags::READY)
-        .timeout(60),
-    Entry::new("WRITE SAME(16)", d::write_same16)
+    Entry::new(
+        "SYNCHRONIZE CACHE(16)",
+        d::synchronize_cache16,
+        e::synchronize_cache16,
+    )
+    .cdb(&[0x91, 0x06, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
+    .reservation_access(Write)
+    .flags(Flags::READY)
+    .timeout(60),
+    Entry::new("WRITE SAME(16)", d::write_same16, e::write_same16)
         .cdb(&[0x93, 0x09, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
         .data_out()
         .reservation_access(Write)
         .protect_field()
         .timeout(60),
-    Entry::new("WRITE ATOMIC(16)", d::write_atomic16)
+    Entry::new("WRITE ATOMIC(16)", d::write_atomic16, e::write_atomic16)
         .cdb(&[0x9C, 0x18, F, F, F, F, F, F, F, F, F, F, F, F, 0x3F, NACA])
         .data_out()
         .reservation_access(Write)
         .protect_field()
         .timeout(30),
-    Entry::new("READ CAPACITY(16)", d::read_capacity_16)
-        .cdb(&[0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
-        .service_action(0x10)
-        .data_in()
-        .reservation_access(Allowed)
-        .flags(Flags::MEDIUM)
-        .timeout(1),
-    Entry::new("READ LONG(16)", d::read_long16)
+    Entry::new(
+        "READ CAPACITY(16)",
+        d::read_capacity_16,
+        e::read_capacity_16,
+    )
+    .cdb(&[0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x10)
+    .data_in()
+    .reservation_access(Allowed)
+    .flags(Flags::MEDIUM)
+    .timeout(1),
+    Entry::new("READ LONG(16)", d::read_long16, e::read_long16)
         .cdb(&[0x9E, 0x11, F, F, F, F, F, F, F, F, 0, 0, F, F, 0x01, NACA])
         .service_action(0x11)
         .data_in()
         .reservation_access(Read)
         .flags(Flags::READY)
         .timeout(30),
-    Entry::new("GET LBA STATUS", d::get_lba_status)
+    Entry::new("GET LBA STATUS", d::get_lba_status, e::get_lba_status)
         .cdb(&[0x9E, 0x12, F, F, F, F, F, F, F, F, F, F, F, F, 0, NACA])
         .service_action(0x12)
         .data_in()
         .reservation_access(Read)
         .flags(Flags::READY)
         .timeout(1),
-    Entry::new("WRITE LONG(16)", d::write_long16)
+    Entry::new("WRITE LONG(16)", d::write_long16, e::write_long16)
         .cdb(&[0x9F, 0x51, F, F, F, F, F, F, F, F, 0, 0, F, F, 0, NACA])
         .service_action(0x11)
         .data_out()
         .reservation_access(Write)
         .flags(Flags::READY.union(Flags::WRITES))
         .timeout(30),
-    Entry::new("REPORT LUNS", d::report_luns)
+    Entry::new("REPORT LUNS", d::report_luns, e::report_luns)
         .cdb(&[0xA0, 0, F, 0, 0, 0, F, F, F, F, 0, NACA])
         .data_in()
         .reservation_access(Unrestricted)
@@ -971,16 +1068,21 @@ const ENTRIES: &[Entry] = &[
                 .union(Flags::DURING_SANITIZE),
         )
         .timeout(1),
-    Entry::new("REPORT TARGET PORT GROUPS", d::report_target_port_groups)
-        .cdb(&[0xA3, 0xEA, 0, 0, 0, 0, F, F, F, F, 0, NACA])
-        .service_action(0x0A)
-        .data_in()
-        .reservation_access(Allowed)
-        .flags(Flags::STANDBY.union(Flags::UNAVAILABLE))
-        .timeout(1),
+    Entry::new(
+        "REPORT TARGET PORT GROUPS",
+        d::report_target_port_groups,
+        e::report_target_port_groups,
+    )
+    .cdb(&[0xA3, 0xEA, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x0A)
+    .data_in()
+    .reservation_access(Allowed)
+    .flags(Flags::STANDBY.union(Flags::UNAVAILABLE))
+    .timeout(1),
     Entry::new(
         "REPORT SUPPORTED OPERATION CODES",
         d::report_supported_operation_codes,
+        e::report_supported_operation_codes,
     )
     .cdb(&[0xA3, 0x0C, 0x87, F, F, F, F, F, F, F, 0, NACA])
     .service_action(0x0C)
@@ -995,6 +1097,7 @@ const ENTRIES: &[Entry] = &[
     Entry::new(
         "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS",
         d::report_supported_tmf,
+        e::report_supported_tmf,
     )
     .cdb(&[0xA3, 0x0D, 0x80, 0, 0, 0, F, F, F, F, 0, NACA])
     .service_action(0x0D)
@@ -1006,47 +1109,55 @@ const ENTRIES: &[Entry] = &[
             .union(Flags::DURING_SANITIZE),
     )
     .timeout(1),
-    Entry::new("REPORT TIMESTAMP", d::report_timestamp)
+    Entry::new("REPORT TIMESTAMP", d::report_timestamp, e::report_timestamp)
         .cdb(&[0xA3, 0x0F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
         .service_action(0x0F)
         .data_in()
         .reservation_access(Allowed)
         .timeout(1),
-    Entry::new("SET TIMESTAMP", d::set_timestamp)
+    Entry::new("SET TIMESTAMP", d::set_timestamp, e::set_timestamp)
         .cdb(&[0xA4, 0x0F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
         .service_action(0x0F)
         .data_out()
         .reservation_access(Write)
         .timeout(1),
-    Entry::new("READ(12)", d::read12)
+    Entry::new("READ(12)", d::read12, e::read12)
         .cdb(&[0xA8, 0x1E, F, F, F, F, F, F, F, F, 0x3F, NACA])
         .data_in()
         .reservation_access(Read)
         .protect_field()
         .timeout(30),
-    Entry::new("WRITE(12)", d::write12)
+    Entry::new("WRITE(12)", d::write12, e::write12)
         .cdb(&[0xAA, 0x1A, F, F, F, F, F, F, F, F, 0x3F, NACA])
         .data_out()
         .reservation_access(Write)
         .protect_field()
         .timeout(30),
-    Entry::new("WRITE AND VERIFY(12)", d::write_and_verify12)
-        .cdb(&[0xAE, 0x12, F, F, F, F, F, F, F, F, 0x3F, NACA])
-        .data_out()
-        .reservation_access(Write)
-        .protect_field()
-        .timeout(30),
-    Entry::new("VERIFY(12)", d::verify12)
+    Entry::new(
+        "WRITE AND VERIFY(12)",
+        d::write_and_verify12,
+        e::write_and_verify12,
+    )
+    .cdb(&[0xAE, 0x12, F, F, F, F, F, F, F, F, 0x3F, NACA])
+    .data_out()
+    .reservation_access(Write)
+    .protect_field()
+    .timeout(30),
+    Entry::new("VERIFY(12)", d::verify12, e::verify12)
         .cdb(&[0xAF, 0x16, F, F, F, F, F, F, F, F, 0x3F, NACA])
         .data_out()
         .reservation_access(Read)
         .protect_field()
         .timeout(30),
-    Entry::new("READ DEFECT DATA(12)", d::read_defect_data12)
-        .cdb(&[0xB7, 0x1F, F, F, F, F, F, F, F, F, 0, NACA])
-        .data_in()
-        .reservation_access(Read)
-        .timeout(1),
+    Entry::new(
+        "READ DEFECT DATA(12)",
+        d::read_defect_data12,
+        e::read_defect_data12,
+    )
+    .cdb(&[0xB7, 0x1F, F, F, F, F, F, F, F, F, 0, NACA])
+    .data_in()
+    .reservation_access(Read)
+    .timeout(1),
 ];
 
 /// Whether an operation code selects its command by a service action.

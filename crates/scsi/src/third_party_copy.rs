@@ -5,8 +5,9 @@
 //! parameter lists, and the Third-party Copy VPD page (8Fh). Pure: the device resolves,
 //! copies and keeps tokens.
 
-use crate::cdb::{be16, be24, be32, be64, u8_at};
+use crate::cdb::{be16, be24, be32, be64, or8, put32, u8_at};
 use crate::command::Command;
+use crate::encode::{Encoded, Misfit};
 use crate::inquiry::{begin_page, end_page};
 use crate::sense::{Asc, Sense, SenseKey};
 
@@ -125,6 +126,71 @@ pub(crate) fn decode_receive_copy_results(c: &[u8]) -> Result<Command, Sense> {
         list_identifier,
         allocation_length: be32(c, 10),
     }))
+}
+
+/// The 83h command in the form's CDB, whose byte 1 holds the form's service action.
+fn extended_copy_of<'a>(cmd: &'a Command, c: &[u8]) -> Result<&'a ExtendedCopy, Misfit> {
+    match cmd {
+        Command::ExtendedCopy(x) if x.service_action == u8_at(c, 1) & 0x1F => Ok(x),
+        _ => Err(Misfit::Command),
+    }
+}
+
+/// Encoder of the table's 83h entries but COPY OPERATION ABORT: the LIST IDENTIFIER in bytes
+/// 6–9 of the token commands (EXTENDED COPY has none in its CDB), PARAMETER LIST LENGTH in
+/// bytes 10–13.
+pub(crate) fn encode_extended_copy(cmd: &Command, c: &mut [u8]) -> Encoded {
+    let x = extended_copy_of(cmd, c)?;
+    match x.service_action {
+        out_action::POPULATE_TOKEN | out_action::WRITE_USING_TOKEN => {
+            put32(c, 6, x.list_identifier)
+        }
+        _ if x.list_identifier != 0 => return Err(Misfit::Field("LIST IDENTIFIER")),
+        _ => {}
+    }
+    if x.parameter_list_length > MAX_PARAMETER_LIST_LENGTH {
+        return Err(Misfit::Field("PARAMETER LIST LENGTH"));
+    }
+    put32(c, 10, x.parameter_list_length);
+    Ok(())
+}
+
+/// COPY OPERATION ABORT (SPC-4): LIST IDENTIFIER in bytes 2–5, no parameter list.
+pub(crate) fn encode_copy_operation_abort(cmd: &Command, c: &mut [u8]) -> Encoded {
+    let x = extended_copy_of(cmd, c)?;
+    if x.parameter_list_length != 0 {
+        return Err(Misfit::Field("PARAMETER LIST LENGTH"));
+    }
+    put32(c, 2, x.list_identifier);
+    Ok(())
+}
+
+/// Encoder of the table's RECEIVE COPY RESULTS entries: the LIST IDENTIFIER in byte 2 (LID1)
+/// or bytes 2–5 (LID4), none for OPERATING PARAMETERS and REPORT ALL ROD TOKENS; ALLOCATION
+/// LENGTH in bytes 10–13.
+pub(crate) fn encode_receive_copy_results(cmd: &Command, c: &mut [u8]) -> Encoded {
+    let r = match cmd {
+        Command::ReceiveCopyResults(r) if r.service_action == u8_at(c, 1) & 0x1F => r,
+        _ => return Err(Misfit::Command),
+    };
+    let list_identifier = Misfit::Field("LIST IDENTIFIER");
+    match r.service_action {
+        in_action::RECEIVE_COPY_STATUS_LID4
+        | in_action::RECEIVE_COPY_DATA_LID4
+        | in_action::RECEIVE_ROD_TOKEN_INFORMATION => put32(c, 2, r.list_identifier),
+        in_action::RECEIVE_COPY_OPERATING_PARAMETERS | in_action::REPORT_ALL_ROD_TOKENS => {
+            if r.list_identifier != 0 {
+                return Err(list_identifier);
+            }
+        }
+        _ => or8(
+            c,
+            2,
+            u8::try_from(r.list_identifier).map_err(|_| list_identifier)?,
+        ),
+    }
+    put32(c, 10, r.allocation_length);
+    Ok(())
 }
 
 /// LIST ID USAGE (SPC-4): 11b holds nothing and needs LIST IDENTIFIER 0.

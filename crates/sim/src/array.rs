@@ -14,17 +14,18 @@
 //! its seed. Threads per drive would have to synchronise at every host turnaround (50 µs) and
 //! the sweep already runs its points in parallel (experiments/README.md, E1, measures it).
 
-use crate::engine::{open_nexuses, outcome, send, Meter, PointResult, PointSetup, Served, Slot};
+use crate::engine::{open_nexuses, send, PointResult, PointSetup, Slot};
 use crate::erasure::{Erasure, MAX_WIDTH};
 use crate::error::{DeviceError, SimError};
-use crate::unit::{Ended, SimUnit};
+use crate::meter::{Ended, Meter, Served};
+use crate::unit::{Returned, SimUnit};
 use device::Nexus;
 use drive::Ns;
 use qos::Outcome;
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use workload::{stream_seed, Generator, Io, Job, LatencyStats, SECTOR};
+use workload::{stream_seed, Generator, Io, Job, SECTOR};
 
 /// Tags of background commands have this bit; a chunk read's tag is slot × MAX_WIDTH + chunk.
 const BACKGROUND_TAG: u64 = 1 << 62;
@@ -235,8 +236,8 @@ impl Array<'_> {
     }
 
     fn run(mut self) -> Result<PointResult, SimError> {
-        let mut done: Vec<Ended> = Vec::with_capacity(64);
-        while !self.meter.done {
+        let mut done: Vec<Returned> = Vec::with_capacity(64);
+        while !self.meter.done() {
             let drive_at = self
                 .drives
                 .iter()
@@ -260,7 +261,8 @@ impl Array<'_> {
                 }
             }
         }
-        let mut result = self.meter.finish();
+        // Chunk reads that failed are in the array's counts, not by sense.
+        let (mut result, _errors) = self.meter.finish();
         self.stats.drive_iops = if result.interval > 0 {
             (self.stats.drive_commands as f64 * 1e9 / result.interval as f64 * 1000.0).round()
                 / 1000.0
@@ -272,13 +274,14 @@ impl Array<'_> {
         Ok(result)
     }
 
-    fn advance(&mut self, d: usize, now: Ns, done: &mut Vec<Ended>) -> Result<(), SimError> {
+    fn advance(&mut self, d: usize, now: Ns, done: &mut Vec<Returned>) -> Result<(), SimError> {
         let Some(drive) = self.drives.get_mut(d) else {
             return Ok(());
         };
         drive.next = drive.lu.advance(now, done);
         for f in done.drain(..) {
-            let outcome = outcome(&f.completion);
+            let outcome =
+                Ended::read(f.completion.status as u8, f.completion.sense.as_ref()).outcome;
             self.commands += 1;
             let measuring = self.meter.measuring();
             if measuring {
@@ -344,8 +347,10 @@ impl Array<'_> {
         if measuring && u.degraded {
             self.stats.degraded += 1;
         }
-        self.meter
-            .record(now, &u.slot, Outcome::Good, u.missed, Served::Drive);
+        self.meter.record(
+            now,
+            &u.slot.completed(now, Ended::GOOD, u.missed, Served::Drive),
+        );
         self.schedule(now + self.setup.turnaround, Event::Submit(s));
     }
 
@@ -365,10 +370,7 @@ impl Array<'_> {
             }
             Err(None) => return Ok(()),
         };
-        let g = crate::engine::group(io.class, io.dld);
-        if let Some(stats @ None) = self.meter.result.groups.get_mut(g) {
-            *stats = Some(LatencyStats::new());
-        }
+        self.meter.submitted(io.class, io.dld);
         let stripe = io.lba * SECTOR / self.layout.stripe_bytes();
         if let Some(u) = self.users.get_mut(s as usize) {
             u.slot.io = io;

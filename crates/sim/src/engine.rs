@@ -8,13 +8,16 @@
 
 use crate::error::{DeviceError, SimError};
 use crate::host::{self as host_model, Eh};
+use crate::meter::{Completed, Ended, Meter, Served};
 use crate::replica::Replica;
 use crate::sla::Scope;
-use crate::unit::{Ended, SimUnit};
+use crate::unit::{Returned, SimUnit};
 use device::{Arrival, Completion, Nexus, TaskAttribute};
 use drive::Ns;
 use qos::{Class, Outcome, CLASSES};
-use scsi::{Asc, SenseKey, Status};
+use scsi::command::{Command, ReadWrite};
+use scsi::encode::{Cdb, EncodeError};
+use scsi::form;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use workload::{stream_seed, Generator, Io, Job, LatencyStats, Rng, SECTOR};
@@ -133,8 +136,8 @@ pub(crate) struct Slot {
     pub(crate) job: u32,
     pub(crate) io: Io,
     pub(crate) submitted_at: Ns,
-    /// What the device reported for a read now being re-served: outcome, limit missed.
-    device: (Outcome, bool),
+    /// What the device reported for a read now being re-served: its end, limit missed.
+    device: (Ended, bool),
     /// The command is in the device.
     in_device: bool,
 }
@@ -146,8 +149,26 @@ impl Slot {
             job,
             io: placeholder_io(),
             submitted_at: 0,
-            device: (Outcome::Good, false),
+            device: (Ended::GOOD, false),
             in_device: false,
+        }
+    }
+
+    /// Its command, ended so at `now`, for the meter.
+    pub(crate) fn completed(
+        &self,
+        now: Ns,
+        ended: Ended,
+        missed: bool,
+        served: Served,
+    ) -> Completed {
+        Completed {
+            instance: self.job as usize,
+            io: self.io,
+            latency: now.saturating_sub(self.submitted_at),
+            ended,
+            missed,
+            served,
         }
     }
 }
@@ -177,152 +198,6 @@ impl Host {
     }
 }
 
-/// Bookkeeping of measured completions.
-pub(crate) struct Meter {
-    pub(crate) result: PointResult,
-    /// The group of every command measured so far, while there is one: its statistics are
-    /// `total`'s, kept only there until a command of another group comes. (When all commands
-    /// are of one group, as in B1, one histogram takes each latency instead of two.)
-    one_group: OneGroup,
-    sla: Option<Scope>,
-    /// The job of each instance (an index in `result.jobs`); with one job, `total` is its.
-    job_of: Vec<usize>,
-    seen: u64,
-    ramp: u64,
-    started: Ns,
-    last: Ns,
-    stop: Stop,
-    pub(crate) done: bool,
-}
-
-/// Who brought a command's data to the host.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Served {
-    /// The drive transferred it (a read's data, or a write's).
-    Drive,
-    /// The drive ended the read without it and a replica served it.
-    Replica,
-    /// Nobody: the command ended without its data.
-    Nobody,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum OneGroup {
-    /// Nothing measured yet.
-    Unknown,
-    Is(usize),
-    /// Commands of several groups were measured: each group has its own statistics.
-    No,
-}
-
-impl Meter {
-    /// Nothing measured yet, for `setup`'s jobs.
-    pub(crate) fn new(setup: &PointSetup) -> Self {
-        let (result, job_of) = PointResult::new(setup);
-        Self {
-            result,
-            one_group: OneGroup::Unknown,
-            sla: setup.sla,
-            job_of,
-            seen: 0,
-            ramp: setup.ramp,
-            started: 0,
-            last: 0,
-            stop: setup.stop,
-            done: false,
-        }
-    }
-
-    /// Whether the ramp is over: completions now are measured.
-    pub(crate) fn measuring(&self) -> bool {
-        self.seen >= self.ramp
-    }
-
-    pub(crate) fn record(
-        &mut self,
-        now: Ns,
-        slot: &Slot,
-        outcome: Outcome,
-        missed: bool,
-        by: Served,
-    ) {
-        self.seen += 1;
-        self.result.commands += 1;
-        if self.seen <= self.ramp {
-            self.started = now;
-            return;
-        }
-        let latency = now.saturating_sub(slot.submitted_at);
-        let data = (by == Served::Drive).then(|| slot.io.bytes());
-        let g = group(slot.io.class, slot.io.dld);
-        // The copies kept in `total` part from it before this command makes them differ.
-        match self.one_group {
-            OneGroup::Unknown => self.one_group = OneGroup::Is(g),
-            OneGroup::Is(one) if one != g => {
-                self.copy_total_to_group(one);
-                self.one_group = OneGroup::No;
-            }
-            OneGroup::Is(_) | OneGroup::No => {}
-        }
-        let mut groups = [Some(&mut self.result.total), None, None, None];
-        if self.one_group == OneGroup::No {
-            groups[1] = self.result.groups.get_mut(g).and_then(Option::as_mut);
-        }
-        if self
-            .sla
-            .is_some_and(|scope| scope.covers(slot.io.write, slot.io.dld))
-        {
-            groups[2] = Some(&mut self.result.sla);
-        }
-        if self.result.jobs.len() > 1 {
-            let job = self.job_of.get(slot.job as usize).copied().unwrap_or(0);
-            groups[3] = self.result.jobs.get_mut(job).map(|(_, stats)| stats);
-        }
-        for g in groups.into_iter().flatten() {
-            g.record(latency, data);
-            if slot.io.dld != 0 {
-                g.count_limited();
-            }
-            if missed {
-                g.count_limit_missed();
-            }
-            if outcome == Outcome::CompletedUnavailable {
-                g.count_completed_unavailable();
-            }
-            if outcome.is_aborted() {
-                g.count_aborted();
-            }
-            if by == Served::Replica {
-                g.count_replica();
-            }
-        }
-        self.last = now;
-        self.done = match self.stop {
-            Stop::Ios(n) => self.result.total.count() >= n,
-            Stop::Runtime(t) => now.saturating_sub(self.started) >= t,
-        };
-    }
-
-    /// Group `g`'s statistics are what `total` holds.
-    fn copy_total_to_group(&mut self, g: usize) {
-        if let Some(Some(stats)) = self.result.groups.get_mut(g) {
-            *stats = self.result.total.clone();
-        }
-    }
-
-    /// The result, every copy kept in `total` written out.
-    pub(crate) fn finish(mut self) -> PointResult {
-        if let OneGroup::Is(g) = self.one_group {
-            self.copy_total_to_group(g);
-        }
-        if let [(_, only)] = self.result.jobs.as_mut_slice() {
-            *only = self.result.total.clone();
-        }
-        self.result.interval = self.last.saturating_sub(self.started);
-        self.result
-    }
-}
-
 /// One nexus per priority class on `lu`, each past its power-on unit attention.
 pub(crate) fn open_nexuses(lu: &mut SimUnit) -> Vec<Nexus> {
     let nexuses: Vec<Nexus> = (0u64..)
@@ -336,12 +211,14 @@ pub(crate) fn open_nexuses(lu: &mut SimUnit) -> Vec<Nexus> {
         })
         .collect();
     // Every nexus starts with the power-on unit attention: clear it as an initiator would.
+    // TEST UNIT READY has no field a form could refuse.
+    let cdb = Command::TestUnitReady.emit(form::TEST_UNIT_READY);
     for n in &nexuses {
         let tur = Arrival {
             nexus: n,
             lun: 0,
             tag: u64::MAX,
-            cdb: &[0; 6],
+            cdb: cdb.as_deref().unwrap_or_default(),
             attribute: TaskAttribute::Simple,
             data_out_buffer_size: 0,
             data_out: &[],
@@ -381,9 +258,9 @@ pub(crate) fn run_point(lu: &mut SimUnit, setup: &PointSetup) -> Result<PointRes
         }
     }
     let mut meter = Meter::new(setup);
-    let mut done: Vec<Ended> = Vec::with_capacity(64);
+    let mut done: Vec<Returned> = Vec::with_capacity(64);
     let mut device_at = lu.next_event();
-    while !meter.done {
+    while !meter.done() {
         let host_at = host.events.peek().map(|Reverse((t, _, _))| *t);
         match (device_at, host_at) {
             (None, None) => break,
@@ -415,18 +292,16 @@ pub(crate) fn run_point(lu: &mut SimUnit, setup: &PointSetup) -> Result<PointRes
                         }
                     }
                     HostEvent::Submit(s) => {
-                        if let Some(g) = submit(lu, &mut host, setup, now, s)? {
+                        if let Some(io) = submit(lu, &mut host, setup, now, s)? {
                             // The new task is due for dispatch now.
                             device_at = Some(device_at.map_or(now, |d| d.min(now)));
-                            if let Some(stats @ None) = meter.result.groups.get_mut(g) {
-                                *stats = Some(LatencyStats::new());
-                            }
+                            meter.submitted(io.class, io.dld);
                         }
                     }
                     HostEvent::Reserved(s) => {
                         if let Some(slot) = host.slots.get(s as usize).copied() {
-                            let (outcome, missed) = slot.device;
-                            meter.record(now, &slot, outcome, missed, Served::Replica);
+                            let (ended, missed) = slot.device;
+                            meter.record(now, &slot.completed(now, ended, missed, Served::Replica));
                             host.schedule(now + setup.turnaround, HostEvent::Submit(s));
                         }
                     }
@@ -434,7 +309,9 @@ pub(crate) fn run_point(lu: &mut SimUnit, setup: &PointSetup) -> Result<PointRes
             }
         }
     }
-    Ok(meter.finish())
+    // The simulator reports its CDL outcomes in the class counters, not by sense (report.rs).
+    let (result, _errors) = meter.finish();
+    Ok(result)
 }
 
 fn advance(
@@ -442,7 +319,7 @@ fn advance(
     host: &mut Host,
     meter: &mut Meter,
     setup: &PointSetup,
-    done: &mut Vec<Ended>,
+    done: &mut Vec<Returned>,
     now: Ns,
 ) -> Option<Ns> {
     let mut next = lu.advance(now, done);
@@ -460,32 +337,6 @@ fn advance(
     next
 }
 
-/// What the host makes of a status: the CDL completions by their sense (SPC-6 policies Dh,
-/// Eh, Fh), anything else that is not GOOD as a medium error.
-pub(crate) fn outcome(c: &Completion) -> Outcome {
-    let Some(sense) = &c.sense else {
-        return if c.status == Status::Good {
-            Outcome::Good
-        } else {
-            Outcome::MediumError
-        };
-    };
-    match (sense.key, sense.asc) {
-        (SenseKey::Completed, Asc::DATA_CURRENTLY_UNAVAILABLE) => Outcome::CompletedUnavailable,
-        (SenseKey::AbortedCommand, Asc::COMMAND_TIMEOUT_BEFORE_PROCESSING) => {
-            Outcome::AbortedBeforeProcessing
-        }
-        (SenseKey::AbortedCommand, Asc::COMMAND_TIMEOUT_DURING_PROCESSING) => {
-            Outcome::AbortedDuringProcessing
-        }
-        (
-            SenseKey::AbortedCommand,
-            Asc::COMMAND_TIMEOUT_DURING_PROCESSING_DUE_TO_ERROR_RECOVERY,
-        ) => Outcome::AbortedErrorRecovery,
-        _ => Outcome::MediumError,
-    }
-}
-
 fn placeholder_io() -> Io {
     Io {
         lba: 0,
@@ -496,14 +347,14 @@ fn placeholder_io() -> Io {
     }
 }
 
-/// Issues the slot's next command, if its job is not finished; returns its group.
+/// Issues the slot's next command, if its job is not finished; returns it.
 fn submit(
     lu: &mut SimUnit,
     host: &mut Host,
     setup: &PointSetup,
     now: Ns,
     s: u32,
-) -> Result<Option<usize>, SimError> {
+) -> Result<Option<Io>, SimError> {
     let Some(slot) = host.slots.get_mut(s as usize) else {
         return Ok(None);
     };
@@ -532,7 +383,7 @@ fn submit(
         ..*slot
     };
     issue(lu, host, now, s)?;
-    Ok(Some(group(io.class, io.dld)))
+    Ok(Some(io))
 }
 
 /// Sends the slot's command to the device (again, for one the host requeued).
@@ -546,6 +397,24 @@ fn issue(lu: &mut SimUnit, host: &mut Host, now: Ns, s: u32) -> Result<(), SimEr
     send(lu, &host.nexuses, u64::from(s), &io, now)
 }
 
+/// `io` as a READ(16) or WRITE(16) with its DLD to a logical unit of `block`-byte blocks, as
+/// a host sends it (the simulator's and `stint bench`'s).
+pub fn medium_cdb(io: &Io, block: u64) -> Result<Cdb, EncodeError> {
+    let rw = ReadWrite {
+        lba: io.lba * SECTOR / block,
+        transfer_length: u32::try_from(u64::from(io.blocks) * SECTOR / block).unwrap_or(u32::MAX),
+        dpo: false,
+        fua: false,
+        group_number: 0,
+        dld: io.dld,
+    };
+    if io.write {
+        Command::Write(rw).emit(form::WRITE_16)
+    } else {
+        Command::Read(rw).emit(form::READ_16)
+    }
+}
+
 /// Submits `io` to `lu` as a READ(16) or WRITE(16) with its DLD, tagged `tag`, on the nexus of
 /// its class.
 pub(crate) fn send(
@@ -555,12 +424,12 @@ pub(crate) fn send(
     io: &Io,
     now: Ns,
 ) -> Result<(), SimError> {
-    let block = u64::from(lu.block_size());
-    let (lba, blocks) = (
-        io.lba * SECTOR / block,
-        u32::try_from(u64::from(io.blocks) * SECTOR / block).unwrap_or(u32::MAX),
-    );
-    let cdb = scsi::encode::rw16(io.write, lba, blocks, io.dld);
+    let cdb = medium_cdb(io, u64::from(lu.block_size())).map_err(|error| {
+        SimError::Device(DeviceError::Unencodable {
+            io: format!("{io:?}"),
+            error,
+        })
+    })?;
     let nexus = nexuses
         .get(io.class.index())
         .ok_or(SimError::Device(DeviceError::NoNexus(io.class)))?;
@@ -577,7 +446,7 @@ pub(crate) fn send(
     if let Some(c) = lu.submit(now, &req) {
         // Refused at once (a CDB the LU cannot take): the workload does not fit the device.
         return Err(SimError::Device(DeviceError::Refused {
-            cdb,
+            cdb: cdb.to_vec(),
             sense: c.sense,
         }));
     }
@@ -602,25 +471,20 @@ fn complete(
     let slot = host.slots.get_mut(s as usize)?;
     slot.in_device = false;
     host.in_device -= 1;
-    let outcome = outcome(c);
-    let failed = outcome != Outcome::Good;
-    let requeued = handle_error(lu, host, &setup.host, s, outcome, at);
+    let ended = Ended::read(c.status as u8, c.sense.as_ref());
+    let failed = ended.outcome != Outcome::Good;
+    let requeued = handle_error(lu, host, &setup.host, s, ended.outcome, at);
     let slot = host.slots.get_mut(s as usize)?;
     // A read that came back without data is re-served from a replica (experiments/README.md, A5,
     // B4); its latency is counted when the replica answers, with the device's outcome.
     if let (true, false, Some(replica)) = (failed, slot.io.write, &setup.replica) {
-        slot.device = (outcome, missed);
+        slot.device = (ended, missed);
         let at = at + replica.sample(&mut host.replica_rng);
         host.schedule(at, HostEvent::Reserved(s));
         return requeued;
     }
-    let slot = *slot;
-    let by = if failed {
-        Served::Nobody
-    } else {
-        Served::Drive
-    };
-    meter.record(at, &slot, outcome, missed, by);
+    let served = Served::by_drive(ended.outcome);
+    meter.record(at, &slot.completed(at, ended, missed, served));
     host.schedule(at + setup.turnaround, HostEvent::Submit(s));
     requeued
 }

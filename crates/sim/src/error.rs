@@ -1,6 +1,6 @@
 //! Errors of experiment files and runs; each names the field or stage at fault.
 
-use std::{fmt, io};
+use std::fmt;
 
 #[derive(Debug)]
 pub enum SimError {
@@ -19,11 +19,15 @@ pub enum SimError {
 pub enum DeviceError {
     /// The logical unit refused its configuration.
     Config(device::ConfigError),
-    /// Its RAM store could not be had.
-    Store(io::Error),
+    /// A workload's I/O has no READ(16) or WRITE(16) that says it (an LBA or length the CDB
+    /// cannot hold).
+    Unencodable {
+        io: String,
+        error: scsi::encode::EncodeError,
+    },
     /// It refused a command at once: the workload does not fit the device.
     Refused {
-        cdb: [u8; 16],
+        cdb: Vec<u8>,
         sense: Option<scsi::Sense>,
     },
     /// The run has no I_T nexus for a class of its jobs.
@@ -68,7 +72,7 @@ impl fmt::Display for DeviceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Config(e) => e.fmt(f),
-            Self::Store(e) => e.fmt(f),
+            Self::Unencodable { io, error } => write!(f, "{io}: {error}"),
             Self::Refused { cdb, sense } => write!(f, "the device refused {cdb:02x?}: {sense:?}"),
             Self::NoNexus(class) => write!(f, "no nexus for class {class:?}"),
             Self::NoDrive(d) => write!(f, "no drive {d}"),

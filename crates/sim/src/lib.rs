@@ -15,6 +15,7 @@ pub mod erasure;
 mod error;
 pub mod experiment;
 pub mod host;
+pub mod meter;
 pub mod plot;
 pub mod replica;
 pub mod report;

@@ -4,7 +4,7 @@
 //! (the core over the null plane), both in virtual time. Every status, sense and counter must
 //! be the same: the data plane is the only difference, and it moves bytes, never decides.
 
-use crate::unit::{Ended, SimUnit};
+use crate::unit::{Returned, SimUnit};
 use device::{
     Arrival, Backing, Completion, DhCompletion, Kept, LuConfig, Next, Nexus, Ns, Sink, Submitted,
     TaskAttribute, TaskManagement, TmfResponse, Unit,
@@ -345,7 +345,7 @@ fn sim(variant: &crate::Variant, script: &[(Ns, Action)]) -> Trace {
     let nexuses = nexuses();
     let mut trace = Trace::default();
     let mut ended = Vec::new();
-    let record_all = |now: Ns, ended: &mut Vec<Ended>, trace: &mut Trace| {
+    let record_all = |now: Ns, ended: &mut Vec<Returned>, trace: &mut Trace| {
         for e in ended.drain(..) {
             trace
                 .ended

@@ -10,7 +10,7 @@ use store::{Buffers, Done, NullPlane, Op, Plane};
 
 /// A command that ended.
 #[derive(Debug)]
-pub(crate) struct Ended {
+pub(crate) struct Returned {
     /// The engine's tags name its commands alone; the same-sequence test compares nexuses.
     #[cfg(test)]
     pub(crate) nexus: u64,
@@ -26,7 +26,7 @@ pub(crate) struct SimUnit {
     scratch: Vec<u8>,
     /// Commands that ended during a submit (the device queue caught up to its time), handed
     /// out by the next `advance`, due at `pending_at`.
-    pending: Vec<Ended>,
+    pending: Vec<Returned>,
     pending_at: Ns,
 }
 
@@ -92,7 +92,7 @@ impl SimUnit {
 
     /// Everything due by `now`; the commands that ended are appended to `done`. Returns when
     /// the unit next needs the time.
-    pub(crate) fn advance(&mut self, now: Ns, done: &mut Vec<Ended>) -> Option<Ns> {
+    pub(crate) fn advance(&mut self, now: Ns, done: &mut Vec<Returned>) -> Option<Ns> {
         done.append(&mut self.pending);
         self.lu.handle_timeout(now);
         while let Some(op) = self.lu.poll_background() {
@@ -108,7 +108,7 @@ impl SimUnit {
     }
 
     /// The core's events: operations run at once, ends recorded.
-    fn drain(&mut self, now: Ns, done: &mut Vec<Ended>) {
+    fn drain(&mut self, now: Ns, done: &mut Vec<Returned>) {
         'events: while let Some(e) = self.lu.poll_event() {
             let completion = match e.then {
                 Then::Io(op) => {
@@ -125,7 +125,7 @@ impl SimUnit {
                 // The host aborted it and knows.
                 Then::Aborted => continue,
             };
-            done.push(Ended {
+            done.push(Returned {
                 #[cfg(test)]
                 nexus: e.nexus,
                 tag: e.tag,

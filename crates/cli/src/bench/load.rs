@@ -1,7 +1,6 @@
 //! The load: the experiment's points run one after the other, each with one iSCSI session per
 //! job instance keeping its queue depth of READ(16)/WRITE(16) commands in flight.
 
-use super::outcome::{self, Meter};
 use super::verify::Verifier;
 use super::{parse_duration, BenchArgs};
 use anyhow::{bail, Context};
@@ -9,6 +8,9 @@ use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
 use qos::{CdlPageKind, CdlPages};
 use rustc_hash::FxHashMap;
+use scsi::command::{Command, ModeSense, PageControl};
+use scsi::{form, Status};
+use sim::meter::{Completed, Ended, Errors, Meter, Served};
 use sim::report::{PointReport, Report, Run, SimSpeed};
 use sim::{Experiment, PointResult, PointSetup};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,14 +58,11 @@ impl Target {
         };
         let mut s = t.login(0).await?;
         let lun = url.lun;
-        let cap = s
-            .scsi_command(
-                lun,
-                &[0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0],
-                &[],
-                32,
-            )
-            .await?;
+        let read_capacity = Command::ReadCapacity16 {
+            allocation_length: 32,
+        }
+        .emit(form::READ_CAPACITY_16)?;
+        let cap = s.scsi_command(lun, &read_capacity, &[], 32).await?;
         let (Some(last), Some(block)) = (
             cap.data_in
                 .get(..8)
@@ -81,8 +80,16 @@ impl Target {
         let mut pages = CdlPages::default();
         let mut found = false;
         for kind in [CdlPageKind::T2A, CdlPageKind::T2B] {
-            // MODE SENSE(10), DBD, current values of page 0Ah subpage 07h/08h.
-            let cdb = [0x5A, 0x08, 0x0A, kind.subpage(), 0, 0, 0, 0x01, 0x00, 0];
+            let cdb = Command::ModeSense(ModeSense {
+                ten: true,
+                dbd: true,
+                llbaa: false,
+                pc: PageControl::Current,
+                page_code: scsi::mode::CONTROL,
+                subpage_code: kind.subpage(),
+                allocation_length: 256,
+            })
+            .emit(form::MODE_SENSE_10)?;
             let r = s.scsi_command(lun, &cdb, &[], 256).await?;
             // A LUN without the page refuses the request; some targets (istgt) answer GOOD
             // with another page or none: only the page asked for counts.
@@ -90,7 +97,7 @@ impl Target {
             let is_page = page.len() == scsi::cdl::T2_PAGE_LEN
                 && page[0] & 0x3F == 0x0A
                 && page[1] == kind.subpage();
-            if r.status != 0 || !is_page {
+            if r.status != Status::Good as u8 || !is_page {
                 continue;
             }
             let decoded = qos::CdlPage::decode(kind, page)
@@ -116,9 +123,10 @@ impl Target {
         let mut s = Initiator::connect_portal(&self.url.portal, &opts)
             .await
             .with_context(|| format!("logging in to {}", self.url.portal))?;
+        let tur = Command::TestUnitReady.emit(form::TEST_UNIT_READY)?;
         for _ in 0..8 {
-            let r = s.scsi_command(self.url.lun, &[0; 6], &[], 0).await?;
-            if r.status == 0 {
+            let r = s.scsi_command(self.url.lun, &tur, &[], 0).await?;
+            if r.status == Status::Good as u8 {
                 return Ok(s);
             }
         }
@@ -254,9 +262,6 @@ impl Shared {
     }
 }
 
-/// Completions that were not GOOD, by (sense key, ASC, ASCQ).
-type Errors = std::collections::BTreeMap<(u8, u8, u8), u64>;
-
 async fn run_point(
     setup: &PointSetup,
     target: &Arc<Target>,
@@ -300,7 +305,7 @@ async fn run_point(
         .meter
         .into_inner()
         .map_err(|_| anyhow::anyhow!("a session panicked"))?;
-    Ok(meter.into_result())
+    Ok(meter.finish())
 }
 
 /// One job instance: its own session, `iodepth` commands in flight until the point stops.
@@ -316,6 +321,8 @@ async fn session(
     let mut generator = Generator::new(job.clone(), seed);
     let mut in_flight: FxHashMap<u32, (Io, u64, Check)> = FxHashMap::default();
     let mut issued = 0u64;
+    // The (class, DLD) groups this session told the meter of, by bit.
+    let mut groups = 0u64;
     loop {
         // Refill to the queue depth (within the target's CmdSN window), as rate_iops allows.
         let mut next_issue = None;
@@ -337,7 +344,7 @@ async fn session(
             let bytes = io.bytes();
             let lba = io.lba * SECTOR / target.block;
             let blocks = u32::try_from(bytes / target.block).unwrap_or(u32::MAX);
-            let cdb = scsi::encode::rw16(io.write, lba, blocks, io.dld);
+            let cdb = sim::engine::medium_cdb(&io, target.block)?;
             let len = u32::try_from(bytes).unwrap_or(u32::MAX);
             let count = u64::from(blocks);
             let (data_out, data_in, check) = match (&target.verifier, io.write) {
@@ -351,6 +358,14 @@ async fn session(
             };
             let itt = s.submit(lun, &cdb, data_out, data_in).await?;
             in_flight.insert(itt, (io, now, check));
+            let group = 1 << sim::engine::group(io.class, io.dld);
+            if groups & group == 0 {
+                groups |= group;
+                match shared.meter.lock() {
+                    Ok(mut m) => m.submitted(io.class, io.dld),
+                    Err(_) => bail!("the meter's lock is poisoned"),
+                }
+            }
         }
         if in_flight.is_empty() && next_issue.is_none() {
             break;
@@ -364,7 +379,7 @@ async fn session(
             bail!("a response for a command never sent (ITT {itt:#x})");
         };
         let latency = now.saturating_sub(at);
-        let ended = outcome::of(&r);
+        let ended = Ended::read(r.status, r.parsed_sense().as_ref());
         if let Some(v) = &target.verifier {
             let lba = io.lba * SECTOR / target.block;
             let good = ended.outcome == qos::Outcome::Good;
@@ -377,8 +392,16 @@ async fn session(
             }
         }
         let missed = ended.outcome.is_duration_limit() || target.past_guideline(&io, latency);
+        let completed = Completed {
+            instance: n,
+            io,
+            latency,
+            ended,
+            missed,
+            served: Served::by_drive(ended.outcome),
+        };
         let done = match shared.meter.lock() {
-            Ok(mut m) => m.record(now, n, latency, &io, &ended, missed),
+            Ok(mut m) => m.record(now, &completed),
             Err(_) => bail!("the meter's lock is poisoned"),
         };
         if done {

@@ -7,133 +7,20 @@ use anyhow::{bail, Context};
 use iscsi::initiator::{Error as IscsiError, Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
 use qos::cdl::CdlPageKind;
+use scsi::command::{
+    Command, Inquiry as InquiryCommand, LogPageControl, LogSelect, LogSense, ModeSelect, ModeSense,
+    PageControl, ReportSupportedOperationCodes,
+};
+use scsi::table::CommandInfo;
+use scsi::{form, Asc, Sense, SenseKey, Status};
 use std::fmt;
 use std::time::Duration;
 
 /// How long connecting and each command may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
-/// CHECK CONDITION (SAM-5 status codes).
-const CHECK_CONDITION: u8 = 0x02;
 /// A new nexus first sees its power-on unit attention, and a MODE SELECT from another
 /// nexus leaves a MODE PARAMETERS CHANGED one: a command is repeated this many times at most.
 const UNIT_ATTENTION_RETRIES: usize = 8;
-
-/// Sense keys (SPC-5 table 54).
-pub const ILLEGAL_REQUEST: u8 = 0x05;
-const UNIT_ATTENTION: u8 = 0x06;
-
-/// The sense data of a CHECK CONDITION, fixed (70h/71h) or descriptor (72h/73h) format
-/// (SPC-5 §4.4.2, §4.4.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SenseInfo {
-    pub key: u8,
-    pub asc: u8,
-    pub ascq: u8,
-    /// Sense-key specific field pointer: (C/D: true for the CDB, byte, bit when valid).
-    pub field: Option<(bool, u16, Option<u8>)>,
-}
-
-impl SenseInfo {
-    fn parse(s: &[u8]) -> Option<SenseInfo> {
-        let at = |i: usize| s.get(i).copied().unwrap_or(0);
-        let sksv = |b: &[u8]| -> Option<(bool, u16, Option<u8>)> {
-            let b0 = *b.first()?;
-            (b0 & 0x80 != 0).then(|| {
-                (
-                    b0 & 0x40 != 0,
-                    u16::from_be_bytes([
-                        b.get(1).copied().unwrap_or(0),
-                        b.get(2).copied().unwrap_or(0),
-                    ]),
-                    (b0 & 0x08 != 0).then_some(b0 & 0x07),
-                )
-            })
-        };
-        match at(0) & 0x7F {
-            0x70 | 0x71 => Some(SenseInfo {
-                key: at(2) & 0x0F,
-                asc: at(12),
-                ascq: at(13),
-                field: s.get(15..18).and_then(sksv),
-            }),
-            0x72 | 0x73 => {
-                // Sense data descriptors from byte 8; sense key specific is type 02h.
-                let mut field = None;
-                let mut i = 8;
-                while i + 2 <= s.len() {
-                    let len = usize::from(at(i + 1));
-                    if at(i) == 0x02 {
-                        field = s.get(i + 4..i + 7).and_then(sksv);
-                    }
-                    i += 2 + len;
-                }
-                Some(SenseInfo {
-                    key: at(1) & 0x0F,
-                    asc: at(2),
-                    ascq: at(3),
-                    field,
-                })
-            }
-            _ => None,
-        }
-    }
-
-    pub fn is(&self, key: u8, asc: u8, ascq: u8) -> bool {
-        (self.key, self.asc, self.ascq) == (key, asc, ascq)
-    }
-}
-
-impl fmt::Display for SenseInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Sense key names (SPC-5 table 54) and the additional sense codes a target is likely
-        // to give these commands (SPC-5 table 58).
-        const KEYS: [&str; 16] = [
-            "NO SENSE",
-            "RECOVERED ERROR",
-            "NOT READY",
-            "MEDIUM ERROR",
-            "HARDWARE ERROR",
-            "ILLEGAL REQUEST",
-            "UNIT ATTENTION",
-            "DATA PROTECT",
-            "BLANK CHECK",
-            "VENDOR SPECIFIC",
-            "COPY ABORTED",
-            "ABORTED COMMAND",
-            "RESERVED",
-            "VOLUME OVERFLOW",
-            "MISCOMPARE",
-            "COMPLETED",
-        ];
-        let asc = match (self.asc, self.ascq) {
-            (0x1A, 0x00) => "PARAMETER LIST LENGTH ERROR",
-            (0x20, 0x00) => "INVALID COMMAND OPERATION CODE",
-            (0x24, 0x00) => "INVALID FIELD IN CDB",
-            (0x25, 0x00) => "LOGICAL UNIT NOT SUPPORTED",
-            (0x26, 0x00) => "INVALID FIELD IN PARAMETER LIST",
-            (0x27, 0x00) => "WRITE PROTECTED",
-            (0x29, _) => "POWER ON, RESET, OR BUS DEVICE RESET OCCURRED",
-            (0x2A, 0x01) => "MODE PARAMETERS CHANGED",
-            (0x39, 0x00) => "SAVING PARAMETERS NOT SUPPORTED",
-            (0x04, _) => "LOGICAL UNIT NOT READY",
-            _ => "",
-        };
-        write!(f, "{}", KEYS[usize::from(self.key & 0x0F)])?;
-        if asc.is_empty() {
-            write!(f, ", ASC/ASCQ {:02X}h/{:02X}h", self.asc, self.ascq)?;
-        } else {
-            write!(f, ", {asc} ({:02X}h/{:02X}h)", self.asc, self.ascq)?;
-        }
-        if let Some((cdb, byte, bit)) = self.field {
-            let what = if cdb { "CDB" } else { "parameter list" };
-            write!(f, " at {what} byte {byte}")?;
-            if let Some(bit) = bit {
-                write!(f, " bit {bit}")?;
-            }
-        }
-        Ok(())
-    }
-}
 
 /// How a command ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,15 +28,15 @@ pub enum Outcome {
     /// GOOD, with the Data-In bytes.
     Good(Vec<u8>),
     /// CHECK CONDITION with decodable sense data.
-    Check(SenseInfo),
+    Check(Sense),
     /// Any other status (or CHECK CONDITION without sense data).
     Status(u8),
 }
 
 impl Outcome {
-    /// ILLEGAL REQUEST with `asc`/`ascq`.
-    pub fn illegal(&self, asc: u8, ascq: u8) -> bool {
-        matches!(self, Outcome::Check(s) if s.is(ILLEGAL_REQUEST, asc, ascq))
+    /// ILLEGAL REQUEST with `asc`.
+    pub fn illegal(&self, asc: Asc) -> bool {
+        matches!(self, Outcome::Check(s) if (s.key, s.asc) == (SenseKey::IllegalRequest, asc))
     }
 
     /// The data of a GOOD status, or an error naming the command and the failure.
@@ -184,23 +71,18 @@ pub enum CdlCommand {
 impl CdlCommand {
     pub const ALL: [CdlCommand; 4] = [Self::Read16, Self::Write16, Self::Read32, Self::Write32];
 
-    /// (operation code, service action).
-    pub fn opcode(self) -> (u8, u16) {
+    /// Its command table entry: name, operation code, service action.
+    pub fn form(self) -> &'static CommandInfo {
         match self {
-            Self::Read16 => (0x88, 0),
-            Self::Write16 => (0x8A, 0),
-            Self::Read32 => (0x7F, 0x0009),
-            Self::Write32 => (0x7F, 0x000B),
+            Self::Read16 => form::READ_16,
+            Self::Write16 => form::WRITE_16,
+            Self::Read32 => form::READ_32,
+            Self::Write32 => form::WRITE_32,
         }
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Self::Read16 => "READ(16)",
-            Self::Write16 => "WRITE(16)",
-            Self::Read32 => "READ(32)",
-            Self::Write32 => "WRITE(32)",
-        }
+        self.form().name
     }
 
     pub fn is_write(self) -> bool {
@@ -354,23 +236,28 @@ impl Lun {
         let _ = self.session.logout().await;
     }
 
-    /// Runs one command, repeating it after a unit attention.
+    /// Runs `command` in `form`, repeating it after a unit attention; `alloc` bytes of
+    /// Data-In at most.
     pub async fn run(
         &mut self,
-        cdb: &[u8],
+        command: Command,
+        form: &CommandInfo,
         data_out: &[u8],
         alloc: u32,
     ) -> anyhow::Result<Outcome> {
+        let cdb = command.emit(form)?;
         for _ in 0..UNIT_ATTENTION_RETRIES {
             let r = self
                 .session
-                .scsi_command(self.lun, cdb, data_out, alloc)
+                .scsi_command(self.lun, &cdb, data_out, alloc)
                 .await
                 .with_context(|| format!("{}: the iSCSI session failed", self.url))?;
+            const GOOD: u8 = Status::Good as u8;
+            const CHECK_CONDITION: u8 = Status::CheckCondition as u8;
             match r.status {
-                0 => return Ok(Outcome::Good(r.data_in)),
-                CHECK_CONDITION => match SenseInfo::parse(&r.sense) {
-                    Some(s) if s.key == UNIT_ATTENTION => continue,
+                GOOD => return Ok(Outcome::Good(r.data_in)),
+                CHECK_CONDITION => match r.parsed_sense() {
+                    Some(s) if s.key == SenseKey::UnitAttention => continue,
                     Some(s) => return Ok(Outcome::Check(s)),
                     None => return Ok(Outcome::Status(r.status)),
                 },
@@ -385,8 +272,13 @@ impl Lun {
 
     /// Standard INQUIRY.
     pub async fn inquiry(&mut self) -> anyhow::Result<Inquiry> {
+        let inquiry = Command::Inquiry(InquiryCommand {
+            evpd: false,
+            page_code: 0,
+            allocation_length: 96,
+        });
         let d = self
-            .run(&[0x12, 0, 0, 0, 96, 0], &[], 96)
+            .run(inquiry, form::INQUIRY, &[], 96)
             .await?
             .good("INQUIRY")?;
         if d.len() < 36 {
@@ -407,8 +299,12 @@ impl Lun {
 
     /// REPORT LUNS (SELECT REPORT 00h): the LUN numbers.
     async fn report_luns(&mut self) -> anyhow::Result<Vec<u64>> {
+        let report_luns = Command::ReportLuns {
+            select_report: 0,
+            allocation_length: 4096,
+        };
         let d = self
-            .run(&[0xA0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0], &[], 4096)
+            .run(report_luns, form::REPORT_LUNS, &[], 4096)
             .await?
             .good("REPORT LUNS")?;
         Ok(d.get(8..)
@@ -421,14 +317,20 @@ impl Lun {
     /// REPORT SUPPORTED OPERATION CODES, REPORTING OPTIONS 011b (one command, with service
     /// action, as cdladm asks; SPC-5 §6.35), for one of the four CDL commands.
     pub async fn command_support(&mut self, c: CdlCommand) -> anyhow::Result<CommandSupport> {
-        let (opcode, sa) = c.opcode();
-        let mut cdb = [0xA3, 0x0C, 0x03, opcode, 0, 0, 0, 0, 0x02, 0x00, 0, 0];
-        cdb[4..6].copy_from_slice(&sa.to_be_bytes());
-        let outcome = self.run(&cdb, &[], 512).await?;
-        if outcome.illegal(0x20, 0x00) {
+        let rsoc = Command::ReportSupportedOperationCodes(ReportSupportedOperationCodes {
+            rctd: false,
+            reporting_options: 0b011,
+            requested_operation_code: c.form().opcode(),
+            requested_service_action: c.form().service_action.unwrap_or(0),
+            allocation_length: 512,
+        });
+        let outcome = self
+            .run(rsoc, form::REPORT_SUPPORTED_OPERATION_CODES, &[], 512)
+            .await?;
+        if outcome.illegal(Asc::INVALID_COMMAND_OPERATION_CODE) {
             return Ok(CommandSupport::NoRsoc);
         }
-        if outcome.illegal(0x24, 0x00) {
+        if outcome.illegal(Asc::INVALID_FIELD_IN_CDB) {
             return Ok(CommandSupport::NotSupported { support: None });
         }
         let d = outcome.good(&format!(
@@ -457,47 +359,56 @@ impl Lun {
         })
     }
 
-    /// MODE SENSE(10) of a CDL page with DBD = 1, as cdladm reads it: `pc` is the PAGE
-    /// CONTROL (0 current, 1 changeable, 2 default, 3 saved). The whole parameter data
-    /// (8-byte header and the page).
-    pub async fn mode_sense(&mut self, kind: CdlPageKind, pc: u8) -> anyhow::Result<Outcome> {
-        let cdb = [
-            0x5A,
-            0x08,
-            (pc << 6) | 0x0A,
-            kind.subpage(),
-            0,
-            0,
-            0,
-            0x02,
-            0x00,
-            0,
-        ];
-        self.run(&cdb, &[], 512).await
+    /// MODE SENSE(10) of a CDL page's current values with DBD = 1, as cdladm reads it. The
+    /// whole parameter data (8-byte header and the page).
+    pub async fn mode_sense(&mut self, kind: CdlPageKind) -> anyhow::Result<Outcome> {
+        let mode_sense = Command::ModeSense(ModeSense {
+            ten: true,
+            dbd: true,
+            llbaa: false,
+            pc: PageControl::Current,
+            page_code: scsi::mode::CONTROL,
+            subpage_code: kind.subpage(),
+            allocation_length: 512,
+        });
+        self.run(mode_sense, form::MODE_SENSE_10, &[], 512).await
     }
 
     /// MODE SELECT(10) with PF = 1 (and SP = 1 when `save`).
     pub async fn mode_select(&mut self, list: &[u8], save: bool) -> anyhow::Result<Outcome> {
-        let len = u16::try_from(list.len()).context("MODE SELECT parameter list too long")?;
-        let mut cdb = [0x55, 0x10 | u8::from(save), 0, 0, 0, 0, 0, 0, 0, 0];
-        cdb[7..9].copy_from_slice(&len.to_be_bytes());
-        self.run(&cdb, list, 0).await
+        let mode_select = Command::ModeSelect(ModeSelect {
+            ten: true,
+            pf: true,
+            sp: save,
+            parameter_list_length: u16::try_from(list.len())
+                .context("MODE SELECT parameter list too long")?,
+        });
+        self.run(mode_select, form::MODE_SELECT_10, list, 0).await
     }
 
     /// LOG SELECT, PCR = 1, PC = 01b (cumulative values), page 19h subpage 21h, no
     /// parameter list: the page's counters to their defaults (SPC-5 §6.8).
     pub async fn log_select_reset_cdl_statistics(&mut self) -> anyhow::Result<Outcome> {
-        self.run(&[0x4C, 0x02, 0x40 | 0x19, 0x21, 0, 0, 0, 0, 0, 0], &[], 0)
-            .await
+        let (page_code, subpage_code) = scsi::log::COMMAND_DURATION_LIMITS_STATISTICS;
+        let reset = Command::LogSelect(LogSelect {
+            pcr: true,
+            pc: LogPageControl::CumulativeValues,
+            page_code,
+            subpage_code,
+        });
+        self.run(reset, form::LOG_SELECT, &[], 0).await
     }
 
     /// LOG SENSE(10), PC = 01b (cumulative values), page 19h subpage 21h.
     pub async fn log_sense_cdl_statistics(&mut self) -> anyhow::Result<Outcome> {
-        self.run(
-            &[0x4D, 0, 0x40 | 0x19, 0x21, 0, 0, 0, 0x08, 0x00, 0],
-            &[],
-            2048,
-        )
-        .await
+        let (page_code, subpage_code) = scsi::log::COMMAND_DURATION_LIMITS_STATISTICS;
+        let log_sense = Command::LogSense(LogSense {
+            pc: LogPageControl::CumulativeValues,
+            page_code,
+            subpage_code,
+            parameter_pointer: 0,
+            allocation_length: 2048,
+        });
+        self.run(log_sense, form::LOG_SENSE, &[], 2048).await
     }
 }

@@ -10,6 +10,8 @@ use anyhow::{bail, Context};
 use file::{page_name, PageFile, PERF_PERCENT};
 use lun::{CdlCommand, CdlpPage, CommandSupport, Lun, Outcome};
 use qos::cdl::{CdlDescriptor, CdlPage, CdlPageKind, LimitKind, T2CdlUnits, T2_PAGE_LEN};
+use scsi::sense::FieldPointer;
+use scsi::{Asc, SenseKey};
 use std::path::{Path, PathBuf};
 
 /// Writes a line to stdout. A closed stdout (`stint cdl show URL | head`) is not an error of
@@ -341,7 +343,7 @@ async fn info(t: Target) -> anyhow::Result<()> {
     let pages = probe.t2_pages();
     let mut mode = Vec::new();
     for kind in [CdlPageKind::T2A, CdlPageKind::T2B] {
-        mode.push((kind, lun.mode_sense(kind, 0).await?));
+        mode.push((kind, lun.mode_sense(kind).await?));
     }
     let stats = lun.log_sense_cdl_statistics().await?;
     lun.close().await;
@@ -362,11 +364,10 @@ async fn info(t: Target) -> anyhow::Result<()> {
     }
     say!("    Commands (REPORT SUPPORTED OPERATION CODES, one command):");
     for (c, s) in &probe.commands {
-        let (opcode, sa) = c.opcode();
-        let code = if opcode == 0x7F {
-            format!("{opcode:02X}h/{sa:04X}h")
-        } else {
-            format!("{opcode:02X}h")
+        let form = c.form();
+        let code = match form.service_action {
+            Some(sa) => format!("{:02X}h/{sa:04X}h", form.opcode()),
+            None => format!("{:02X}h", form.opcode()),
         };
         let what = match s {
             CommandSupport::NoRsoc => {
@@ -418,7 +419,7 @@ async fn info(t: Target) -> anyhow::Result<()> {
     }
     let stats = match &stats {
         Outcome::Good(_) => "supported".to_string(),
-        o if o.illegal(0x24, 0x00) => {
+        o if o.illegal(Asc::INVALID_FIELD_IN_CDB) => {
             "not supported (ILLEGAL REQUEST, INVALID FIELD IN CDB)".into()
         }
         other => format!("LOG SENSE failed ({other})"),
@@ -478,7 +479,7 @@ fn page_bytes(kind: CdlPageKind, data: &[u8]) -> anyhow::Result<[u8; T2_PAGE_LEN
 async fn read_page(lun: &mut Lun, kind: CdlPageKind) -> anyhow::Result<(Vec<u8>, CdlPage)> {
     let name = page_name(kind);
     let data = lun
-        .mode_sense(kind, 0)
+        .mode_sense(kind)
         .await?
         .good(&format!(
             "MODE SENSE(10) of the {name} page (0Ah/{:02X}h)",
@@ -648,7 +649,8 @@ async fn save(a: SaveArgs) -> anyhow::Result<()> {
 
 /// The MODE SELECT(10) parameter list cdladm sends (cdl-tools `cdl_scsi_write_page`): the
 /// MODE SENSE data with MODE DATA LENGTH and the device-specific byte cleared, PS cleared, and
-/// the page's changeable fields replaced by `page`; everything else as the device returned it.
+/// the page's changeable fields (scsi::cdl::changeable_mask) replaced by `page` encoded;
+/// everything else as the device returned it.
 fn select_list(kind: CdlPageKind, sensed: &[u8], page: &CdlPage) -> Vec<u8> {
     let mut list = sensed[..8 + T2_PAGE_LEN].to_vec();
     list[0] = 0;
@@ -656,16 +658,9 @@ fn select_list(kind: CdlPageKind, sensed: &[u8], page: &CdlPage) -> Vec<u8> {
     list[3] = 0;
     let p = &mut list[8..];
     p[0] &= 0x7F;
-    if kind == CdlPageKind::T2A {
-        p[7] = (page.perf_vs_duration_guideline.code() << 4) | (p[7] & 0x0F);
-    }
-    for (chunk, d) in p[8..].chunks_exact_mut(32).zip(&page.descriptors) {
-        let enc = d.encode();
-        chunk[0] = (chunk[0] & 0xF0) | enc[0];
-        for i in [2, 3, 4, 5, 6, 10, 11] {
-            chunk[i] = enc[i];
-        }
-        chunk[14] = (chunk[14] & 0xF0) | enc[14];
+    let changeable = scsi::cdl::changeable_mask(kind);
+    for ((b, new), mask) in p.iter_mut().zip(page.encode(kind)).zip(changeable) {
+        *b = (*b & !mask) | (new & mask);
     }
     list
 }
@@ -703,9 +698,17 @@ async fn upload(a: UploadArgs) -> anyhow::Result<()> {
         Outcome::Good(_) => {}
         Outcome::Check(s)
             if a.permanent
-                && (s.is(lun::ILLEGAL_REQUEST, 0x39, 0x00)
-                    || (s.is(lun::ILLEGAL_REQUEST, 0x24, 0x00)
-                        && matches!(s.field, Some((true, 1, _))))) =>
+                && s.key == SenseKey::IllegalRequest
+                && (s.asc == Asc::SAVING_PARAMETERS_NOT_SUPPORTED
+                    || (s.asc == Asc::INVALID_FIELD_IN_CDB
+                        && matches!(
+                            s.field,
+                            Some(FieldPointer {
+                                in_cdb: true,
+                                byte: 1,
+                                ..
+                            })
+                        ))) =>
         {
             bail!(
                 "{}: the LUN cannot save mode pages: MODE SELECT(10) with SP=1 refused ({s}); \
@@ -766,7 +769,7 @@ async fn stats(a: StatsArgs) -> anyhow::Result<()> {
     lun.close().await;
     let data = match outcome {
         Outcome::Good(d) => d,
-        o if o.illegal(0x24, 0x00) => bail!(
+        o if o.illegal(Asc::INVALID_FIELD_IN_CDB) => bail!(
             "{}: the LUN has no CDL statistics: LOG SENSE page 19h subpage 21h is not supported \
              (ILLEGAL REQUEST, INVALID FIELD IN CDB)",
             t.url

@@ -1,12 +1,15 @@
 //! The initiator side: sessions that write stamped blocks until the server is killed, and the
 //! read-back of every block after the restart.
 
+use crate::cdb::{emit, read, rw, test_unit_ready, write, Cdb};
 use crate::model::{Model, Tally};
 use crate::stamp;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use scsi::command::{CacheRange, Command, ReadWrite};
+use scsi::form;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -60,28 +63,28 @@ enum Op {
     },
 }
 
-fn write_cdb(lba: u64, count: u64, fua: bool, ten: bool) -> Vec<u8> {
-    let fua = if fua { 0x08 } else { 0 };
-    if ten {
-        let mut cdb = vec![0x2A, fua, 0, 0, 0, 0, 0, 0, 0, 0];
-        cdb[2..6].copy_from_slice(&(lba as u32).to_be_bytes());
-        cdb[7..9].copy_from_slice(&(count as u16).to_be_bytes());
-        cdb
-    } else {
-        let mut cdb = vec![0x8A, fua, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        cdb[2..10].copy_from_slice(&lba.to_be_bytes());
-        cdb[10..14].copy_from_slice(&(count as u32).to_be_bytes());
-        cdb
-    }
+/// WRITE(10) or WRITE(16) of `count` blocks at `lba`.
+fn write_cdb(lba: u64, count: u64, fua: bool, ten: bool) -> Cdb {
+    let w = ReadWrite {
+        fua,
+        ..rw(lba, count as u32)
+    };
+    write(if ten { form::WRITE_10 } else { form::WRITE_16 }, w)
 }
 
 /// SYNCHRONIZE CACHE (10) or (16) of the whole LUN, IMMED = 0.
-fn sync_cdb(ten: bool) -> Vec<u8> {
-    if ten {
-        vec![0x35, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+fn sync_cdb(ten: bool) -> Cdb {
+    let whole = CacheRange {
+        lba: 0,
+        number_of_logical_blocks: 0,
+        immed: false,
+    };
+    let form = if ten {
+        form::SYNCHRONIZE_CACHE_10
     } else {
-        vec![0x91, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
-    }
+        form::SYNCHRONIZE_CACHE_16
+    };
+    emit(Command::SynchronizeCache(whole), form)
 }
 
 /// Logs in and consumes the restart's unit attention (POWER ON OCCURRED, SAM-6 §5.14).
@@ -93,7 +96,7 @@ async fn login(url: &IscsiUrl, isid: u8) -> Result<Initiator, String> {
         .map_err(|e| format!("login: {e}"))?;
     for _ in 0..2 {
         let r = s
-            .scsi_command(url.lun, &[0; 6], &[], 0)
+            .scsi_command(url.lun, &test_unit_ready(), &[], 0)
             .await
             .map_err(|e| format!("TEST UNIT READY: {e}"))?;
         if r.status == 0 {
@@ -208,7 +211,7 @@ async fn writer(
         };
         let op = in_flight.remove(&itt).ok_or("a response to no command")?;
         if r.status != 0 {
-            return Err(format!("status {:#x}, sense {:02x?}", r.status, r.sense));
+            return Err(format!("status {:#x}, {:?}", r.status, r.parsed_sense()));
         }
         let mut model = model.lock().unwrap();
         match op {
@@ -234,9 +237,7 @@ pub async fn read_back(
 ) -> Result<(), String> {
     let mut s = login(url, 0x40).await?;
     for lba in (0..BLOCKS).step_by(READ_BLOCKS as usize) {
-        let mut cdb = vec![0x88, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        cdb[2..10].copy_from_slice(&lba.to_be_bytes());
-        cdb[10..14].copy_from_slice(&(READ_BLOCKS as u32).to_be_bytes());
+        let cdb = read(form::READ_16, rw(lba, READ_BLOCKS as u32));
         let len = (READ_BLOCKS as usize * BLOCK) as u32;
         let r = s
             .scsi_command(url.lun, &cdb, &[], len)

@@ -10,6 +10,8 @@
 //! kills per mode and crash kind (default 50). A plain binary (harness = false): re-executed
 //! with `harness::ENV` set, it is the power-loss runs' server instead.
 
+#[path = "../common/cdb.rs"]
+mod cdb;
 mod harness;
 mod load;
 mod model;

@@ -658,13 +658,19 @@ mod tests {
             ],
         );
         let mut bytes = Vec::new();
+        let read = scsi::Command::Read(scsi::command::ReadWrite {
+            transfer_length: 2048,
+            ..Default::default()
+        })
+        .emit(scsi::form::READ_10)
+        .unwrap();
         for i in 0..16u32 {
             let mut cmd = Bhs::new(Opcode::ScsiCommand);
             cmd.set_flags(0x80 | 0x40 | 1);
             cmd.set_itt(i);
             cmd.set_u32_at(20, 1 << 20);
             cmd.set_u32_at(24, 10 + i);
-            cmd.0[32] = 0x28;
+            cmd.0[32..32 + read.len()].copy_from_slice(&read);
             bytes.extend(pdu_bytes(&cmd, &[]));
         }
         let mut out = Output::new();

@@ -1,5 +1,6 @@
 //! Shared by the loopback tests: a tiny RAM disk behind the `ScsiTarget` trait (TEST UNIT
-//! READY, READ/WRITE(10)/(16), 512-byte blocks) and a server started on 127.0.0.1:0.
+//! READY, READ and WRITE, 512-byte blocks) and a server started on 127.0.0.1:0; the CDBs and
+//! sense of its tests.
 
 #![allow(dead_code)]
 
@@ -13,7 +14,9 @@ use device::{
 };
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::{ScsiTarget, TargetNode};
-use scsi::{Asc, Sense, SenseKey};
+use scsi::command::{Command, ReadWrite};
+use scsi::encode::Cdb;
+use scsi::{form, Asc, Sense, SenseKey};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -47,14 +50,17 @@ impl RamDisk {
         self.data.lock().unwrap()[start..start + n].copy_from_slice(&data_out[..n]);
     }
 
-    /// (is_write, lba, blocks) for the commands this disk knows.
+    /// (is_write, lba, blocks) of a READ or WRITE; `None` for another command.
     fn decode(cdb: &[u8]) -> Option<(bool, u64, u64)> {
-        let be = |b: &[u8]| b.iter().fold(0u64, |a, x| (a << 8) | u64::from(*x));
-        match *cdb.first()? {
-            0x28 | 0x2A => Some((cdb[0] == 0x2A, be(cdb.get(2..6)?), be(cdb.get(7..9)?))),
-            0x88 | 0x8A => Some((cdb[0] == 0x8A, be(cdb.get(2..10)?), be(cdb.get(10..14)?))),
+        match scsi::decode(cdb).ok()?.1 {
+            Command::Read(r) => Some((false, r.lba, r.transfer_length.into())),
+            Command::Write(w) => Some((true, w.lba, w.transfer_length.into())),
             _ => None,
         }
+    }
+
+    fn test_unit_ready(cdb: &[u8]) -> bool {
+        matches!(scsi::decode(cdb), Ok((_, Command::TestUnitReady)))
     }
 }
 
@@ -74,7 +80,7 @@ impl ScsiTarget for RamDisk {
         _sink: &mut dyn Sink,
     ) -> (Option<Transfer>, Submitted) {
         let check = |sense| Submitted::Done(Completion::check_condition(sense));
-        if a.cdb.first() == Some(&0x00) {
+        if Self::test_unit_ready(a.cdb) {
             return (Some(Transfer::None), Submitted::Done(Completion::GOOD));
         }
         let Some((write, lba, blocks)) = Self::decode(a.cdb) else {
@@ -259,18 +265,32 @@ impl Server {
     }
 }
 
-pub fn read10(lba: u32, blocks: u16) -> [u8; 10] {
-    let mut c = [0u8; 10];
-    c[0] = 0x28;
-    c[2..6].copy_from_slice(&lba.to_be_bytes());
-    c[7..9].copy_from_slice(&blocks.to_be_bytes());
-    c
+fn rw(lba: u32, blocks: u16) -> ReadWrite {
+    ReadWrite {
+        lba: lba.into(),
+        transfer_length: blocks.into(),
+        ..ReadWrite::default()
+    }
 }
 
-pub fn write10(lba: u32, blocks: u16) -> [u8; 10] {
-    let mut c = read10(lba, blocks);
-    c[0] = 0x2A;
-    c
+pub fn read10(lba: u32, blocks: u16) -> Cdb {
+    Command::Read(rw(lba, blocks)).emit(form::READ_10).unwrap()
+}
+
+pub fn write10(lba: u32, blocks: u16) -> Cdb {
+    Command::Write(rw(lba, blocks))
+        .emit(form::WRITE_10)
+        .unwrap()
+}
+
+pub fn test_unit_ready() -> Cdb {
+    Command::TestUnitReady.emit(form::TEST_UNIT_READY).unwrap()
+}
+
+/// The sense in a SCSI Response's data segment: SenseLength, then the sense data (RFC 7143
+/// §11.4.7).
+pub fn response_sense(data: &[u8]) -> Sense {
+    Sense::parse(data.get(2..).unwrap_or_default()).expect("sense data")
 }
 
 pub fn pattern(len: usize, seed: u8) -> Vec<u8> {

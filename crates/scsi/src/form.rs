@@ -1,0 +1,139 @@
+//! The command table's entries by name: the CDB forms an initiator encodes a command in,
+//! `Command::Read(rw).emit(form::READ_16)` ([`crate::Command::emit`]). Each is found by its
+//! name when compiling, so a name the table lacks does not build.
+
+use crate::table::{CommandInfo, TABLE};
+
+/// The entry named `name`.
+const fn named(name: &str) -> &'static CommandInfo {
+    let mut i = 0;
+    while i < TABLE.len() {
+        let (a, b) = (TABLE[i].name.as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return &TABLE[i];
+            }
+        }
+        i += 1;
+    }
+    panic!("no command table entry of that name")
+}
+
+macro_rules! forms {
+    ($($form:ident = $name:literal,)+) => {
+        $(
+            #[doc = concat!("The ", $name, " entry.")]
+            pub const $form: &CommandInfo = named($name);
+        )+
+        /// Every form, in table order.
+        #[cfg(test)]
+        const ALL: &[&CommandInfo] = &[$($form),+];
+    };
+}
+
+forms! {
+    TEST_UNIT_READY = "TEST UNIT READY",
+    REQUEST_SENSE = "REQUEST SENSE",
+    FORMAT_UNIT = "FORMAT UNIT",
+    READ_6 = "READ(6)",
+    WRITE_6 = "WRITE(6)",
+    INQUIRY = "INQUIRY",
+    MODE_SELECT_6 = "MODE SELECT(6)",
+    RESERVE_6 = "RESERVE(6)",
+    RELEASE_6 = "RELEASE(6)",
+    MODE_SENSE_6 = "MODE SENSE(6)",
+    START_STOP_UNIT = "START STOP UNIT",
+    PREVENT_ALLOW_MEDIUM_REMOVAL = "PREVENT ALLOW MEDIUM REMOVAL",
+    READ_CAPACITY_10 = "READ CAPACITY(10)",
+    READ_10 = "READ(10)",
+    WRITE_10 = "WRITE(10)",
+    WRITE_AND_VERIFY_10 = "WRITE AND VERIFY(10)",
+    VERIFY_10 = "VERIFY(10)",
+    PRE_FETCH_10 = "PRE-FETCH(10)",
+    SYNCHRONIZE_CACHE_10 = "SYNCHRONIZE CACHE(10)",
+    READ_DEFECT_DATA_10 = "READ DEFECT DATA(10)",
+    READ_LONG_10 = "READ LONG(10)",
+    WRITE_LONG_10 = "WRITE LONG(10)",
+    WRITE_SAME_10 = "WRITE SAME(10)",
+    UNMAP = "UNMAP",
+    SANITIZE_OVERWRITE = "SANITIZE (OVERWRITE)",
+    SANITIZE_BLOCK_ERASE = "SANITIZE (BLOCK ERASE)",
+    SANITIZE_CRYPTOGRAPHIC_ERASE = "SANITIZE (CRYPTOGRAPHIC ERASE)",
+    SANITIZE_EXIT_FAILURE_MODE = "SANITIZE (EXIT FAILURE MODE)",
+    LOG_SELECT = "LOG SELECT",
+    LOG_SENSE = "LOG SENSE",
+    MODE_SELECT_10 = "MODE SELECT(10)",
+    RESERVE_10 = "RESERVE(10)",
+    RELEASE_10 = "RELEASE(10)",
+    MODE_SENSE_10 = "MODE SENSE(10)",
+    PERSISTENT_RESERVE_IN_READ_KEYS = "PERSISTENT RESERVE IN (READ KEYS)",
+    PERSISTENT_RESERVE_IN_READ_RESERVATION = "PERSISTENT RESERVE IN (READ RESERVATION)",
+    PERSISTENT_RESERVE_IN_REPORT_CAPABILITIES = "PERSISTENT RESERVE IN (REPORT CAPABILITIES)",
+    PERSISTENT_RESERVE_IN_READ_FULL_STATUS = "PERSISTENT RESERVE IN (READ FULL STATUS)",
+    PERSISTENT_RESERVE_OUT_REGISTER = "PERSISTENT RESERVE OUT (REGISTER)",
+    PERSISTENT_RESERVE_OUT_RESERVE = "PERSISTENT RESERVE OUT (RESERVE)",
+    PERSISTENT_RESERVE_OUT_RELEASE = "PERSISTENT RESERVE OUT (RELEASE)",
+    PERSISTENT_RESERVE_OUT_CLEAR = "PERSISTENT RESERVE OUT (CLEAR)",
+    PERSISTENT_RESERVE_OUT_PREEMPT = "PERSISTENT RESERVE OUT (PREEMPT)",
+    PERSISTENT_RESERVE_OUT_PREEMPT_AND_ABORT = "PERSISTENT RESERVE OUT (PREEMPT AND ABORT)",
+    PERSISTENT_RESERVE_OUT_REGISTER_AND_IGNORE_EXISTING_KEY = "PERSISTENT RESERVE OUT (REGISTER AND IGNORE EXISTING KEY)",
+    PERSISTENT_RESERVE_OUT_REGISTER_AND_MOVE = "PERSISTENT RESERVE OUT (REGISTER AND MOVE)",
+    READ_32 = "READ(32)",
+    WRITE_32 = "WRITE(32)",
+    WRITE_SAME_32 = "WRITE SAME(32)",
+    WRITE_ATOMIC_32 = "WRITE ATOMIC(32)",
+    EXTENDED_COPY_LID1 = "EXTENDED COPY(LID1)",
+    EXTENDED_COPY_LID4 = "EXTENDED COPY(LID4)",
+    POPULATE_TOKEN = "POPULATE TOKEN",
+    WRITE_USING_TOKEN = "WRITE USING TOKEN",
+    COPY_OPERATION_ABORT = "COPY OPERATION ABORT",
+    RECEIVE_COPY_STATUS_LID1 = "RECEIVE COPY STATUS(LID1)",
+    RECEIVE_COPY_DATA_LID1 = "RECEIVE COPY DATA(LID1)",
+    RECEIVE_COPY_OPERATING_PARAMETERS = "RECEIVE COPY OPERATING PARAMETERS",
+    RECEIVE_COPY_FAILURE_DETAILS_LID1 = "RECEIVE COPY FAILURE DETAILS(LID1)",
+    RECEIVE_COPY_STATUS_LID4 = "RECEIVE COPY STATUS(LID4)",
+    RECEIVE_COPY_DATA_LID4 = "RECEIVE COPY DATA(LID4)",
+    RECEIVE_ROD_TOKEN_INFORMATION = "RECEIVE ROD TOKEN INFORMATION",
+    REPORT_ALL_ROD_TOKENS = "REPORT ALL ROD TOKENS",
+    READ_16 = "READ(16)",
+    COMPARE_AND_WRITE = "COMPARE AND WRITE",
+    WRITE_16 = "WRITE(16)",
+    ORWRITE_16 = "ORWRITE(16)",
+    WRITE_AND_VERIFY_16 = "WRITE AND VERIFY(16)",
+    VERIFY_16 = "VERIFY(16)",
+    PRE_FETCH_16 = "PRE-FETCH(16)",
+    SYNCHRONIZE_CACHE_16 = "SYNCHRONIZE CACHE(16)",
+    WRITE_SAME_16 = "WRITE SAME(16)",
+    WRITE_ATOMIC_16 = "WRITE ATOMIC(16)",
+    READ_CAPACITY_16 = "READ CAPACITY(16)",
+    READ_LONG_16 = "READ LONG(16)",
+    GET_LBA_STATUS = "GET LBA STATUS",
+    WRITE_LONG_16 = "WRITE LONG(16)",
+    REPORT_LUNS = "REPORT LUNS",
+    REPORT_TARGET_PORT_GROUPS = "REPORT TARGET PORT GROUPS",
+    REPORT_SUPPORTED_OPERATION_CODES = "REPORT SUPPORTED OPERATION CODES",
+    REPORT_SUPPORTED_TASK_MANAGEMENT_FUNCTIONS = "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS",
+    REPORT_TIMESTAMP = "REPORT TIMESTAMP",
+    SET_TIMESTAMP = "SET TIMESTAMP",
+    READ_12 = "READ(12)",
+    WRITE_12 = "WRITE(12)",
+    WRITE_AND_VERIFY_12 = "WRITE AND VERIFY(12)",
+    VERIFY_12 = "VERIFY(12)",
+    READ_DEFECT_DATA_12 = "READ DEFECT DATA(12)",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_entry_has_its_form() {
+        let names: Vec<&str> = ALL.iter().map(|f| f.name).collect();
+        let table: Vec<&str> = crate::COMMANDS.iter().map(|c| c.name).collect();
+        assert_eq!(names, table);
+    }
+}
