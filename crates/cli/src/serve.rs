@@ -174,16 +174,24 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
             }
             .with_context(at)?;
             let len = store::Store::len(&file);
-            let completions = iscsi::clock::Completions::default();
-            let delay = std::time::Duration::from_millis(lun.store_delay_ms);
-            let options = store::Options {
-                kept: kept.clone(),
-                delay: (!delay.is_zero()).then_some(delay),
-                ..store::Options::default()
-            };
-            let plane = store::FilePlane::new(Arc::new(file), &options, completions.handler())
-                .with_context(at)?;
-            (Arc::new(plane), len, Some(completions))
+            if file.in_memory() && lun.store_delay_ms == 0 {
+                // A file in memory (tmpfs) never waits for a device: its operations run on
+                // the connection's thread, as a RAM store's do.
+                tracing::info!(file = %path.display(), engine = "inline (a memory file system)", "data plane");
+                let plane = store::InlinePlane::new(Arc::new(file)).keeping(kept.clone());
+                (Arc::new(plane), len, None)
+            } else {
+                let completions = iscsi::clock::Completions::default();
+                let delay = std::time::Duration::from_millis(lun.store_delay_ms);
+                let options = store::Options {
+                    kept: kept.clone(),
+                    delay: (!delay.is_zero()).then_some(delay),
+                    ..store::Options::default()
+                };
+                let plane = store::FilePlane::new(Arc::new(file), &options, completions.handler())
+                    .with_context(at)?;
+                (Arc::new(plane), len, Some(completions))
+            }
         }
     };
     let mut config = device::LuConfig::new(target, id, len);

@@ -231,8 +231,9 @@ impl Unit {
         self.drive(now, Step::Io(task, op), data_out, data_in, sink)
     }
 
-    /// Takes a task's steps as far as they go without waiting: an inline plane's operations
-    /// run here, outside the lock, one after the other.
+    /// Takes a task's steps as far as they go without waiting: an inline plane's operations,
+    /// and those an asynchronous plane can end at once (cached reads), run here, outside the
+    /// lock, one after the other.
     fn drive(
         &self,
         now: Ns,
@@ -249,6 +250,10 @@ impl Unit {
                 Step::Aborted => return Submitted::Aborted,
                 Step::Io(task, op) => {
                     if !self.plane.is_inline() {
+                        if let Some(done) = self.plane.try_now(&op, data_in) {
+                            step = self.call(sink, |core| core.io_done(now, task, done, data_in));
+                            continue;
+                        }
                         let buffers = Buffers::Owned {
                             data_in: std::mem::take(data_in),
                             data_out: data_out.to_vec(),

@@ -26,7 +26,13 @@ pub struct FileStore {
     sync_failed: parking_lot::Mutex<Option<io::ErrorKind>>,
     /// Opened for direct I/O: reads and writes go through these descriptors instead.
     direct: Option<Direct>,
+    /// The file lives in memory (tmpfs, ramfs): an access never waits for a device.
+    in_memory: bool,
 }
+
+/// `f_type` of the file systems whose files are memory (statfs(2)).
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+const RAMFS_MAGIC: i64 = 0x8584_58f6;
 
 /// The O_DIRECT side of a store: every access is a whole number of logical blocks at a
 /// block boundary (the device guarantees it; others are refused), and moves through an
@@ -137,6 +143,8 @@ impl FileStore {
             .custom_flags(fs::OFlags::DSYNC.bits() as i32)
             .open(path)
             .map_err(|e| context(e, "cannot open for synchronous writes"))?;
+        let in_memory =
+            fs::fstatfs(&file).is_ok_and(|f| matches!(f.f_type as i64, TMPFS_MAGIC | RAMFS_MAGIC));
         Ok(FileStore {
             file,
             dsync,
@@ -144,6 +152,7 @@ impl FileStore {
             len,
             sync_failed: parking_lot::Mutex::new(None),
             direct: None,
+            in_memory,
         })
     }
 
@@ -192,6 +201,38 @@ impl FileStore {
         }
         store.direct = Some(Direct { file, dsync, block });
         Ok(store)
+    }
+
+    /// Whether the file lives in memory (tmpfs, ramfs) and is not opened O_DIRECT: its
+    /// accesses never wait for a device, so they may run on the caller's thread.
+    pub fn in_memory(&self) -> bool {
+        self.in_memory && self.direct.is_none()
+    }
+
+    /// Appends the `len` bytes at `offset` to `out` if the page cache holds them all, without
+    /// waiting for the device (`preadv2` with `RWF_NOWAIT`); false, with `out` as it was,
+    /// when it does not (or the file system cannot say, or on any error: the caller then
+    /// reads the usual way, which reports it).
+    pub fn read_cached(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> bool {
+        if self.direct.is_some() || check_range(self.len, offset, len).is_err() {
+            return false;
+        }
+        let start = out.len();
+        out.resize(start + len, 0);
+        let mut done = 0;
+        while done < len {
+            let mut buf = [io::IoSliceMut::new(&mut out[start + done..])];
+            let at = offset + done as u64;
+            match rustix::io::preadv2(&self.file, &mut buf, at, rustix::io::ReadWriteFlags::NOWAIT)
+            {
+                Ok(n) if n > 0 => done += n,
+                _ => {
+                    out.truncate(start);
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Whether reads and writes bypass the page cache (O_DIRECT), and with what block.

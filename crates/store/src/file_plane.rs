@@ -14,6 +14,9 @@ use std::sync::Arc;
 pub struct FilePlane {
     core: Arc<Core>,
     ring: Option<Arc<Ring>>,
+    /// The file, for reads the page cache answers at once; `None` where none may (direct
+    /// I/O, or a delay that every operation must take).
+    cached: Option<Arc<FileStore>>,
 }
 
 impl FilePlane {
@@ -42,7 +45,8 @@ impl FilePlane {
             threads = options.threads,
             "data plane"
         );
-        Ok(FilePlane { core, ring })
+        let cached = (options.delay.is_none() && store.direct_block().is_none()).then_some(store);
+        Ok(FilePlane { core, ring, cached })
     }
 
     /// The engine that runs reads and writes: [`Engine::Uring`] or [`Engine::Pool`].
@@ -70,6 +74,24 @@ impl Plane for FilePlane {
                 (Some(ring), Op::Read { .. } | Op::Write { .. }) => ring.start(op, owned),
                 _ => self.core.start(op, owned),
             })
+    }
+
+    /// A read whose pages are all cached, copied now (no hop to io_uring's reaper and back):
+    /// as the range lock's reads do, it stands only if no atomic write began meanwhile.
+    fn try_now(&self, op: &Op, data_in: &mut Vec<u8>) -> Option<Done> {
+        let (Some(file), &Op::Read { offset, len }) = (&self.cached, op) else {
+            return None;
+        };
+        let noted = self.core.ranges.read_start()?;
+        let start = data_in.len();
+        if !file.read_cached(offset, len as usize, data_in) {
+            return None;
+        }
+        if !self.core.ranges.read_stands(noted) {
+            data_in.truncate(start);
+            return None;
+        }
+        Some(Done::Ok)
     }
 
     fn geometry(&self) -> Geometry {

@@ -207,6 +207,13 @@ pub trait Plane: Send + Sync {
     /// buffers, which it could not hand back, refuses the operation (`InvalidInput`).
     fn submit(&self, id: u64, op: Op, buffers: Buffers<'_>) -> Option<Done>;
 
+    /// Runs `op` on the caller's thread if it can end without waiting for a device (a read
+    /// the page cache holds), appending read data to `data_in`; `None` when it cannot, and
+    /// the caller submits it. An inline plane's every operation is such.
+    fn try_now(&self, _op: &Op, _data_in: &mut Vec<u8>) -> Option<Done> {
+        None
+    }
+
     /// Capacity, unmap granularity, whether it can tell allocation: what the device asks once
     /// at start.
     fn geometry(&self) -> Geometry;

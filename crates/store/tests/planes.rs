@@ -955,3 +955,77 @@ fn a_panicking_handler_loses_only_its_own_answer() {
         assert_eq!(p.read(0, 512), [1; 512], "{}", p.name);
     }
 }
+
+/// A read whose pages the page cache holds ends on the caller's thread (`try_now`), with the
+/// bytes the file holds; one the cache cannot answer, a direct plane's, and any other
+/// operation go to the plane.
+#[test]
+fn cached_reads_end_at_once_the_rest_is_submitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(buffered) = file_plane(&dir, Engine::Pool, false, 1 << 20, Options::default()) else {
+        return;
+    };
+    let data: Vec<u8> = (0..8192u32).map(|i| (i * 7) as u8).collect();
+    let id = buffered.submit(write(4096, 8192, false), data.clone());
+    assert!(matches!(buffered.answers.wait(id).0, Done::Ok));
+    let mut data_in = vec![9];
+    let read = Op::Read {
+        offset: 4096,
+        len: 8192,
+    };
+    match buffered.plane.try_now(&read, &mut data_in) {
+        // Written through the page cache: there it is (a file system without RWF_NOWAIT,
+        // such as tmpfs, says None and the read is submitted).
+        Some(Done::Ok) => assert_eq!(data_in[1..], data[..]),
+        None => assert_eq!(data_in, [9]),
+        Some(other) => panic!("{other:?}"),
+    }
+    assert!(buffered.plane.try_now(&Op::Flush, &mut data_in).is_none());
+    let past = Op::Read {
+        offset: 1 << 20,
+        len: 512,
+    };
+    let before = data_in.len();
+    assert!(buffered.plane.try_now(&past, &mut data_in).is_none());
+    assert_eq!(
+        data_in.len(),
+        before,
+        "a refused read leaves the buffer as it was"
+    );
+    if let Some(direct) = file_plane(&dir, Engine::Pool, true, 1 << 20, Options::default()) {
+        assert!(direct.plane.try_now(&read, &mut data_in).is_none());
+    }
+    let delayed = Options {
+        delay: Some(Duration::from_millis(1)),
+        ..Options::default()
+    };
+    let dir2 = tempfile::tempdir().unwrap();
+    if let Some(slow) = file_plane(&dir2, Engine::Pool, false, 1 << 20, delayed) {
+        assert!(
+            slow.plane.try_now(&read, &mut data_in).is_none(),
+            "a delayed plane delays every operation"
+        );
+    }
+}
+
+/// A file on tmpfs is memory; one on the tests' temporary directory is memory only when that
+/// is tmpfs too, and a direct one never.
+#[test]
+fn a_file_on_tmpfs_is_in_memory() {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        let dir = tempfile::tempdir_in(shm).unwrap();
+        let store = FileStore::open(&dir.path().join("lun.img"), Some(1 << 20)).unwrap();
+        assert!(store.in_memory());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::open(&dir.path().join("lun.img"), Some(1 << 20)).unwrap();
+    let tmpfs = std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            f.len() > 2 && dir.path().starts_with(f[1]) && f[1] != "/" && f[2] == "tmpfs"
+        });
+    assert_eq!(store.in_memory(), tmpfs);
+}
