@@ -143,6 +143,8 @@ impl FileStore {
             .custom_flags(fs::OFlags::DSYNC.bits() as i32)
             .open(path)
             .map_err(|e| context(e, "cannot open for synchronous writes"))?;
+        // `f_type` is an i64 on x86-64 and narrower on other targets.
+        #[allow(clippy::unnecessary_cast)]
         let in_memory =
             fs::fstatfs(&file).is_ok_and(|f| matches!(f.f_type as i64, TMPFS_MAGIC | RAMFS_MAGIC));
         Ok(FileStore {
