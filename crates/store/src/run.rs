@@ -362,17 +362,23 @@ fn write_same(
     } else {
         data_out[..block].repeat(blocks)
     };
-    let end = offset + len;
-    let mut at = offset;
-    while at < end {
-        let n = (pattern.len() as u64).min(end - at) as usize;
-        store_bytes(store, at, &pattern[..n], false)?;
-        at += n as u64;
-    }
+    write_repeated(store, offset, len, &pattern)?;
     if durable {
         flush(store)?;
     }
     Ok(Done::Ok)
+}
+
+/// `bytes` written again and again over `len` bytes from `offset` (the last copy cut short).
+fn write_repeated(store: &dyn Store, offset: u64, len: u64, bytes: &[u8]) -> Result<(), Failure> {
+    let end = offset + len;
+    let mut at = offset;
+    while at < end {
+        let n = (bytes.len() as u64).min(end - at) as usize;
+        store_bytes(store, at, &bytes[..n], false)?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 /// Deallocate every range, then flush when durable.
@@ -405,14 +411,7 @@ fn fill(
     } else {
         let copies = (CHUNK / pattern.len()).max(1);
         let whole = (copies as u64).min(len.div_ceil(pattern.len() as u64)) as usize;
-        let bytes = pattern.repeat(whole);
-        let end = offset + len;
-        let mut at = offset;
-        while at < end {
-            let n = (bytes.len() as u64).min(end - at) as usize;
-            store_bytes(store, at, &bytes[..n], false)?;
-            at += n as u64;
-        }
+        write_repeated(store, offset, len, &pattern.repeat(whole))?;
     }
     if durable {
         flush(store)?;
