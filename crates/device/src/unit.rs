@@ -137,13 +137,19 @@ impl Unit {
         f(&mut self.core.lock())
     }
 
-    /// Runs `f` on the core, then takes what it did to other tasks and whether the driver
-    /// must wake, all under one lock; delivers them after it is released.
-    fn call<R>(&self, sink: &mut dyn Sink, f: impl FnOnce(&mut LogicalUnit) -> R) -> R {
+    /// Runs `f` on the core at `now`, then what it made due by `now`, then takes what it did
+    /// to other tasks and whether the driver must wake, all under one lock; delivers them
+    /// after it is released.
+    fn call<R>(&self, now: Ns, sink: &mut dyn Sink, f: impl FnOnce(&mut LogicalUnit) -> R) -> R {
         let mut events = Vec::new();
         let (r, wake) = {
             let mut core = self.core.lock();
             let r = f(&mut core);
+            if core.poll_timeout().is_some_and(|t| t <= now) {
+                // A device queue without drive timing ends a command's queueing the instant
+                // it starts: run it on this thread, not after a wake-up of the driver's.
+                core.handle_timeout(now);
+            }
             while let Some(e) = core.poll_event() {
                 events.push(e);
             }
@@ -191,7 +197,7 @@ impl Unit {
         data_in: &mut Vec<u8>,
         sink: &mut dyn Sink,
     ) -> (Option<Transfer>, Submitted) {
-        let arrived = self.call(sink, |core| core.command(now, a, data_in));
+        let arrived = self.call(now, sink, |core| core.command(now, a, data_in));
         let data_out = a.data_out;
         (
             arrived.transfer,
@@ -208,14 +214,14 @@ impl Unit {
         data_in: &mut Vec<u8>,
         sink: &mut dyn Sink,
     ) -> Submitted {
-        let step = self.call(sink, |core| core.data_out(now, task, data, data_in));
+        let step = self.call(now, sink, |core| core.data_out(now, task, data, data_in));
         self.drive(now, step, data, data_in, sink)
     }
 
     /// The transport could not collect a task's Data-Out: it ends with `c` (the transport
     /// answers it).
     pub fn data_out_failed(&self, now: Ns, task: TaskId, c: Completion, sink: &mut dyn Sink) {
-        self.call(sink, |core| core.data_out_failed(now, task, c));
+        self.call(now, sink, |core| core.data_out_failed(now, task, c));
     }
 
     /// Runs a delivered task's data-plane operation ([`Next::Run`]) with its buffers.
@@ -251,7 +257,8 @@ impl Unit {
                 Step::Io(task, op) => {
                     if !self.plane.is_inline() {
                         if let Some(done) = self.plane.try_now(&op, data_in) {
-                            step = self.call(sink, |core| core.io_done(now, task, done, data_in));
+                            step =
+                                self.call(now, sink, |core| core.io_done(now, task, done, data_in));
                             continue;
                         }
                         let buffers = Buffers::Owned {
@@ -267,7 +274,7 @@ impl Unit {
                         debug_assert!(false, "an inline plane answers at once");
                         return Submitted::Queued(task);
                     };
-                    step = self.call(sink, |core| core.io_done(now, task, done, data_in));
+                    step = self.call(now, sink, |core| core.io_done(now, task, done, data_in));
                 }
             }
         }
@@ -286,11 +293,11 @@ impl Unit {
         sink: &mut dyn Sink,
     ) {
         if id == BACKGROUND {
-            self.call(sink, |core| core.background_done(now, done));
+            self.call(now, sink, |core| core.background_done(now, done));
             return;
         }
         let task = TaskId::from_u64(id);
-        let (owner, step) = self.call(sink, |core| {
+        let (owner, step) = self.call(now, sink, |core| {
             let owner = core.owner(task);
             (owner, core.io_done(now, task, done, &mut data_in))
         });
@@ -323,7 +330,7 @@ impl Unit {
     /// call again (`None`: only when woken).
     pub fn advance(&self, now: Ns, sink: &mut dyn Sink) -> Option<Ns> {
         loop {
-            let (background, next) = self.call(sink, |core| {
+            let (background, next) = self.call(now, sink, |core| {
                 core.handle_timeout(now);
                 let background = core.poll_background();
                 let next = core.poll_timeout();
@@ -353,7 +360,7 @@ impl Unit {
                 data_out: &[],
             };
             if let Some(done) = self.plane.submit(BACKGROUND, op, buffers) {
-                self.call(sink, |core| core.background_done(now, done));
+                self.call(now, sink, |core| core.background_done(now, done));
             }
         }
     }
@@ -387,11 +394,11 @@ impl Unit {
         tmf: TaskManagement,
         sink: &mut dyn Sink,
     ) -> TmfResponse {
-        self.call(sink, |core| core.task_management(now, nexus, tmf))
+        self.call(now, sink, |core| core.task_management(now, nexus, tmf))
     }
 
     /// The nexus logged out or its connection dropped (SAM-5 §6.3.4).
     pub fn nexus_lost(&self, now: Ns, nexus: u64, sink: &mut dyn Sink) {
-        self.call(sink, |core| core.nexus_lost(now, nexus));
+        self.call(now, sink, |core| core.nexus_lost(now, nexus));
     }
 }

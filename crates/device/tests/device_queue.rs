@@ -284,13 +284,16 @@ impl Bench {
                     ));
                 }
             }
+            if !self.sink.finished.is_empty() {
+                // What the calls at `now` delivered is handled at `now`, before time moves.
+                continue;
+            }
             match self.next_event().filter(|t| *t <= until) {
                 Some(t) => {
                     now = now.max(t);
                     self.advance(now);
                 }
-                None if self.sink.finished.is_empty() => break,
-                None => {}
+                None => break,
             }
         }
         done
