@@ -920,7 +920,9 @@ impl Initiator {
         }
     }
 
-    /// Log out (close the session, RFC 7143 §11.14); returns the Logout Response code.
+    /// Log out (close the session, RFC 7143 §11.14); returns the Logout Response code. A
+    /// target that closes the connection instead of answering (istgt does, now and then) has
+    /// closed the session as asked: code 0.
     pub async fn logout(mut self) -> Result<u8, Error> {
         let itt = self.take_itt();
         let mut b = Bhs::new(Opcode::LogoutRequest);
@@ -930,7 +932,10 @@ impl Initiator {
         b.set_u32_at(24, self.cmdsn);
         b.set_u32_at(28, self.exp_statsn);
         self.send(&b, &[]).await?;
-        let p = self.recv_response().await?;
+        let p = match self.recv_response().await {
+            Err(Error::Io(e)) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+            r => r?,
+        };
         if p.bhs.opcode() != Some(Opcode::LogoutResponse) {
             return Err(Error::Protocol(format!(
                 "expected a Logout Response, got {:?}",
