@@ -177,6 +177,7 @@ impl<D: Drive> Queue<D> {
         self.submission[cmd.class].push(r, key);
         self.waiting[cmd.class] += 1;
         self.dispatch_at = Some(self.dispatch_at.map_or(now, |t| t.min(now)));
+        self.check();
         Ok(())
     }
 
@@ -191,6 +192,7 @@ impl<D: Drive> Queue<D> {
         }
         self.head.push(r.slot);
         self.dispatch_at = Some(self.dispatch_at.map_or(now, |t| t.min(now)));
+        self.check();
         Ok(())
     }
 
@@ -270,6 +272,7 @@ impl<D: Drive> Queue<D> {
         }
         self.now = self.now.max(now);
         self.drop_stale_events();
+        self.check();
     }
 
     pub fn stats(&self) -> &Stats {
@@ -530,6 +533,7 @@ impl<D: Drive> Queue<D> {
         }
         self.dispatch_at = Some(self.dispatch_at.map_or(now, |t| t.min(now)));
         self.drop_stale_events();
+        self.check();
         true
     }
 
@@ -550,7 +554,59 @@ impl<D: Drive> Queue<D> {
             }
         }
         self.drop_stale_events();
+        self.check();
         live.len()
+    }
+
+    /// The queue's invariants, after every input (debug builds: the simulator and the fuzz
+    /// targets run them millions of times): each live slot is counted in exactly one place
+    /// (its class's waiting count, the device queue with its memo, the HEAD OF QUEUE list or
+    /// the active count), the free list holds the free slots, no more commands are in service
+    /// than the drive has units, and the device queue is not deeper than configured.
+    fn check(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let mut by_state = [0usize; 5];
+        let mut submitted = [0usize; CLASSES];
+        for s in &self.slots {
+            let i = match s.state {
+                State::Free => 0,
+                State::Submitted => {
+                    submitted[s.class] += 1;
+                    1
+                }
+                State::Queued => 2,
+                State::Head => 3,
+                State::Active => 4,
+            };
+            by_state[i] += 1;
+        }
+        debug_assert_eq!(by_state[0], self.free.len(), "free list");
+        debug_assert!(
+            self.free
+                .iter()
+                .all(|&f| self.slots[f as usize].state == State::Free),
+            "a free-listed slot is live"
+        );
+        debug_assert_eq!(submitted, self.waiting, "waiting counts by class");
+        debug_assert_eq!(by_state[2], self.candidates.len(), "device queue");
+        debug_assert_eq!(self.candidates.len(), self.candidate_slots.len());
+        debug_assert_eq!(self.candidates.len(), self.memos.len(), "memos");
+        debug_assert!(
+            self.candidates
+                .iter()
+                .zip(&self.candidate_slots)
+                .all(|(c, &slot)| {
+                    let s = &self.slots[slot as usize];
+                    s.state == State::Queued && s.id == c.id
+                }),
+            "a candidate's slot"
+        );
+        debug_assert!(self.candidates.len() <= self.depth, "device queue depth");
+        debug_assert_eq!(by_state[3], self.head.len(), "HEAD OF QUEUE list");
+        debug_assert_eq!(by_state[4], self.active, "active count");
+        debug_assert!(self.active <= self.drive.parallelism().max(1), "units");
     }
 
     /// Pops events that no longer apply so that `next_event` is exact.
