@@ -12,8 +12,8 @@
 # Installs cargo-fuzz if missing. Builds on Rust stable: no sanitizer (`--sanitizer none`;
 # safe Rust needs none), debug assertions and overflow checks on. An input that runs longer
 # than 10 s counts as a crash (a hang), as does one past libFuzzer's 2 GB RSS limit. New
-# inputs go to fuzz/work/corpus/TARGET, logs to fuzz/work/logs/TARGET.log, a crashing input to
-# fuzz/artifacts/TARGET/. Prints execs, coverage and crashes per target; exits 1 if any
+# inputs and each target's log go below fuzz/work/ (a corpus and a log per target), a crashing
+# input to fuzz/artifacts/. Prints execs, coverage and crashes per target; exits 1 if any
 # target crashed (the input, and `cargo fuzz run TARGET FILE` to replay it, are printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,12 +67,14 @@ max_len() {
   esac
 }
 
+# New inputs and logs: kept in the repository's tree, ignored by git (its .gitignore files).
+scratch=fuzz/work
 failed=()
 printf '%-16s %12s %8s %8s %8s %s\n' target execs exec/s cov corpus result
 for t in "${targets[@]}"; do
-  work="fuzz/work/corpus/$t"
-  log="fuzz/work/logs/$t.log"
-  mkdir -p "$work" "fuzz/work/logs" "fuzz/artifacts/$t" "fuzz/corpus/$t"
+  work="$scratch/corpus/$t"
+  log="$scratch/logs/$t.log"
+  mkdir -p "$work" "$scratch/logs" "fuzz/artifacts/$t" "fuzz/corpus/$t"
   # One process (no -jobs/-workers): one core. The committed corpus is read, not written.
   set +e
   (cd fuzz && cargo fuzz run --sanitizer none "$t" "../$work" "corpus/$t" -- \
