@@ -46,8 +46,12 @@ pub(crate) struct Scheduled {
 
 impl Scheduled {
     pub(crate) fn new(q: DeviceQueue) -> Result<Self, qos::ConfigError> {
+        let mut queue = Queue::new(q.queue, q.drive, q.scheduler)?;
+        // The store's operation runs while the model times it: a task ends at the later of
+        // the two (on the simulator's null plane, at the model's time).
+        queue.await_store();
         Ok(Scheduled {
-            queue: Queue::new(q.queue, q.drive, q.scheduler)?,
+            queue,
             dh: q.dh,
             dld_classes: q.dld_classes,
             cdl_statistics_reset: CdlStatistics::default(),
@@ -87,9 +91,20 @@ impl Scheduled {
         self.queue.abort(now, id);
     }
 
-    /// Every task due by `now` that left the queue, in time order.
-    pub(crate) fn advance(&mut self, now: Ns, out: &mut Vec<qos::Completion>) {
-        self.queue.advance(now, out);
+    /// Every task due by `now` that left the queue, in time order, and those it started.
+    pub(crate) fn advance(
+        &mut self,
+        now: Ns,
+        left: &mut Vec<qos::Completion>,
+        started: &mut Vec<qos::Started>,
+    ) {
+        self.queue.advance(now, left);
+        self.queue.take_started(started);
+    }
+
+    /// A started task's store operation ended at `now`.
+    pub(crate) fn store_done(&mut self, now: Ns, started: qos::Started) {
+        self.queue.store_done(now, started);
     }
 
     pub(crate) fn next_event(&self) -> Option<Ns> {

@@ -20,6 +20,7 @@ mod event;
 mod execute;
 mod extended_copy;
 mod identity;
+mod in_flight;
 pub mod latency;
 mod logical_unit;
 pub mod metrics;

@@ -15,13 +15,14 @@ use crate::device_queue::{DeviceQueue, MediumTask, Scheduled};
 use crate::event::{Arrived, Event, Step, TaskId, Then};
 use crate::extended_copy::{CopyLists, Here};
 use crate::identity;
+use crate::in_flight::EndedInFlight;
 use crate::metrics::{CommandCounters, Kind, Metrics};
 use crate::mode_state::ModeState;
 use crate::provisioning::Provisioning;
 use crate::read_write_long::Uncorrectable;
 use crate::reservations::Reservations;
 use crate::sanitize::{self, Sanitizer};
-use crate::task::{State, Task};
+use crate::task::{Serviced, State, Task};
 use crate::task_set::TaskSet;
 use crate::timestamp::DeviceClock;
 use crate::unit_attention::UnitAttentions;
@@ -93,6 +94,11 @@ pub struct LogicalUnit {
     /// The next step of background work, until the driver takes it.
     background: Option<store::Op>,
     left: Vec<qos::Completion>,
+    started: Vec<qos::Started>,
+    /// Tasks a CDL policy ended while their store operation ran.
+    ended: EndedInFlight,
+    /// Started tasks waiting for an ended write on their blocks, oldest first.
+    blocked: Vec<TaskId>,
     released: Vec<TaskId>,
     releasing: bool,
     /// Whether the task that ended last exceeded a duration limit (its event says so).
@@ -227,6 +233,9 @@ impl LogicalUnit {
             events: VecDeque::new(),
             background: None,
             left: Vec::new(),
+            started: Vec::new(),
+            ended: EndedInFlight::default(),
+            blocked: Vec::new(),
             released: Vec::new(),
             releasing: false,
             missed: false,
@@ -481,6 +490,7 @@ impl LogicalUnit {
             params: Vec::new(),
             state: State::Entered,
             medium: None,
+            started: None,
             missed: false,
         };
         let Ok(id) = self.tasks.enter(a.nexus.id, a.tag, a.attribute, task) else {
@@ -582,6 +592,14 @@ impl LogicalUnit {
     /// A task's data-plane operation ended with `done` (read data appended to `data_in`).
     pub fn io_done(&mut self, now: Ns, id: TaskId, done: Done, data_in: &mut Vec<u8>) -> Step {
         self.clock.observe(now);
+        if let Some(c) = self.ended.done(id) {
+            // A CDL policy answered it while the store worked: the late data is dropped. The
+            // answer is repeated for a transport that ran the operation after it learnt of
+            // the end (it ignores an answer for a task it no longer has).
+            data_in.clear();
+            self.unblock(now);
+            return Step::Done(c);
+        }
         if self.tasks.is_aborted(id) {
             // Task management aborted it while the operation ran: no status (TAS = 0).
             if let Some(task) = self.tasks.remove(id) {
@@ -602,7 +620,46 @@ impl LogicalUnit {
             return Step::Aborted;
         };
         let ran = self.io_result(now, id, after, done, data_in);
-        self.ran(now, id, ran)
+        match ran {
+            Ran::Done(c) if self.tasks.get(id).is_some_and(|t| t.started.is_some()) => {
+                self.serviced(now, id, c, data_in);
+                // Without model time left the queue lets it go now: answer it here.
+                match self.advance_queue(now, Some(id)) {
+                    Some((step, data)) => {
+                        *data_in = data;
+                        step
+                    }
+                    None => Step::Wait(id),
+                }
+            }
+            ran => self.ran(now, id, ran),
+        }
+    }
+
+    /// A data-plane operation delivered for task `id` that its transport did not run: the
+    /// task had ended for it meanwhile (a CDL policy or task management answered it).
+    pub fn io_dropped(&mut self, now: Ns, id: TaskId) {
+        self.clock.observe(now);
+        if self.ended.done(id).is_some() {
+            self.unblock(now);
+        } else if self.tasks.is_aborted(id) {
+            if let Some(task) = self.tasks.remove(id) {
+                self.counters.aborted(task.kind);
+            }
+            self.release(now);
+        }
+    }
+
+    /// A started medium task's store operation ended with `c` (read data in `data_in`): kept
+    /// until the device queue lets it go, at the later of now and the model's time.
+    fn serviced(&mut self, now: Ns, id: TaskId, c: Completion, data_in: &mut Vec<u8>) {
+        let Some(task) = self.tasks.get_mut(id) else {
+            return;
+        };
+        task.state = State::Serviced(Serviced::new(c, std::mem::take(data_in)));
+        if let (Some(started), Some(q)) = (task.started, &mut self.queue) {
+            q.store_done(now, started);
+        }
     }
 
     /// A task ends with `c`: it leaves the task set, is counted, and the tasks it held back
@@ -724,7 +781,7 @@ impl LogicalUnit {
     /// sanitize. What follows comes out as events.
     pub fn handle_timeout(&mut self, now: Ns) {
         self.clock.observe(now);
-        self.advance_queue(now);
+        self.advance_queue(now, None);
         self.pump_background(now);
     }
 
@@ -737,41 +794,137 @@ impl LogicalUnit {
             .and_then(Scheduled::next_event)
             .is_some_and(|t| t <= now)
         {
-            self.advance_queue(now);
+            self.advance_queue(now, None);
         }
     }
 
-    /// Medium tasks the queue is done with: run the ones it let through, end the others with
-    /// the status their CDL policy or the drive's error recovery gave.
-    fn advance_queue(&mut self, now: Ns) {
-        let Some(q) = &mut self.queue else { return };
+    /// Medium tasks the device queue moved on by `now`: the ones it started go to the store,
+    /// the ones it let go end with their store operation's status, or with the status their
+    /// CDL policy or the drive's error recovery gave. What happens to them comes out as
+    /// events, except for `caller`'s (a task whose store operation just ended): its step
+    /// and read data come back.
+    fn advance_queue(&mut self, now: Ns, caller: Option<TaskId>) -> Option<(Step, Vec<u8>)> {
+        let mut answer = None;
         let mut left = std::mem::take(&mut self.left);
-        q.advance(now, &mut left);
-        for l in left.drain(..) {
-            let id = TaskId::from_u64(l.id);
-            let Some((nexus, tag, task)) = self.tasks.owned_mut(id) else {
-                debug_assert!(false, "the queue returned a task that left the set");
-                continue;
-            };
-            task.missed |= l.missed.any();
-            task.state = State::Entered;
-            let (medium, arrived) = (task.medium, task.arrived);
-            let params = std::mem::take(&mut task.params);
-            let mut data_in = Vec::new();
-            let (Some(m), Some(q)) = (medium, &mut self.queue) else {
-                continue;
-            };
-            q.record(&m, now.saturating_sub(arrived));
-            let step = match q.completion(l.outcome, &m.op) {
-                Some(c) => self.finish(now, id, c),
-                None => {
-                    let ran = self.run(now, id, &params, &mut data_in);
-                    self.ran(now, id, ran)
+        let mut started = std::mem::take(&mut self.started);
+        loop {
+            let Some(q) = &mut self.queue else { break };
+            q.advance(now, &mut left, &mut started);
+            if left.is_empty() && started.is_empty() {
+                break;
+            }
+            for l in left.drain(..) {
+                let id = TaskId::from_u64(l.id);
+                let Some((nexus, tag)) = self.tasks.owner(id) else {
+                    debug_assert!(false, "the queue returned a task that left the set");
+                    continue;
+                };
+                let before = self.events.len();
+                let (step, data_in) = self.left_queue(now, id, l);
+                if caller == Some(id) {
+                    answer = Some((step, data_in));
+                } else {
+                    self.emit(nexus, tag, id, step, data_in);
+                    // Its answer goes before those of the tasks its end released.
+                    if let Some(moved) = self.events.make_contiguous().get_mut(before..) {
+                        moved.rotate_right(1);
+                    }
                 }
-            };
-            self.emit(nexus, tag, id, step, data_in);
+            }
+            for s in started.drain(..) {
+                self.start_medium(now, s);
+            }
         }
         self.left = left;
+        self.started = started;
+        answer
+    }
+
+    /// The device queue let a medium task go with `l`: its step, and its read data.
+    fn left_queue(&mut self, now: Ns, id: TaskId, l: qos::Completion) -> (Step, Vec<u8>) {
+        let Some(task) = self.tasks.get_mut(id) else {
+            return (Step::Aborted, Vec::new());
+        };
+        task.missed |= l.missed.any();
+        task.started = None;
+        let state = std::mem::replace(&mut task.state, State::Entered);
+        let (medium, arrived) = (task.medium, task.arrived);
+        let (Some(m), Some(q)) = (medium, &mut self.queue) else {
+            return (Step::Aborted, Vec::new());
+        };
+        q.record(&m, now.saturating_sub(arrived));
+        match (q.completion(l.outcome, &m.op), state) {
+            (None, State::Serviced(s)) => (self.finish(now, id, s.completion()), s.data_in),
+            (Some(c), State::Io(_)) => {
+                // Ended while the store works on it: answered now, the operation finishes
+                // in the background.
+                let nexus = self.tasks.owner(id).map_or(0, |(n, _)| n);
+                self.ended.add(id, nexus, &m.op, c.clone());
+                (self.finish(now, id, c), Vec::new())
+            }
+            (ended, state) => {
+                if let State::Blocked = state {
+                    self.blocked.retain(|b| *b != id);
+                }
+                debug_assert!(ended.is_some(), "a task ends well only once serviced");
+                let c = ended.unwrap_or(Completion::GOOD);
+                (self.finish(now, id, c), Vec::new())
+            }
+        }
+    }
+
+    /// The device queue started a medium task: its store operation goes out, unless a write
+    /// a CDL policy ended still holds its blocks.
+    fn start_medium(&mut self, now: Ns, started: qos::Started) {
+        let id = TaskId::from_u64(started.id);
+        let Some(task) = self.tasks.get_mut(id) else {
+            debug_assert!(false, "the queue started a task that left the set");
+            return;
+        };
+        task.started = Some(started);
+        if !self.ended.is_empty() && task.medium.is_some_and(|m| self.ended.blocks(&m.op)) {
+            task.state = State::Blocked;
+            self.blocked.push(id);
+            return;
+        }
+        self.issue(now, id);
+    }
+
+    /// Runs a started medium task: its store operation comes out as an event.
+    fn issue(&mut self, now: Ns, id: TaskId) {
+        let Some((nexus, tag, task)) = self.tasks.owned_mut(id) else {
+            return;
+        };
+        task.state = State::Entered;
+        let params = std::mem::take(&mut task.params);
+        let mut data_in = Vec::new();
+        let step = match self.run(now, id, &params, &mut data_in) {
+            Ran::Done(c) => {
+                self.serviced(now, id, c, &mut data_in);
+                Step::Wait(id)
+            }
+            ran => self.ran(now, id, ran),
+        };
+        self.emit(nexus, tag, id, step, data_in);
+    }
+
+    /// An ended write reached the store: the tasks that waited for its blocks go, oldest
+    /// first, unless another ended write still holds theirs.
+    fn unblock(&mut self, now: Ns) {
+        let mut i = 0;
+        while let Some(&id) = self.blocked.get(i) {
+            let waits = self
+                .tasks
+                .get(id)
+                .and_then(|t| t.medium)
+                .is_some_and(|m| self.ended.blocks(&m.op));
+            if waits {
+                i += 1;
+                continue;
+            }
+            self.blocked.remove(i);
+            self.issue(now, id);
+        }
     }
 
     /// Hands the sanitize's next step, when one is due, to the background; ends it when its
@@ -818,14 +971,24 @@ impl LogicalUnit {
         let Some(task) = self.tasks.get(id) else {
             return;
         };
+        // A task the device queue holds (waiting, or started) leaves it: its unit is free.
+        let queued = task.started.is_some() || matches!(task.state, State::Queued);
+        if let (true, Some(q)) = (queued, &mut self.queue) {
+            q.abort(now, id.to_u64());
+        }
         match task.state {
             State::Io(_) => self.tasks.untag(id),
-            State::Entered | State::Queued | State::Sanitizing => {
-                if let (State::Queued, Some(q)) = (&task.state, &mut self.queue) {
-                    q.abort(now, id.to_u64());
-                }
-                if let State::Sanitizing = task.state {
-                    self.sanitizer.forget_waiting(id);
+            State::Entered
+            | State::Queued
+            | State::Blocked
+            | State::Serviced(_)
+            | State::Sanitizing => {
+                match task.state {
+                    State::Sanitizing => {
+                        self.sanitizer.forget_waiting(id);
+                    }
+                    State::Blocked => self.blocked.retain(|b| *b != id),
+                    _ => {}
                 }
                 if let Some(task) = self.tasks.remove(id) {
                     self.counters.aborted(task.kind);
@@ -936,6 +1099,8 @@ impl LogicalUnit {
     pub fn nexus_lost(&mut self, now: Ns, nexus: u64) {
         self.clock.observe(now);
         let _lost = self.abort_where(now, |n| n == nexus);
+        self.ended.nexus_lost(nexus);
+        self.unblock(now);
         self.unit_attentions.forget(nexus);
         self.prevent_removal.remove(&nexus);
         self.copies.forget(nexus);

@@ -162,6 +162,14 @@ impl Target {
         }
     }
 
+    /// A delivered data-plane operation of a task on `lun` that its transport will not run
+    /// (the task had ended for it: [`Unit::dropped`]).
+    pub fn dropped(&self, now: Ns, lun: u64, task: TaskId, sink: &mut dyn Sink) {
+        if let Some(u) = self.luns.get(&lun) {
+            u.dropped(now, task, sink);
+        }
+    }
+
     /// Append sense data for a command on `lun` in the format the LU's Control mode page asks
     /// for (D_SENSE, SPC-5 table 457); fixed format for absent LUNs.
     pub fn encode_sense(&self, lun: u64, sense: &Sense, out: &mut Vec<u8>) {

@@ -33,6 +33,8 @@ pub(crate) struct Task {
     pub(crate) state: State,
     /// Its media access, on a logical unit with a device queue.
     pub(crate) medium: Option<MediumTask>,
+    /// The device queue started it: its store operation's end goes back to the queue.
+    pub(crate) started: Option<qos::Started>,
     /// It exceeded a duration limit on its way (whatever the policy did).
     pub(crate) missed: bool,
 }
@@ -43,10 +45,40 @@ pub(crate) enum State {
     Entered,
     /// In the device queue.
     Queued,
+    /// Started by the device queue, waiting for a write a CDL policy ended on its blocks to
+    /// reach the store (`in_flight.rs`).
+    Blocked,
     /// Its data-plane operation runs; `After` says what its result means.
     Io(After),
+    /// Its store operation ended; the device queue has not let it go yet (the drive model's
+    /// time is later).
+    Serviced(Serviced),
     /// Waiting for the sanitize it started (SANITIZE without IMMED).
     Sanitizing,
+}
+
+/// A medium task's result, kept until the device queue lets it go.
+pub(crate) struct Serviced {
+    /// Its status, when other than GOOD without sense (kept small: most are GOOD).
+    pub(crate) completion: Option<Box<crate::Completion>>,
+    /// Its read data.
+    pub(crate) data_in: Vec<u8>,
+}
+
+impl Serviced {
+    pub(crate) fn new(c: crate::Completion, data_in: Vec<u8>) -> Self {
+        Serviced {
+            completion: (c != crate::Completion::GOOD).then(|| Box::new(c)),
+            data_in,
+        }
+    }
+
+    pub(crate) fn completion(&self) -> crate::Completion {
+        self.completion
+            .as_deref()
+            .cloned()
+            .unwrap_or(crate::Completion::GOOD)
+    }
 }
 
 /// What a task does with the result of its data-plane operation.

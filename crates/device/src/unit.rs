@@ -40,6 +40,8 @@ pub enum Submitted {
 #[derive(Debug)]
 pub struct Finished {
     pub nexus: u64,
+    /// The logical unit of the task.
+    pub lun: u64,
     pub tag: u64,
     pub task: TaskId,
     pub then: Next,
@@ -169,6 +171,7 @@ impl Unit {
         {
             sink.deliver(Finished {
                 nexus,
+                lun: self.lun,
                 tag,
                 task,
                 then: match then {
@@ -280,6 +283,12 @@ impl Unit {
         }
     }
 
+    /// A delivered task's operation ([`Next::Run`]) its transport will not run: the task
+    /// had ended for it meanwhile (a CDL policy or task management answered it first).
+    pub fn dropped(&self, now: Ns, task: TaskId, sink: &mut dyn Sink) {
+        self.call(now, sink, |core| core.io_dropped(now, task));
+    }
+
     /// An asynchronous plane's operation `id` ended at `now` with `done`; the buffers it
     /// had come back. What follows for its task (another operation, or its end with its
     /// buffers) goes to `sink`.
@@ -319,6 +328,7 @@ impl Unit {
         };
         sink.deliver(Finished {
             nexus,
+            lun: self.lun,
             tag,
             task,
             then,

@@ -43,17 +43,27 @@ fn request<'a>(n: &'a Nexus, tag: u64, cdb: &'a [u8], data_out: &'a [u8]) -> Req
     }
 }
 
-/// Submits a command at `now` (nothing else is delivered in these tests).
-fn submit(lu: &Unit, now: Ns, n: &Nexus, tag: u64, cdb: &[u8], data_out: &[u8]) -> Submitted {
+/// Submits a command at `now`; what the unit delivers (the store operation of a task its
+/// device queue started) collects in `sink`, for [`run`].
+fn submit(
+    lu: &Unit,
+    now: Ns,
+    n: &Nexus,
+    tag: u64,
+    cdb: &[u8],
+    data_out: &[u8],
+    sink: &mut Collect,
+) -> Submitted {
     let req = request(n, tag, cdb, data_out);
-    let mut sink = Collect::default();
-    let (_, s) = lu.command(now, &req.arrival(), &mut Vec::new(), &mut sink);
-    assert!(sink.finished.is_empty());
+    let (_, s) = lu.command(now, &req.arrival(), &mut Vec::new(), sink);
     s
 }
 
 fn done(lu: &Unit, now: Ns, n: &Nexus, cdb: &[u8], data_out: &[u8]) -> Completion {
-    match submit(lu, now, n, 0, cdb, data_out) {
+    let mut sink = Collect::default();
+    let submitted = submit(lu, now, n, 0, cdb, data_out, &mut sink);
+    assert!(sink.finished.is_empty(), "nothing else moved");
+    match submitted {
         Submitted::Done(c) => c,
         other => panic!("{cdb:02X?}: {other:?}"),
     }
@@ -178,17 +188,18 @@ fn quiet_timed_lu() -> Arc<Unit> {
     Arc::new(Unit::build(config, plane, Some(queue)).unwrap())
 }
 
-/// Advances `lu` through every event up to `until` and finishes what it delivers, as a
-/// transport does; returns the completions by tag.
-fn run(lu: &Unit, until: Ns) -> Vec<(u64, Completion)> {
-    let mut sink = Collect::default();
+/// Advances `lu` through every event up to `until` and finishes what it delivers (and what
+/// `sink` holds already), as a transport does; returns the completions by tag.
+fn run(lu: &Unit, until: Ns, sink: &mut Collect) -> Vec<(u64, Completion)> {
     let mut completed = Vec::new();
-    while let Some(t) = lu.with(|core| core.poll_timeout()).filter(|t| *t <= until) {
-        lu.advance(t, &mut sink);
+    let mut now = 0;
+    loop {
         for f in std::mem::take(&mut sink.finished) {
             let c = match f.then {
-                Next::Run(op) => match lu.run(t, f.task, op, &[], &mut Vec::new(), &mut sink) {
+                Next::Run(op) => match lu.run(now, f.task, op, &[], &mut Vec::new(), sink) {
                     Submitted::Done(c) => c,
+                    // It ends at the model's time, delivered then.
+                    Submitted::Queued(_) => continue,
                     other => panic!("{other:?}"),
                 },
                 Next::Done { completion, .. } => completion,
@@ -196,6 +207,11 @@ fn run(lu: &Unit, until: Ns) -> Vec<(u64, Completion)> {
             };
             completed.push((f.tag, c));
         }
+        let Some(t) = lu.with(|core| core.poll_timeout()).filter(|t| *t <= until) else {
+            break;
+        };
+        now = t;
+        lu.advance(t, sink);
     }
     completed
 }
@@ -211,15 +227,16 @@ fn a_timed_lu_counts_latencies_outcomes_and_aborted_tasks() {
     // Three 1-block reads with DLD 1 at t = 0: the first is done at 10 ms, the second is
     // aborted during processing and the third before it at the 15 ms guideline.
     let cdbs: Vec<(u64, [u8; 16])> = (1..=3).map(|tag| (tag, read16(tag, 1, 1))).collect();
+    let mut sink = Collect::default();
     for (tag, cdb) in &cdbs {
-        let r = submit(&lu, 0, &n, *tag, cdb, &[]);
+        let r = submit(&lu, 0, &n, *tag, cdb, &[], &mut sink);
         assert!(matches!(r, Submitted::Queued(_)), "{r:?}");
     }
     let q = metrics(&lu).queue.unwrap();
     assert_eq!(q.tasks, 3);
     assert_eq!(q.device_queue + q.waiting.iter().sum::<usize>(), 3);
 
-    let completed = run(&lu, 100 * MS);
+    let completed = run(&lu, 100 * MS, &mut sink);
     assert_eq!(completed.len(), 3);
     let m = metrics(&lu);
     let q = m.queue.as_ref().unwrap();
@@ -260,12 +277,17 @@ fn a_timed_lu_counts_latencies_outcomes_and_aborted_tasks() {
     // A write aborted by task management counts as aborted, in no histogram.
     let mut w = read16(9, 1, 0);
     w[0] = 0x8A;
-    let r = submit(&lu, 200 * MS, &n, 7, &w, &[0; 512]);
+    let r = submit(&lu, 200 * MS, &n, 7, &w, &[0; 512], &mut sink);
     assert!(matches!(r, Submitted::Queued(_)), "{r:?}");
     assert_eq!(metrics(&lu).queue.unwrap().tasks, 1);
     let abort = TaskManagement::AbortTask(7);
     let r = lu.task_management(201 * MS, &n, abort, &mut Collect::default());
     assert_eq!(r, TmfResponse::FunctionComplete);
+    // The queue had started it: its store operation was delivered, and the transport, told
+    // of the abort first, does not run it.
+    let runs = std::mem::take(&mut sink.finished);
+    assert!(matches!(runs.as_slice(), [f] if f.tag == 7 && matches!(f.then, Next::Run(_))));
+    lu.dropped(201 * MS, runs[0].task, &mut sink);
     let m = metrics(&lu);
     assert_eq!(m.counts.commands(Kind::Write, None), 1);
     assert_eq!(m.counts.written_bytes, 0);
@@ -282,9 +304,10 @@ fn latencies_are_kept_only_when_asked_for() {
     let n = nexus();
     for lu in [&lu, &quiet] {
         assert_eq!(done(lu, 0, &n, &[0; 6], &[]).status, Status::CheckCondition);
-        let r = submit(lu, 0, &n, 1, &read16(1, 1, 0), &[]);
+        let mut sink = Collect::default();
+        let r = submit(lu, 0, &n, 1, &read16(1, 1, 0), &[], &mut sink);
         assert!(matches!(r, Submitted::Queued(_)), "{r:?}");
-        assert_eq!(run(lu, 100 * MS).len(), 1);
+        assert_eq!(run(lu, 100 * MS, &mut sink).len(), 1);
     }
     let kept = metrics(&lu).queue.unwrap().latencies.reads[0];
     assert_eq!((kept.count(), kept.sum_ns()), (1, 10 * MS));

@@ -60,6 +60,9 @@ pub trait ScsiTarget: Send + Sync {
     ) -> Submitted {
         Submitted::Aborted
     }
+    /// A delivered task's data-plane operation its transport will not run (the task had
+    /// ended for it).
+    fn dropped(&self, _now: Ns, _lun: u64, _task: TaskId, _sink: &mut dyn Sink) {}
     fn task_management(
         &self,
         _now: Ns,
@@ -121,6 +124,10 @@ impl ScsiTarget for device::Target {
         sink: &mut dyn Sink,
     ) -> Submitted {
         device::Target::run(self, now, lun, task, op, data_out, data_in, sink)
+    }
+
+    fn dropped(&self, now: Ns, lun: u64, task: TaskId, sink: &mut dyn Sink) {
+        device::Target::dropped(self, now, lun, task, sink)
     }
 
     fn task_management(

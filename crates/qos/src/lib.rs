@@ -18,6 +18,8 @@
 //! - a fired 0h limit stays the command's (past) deadline, so the CDL-aware ordering serves it
 //!   as soon as possible;
 //! - Dh/Eh/Fh on a running command abandon its media operation: the unit is free at once;
+//! - in front of real storage ([`Queue::await_store`]) a started command ends at the later of
+//!   the model's time and the store's completion, and limits expire on the caller's clock;
 //! - misses count against the descriptor in force, commands and completions against the
 //!   descriptor submitted with;
 //! - T2A's perf_vs_duration_guideline budgets reads and writes alike (T2B has none).
@@ -78,6 +80,6 @@ pub use completion::{Completion, Misses, Outcome};
 pub use config::{ConfigError, QueueConfig, MAX_DEPTH};
 pub use deadline::{DeadlineAware, DeadlineAwareConfig};
 pub use drive::{MediaOp, Ns};
-pub use queue::{Command, Queue, Scheduler, SubmitError};
+pub use queue::{Command, Queue, Scheduler, Started, SubmitError};
 pub use stats::{Counters, LimitMisses, OutcomeCounts, Stats};
 pub use status::DhCompletion;

@@ -83,6 +83,14 @@ enum EventKind {
 
 type Event = (Ns, EventKind, SlotRef);
 
+/// A started command's place in the queue, for [`Queue::store_done`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Started {
+    /// The caller's tag of the command.
+    pub id: u64,
+    slot: SlotRef,
+}
+
 /// The device queue of one logical unit, owning its drive model.
 pub struct Queue<D: Drive> {
     drive: D,
@@ -106,6 +114,10 @@ pub struct Queue<D: Drive> {
     events: BinaryHeap<Reverse<Event>>,
     /// A dispatch is due at this time (set by `submit`).
     dispatch_at: Option<Ns>,
+    /// Whether a started command also waits for [`Queue::store_done`].
+    awaits_store: bool,
+    /// Commands started since the caller last took them ([`Queue::take_started`]).
+    started: Vec<SlotRef>,
     now: Ns,
     stats: Stats,
 }
@@ -139,6 +151,8 @@ impl<D: Drive> Queue<D> {
             active: 0,
             events: BinaryHeap::new(),
             dispatch_at: None,
+            awaits_store: false,
+            started: Vec::new(),
             now: 0,
             stats: Stats::default(),
         })
@@ -154,6 +168,50 @@ impl<D: Drive> Queue<D> {
         }
         self.pages = Arc::new(pages);
         Ok(())
+    }
+
+    /// Real storage behind the model: from now on a started command ends at the later of
+    /// the model's time and the caller's [`Queue::store_done`] (the store's real
+    /// completion), and the caller learns of each start from [`Queue::take_started`] to
+    /// issue the store operation then. Without it (the simulator's drive-only queues) the
+    /// model's time alone ends a command.
+    pub fn await_store(&mut self) {
+        self.awaits_store = true;
+    }
+
+    /// The commands started since the last call that are still in service, in start order:
+    /// the caller issues their store operations and reports each end to
+    /// [`Queue::store_done`]. (A command started and ended by a limit in one `advance` is not
+    /// among them.)
+    pub fn take_started(&mut self, out: &mut Vec<Started>) {
+        for r in self.started.drain(..) {
+            if let Some(s) = self
+                .slots
+                .get(r.slot as usize)
+                .filter(|s| s.gen == r.gen && s.state == State::Active)
+            {
+                out.push(Started { id: s.id, slot: r });
+            }
+        }
+    }
+
+    /// The store finished the operation of a started command at `now`: it ends at the later
+    /// of that and the model's time, at the next [`Queue::advance`] due then. False when the
+    /// command already left the queue (a limit or task management ended it meanwhile).
+    pub fn store_done(&mut self, now: Ns, started: Started) -> bool {
+        let now = now.max(self.now);
+        let r = started.slot;
+        let Some(s) = self
+            .slots
+            .get_mut(r.slot as usize)
+            .filter(|s| s.gen == r.gen && s.state == State::Active && s.store_pending)
+        else {
+            return false;
+        };
+        s.store_pending = false;
+        s.done_at = s.done_at.max(now);
+        self.events.push(Reverse((s.done_at, EventKind::Done, r)));
+        true
     }
 
     /// The pages in force for new commands.
@@ -414,13 +472,18 @@ impl<D: Drive> Queue<D> {
         s.started_at = t;
         s.done_at = service.done_at.max(t);
         s.media = service.outcome;
+        s.store_pending = self.awaits_store;
         s.active = s.active_for.map(|(ns, policy)| Limit {
             at: t.saturating_add(ns),
             policy,
             fired: false,
         });
         let r = SlotRef { slot, gen: s.gen };
-        self.events.push(Reverse((s.done_at, EventKind::Done, r)));
+        if s.store_pending {
+            self.started.push(r);
+        } else {
+            self.events.push(Reverse((s.done_at, EventKind::Done, r)));
+        }
         if let Some(l) = s.active {
             self.events
                 .push(Reverse((l.at, EventKind::Expire(LimitKind::Active), r)));
@@ -430,7 +493,7 @@ impl<D: Drive> Queue<D> {
 
     fn complete(&mut self, r: SlotRef, at: Ns, t: Ns, done: &mut Vec<Completion>) {
         let Some(s) = self.slot(r) else { return };
-        if s.state != State::Active || s.done_at != at {
+        if s.state != State::Active || s.store_pending || s.done_at != at {
             return;
         }
         let service = t.saturating_sub(s.started_at);
@@ -613,7 +676,7 @@ impl<D: Drive> Queue<D> {
     fn drop_stale_events(&mut self) {
         while let Some(&Reverse((at, kind, r))) = self.events.peek() {
             let live = self.slot(r).is_some_and(|s| match kind {
-                EventKind::Done => s.state == State::Active && s.done_at == at,
+                EventKind::Done => s.state == State::Active && !s.store_pending && s.done_at == at,
                 EventKind::Expire(LimitKind::Inactive) => {
                     s.state != State::Active && s.inactive.is_some_and(|l| l.at == at && !l.fired)
                 }

@@ -195,6 +195,12 @@ impl Session {
         };
         // A stale delivery (of a task aborted whose tag was used again) names another task.
         if self.tasks.get(&itt).is_none_or(|t| t.task != f.task) {
+            if let (Next::Run(_), Some(target)) = (&f.then, self.target.clone()) {
+                // Answered before its operation came: the device learns it will not run.
+                let mut mine = std::mem::take(&mut self.mine);
+                target.dropped(self.now, f.lun, f.task, &mut self.sink(&mut mine));
+                self.mine.append(&mut mine);
+            }
             return;
         }
         let Some(t) = self.tasks.remove(&itt) else {

@@ -42,6 +42,8 @@ pub(super) struct Slot {
     pub(super) started_at: Ns,
     pub(super) done_at: Ns,
     pub(super) media: MediaOutcome,
+    /// Active, and the store has not finished its operation yet ([`super::Queue::await_store`]).
+    pub(super) store_pending: bool,
     /// Descriptor in force (1..=7; 0 none); differs from `dld` after a 1h chain.
     pub(super) desc: u8,
     /// The pages as they were at submission (only for limited commands; 1h needs n+1).
@@ -74,6 +76,7 @@ impl Slot {
             started_at: 0,
             done_at: 0,
             media: MediaOutcome::Ok,
+            store_pending: false,
             desc: 0,
             pages: None,
             inactive: None,
