@@ -807,8 +807,7 @@ impl LogicalUnit {
         let mut answer = None;
         let mut left = std::mem::take(&mut self.left);
         let mut started = std::mem::take(&mut self.started);
-        loop {
-            let Some(q) = &mut self.queue else { break };
+        while let Some(q) = &mut self.queue {
             q.advance(now, &mut left, &mut started);
             if left.is_empty() && started.is_empty() {
                 break;
