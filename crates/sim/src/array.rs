@@ -429,7 +429,7 @@ impl Array<'_> {
         let drive = self
             .drives
             .get_mut(d)
-            .ok_or(SimError::Device(DeviceError::NoDrive(d)))?;
+            .ok_or_else(|| SimError::Device(DeviceError::NoDrive(d)))?;
         send(&mut drive.lu, &drive.nexuses, tag, io, now)?;
         // The new task is due for dispatch now.
         drive.next = Some(drive.next.map_or(now, |t| t.min(now)));

@@ -432,7 +432,7 @@ pub(crate) fn send(
     })?;
     let nexus = nexuses
         .get(io.class.index())
-        .ok_or(SimError::Device(DeviceError::NoNexus(io.class)))?;
+        .ok_or_else(|| SimError::Device(DeviceError::NoNexus(io.class)))?;
     let req = Arrival {
         nexus,
         lun: 0,
