@@ -307,7 +307,9 @@ impl Hdd {
 
     /// [`Drive::positioning_times_memo`] of `queue` into `out` (as long), in the common case
     /// spelt out: a read that missed at `cache.since()` (nothing that grew since, `grown`,
-    /// holds it), with no dirty data and seeks below 3 T_rev.
+    /// holds it), with no dirty data and seeks below 3 T_rev. The others (mostly the one op
+    /// new to the queue) are positioned after the loop, which so makes no call and keeps its
+    /// values in registers.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn missed_reads<const N: usize>(
@@ -321,7 +323,10 @@ impl Hdd {
     ) {
         let (since, version) = (cache.since(), cache.version());
         let rev = self.geometry.rev_ns;
-        for (QueuedOp { op, memo: m }, t) in queue.iter_mut().zip(out.iter_mut()) {
+        // How many ops the loop left (their time `LEFT`, which no position is), and the last.
+        const LEFT: Ns = Ns::MAX;
+        let (mut left, mut last) = (0usize, 0usize);
+        for (i, (QueuedOp { op, memo: m }, t)) in queue.iter_mut().zip(out.iter_mut()).enumerate() {
             let end = op.lba.saturating_add(op.blocks.into());
             let missed = !op.write
                 & (m.key == op.lba.wrapping_add(1))
@@ -331,7 +336,7 @@ impl Hdd {
                 & !grown
                     .iter()
                     .any(|&(start, seg_end)| (start <= op.lba) & (end <= seg_end));
-            *t = if missed {
+            if missed {
                 m.miss_version = version;
                 // `access_from_phase` for a read, seeks below 3 T_rev.
                 let seek = self.seek_read.time(m.cylinder.abs_diff(self.cylinder));
@@ -339,10 +344,27 @@ impl Hdd {
                 // number that is positive and equal to it mod T_rev (phase + seek < 4 T_rev):
                 // the reduction's comparisons would be coin tosses, its fix-up is rare.
                 let wait = self.rev_phase(u64::from(m.angle) + 4 * rev - origin.phase - seek);
-                origin.lead + seek + wait
+                *t = origin.lead + seek + wait;
             } else {
-                self.position_outlined(now, origin, op, m)
-            };
+                *t = LEFT;
+                (left, last) = (left + 1, i);
+            }
+        }
+        let position = |(QueuedOp { op, memo: m }, t): (&mut QueuedOp, &mut Ns)| {
+            *t = self.position_outlined(now, origin, op, m);
+        };
+        match left {
+            0 => {}
+            1 => {
+                if let (Some(q), Some(t)) = (queue.get_mut(last), out.get_mut(last)) {
+                    position((q, t));
+                }
+            }
+            _ => queue
+                .iter_mut()
+                .zip(out.iter_mut())
+                .filter(|(_, t)| **t == LEFT)
+                .for_each(position),
         }
     }
 

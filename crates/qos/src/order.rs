@@ -80,6 +80,15 @@ pub trait OrderingPolicy {
     /// Index into `queue` (never empty) of the command to start at `now`.
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize;
 
+    /// Whether the pick is the same whatever the order of the queue (ties broken by what the
+    /// candidates are, e.g. by (arrived, id), not by where they are; ids are distinct). The
+    /// device queue then takes a started command out by moving its last one into its place
+    /// rather than shifting all behind it, so its queue is not in arrival order. False (the
+    /// default) keeps arrival order.
+    fn order_free(&self) -> bool {
+        false
+    }
+
     /// [`Self::pick`] given the positioning time ([`sptf_cost`]) of every candidate, in queue
     /// order, for a policy whose choice depends on nothing else the drive knows; `None` (the
     /// default) for one that must ask the drive itself. A policy over a base policy (the
@@ -128,6 +137,13 @@ impl QueueMemos {
     pub fn remove(&mut self, index: usize) {
         if index < self.queue.len() {
             self.queue.remove(index);
+        }
+    }
+
+    /// The op at `index` left the queue, and the last op took its place.
+    pub fn swap_remove(&mut self, index: usize) {
+        if index < self.queue.len() {
+            self.queue.swap_remove(index);
         }
     }
 

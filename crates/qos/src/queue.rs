@@ -103,13 +103,17 @@ pub struct Queue<D: Drive> {
     free: Vec<u32>,
     submission: [SubmissionQueue; CLASSES],
     waiting: [usize; CLASSES],
-    /// The device queue (not started), in arrival order, and the slot of each candidate.
+    /// The device queue (not started), and the slot of each candidate: in arrival order,
+    /// unless the scheduler's pick does not depend on it (`order_free`).
     candidates: Vec<Candidate>,
     candidate_slots: Vec<u32>,
     /// The drive's memos of the candidates' ops, for the ordering policy.
     memos: QueueMemos,
     /// HEAD OF QUEUE tasks not started yet, in arrival order.
     head: Vec<u32>,
+    /// The scheduler's pick does not depend on the order of the device queue
+    /// ([`OrderingPolicy::order_free`]): a command leaves it by a swap with the last one.
+    order_free: bool,
     active: usize,
     events: BinaryHeap<Reverse<Event>>,
     /// A dispatch is due at this time (set by `submit`).
@@ -133,6 +137,10 @@ impl<D: Drive> Queue<D> {
         if let Scheduler::CdlAware(d) = &mut scheduler {
             d.set_budget(config.cdl.t2a.perf_vs_duration_guideline);
         }
+        let order_free = match &scheduler {
+            Scheduler::Policy(p) => p.order_free(),
+            Scheduler::CdlAware(_) => false,
+        };
         Ok(Self {
             drive,
             scheduler,
@@ -148,6 +156,7 @@ impl<D: Drive> Queue<D> {
             candidate_slots: Vec::with_capacity(config.depth),
             memos: QueueMemos::default(),
             head: Vec::new(),
+            order_free,
             active: 0,
             events: BinaryHeap::new(),
             dispatch_at: None,
@@ -448,10 +457,21 @@ impl<D: Drive> Queue<D> {
             } else {
                 0
             };
+            let slot = self.take_candidate(index);
+            self.start(slot, t);
+        }
+    }
+
+    /// Takes the candidate at `index` (in range) out of the device queue; returns its slot.
+    fn take_candidate(&mut self, index: usize) -> u32 {
+        if self.order_free {
+            self.candidates.swap_remove(index);
+            self.memos.swap_remove(index);
+            self.candidate_slots.swap_remove(index)
+        } else {
             self.candidates.remove(index);
             self.memos.remove(index);
-            let slot = self.candidate_slots.remove(index);
-            self.start(slot, t);
+            self.candidate_slots.remove(index)
         }
     }
 

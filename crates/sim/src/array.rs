@@ -426,10 +426,9 @@ impl Array<'_> {
     }
 
     fn send_to(&mut self, d: usize, tag: u64, io: &Io, now: Ns) -> Result<(), SimError> {
-        let drive = self
-            .drives
-            .get_mut(d)
-            .ok_or(SimError::Device(DeviceError::NoDrive(d)))?;
+        let Some(drive) = self.drives.get_mut(d) else {
+            return Err(SimError::Device(DeviceError::NoDrive(d)));
+        };
         send(&mut drive.lu, &drive.nexuses, tag, io, now)?;
         // The new task is due for dispatch now.
         drive.next = Some(drive.next.map_or(now, |t| t.min(now)));

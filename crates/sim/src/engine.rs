@@ -430,9 +430,10 @@ pub(crate) fn send(
             error,
         })
     })?;
-    let nexus = nexuses
-        .get(io.class.index())
-        .ok_or(SimError::Device(DeviceError::NoNexus(io.class)))?;
+    // The error only built when there is one: `ok_or` would build and drop it every time.
+    let Some(nexus) = nexuses.get(io.class.index()) else {
+        return Err(SimError::Device(DeviceError::NoNexus(io.class)));
+    };
     let req = Arrival {
         nexus,
         lun: 0,

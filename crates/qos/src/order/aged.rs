@@ -47,6 +47,11 @@ impl OrderingPolicy for AgedSptf {
         super::argmin_f64(queue.iter().map(|c| (self.cost(now, c, drive), c)))
     }
 
+    /// Ties by (arrived, id).
+    fn order_free(&self) -> bool {
+        true
+    }
+
     fn pick_timed(&mut self, now: Ns, queue: &[Candidate], times: &[Ns]) -> Option<usize> {
         if times.len() != queue.len() {
             return None;

@@ -12,6 +12,11 @@ impl OrderingPolicy for Fifo {
         super::argmin(queue, |c| (c.arrived, c.id))
     }
 
+    /// Ties by id.
+    fn order_free(&self) -> bool {
+        true
+    }
+
     fn pick_timed(&mut self, _now: Ns, queue: &[Candidate], _times: &[Ns]) -> Option<usize> {
         Some(super::argmin(queue, |c| (c.arrived, c.id)))
     }

@@ -116,6 +116,11 @@ impl OrderingPolicy for Rpo {
         best
     }
 
+    /// Ties by (arrived, id); the aging window follows the queue's length only.
+    fn order_free(&self) -> bool {
+        true
+    }
+
     fn pick_timed(&mut self, now: Ns, queue: &[Candidate], times: &[Ns]) -> Option<usize> {
         if times.len() != queue.len() {
             return None;

@@ -13,6 +13,11 @@ impl OrderingPolicy for Sptf {
         super::argmin(queue, |c| (sptf_cost(now, c, drive), c.arrived, c.id))
     }
 
+    /// Ties by (arrived, id).
+    fn order_free(&self) -> bool {
+        true
+    }
+
     fn pick_timed(&mut self, _now: Ns, queue: &[Candidate], times: &[Ns]) -> Option<usize> {
         if times.len() != queue.len() {
             return None;
