@@ -87,6 +87,26 @@ async fn read_at(s: &mut Initiator, lun: u64, lba: u64, blocks: u32, block: usiz
     r.data_in
 }
 
+/// GET LBA STATUS at `lba` (SBC-4 §5.7): the first descriptor's (LBA, blocks, provisioning
+/// status: 0 mapped, 1 deallocated).
+async fn lba_status(s: &mut Initiator, lun: u64, lba: u64) -> (u64, u32, u8) {
+    let cdb = emit(
+        Command::GetLbaStatus {
+            lba,
+            allocation_length: 24,
+        },
+        form::GET_LBA_STATUS,
+    );
+    let r = s.scsi_command(lun, &cdb, &[], 24).await.unwrap();
+    assert_eq!(r.status, 0, "GET LBA STATUS: {:?}", r.parsed_sense());
+    let d = &r.data_in[8..24];
+    (
+        u64::from_be_bytes(d[..8].try_into().unwrap()),
+        u32::from_be_bytes(d[8..12].try_into().unwrap()),
+        d[12] & 0x0F,
+    )
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -195,6 +215,12 @@ fn a_block_lun_serves_the_device() {
             back[after.clone()] == want[after],
             "after the unmapped range"
         );
+        // GET LBA STATUS: deallocated until written again (the write goes through io_uring).
+        assert_eq!(lba_status(&mut s, lun, 200).await, (200, 50, 1));
+        write_at(&mut s, lun, 220, &pattern(9, BLOCK), BLOCK, false).await;
+        assert_eq!(lba_status(&mut s, lun, 200).await, (200, 20, 1));
+        assert_eq!(lba_status(&mut s, lun, 220).await, (220, 1, 0));
+        assert_eq!(lba_status(&mut s, lun, 221).await, (221, 29, 1));
         // A read past the end is refused, not served from beyond the device.
         let r = s
             .scsi_command(lun, &read(form::READ_16, rw(blocks, 1)), &[], BLOCK as u32)

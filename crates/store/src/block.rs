@@ -4,12 +4,15 @@
 //! block device is a file that is always opened `O_DIRECT`.
 
 use crate::FileStore;
+use parking_lot::Mutex;
 use rustix::fs::{self, FallocateFlags};
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the kernel says of a block device when it is opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +30,85 @@ pub struct BlockDevice {
     pub write_zeroes: bool,
     /// What it deallocates in one piece (`queue/discard_granularity`); 0 when unknown.
     pub discard_granularity: u32,
+}
+
+/// The ranges of a block store this LUN has deallocated (UNMAP, WRITE SAME with UNMAP,
+/// SANITIZE) and not written since: what GET LBA STATUS reports deallocated (SBC-4 §5.7). Linux
+/// offers no way to ask a block device what it holds allocated, so the record is the LUN's own
+/// and lasts while it runs; after a restart every block is "mapped or unknown" (provisioning
+/// status 0h), which SBC-4 allows. Each change happens while the plane's range lock holds the
+/// range, so a record and the device's contents agree.
+#[derive(Default)]
+pub(crate) struct Holes {
+    /// Any range recorded: a write to a store without holes takes no lock.
+    any: AtomicBool,
+    /// Start to end (exclusive) of disjoint, non-adjacent ranges.
+    ranges: Mutex<BTreeMap<u64, u64>>,
+}
+
+impl Holes {
+    /// `[start, end)` is deallocated.
+    pub(crate) fn insert(&self, mut start: u64, mut end: u64) {
+        if start >= end {
+            return;
+        }
+        let mut ranges = self.ranges.lock();
+        // Those that overlap or touch it, latest first: sorted and disjoint, so their ends
+        // fall too, and the first that ends before `start` ends the run.
+        let touching: Vec<(u64, u64)> = ranges
+            .range(..=end)
+            .rev()
+            .take_while(|(_, &e)| e >= start)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in touching {
+            ranges.remove(&s);
+            (start, end) = (start.min(s), end.max(e));
+        }
+        ranges.insert(start, end);
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// `[start, end)` is being written: no longer deallocated.
+    pub(crate) fn remove(&self, start: u64, end: u64) {
+        // A range lock orders this load after any insert into the same range.
+        if !self.any.load(Ordering::Acquire) || start >= end {
+            return;
+        }
+        let mut ranges = self.ranges.lock();
+        let overlapping: Vec<(u64, u64)> = ranges
+            .range(..end)
+            .rev()
+            .take_while(|(_, &e)| e > start)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in overlapping {
+            ranges.remove(&s);
+            if s < start {
+                ranges.insert(s, start);
+            }
+            if e > end {
+                ranges.insert(end, e);
+            }
+        }
+        self.any.store(!ranges.is_empty(), Ordering::Release);
+    }
+
+    /// The first run of `[offset, end)` that is all mapped or all deallocated: whether it is
+    /// mapped, and its length.
+    pub(crate) fn run(&self, offset: u64, end: u64) -> (bool, u64) {
+        if !self.any.load(Ordering::Acquire) {
+            return (true, end - offset);
+        }
+        let ranges = self.ranges.lock();
+        if let Some((_, &e)) = ranges.range(..=offset).next_back() {
+            if e > offset {
+                return (false, e.min(end) - offset);
+            }
+        }
+        let next = ranges.range(offset..).next().map_or(end, |(&s, _)| s);
+        (true, next.min(end) - offset)
+    }
 }
 
 impl BlockDevice {
@@ -324,7 +406,8 @@ mod tests {
         assert_eq!((d.size, d.logical_block), (8 << 20, 4096));
         assert!(d.physical_block >= 4096, "{d:?}");
         assert_eq!((s.len(), s.direct_block()), (8 << 20, Some(4096)));
-        assert!(!s.tells_allocation() && s.allocated_bytes().is_none());
+        assert!(s.tells_allocation() && s.allocated_bytes().is_none());
+        assert_eq!(s.extent(0, 8 << 20).unwrap(), (true, 8 << 20));
 
         // A second open, as a second server's, is refused and names the holder.
         let e = FileStore::open_block(&dev.dev, None, None).err().unwrap();
@@ -346,6 +429,12 @@ mod tests {
         assert_eq!(back[..4096], data[..4096]);
         assert!(back[4096..8192].iter().all(|&b| b == 0));
         assert_eq!(back[8192..], data[8192..]);
+        // What this LUN deallocated reads as such until written again.
+        assert_eq!(s.extent(4096, 1 << 20).unwrap(), (true, 4096));
+        assert_eq!(s.extent(8192, 1 << 20).unwrap(), (false, 4096));
+        assert!(!s.is_mapped(8192, 4096) && s.is_mapped(8192, 8192));
+        s.write_at(8192, &data[..4096]).unwrap();
+        assert_eq!(s.extent(4096, 1 << 20).unwrap(), (true, 1 << 20));
         assert!(s.write_at(100, &[1; 4096]).is_err(), "not block-aligned");
         assert!(s.read_at(8 << 20, &mut back).is_err(), "past the end");
         drop(s);
@@ -353,6 +442,30 @@ mod tests {
         // The open was the only holder: free again; a smaller size is a prefix of it.
         let s = FileStore::open_block(&dev.dev, Some(4 << 20), Some(8192)).unwrap();
         assert_eq!((s.len(), s.direct_block()), (4 << 20, Some(8192)));
+    }
+
+    #[test]
+    fn holes_merge_split_and_report_runs() {
+        let h = Holes::default();
+        assert_eq!(h.run(0, 100), (true, 100));
+        h.insert(10, 20);
+        h.insert(30, 40);
+        h.insert(20, 30); // joins both
+        assert_eq!(*h.ranges.lock(), BTreeMap::from([(10, 40)]));
+        assert_eq!(h.run(0, 100), (true, 10));
+        assert_eq!(h.run(10, 100), (false, 30));
+        assert_eq!(h.run(15, 25), (false, 10));
+        h.remove(20, 25);
+        assert_eq!(*h.ranges.lock(), BTreeMap::from([(10, 20), (25, 40)]));
+        assert_eq!(h.run(20, 100), (true, 5));
+        h.insert(5, 50); // covers both
+        assert_eq!(*h.ranges.lock(), BTreeMap::from([(5, 50)]));
+        h.remove(0, 5); // touches, overlaps nothing
+        h.remove(49, 60);
+        assert_eq!(*h.ranges.lock(), BTreeMap::from([(5, 49)]));
+        h.remove(0, 100);
+        assert!(h.ranges.lock().is_empty() && !h.any.load(Ordering::Relaxed));
+        assert_eq!(h.run(7, 9), (true, 2));
     }
 
     #[test]

@@ -29,8 +29,9 @@ pub struct FileStore {
     direct: Option<Direct>,
     /// The file lives in memory (tmpfs, ramfs): an access never waits for a device.
     in_memory: bool,
-    /// A block device (`store = "block"`, always direct), as the kernel described it.
-    block: Option<BlockDevice>,
+    /// A block device (`store = "block"`, always direct), as the kernel described it, and
+    /// what this LUN has deallocated on it.
+    block: Option<(BlockDevice, crate::block::Holes)>,
 }
 
 /// `f_type` of the file systems whose files are memory (statfs(2)).
@@ -190,7 +191,7 @@ impl FileStore {
             sync_failed: parking_lot::Mutex::new(None),
             direct: Some(direct),
             in_memory: false,
-            block: Some(device),
+            block: Some((device, Default::default())),
         })
     }
 
@@ -204,7 +205,15 @@ impl FileStore {
 
     /// The block device under a block store, as the kernel described it at the open.
     pub fn block_device(&self) -> Option<&BlockDevice> {
-        self.block.as_ref()
+        self.block.as_ref().map(|(device, _)| device)
+    }
+
+    /// `len` bytes at `offset` are about to be written (holding their range): on a block
+    /// store they are no longer deallocated.
+    pub(crate) fn written(&self, offset: u64, len: usize) {
+        if let Some((_, holes)) = &self.block {
+            holes.remove(offset, offset.saturating_add(len as u64));
+        }
     }
 
     /// [`Self::open`], then reads and writes with O_DIRECT, bypassing the page cache, for a
@@ -348,6 +357,7 @@ impl FileStore {
     /// Write `buf` at `offset`, through the O_DSYNC descriptor when `durable`, by way of this
     /// thread's bounce buffer on a direct store.
     fn write_fd(&self, durable: bool, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.written(offset, buf.len());
         let Some(d) = &self.direct else {
             let file = if durable { &self.dsync } else { &self.file };
             return file.write_all_at(buf, offset);
@@ -418,8 +428,10 @@ impl Store for FileStore {
     /// get zeroes written instead.
     fn punch_hole(&self, offset: u64, len: u64) -> io::Result<()> {
         check_range(self.len, offset, usize::try_from(len).unwrap_or(usize::MAX))?;
-        if self.block.is_some() {
-            return crate::block::zero(&self.file, offset, len);
+        if let Some((_, holes)) = &self.block {
+            crate::block::zero(&self.file, offset, len)?;
+            holes.insert(offset, offset + len);
+            return Ok(());
         }
         let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
         match fs::fallocate(&self.file, flags, offset, len) {
@@ -443,9 +455,9 @@ impl Store for FileStore {
     /// Runs of data and holes, by `lseek(SEEK_DATA)` and `lseek(SEEK_HOLE)`.
     fn extent(&self, offset: u64, len: u64) -> io::Result<(bool, u64)> {
         check_range(self.len, offset, usize::try_from(len).unwrap_or(usize::MAX))?;
-        if self.block.is_some() {
-            // A block device tells no allocation (its lseek(SEEK_DATA) is all data).
-            return Ok((true, len));
+        if let Some((_, holes)) = &self.block {
+            // A block device's lseek(SEEK_DATA) finds data everywhere: the LUN's own record.
+            return Ok(holes.run(offset, offset + len));
         }
         let end = offset + len;
         let data = match fs::seek(&self.file, SeekFrom::Data(offset)) {
@@ -462,14 +474,14 @@ impl Store for FileStore {
     }
 
     fn tells_allocation(&self) -> bool {
-        self.block.is_none()
+        true
     }
 
     /// The file system's block: what a punched hole deallocates; a block device's discard
     /// granularity.
     fn unmap_granularity(&self) -> u64 {
         use std::os::unix::fs::MetadataExt;
-        if let Some(device) = &self.block {
+        if let Some((device, _)) = &self.block {
             return device.unmap_granularity();
         }
         self.file.metadata().map_or(0, |m| m.blksize())
@@ -489,8 +501,8 @@ impl Store for FileStore {
 
     /// Whether data (not a hole) starts before the end of the range, by `lseek(SEEK_DATA)`.
     fn is_mapped(&self, offset: u64, len: u64) -> bool {
-        if self.block.is_some() {
-            return true;
+        if let Some((_, holes)) = &self.block {
+            return len == 0 || holes.run(offset, offset.saturating_add(len)) != (false, len);
         }
         match fs::seek(&self.file, SeekFrom::Data(offset)) {
             Ok(data) => data < offset.saturating_add(len),
