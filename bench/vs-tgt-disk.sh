@@ -2,8 +2,9 @@
 # stint vs tgt on a file on real disk (issue 19 item 5; bench/vs-tgt.sh compares them on memory):
 # one 2 GiB file of random bytes on the disk that holds this repository (refused on tmpfs or
 # ramfs), served by stint's file LUN with `direct = true` (io_uring, O_DIRECT) and by tgt with
-# its default backing store, rdwr (a thread pool of pread/pwrite), and with its aio store (Linux
-# native AIO), both opened O_DIRECT (`--bsoflags direct`). O_DIRECT on all three so the reads
+# its default backing store, rdwr (a thread pool of pread/pwrite), opened O_DIRECT
+# (`--bsoflags direct`), and with its aio store (Linux native AIO), which always opens O_DIRECT
+# (it refuses `--bsoflags`); the script checks tgtd's descriptors for O_DIRECT. O_DIRECT on all three so the reads
 # reach the device: this machine's page cache would hold the whole file after one pass, and
 # the comparison would measure memory. One client for all, libiscsi's iscsi-perf: reads of
 # 4 KiB and 128 KiB at QD 1 and 32, sequential, and 4 KiB random (iscsi-perf -r); then
@@ -100,11 +101,19 @@ wait_up tgtd "$port" $! "$work/tgt.log"
 tid=0
 for bs in rdwr aio; do
   tid=$((tid + 1))
+  flags=(); [ $bs = rdwr ] && flags=(--bsoflags direct)
   tgtadm -C "$cport" --lld iscsi --op new --mode target --tid $tid -T "iqn.2001-04.com.example:$bs"
   tgtadm -C "$cport" --lld iscsi --op new --mode logicalunit --tid $tid --lun 1 -b "$img" \
-    --bstype $bs --bsoflags direct
+    --bstype $bs "${flags[@]}"
   tgtadm -C "$cport" --lld iscsi --op bind --mode target --tid $tid -I ALL
   url[tgt-$bs]="iscsi://127.0.0.1:$port/iqn.2001-04.com.example:$bs/1"
+done
+# Every descriptor tgtd holds on the file must be O_DIRECT (040000 in /proc/PID/fdinfo's
+# octal flags), else its reads would come from the page cache.
+for fd in /proc/"${pids[-1]}"/fd/*; do
+  [ "$(readlink "$fd")" = "$img" ] || continue
+  f=$(awk '/^flags:/ {print $2}' "/proc/${pids[-1]}/fdinfo/${fd##*/}")
+  (((8#$f & 8#40000) != 0)) || { echo "tgtd holds $img without O_DIRECT (flags $f)" >&2; exit 1; }
 done
 targets=(stint tgt-rdwr tgt-aio)
 
