@@ -8,6 +8,9 @@ SANITIZE runs with --allow-sanitize on LUNs of its own, one process per test.
 CUnit counts a skipped test as passed; a test that printed [SKIPPED] is counted as skipped.
 With --peer tgt (or istgt) the same passes run, in the same invocation, against that target
 started here on LUNs of the same flavours, and a table puts the counts side by side.
+The 512-byte pass runs once more on block LUNs (store = "block", on loop devices set up here and
+detached at the end; names suffixed @store=block), held to the RAM LUN's expectations; where no
+loop device can be set up (not root) that pass is skipped with a message.
 
 Exit status: 0 when every test not listed in the expectations file passed and every listed test
 behaved as listed (or better); 1 otherwise.
@@ -28,6 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = os.path.join(HERE, "libiscsi-expected.txt")
 TARGET = "iqn.2026-11.dev.stint:conformance-"
+# The result names of the pass on block LUNs; its tests are held to the plain names' expectations.
+BLOCK_SUFFIX = "@store=block"
+BLOCK_LUN_BYTES = 64 << 20
 SUITE_TIMEOUT_S = 120
 
 
@@ -130,9 +136,10 @@ def load_expected():
     return expected
 
 
-def flavours():
+def flavours(block=True):
     """The LUNs a pass needs beyond the plain ones: (settings as stint.toml spells them, suites
-    run there, suffix of their result names, extra iscsi-test-cu arguments)."""
+    run there, suffix of their result names, extra iscsi-test-cu arguments); with `block`, also
+    the 512-byte pass on block devices."""
     # SANITIZE wipes its LUN, so it gets LUNs of its own, and each test its own process with a
     # timeout. Sanitize.Reset needs a sanitize still running 4 s after it began, through resets
     # and a new login: a paced LUN's takes 8 s.
@@ -141,6 +148,7 @@ def flavours():
     allow = ["--allow-sanitize"]
     unpaced = [t for t in sanitize if t not in reset]
     k4 = {"block_size": 4096}
+    blk = {"store": "block"}
     return [
         ({"inquiry_version": 6}, ["SCSI.Inquiry"], "@inquiry_version=6", []),
         ({"read_only": True}, ["SCSI.ReadOnly"], "", []),
@@ -157,7 +165,15 @@ def flavours():
         ({**k4, "removable": True}, ["SCSI.PreventAllow", "SCSI.StartStopUnit"], "@block_size=4096", []),
         (k4, unpaced, "@block_size=4096", allow),
         ({**k4, "sanitize_pace_ms": 8000}, reset, "@block_size=4096", allow),
-    ]
+    ] + ([
+        # The whole suite on a block device (stint's io_uring path, O_DIRECT), with the same
+        # flavours: the store must not change an answer.
+        (blk, ["*"], BLOCK_SUFFIX, []),
+        ({**blk, "read_only": True}, ["SCSI.ReadOnly"], BLOCK_SUFFIX, []),
+        ({**blk, "removable": True}, ["SCSI.PreventAllow", "SCSI.StartStopUnit"], BLOCK_SUFFIX, []),
+        (blk, unpaced, BLOCK_SUFFIX, allow),
+        ({**blk, "sanitize_pace_ms": 8000}, reset, BLOCK_SUFFIX, allow),
+    ] if block else [])
 
 
 def stop(proc, name, term=True):
@@ -172,6 +188,30 @@ def stop(proc, name, term=True):
         print(f"  ({name} ignored SIGTERM for 10 s and was killed)")
 
 
+def loop_device(stack, work):
+    """A loop device over a new sparse file in `work`, detached (by the device losetup returned)
+    when `stack` closes; raises OSError or CalledProcessError where none can be set up."""
+    img = tempfile.mktemp(prefix="block-lun.", suffix=".img", dir=work)
+    with open(img, "wb") as f:
+        f.truncate(BLOCK_LUN_BYTES)
+    dev = subprocess.run(["losetup", "-f", "--show", img], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    stack.callback(subprocess.run, ["losetup", "-d", dev], check=False)
+    return dev
+
+
+def loop_devices_work():
+    """None when a loop device can be set up here, else why not."""
+    try:
+        with contextlib.ExitStack() as stack:
+            work = tempfile.mkdtemp(prefix="stint-conformance-probe.")
+            stack.callback(shutil.rmtree, work, True)
+            loop_device(stack, work)
+        return None
+    except (OSError, subprocess.CalledProcessError) as e:
+        return getattr(e, "stderr", None) or str(e)
+
+
 def serve_stint(binary, luns, stack):
     """Starts `stint serve` with one target node per LUN (a TARGET RESET from one suite must not
     raise unit attentions in a suite running beside it); returns their URLs."""
@@ -181,12 +221,18 @@ def serve_stint(binary, luns, stack):
     config = [f'listen = "127.0.0.1:{port}"', "nop_in_interval_s = 0"]
     # The suite stops units, switches SWP and resets targets: stint refuses those to initiators
     # not granted them (16 tests fail or skip without the grant).
-    for i, settings in enumerate(luns):
-        config += ["[[target]]", f'name = "{TARGET}{i}"', 'privileged_initiators = ["*"]',
-                   "[[target.lun]]", 'store = "ram"', 'size = "64MiB"']
-        config += [f"{k} = {str(v).lower() if isinstance(v, bool) else v}" for k, v in settings.items()]
     work = tempfile.mkdtemp(prefix="stint-conformance.")
     stack.callback(shutil.rmtree, work, True)
+    for i, settings in enumerate(luns):
+        config += ["[[target]]", f'name = "{TARGET}{i}"', 'privileged_initiators = ["*"]',
+                   "[[target.lun]]"]
+        if settings.get("store") == "block":
+            # Sized by the device (64 MiB, as the RAM LUNs).
+            config += ['store = "block"', f'path = "{loop_device(stack, work)}"']
+        else:
+            config += ['store = "ram"', 'size = "64MiB"']
+        config += [f"{k} = {str(v).lower() if isinstance(v, bool) else v}"
+                   for k, v in settings.items() if k != "store"]
     config_path = os.path.join(work, "stint.toml")
     with open(config_path, "w") as f:
         f.write("\n".join(config) + "\n")
@@ -373,7 +419,8 @@ def compare(results):
     regressions, improvements = [], []
     for name in sorted(results):
         res, detail = results[name]
-        exp = expected.get(name, ("pass", ""))[0]
+        # A block LUN's test is held to what the RAM LUN's is.
+        exp = expected.get(name, expected.get(name.replace(BLOCK_SUFFIX, "", 1), ("pass", "")))[0]
         rank = {"pass": 2, "skip": 1, "fail": 0}
         if rank[res] < rank[exp]:
             regressions.append(f"{name}: expected {exp}, got {res}  {detail}")
@@ -414,15 +461,20 @@ def main():
         results, elapsed = run_all([args.url], [])
         totals.append(("target", results, elapsed))
     else:
-        passes = flavours()
+        why = loop_devices_work() if args.stint else None
+        if why:
+            print(f"SKIPPED (not passed): the {BLOCK_SUFFIX} pass: no loop device here ({why.strip()})")
+        passes = flavours(block=why is None)
         for name, serve in targets:
+            # Only stint has a block LUN pass (the peers' stores are files).
+            passes_here = [p for p in passes if name == "stint" or p[0].get("store") != "block"]
             with contextlib.ExitStack() as stack:
                 # One LUN per parallel worker so suites that write never see each other's
                 # data, plus the LUNs of the flavours some suites need (they skip on a plain
                 # fixed disk).
-                urls = serve([{}] * args.jobs + [settings for settings, _, _, _ in passes], stack)
+                urls = serve([{}] * args.jobs + [settings for settings, _, _, _ in passes_here], stack)
                 special = [(urls[args.jobs + i], ss, suffix, extra)
-                           for i, (_, ss, suffix, extra) in enumerate(passes)]
+                           for i, (_, ss, suffix, extra) in enumerate(passes_here)]
                 results, elapsed = run_all(urls[: args.jobs], special)
             totals.append((name, results, elapsed))
 

@@ -172,23 +172,27 @@ pub struct LunConfig {
     /// Logical unit number; defaults to the position in the list.
     pub id: Option<u64>,
     pub store: StoreKind,
-    /// Backing file (store = "file"); created sparse when missing.
+    /// Backing file (store = "file"; created sparse when missing) or block device (store =
+    /// "block").
     pub path: Option<PathBuf>,
-    /// Open the file with O_DIRECT: reads and writes bypass the page cache (store = "file").
+    /// Open the file with O_DIRECT: reads and writes bypass the page cache (store = "file";
+    /// a block store always does).
     #[serde(default)]
     pub direct: bool,
     /// Hold every completion of the file store back until this long after its submission:
-    /// a store slower than the CPU, for tests and benchmarks (store = "file").
+    /// a store slower than the CPU, for tests and benchmarks (store = "file" or "block").
     #[serde(default)]
     pub store_delay_ms: u64,
-    /// Capacity, e.g. "1GiB" or a byte count; a file store defaults to the file's size.
+    /// Capacity, e.g. "1GiB" or a byte count; default: a drive model's capacity, else the
+    /// store's (the file's length, the block device's size).
     #[serde(default, deserialize_with = "size_opt")]
     pub size: Option<u64>,
-    #[serde(default = "default_block_size")]
-    pub block_size: u32,
-    /// Logical blocks per physical block exponent (512e: 3 for 4 KiB physical blocks).
-    #[serde(default)]
-    pub physical_block_exponent: u8,
+    /// Logical block length; default 512, or a block device's logical block size. Read it
+    /// with [`LunConfig::block_size`].
+    pub block_size: Option<u32>,
+    /// Logical blocks per physical block exponent (512e: 3 for 4 KiB physical blocks);
+    /// default 0, or what a block device's physical block makes it.
+    pub physical_block_exponent: Option<u8>,
     /// INQUIRY PRODUCT IDENTIFICATION (16 ASCII characters at most).
     pub product: Option<String>,
     /// Unit serial number (VPD 80h); also seeds the device identifier (VPD 83h).
@@ -261,6 +265,8 @@ pub struct DeviceDescription {
 pub enum StoreKind {
     Ram,
     File,
+    /// A block device, opened O_DIRECT and O_EXCL (`store::FileStore::open_block`).
+    Block,
 }
 
 pub fn default_nop_in_interval_s() -> u64 {
@@ -269,9 +275,8 @@ pub fn default_nop_in_interval_s() -> u64 {
 fn default_listen() -> SocketAddr {
     DEFAULT_LISTEN.parse().expect("valid default address")
 }
-fn default_block_size() -> u32 {
-    512
-}
+/// The logical block of a LUN that sets none and is not on a block device.
+const DEFAULT_BLOCK_SIZE: u32 = 512;
 fn default_inquiry_version() -> u8 {
     0x0D
 }
@@ -321,6 +326,12 @@ fn size_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
 const HDD_CDL_EXAMPLE: &str = include_str!("../../../examples/hdd-cdl.toml");
 
 impl LunConfig {
+    /// The logical block length as configured, or the default (512); a block store without
+    /// `block_size` takes the device's instead (`serve`).
+    pub fn block_size(&self) -> u32 {
+        self.block_size.unwrap_or(DEFAULT_BLOCK_SIZE)
+    }
+
     /// Whether the LUN has a device queue (a drive model, a queue or CDL pages).
     pub fn has_device_queue(&self) -> bool {
         self.drive.is_some() || self.queue.is_some() || self.cdl.is_some()
@@ -379,8 +390,8 @@ impl LunConfig {
             direct: false,
             store_delay_ms: 0,
             size: Some(size),
-            block_size: default_block_size(),
-            physical_block_exponent: 0,
+            block_size: None,
+            physical_block_exponent: None,
             product: None,
             serial: None,
             write_cache: None,
@@ -400,31 +411,37 @@ impl LunConfig {
         }
     }
 
-    /// `--lun ram:SIZE`, `--lun file:PATH[:SIZE]`, or `--lun hdd` (the CDL hard disk of
-    /// examples/hdd-cdl.toml on a sparse RAM store).
+    /// `--lun ram:SIZE`, `--lun file:PATH[:SIZE]`, `--lun block:DEVICE[:SIZE]`, or `--lun hdd`
+    /// (the CDL hard disk of examples/hdd-cdl.toml on a sparse RAM store).
     pub fn parse_flag(spec: &str) -> anyhow::Result<Self> {
         if spec == "hdd" {
             return Ok(LunConfig::hdd_cdl());
         }
         match spec.split_once(':') {
             Some(("ram", size)) => Ok(LunConfig::ram(parse_size(size)?)),
-            Some(("file", rest)) => {
+            Some((kind @ ("file" | "block"), rest)) => {
                 // A trailing ":SIZE" is a size only if it parses as one, so paths may contain ':'.
                 let (path, size) = match rest.rsplit_once(':') {
                     Some((p, s)) if parse_size(s).is_ok() => (p, Some(parse_size(s)?)),
                     _ => (rest, None),
                 };
                 if path.is_empty() {
-                    bail!("--lun file:PATH[:SIZE] needs a path");
+                    bail!("--lun {kind}:PATH[:SIZE] needs a path");
                 }
                 Ok(LunConfig {
-                    store: StoreKind::File,
+                    store: match kind {
+                        "file" => StoreKind::File,
+                        _ => StoreKind::Block,
+                    },
                     path: Some(path.into()),
                     size,
                     ..LunConfig::ram(0)
                 })
             }
-            _ => bail!("invalid --lun {spec:?}: expected ram:SIZE, file:PATH[:SIZE] or hdd"),
+            _ => bail!(
+                "invalid --lun {spec:?}: expected ram:SIZE, file:PATH[:SIZE], block:DEVICE[:SIZE] \
+                 or hdd"
+            ),
         }
     }
 }
@@ -506,13 +523,13 @@ impl Config {
                 if !ids.insert(id) {
                     bail!("{at}: duplicate LUN {id}");
                 }
-                if lun.block_size != 512 && lun.block_size != 4096 {
+                if lun.block_size.is_some_and(|b| b != 512 && b != 4096) {
                     bail!(
                         "{at}: block_size must be 512 or 4096, not {}",
-                        lun.block_size
+                        lun.block_size()
                     );
                 }
-                if lun.physical_block_exponent > 3 {
+                if lun.physical_block_exponent.is_some_and(|e| e > 3) {
                     bail!("{at}: physical_block_exponent must be 0..=3 (physical block at most 8 logical blocks)");
                 }
                 if !matches!(lun.inquiry_version, 0x04..=0x07 | 0x0D) {
@@ -534,11 +551,13 @@ impl Config {
                     }
                 }
                 let device = lun.device(&self.base).with_context(|| at.clone())?;
-                if let Some(d) = &device {
-                    if lun.block_size != d.drive.block_size() {
+                // Only a drive model has sectors and a capacity: a [queue] or [cdl] table
+                // alone times nothing (the instant model) and takes the store's blocks and size.
+                if let Some(d) = device.as_ref().filter(|_| lun.drive.is_some()) {
+                    if lun.block_size() != d.drive.block_size() {
                         bail!(
                             "{at}: block_size {} differs from the drive's {}-byte sectors",
-                            lun.block_size,
+                            lun.block_size(),
                             d.drive.block_size()
                         );
                     }
@@ -562,13 +581,16 @@ impl Config {
                         )
                     }
                     (StoreKind::File, None, _) => bail!("{at}: a file store needs a path"),
+                    (StoreKind::Block, None, _) => {
+                        bail!("{at}: a block store needs a path (the device, e.g. /dev/sdb)")
+                    }
                     _ => {}
                 }
-                if lun.direct && lun.store != StoreKind::File {
+                if lun.direct && lun.store == StoreKind::Ram {
                     bail!("{at}: direct applies to a file store only");
                 }
-                if lun.store_delay_ms > 0 && lun.store != StoreKind::File {
-                    bail!("{at}: store_delay_ms applies to a file store only");
+                if lun.store_delay_ms > 0 && lun.store == StoreKind::Ram {
+                    bail!("{at}: store_delay_ms applies to a file or block store only");
                 }
                 if lun.store_delay_ms > MAX_STORE_DELAY_MS {
                     bail!(
@@ -577,10 +599,14 @@ impl Config {
                     );
                 }
                 if let Some(size) = lun.size {
-                    if size == 0 || size % u64::from(lun.block_size) != 0 {
+                    // A block store's block is the device's unless given: checked once open.
+                    let block = match lun.store {
+                        StoreKind::Block => lun.block_size.unwrap_or(512),
+                        _ => lun.block_size(),
+                    };
+                    if size == 0 || size % u64::from(block) != 0 {
                         bail!(
-                            "{at}: size {size} must be a non-zero multiple of the block size {}",
-                            lun.block_size
+                            "{at}: size {size} must be a non-zero multiple of the block size {block}"
                         );
                     }
                 }
@@ -753,7 +779,7 @@ mod tests {
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\nalua_state = \"passive\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512", "unknown ALUA state \"passive\"; expected one of active/optimized, active/non-optimized, standby, unavailable"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\n[[target.lun]]\nid = 0\nstore = \"ram\"\nsize = 512", "duplicate LUN 0"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\ndirect = true", "direct applies to a file store only"),
-            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nstore_delay_ms = 5", "store_delay_ms applies to a file store only"),
+            ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nstore_delay_ms = 5", "store_delay_ms applies to a file or block store only"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"file\"\npath = \"x.img\"\nstore_delay_ms = 20000", "store_delay_ms 20000 is more than 10000 (10 s)"),
         ];
         for (text, want) in cases {

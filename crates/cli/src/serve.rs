@@ -15,8 +15,9 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
-    /// A logical unit: ram:SIZE, file:PATH[:SIZE], or hdd (a 22 TB CDL hard disk, as
-    /// examples/hdd-cdl.toml); repeatable (LUN 0, 1, ...). Default: ram:1GiB and hdd.
+    /// A logical unit: ram:SIZE, file:PATH[:SIZE], block:DEVICE[:SIZE], or hdd (a 22 TB CDL
+    /// hard disk, as examples/hdd-cdl.toml); repeatable (LUN 0, 1, ...). Default: ram:1GiB
+    /// and hdd.
     #[arg(long = "lun", value_name = "SPEC", value_parser = LunConfig::parse_flag, conflicts_with = "config")]
     luns: Vec<LunConfig>,
     /// An initiator (by iSCSI name, or "*" for all) that may stop or eject a LUN, switch its
@@ -140,9 +141,20 @@ struct Built {
 fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow::Result<Built> {
     let target = t.name.as_str();
     let device = lun.device(base)?;
-    // A timed LUN reports its drive's capacity unless told less.
-    let size = lun.size.or(device.as_ref().map(|d| d.drive.capacity));
+    // A drive model's capacity is the LUN's unless `size` says less; a [queue] or [cdl]
+    // table alone (the instant model) leaves the size to the store: a file's length, a
+    // device's size (a RAM store has none, and takes the instant model's).
+    let capacity = device.as_ref().map(|d| d.drive.capacity);
+    let modelled = lun.drive.as_ref().and(capacity);
+    let size = match lun.store {
+        StoreKind::Ram => lun.size.or(capacity),
+        StoreKind::File => lun.size.or(modelled),
+        StoreKind::Block => lun.size,
+    };
     let at = || format!("target {target} LUN {id}");
+    let mut block_size = lun.block_size();
+    let mut physical_block_exponent = lun.physical_block_exponent.unwrap_or(0);
+    let mut thin_provisioning = lun.thin_provisioning.unwrap_or(device.is_none());
     // Saved mode parameters (the CDL pages a host saved with MODE SELECT SP=1) live beside the
     // data, so they survive a restart like the data does; so do persistent reservations a
     // host asked to persist through power loss (APTPL). A RAM LUN keeps them only while it
@@ -159,6 +171,8 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
         }
         kept.reservations = Some(beside(path, ".pr"));
     }
+    // Saved mode pages and reservations are not kept beside a device node (/dev is no place
+    // for them): a block LUN keeps them while it runs, as a RAM LUN does.
     let (plane, len, completions): (Arc<dyn store::Plane>, u64, _) = match lun.store {
         StoreKind::Ram => {
             let ram = store::RamStore::new(size.unwrap_or(DEFAULT_RAM_SIZE)).with_context(at)?;
@@ -166,13 +180,21 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
             let plane = store::InlinePlane::new(Arc::new(ram)).keeping(kept.clone());
             (Arc::new(plane), len, None)
         }
-        StoreKind::File => {
+        StoreKind::File | StoreKind::Block => {
             let path = lun.path.as_deref().context("file store without path")?;
-            let file = match lun.direct {
-                true => store::FileStore::open_direct(path, size, lun.block_size),
-                false => store::FileStore::open(path, size),
-            }
-            .with_context(at)?;
+            let file = match (lun.store, lun.direct) {
+                (StoreKind::Block, _) => {
+                    let opened = open_block(lun, path, size, modelled).with_context(at)?;
+                    block_size = opened.block_size;
+                    physical_block_exponent = opened.physical_block_exponent;
+                    thin_provisioning = opened.thin_provisioning;
+                    opened.store
+                }
+                (_, true) => {
+                    store::FileStore::open_direct(path, size, block_size).with_context(at)?
+                }
+                (_, false) => store::FileStore::open(path, size).with_context(at)?,
+            };
             let len = store::Store::len(&file);
             if file.in_memory() && lun.store_delay_ms == 0 {
                 // A file in memory (tmpfs) never waits for a device: its operations run on
@@ -195,8 +217,8 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
         }
     };
     let mut config = device::LuConfig::new(target, id, len);
-    config.block_size = lun.block_size;
-    config.physical_block_exponent = lun.physical_block_exponent;
+    config.block_size = block_size;
+    config.physical_block_exponent = physical_block_exponent;
     config.serial = lun.serial.clone();
     // A drive model with a write cache puts its own setting here (LogicalUnit::new).
     config.write_cache = lun.write_cache.unwrap_or(true);
@@ -206,7 +228,7 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
     config.read_only = lun.read_only;
     config.removable = lun.removable;
     config.sanitize_pace = std::time::Duration::from_millis(lun.sanitize_pace_ms);
-    config.thin_provisioning = lun.thin_provisioning.unwrap_or(device.is_none());
+    config.thin_provisioning = thin_provisioning;
     config.inquiry_version = lun.inquiry_version;
     if let Some(state) = lun.alua_state.or(t.alua_state) {
         config.alua_state = state.0;
@@ -239,6 +261,76 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
         unit: Arc::new(unit),
         completions,
     })
+}
+
+/// A block LUN's store, and what its device decides of the LUN.
+struct OpenedBlock {
+    store: store::FileStore,
+    block_size: u32,
+    physical_block_exponent: u8,
+    thin_provisioning: bool,
+}
+
+/// Opens a block LUN's device: `size` as configured (else the device's, at most a drive
+/// model's capacity `modelled`), its logical block unless `block_size` is given, the
+/// physical block exponent from its physical block unless given, thin provisioning where it
+/// deallocates unless told.
+fn open_block(
+    lun: &LunConfig,
+    path: &Path,
+    size: Option<u64>,
+    modelled: Option<u64>,
+) -> anyhow::Result<OpenedBlock> {
+    let mut store = store::FileStore::open_block(path, size, lun.block_size)?;
+    let device = store
+        .block_device()
+        .cloned()
+        .context("not a block device")?;
+    let block_size = store.direct_block().unwrap_or(device.logical_block);
+    if !matches!(block_size, 512 | 4096) {
+        anyhow::bail!(
+            "block_size: {} has {}-byte logical blocks, which a LUN cannot have (512 or 4096); \
+             set block_size = 4096",
+            path.display(),
+            device.logical_block
+        );
+    }
+    if let (None, Some(capacity)) = (size, modelled) {
+        store = store.at_most(capacity);
+    }
+    tracing::info!(
+        device = %path.display(),
+        bytes = device.size,
+        logical_block = device.logical_block,
+        physical_block = device.physical_block,
+        write_zeroes = device.write_zeroes,
+        "block device"
+    );
+    Ok(OpenedBlock {
+        store,
+        block_size,
+        physical_block_exponent: lun
+            .physical_block_exponent
+            .unwrap_or_else(|| physical_exponent(device.physical_block, block_size)),
+        // LBPRZ holds either way (store::block::zero), but UNMAP is only thin where the
+        // device deallocates (WRITE ZEROES); elsewhere it writes zeros. A drive model is
+        // fully provisioned, as on other stores.
+        thin_provisioning: lun
+            .thin_provisioning
+            .unwrap_or(device.write_zeroes && !lun.has_device_queue()),
+    })
+}
+
+/// LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT (SBC-4 §5.20.2) of a LUN of `block`-byte
+/// blocks on a device of `physical`-byte physical blocks: 3 for 512-byte blocks on 4 KiB
+/// ones, 0 when the physical block is no larger (or not a power-of-two multiple).
+fn physical_exponent(physical: u32, block: u32) -> u8 {
+    match physical / block.max(1) {
+        ratio if ratio > 1 && ratio.is_power_of_two() && physical.is_multiple_of(block) => {
+            (ratio.trailing_zeros() as u8).min(15)
+        }
+        _ => 0,
+    }
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -428,5 +520,23 @@ async fn shutdown_signal() {
                 std::future::pending::<()>().await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn physical_exponent_counts_logical_blocks_per_physical_block() {
+        use super::physical_exponent;
+        assert_eq!(physical_exponent(4096, 512), 3, "512e");
+        assert_eq!(physical_exponent(4096, 4096), 0, "4Kn");
+        assert_eq!(physical_exponent(512, 512), 0);
+        assert_eq!(
+            physical_exponent(512, 4096),
+            0,
+            "a LUN block above the physical one"
+        );
+        assert_eq!(physical_exponent(65536, 512), 7);
+        assert_eq!(physical_exponent(3 * 4096, 4096), 0, "not a power of two");
     }
 }

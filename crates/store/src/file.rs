@@ -2,6 +2,7 @@
 //! O_DIRECT, bypassing the page cache.
 
 use crate::aligned::Aligned;
+use crate::block::BlockDevice;
 use crate::{check_range, Store};
 use rustix::fs::{self, FallocateFlags, SeekFrom};
 use std::cell::RefCell;
@@ -28,6 +29,9 @@ pub struct FileStore {
     direct: Option<Direct>,
     /// The file lives in memory (tmpfs, ramfs): an access never waits for a device.
     in_memory: bool,
+    /// A block device (`store = "block"`, always direct), as the kernel described it, and
+    /// what this LUN has deallocated on it.
+    block: Option<(BlockDevice, crate::block::Holes)>,
 }
 
 /// `f_type` of the file systems whose files are memory (statfs(2)).
@@ -103,9 +107,14 @@ impl FileStore {
         }
         let meta = file.metadata().map_err(|e| context(e, "cannot stat"))?;
         if !meta.is_file() {
+            use std::os::unix::fs::FileTypeExt;
+            let hint = match meta.file_type().is_block_device() {
+                true => " but a block device (store = \"block\" serves those)",
+                false => "",
+            };
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("{}: not a regular file", path.display()),
+                format!("{}: not a regular file{hint}", path.display()),
             ));
         }
         let len = match size {
@@ -155,7 +164,56 @@ impl FileStore {
             sync_failed: parking_lot::Mutex::new(None),
             direct: None,
             in_memory,
+            block: None,
         })
+    }
+
+    /// A store on a block device opened by [`FileStore::open_block`]: `file` (the exclusive
+    /// open) and `dsync` are both O_DIRECT, and serve as the direct descriptors too.
+    pub(crate) fn on_device(
+        file: File,
+        dsync: File,
+        path: &Path,
+        len: u64,
+        block: u32,
+        device: BlockDevice,
+    ) -> io::Result<Self> {
+        let direct = Direct {
+            file: file.try_clone()?,
+            dsync: dsync.try_clone()?,
+            block,
+        };
+        Ok(FileStore {
+            file,
+            dsync,
+            path: path.to_owned(),
+            len,
+            sync_failed: parking_lot::Mutex::new(None),
+            direct: Some(direct),
+            in_memory: false,
+            block: Some((device, Default::default())),
+        })
+    }
+
+    /// The store cut to its first `len` bytes at most (rounded down to whole blocks on a
+    /// direct one): a LUN smaller than its device.
+    pub fn at_most(mut self, len: u64) -> Self {
+        let block = u64::from(self.direct_block().unwrap_or(1));
+        self.len = self.len.min(len / block * block);
+        self
+    }
+
+    /// The block device under a block store, as the kernel described it at the open.
+    pub fn block_device(&self) -> Option<&BlockDevice> {
+        self.block.as_ref().map(|(device, _)| device)
+    }
+
+    /// `len` bytes at `offset` are about to be written (holding their range): on a block
+    /// store they are no longer deallocated.
+    pub(crate) fn written(&self, offset: u64, len: usize) {
+        if let Some((_, holes)) = &self.block {
+            holes.remove(offset, offset.saturating_add(len as u64));
+        }
     }
 
     /// [`Self::open`], then reads and writes with O_DIRECT, bypassing the page cache, for a
@@ -299,6 +357,7 @@ impl FileStore {
     /// Write `buf` at `offset`, through the O_DSYNC descriptor when `durable`, by way of this
     /// thread's bounce buffer on a direct store.
     fn write_fd(&self, durable: bool, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.written(offset, buf.len());
         let Some(d) = &self.direct else {
             let file = if durable { &self.dsync } else { &self.file };
             return file.write_all_at(buf, offset);
@@ -369,6 +428,11 @@ impl Store for FileStore {
     /// get zeroes written instead.
     fn punch_hole(&self, offset: u64, len: u64) -> io::Result<()> {
         check_range(self.len, offset, usize::try_from(len).unwrap_or(usize::MAX))?;
+        if let Some((_, holes)) = &self.block {
+            crate::block::zero(&self.file, offset, len)?;
+            holes.insert(offset, offset + len);
+            return Ok(());
+        }
         let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
         match fs::fallocate(&self.file, flags, offset, len) {
             Ok(()) => Ok(()),
@@ -391,6 +455,10 @@ impl Store for FileStore {
     /// Runs of data and holes, by `lseek(SEEK_DATA)` and `lseek(SEEK_HOLE)`.
     fn extent(&self, offset: u64, len: u64) -> io::Result<(bool, u64)> {
         check_range(self.len, offset, usize::try_from(len).unwrap_or(usize::MAX))?;
+        if let Some((_, holes)) = &self.block {
+            // A block device's lseek(SEEK_DATA) finds data everywhere: the LUN's own record.
+            return Ok(holes.run(offset, offset + len));
+        }
         let end = offset + len;
         let data = match fs::seek(&self.file, SeekFrom::Data(offset)) {
             Ok(data) => data,
@@ -409,15 +477,22 @@ impl Store for FileStore {
         true
     }
 
-    /// The file system's block: what a punched hole deallocates.
+    /// The file system's block: what a punched hole deallocates; a block device's discard
+    /// granularity.
     fn unmap_granularity(&self) -> u64 {
         use std::os::unix::fs::MetadataExt;
+        if let Some((device, _)) = &self.block {
+            return device.unmap_granularity();
+        }
         self.file.metadata().map_or(0, |m| m.blksize())
     }
 
     /// The file's allocated blocks (`st_blocks`, in 512-byte units whatever the file system).
     fn allocated_bytes(&self) -> Option<u64> {
         use std::os::unix::fs::MetadataExt;
+        if self.block.is_some() {
+            return None;
+        }
         self.file
             .metadata()
             .ok()
@@ -426,6 +501,9 @@ impl Store for FileStore {
 
     /// Whether data (not a hole) starts before the end of the range, by `lseek(SEEK_DATA)`.
     fn is_mapped(&self, offset: u64, len: u64) -> bool {
+        if let Some((_, holes)) = &self.block {
+            return len == 0 || holes.run(offset, offset.saturating_add(len)) != (false, len);
+        }
         match fs::seek(&self.file, SeekFrom::Data(offset)) {
             Ok(data) => data < offset.saturating_add(len),
             // ENXIO: no data at or after `offset`.
@@ -457,13 +535,13 @@ impl Direct {
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The process that holds a file's lock, as `/proc/locks` names it.
-struct Holder {
-    name: String,
+pub(crate) struct Holder {
+    pub(crate) name: String,
     /// It still runs (else the lock outlives it while its in-flight I/O ends).
     alive: bool,
 }
 
-fn lock_holder(file: &File) -> Option<Holder> {
+pub(crate) fn lock_holder(file: &File) -> Option<Holder> {
     use std::os::unix::fs::MetadataExt;
     let meta = file.metadata().ok()?;
     let (major, minor) = (fs::major(meta.dev()), fs::minor(meta.dev()));

@@ -9,6 +9,7 @@
 
 mod aligned;
 mod atomic_file;
+mod block;
 mod copy;
 mod delay;
 mod file;
@@ -24,6 +25,7 @@ mod range_lock;
 mod ring;
 mod run;
 
+pub use block::BlockDevice;
 pub use file::FileStore;
 pub use file_plane::FilePlane;
 pub use inline::InlinePlane;

@@ -194,6 +194,9 @@ impl Ring {
             .ranges
             .lock_then(offset, len.into(), atomic, move |held| {
                 io.held = Some(held);
+                if let Dir::Write { .. } = io.dir {
+                    ring.store.written(offset, io.len);
+                }
                 ring.push(io);
             });
     }
