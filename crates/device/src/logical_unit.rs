@@ -824,9 +824,11 @@ impl LogicalUnit {
                     answer = Some((step, data_in));
                 } else {
                     self.emit(nexus, tag, id, step, data_in);
-                    // Its answer goes before those of the tasks its end released.
-                    if let Some(moved) = self.events.make_contiguous().get_mut(before..) {
-                        moved.rotate_right(1);
+                    if self.events.len() > before + 1 {
+                        // Its answer goes before those of the tasks its end released.
+                        if let Some(moved) = self.events.make_contiguous().get_mut(before..) {
+                            moved.rotate_right(1);
+                        }
                     }
                 }
             }
