@@ -1,0 +1,467 @@
+//! The plane of a Ceph RBD image: asynchronous on librbd's C API, as the file plane is on
+//! io_uring. Reads, writes, SYNCHRONIZE CACHE, UNMAP, WRITE SAME and COMPARE AND WRITE are
+//! librbd requests (`rbd_aio_*`) whose completions come back on librbd's callback thread and
+//! go straight to the plane's completion handler; everything else (ORWRITE, VERIFY, FORMAT
+//! and SANITIZE steps, GET LBA STATUS, copies, kept files) runs as on any store, on the
+//! plane's pool over [`RbdStore`], librbd's synchronous calls.
+//!
+//! The range lock works as on the other planes: a change holds its range from before its
+//! request is handed to librbd until librbd has completed it (and, for a durable one, its
+//! flush), so no later write or read of those bytes overtakes it.
+//!
+//! What maps to what:
+//! - READ: `rbd_aio_read2`; WRITE: `rbd_aio_write2`; FUA or a write with the cache off:
+//!   `rbd_aio_write2` with `LIBRADOS_OP_FLAG_FADVISE_FUA`, then `rbd_aio_flush`; SYNCHRONIZE
+//!   CACHE: `rbd_aio_flush`.
+//! - UNMAP (and WRITE SAME with UNMAP, SANITIZE's and FORMAT's zeros): `rbd_aio_write_zeroes`
+//!   without the thick-provision flag, librbd's discard that deallocates whole objects and
+//!   zeroes the rest of the range, so every unmapped block reads back as zeros (LBPRZ), which
+//!   `rbd_aio_discard` does not promise (it skips partial ranges under
+//!   `rbd_skip_partial_discard`).
+//! - WRITE SAME: `rbd_aio_writesame`.
+//! - COMPARE AND WRITE: `rbd_aio_compare_and_write` (a miscompare is `-EILSEQ` with the image
+//!   offset of the first difference); one that spans two objects, which librbd refuses, is a
+//!   read, compare and write holding the range on the pool (atomic against this server's
+//!   commands; the exclusive lock keeps every other client out).
+
+mod ffi;
+
+pub use ffi::Target as RbdTarget;
+
+use crate::plane::{Buffers, Complete, Done, Failure, Geometry, KeptFile, Op, Options};
+use crate::pool_plane::{Core, Owned};
+use crate::run::write_failed;
+use crate::{check_range, check_span, Held, Plane, Store};
+use ffi::{Finished, Image, Refused, Request};
+use std::io;
+use std::sync::Arc;
+
+/// `EILSEQ` on Linux: librbd's answer to a compare-and-write whose data differ.
+const EILSEQ: i32 = 84;
+
+/// librados options stint sets unless the configuration file sets them (option, its
+/// default, stint's value): a dead or unreachable cluster answers with an error within
+/// seconds instead of holding commands forever (librados waits without limit by default).
+/// 30 s per OSD request is below a Linux host's 30 s command timeout plus its retry.
+const TIMEOUTS: &[(&str, &str, &str)] = &[
+    ("rados_osd_op_timeout", "0", "30"),
+    ("rados_mon_op_timeout", "0", "30"),
+    ("client_mount_timeout", "300", "10"),
+];
+
+/// An RBD image through librbd's synchronous calls: the store the plane's pool runs the
+/// operations librbd has no request for on.
+pub struct RbdStore {
+    image: Arc<Image>,
+    len: u64,
+    object: u64,
+}
+
+impl Store for RbdStore {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        check_range(self.len, offset, buf.len())?;
+        self.image.read(offset, buf)
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        check_range(self.len, offset, buf.len())?;
+        self.image.write(offset, buf)
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        self.image.flush()
+    }
+
+    fn punch_hole(&self, offset: u64, len: u64) -> io::Result<()> {
+        check_span(self.len, offset, len)?;
+        self.image.write_zeroes(offset, len)
+    }
+
+    fn unmap_granularity(&self) -> u64 {
+        self.object
+    }
+}
+
+/// What the plane's requests share: the pool's core (range lock, kept files, completion
+/// handler) and the image.
+struct Shared {
+    core: Arc<Core>,
+    image: Arc<Image>,
+    object: u64,
+}
+
+/// The data plane of an RBD image.
+pub struct RbdPlane {
+    shared: Arc<Shared>,
+}
+
+/// What a request's continuation gets: librbd's result (bytes, or the error) and the
+/// mismatch offset of a compare-and-write.
+type Outcome = (io::Result<usize>, u64);
+
+impl RbdPlane {
+    /// Connects, opens `target`'s image with its exclusive lock held, and answers through
+    /// `complete`. `options.threads` sizes the pool of the operations librbd has no request
+    /// for; `options.kept` is where the logical unit's state files are kept.
+    pub fn open(target: &RbdTarget, options: &Options, complete: Complete) -> io::Result<Self> {
+        let image = Arc::new(Image::open(target, TIMEOUTS)?);
+        let len = image.size()?;
+        let object = image.stripe_unit()?;
+        let store = RbdStore {
+            image: image.clone(),
+            len,
+            object,
+        };
+        tracing::info!(
+            pool = %target.pool,
+            image = %target.image,
+            bytes = len,
+            object_bytes = object,
+            "data plane: librbd, asynchronous"
+        );
+        let core = Core::new(Arc::new(store), options, complete)?;
+        Ok(RbdPlane {
+            shared: Arc::new(Shared {
+                core,
+                image,
+                object,
+            }),
+        })
+    }
+
+    /// The plane's range lock (its waiting operations, for tests and metrics).
+    pub fn range_lock(&self) -> &crate::RangeLock {
+        &self.shared.core.ranges
+    }
+}
+
+impl Plane for RbdPlane {
+    fn is_inline(&self) -> bool {
+        false
+    }
+
+    fn submit(&self, id: u64, op: Op, buffers: Buffers<'_>) -> Option<Done> {
+        let shared = self.shared.clone();
+        self.shared
+            .core
+            .submit(id, op, buffers, move |op, owned| shared.start(op, owned))
+    }
+
+    fn geometry(&self) -> Geometry {
+        crate::inline::geometry(&*self.shared.core.store)
+    }
+
+    fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.shared.core.read_now(offset, buf)
+    }
+
+    fn write_now(&self, offset: u64, buf: &[u8], durable: bool) -> io::Result<()> {
+        self.shared.core.write_now(offset, buf, durable)
+    }
+
+    fn load(&self, file: KeptFile) -> io::Result<Option<Vec<u8>>> {
+        self.shared.core.kept.load(file)
+    }
+}
+
+/// A length librbd takes as `size_t`.
+fn size(len: u64) -> usize {
+    usize::try_from(len).unwrap_or(usize::MAX)
+}
+
+impl Shared {
+    /// Start a checked operation: on librbd's asynchronous API where it has a request for it,
+    /// else on the pool over the synchronous store.
+    fn start(self: &Arc<Self>, op: Op, owned: Owned) {
+        match op {
+            Op::Read { offset, len } => self.read(offset, len, owned),
+            Op::Write {
+                offset,
+                len,
+                durable,
+                atomic,
+            } => {
+                let shared = self.clone();
+                let request = Request::Write {
+                    offset,
+                    len: len as usize,
+                    flags: if durable { ffi::FADVISE_FUA } else { 0 },
+                };
+                self.core
+                    .ranges
+                    .lock_then(offset, len.into(), atomic, move |held| {
+                        shared.change(request, owned, held, durable, offset)
+                    });
+            }
+            Op::CompareAndWrite {
+                offset,
+                len,
+                durable,
+            } if offset / self.object == (offset + u64::from(len) - 1) / self.object => {
+                let shared = self.clone();
+                let request = Request::CompareAndWrite {
+                    offset,
+                    len: len as usize,
+                };
+                self.core
+                    .ranges
+                    .lock_then(offset, len.into(), true, move |held| {
+                        shared.change(request, owned, held, durable, offset)
+                    });
+            }
+            Op::Flush => self.issue(Request::Flush, owned, |shared, owned, (r, _)| {
+                shared.finish(owned, r.map(|_| Done::Ok), |error| Failure::Write {
+                    at: None,
+                    error,
+                })
+            }),
+            Op::WriteSame {
+                offset,
+                len,
+                block,
+                zeros,
+                durable,
+            } if len > 0 && len % u64::from(block) == 0 => {
+                let mut owned = owned;
+                if zeros {
+                    owned.data_out.clear();
+                    owned.data_out.resize(block as usize, 0);
+                }
+                let shared = self.clone();
+                let request = Request::WriteSame {
+                    offset,
+                    len: size(len),
+                    block: block as usize,
+                };
+                self.core.ranges.lock_then(offset, len, false, move |held| {
+                    shared.change(request, owned, held, durable, offset)
+                });
+            }
+            Op::Unmap { ranges, durable } => {
+                let Some((start, len, _)) = crate::run::changes(&Op::Unmap {
+                    ranges: ranges.clone(),
+                    durable,
+                }) else {
+                    // No range: nothing to deallocate, answered off the caller's thread.
+                    return self.core.answer(owned, Done::Ok);
+                };
+                let shared = self.clone();
+                let mut rest = ranges;
+                rest.reverse();
+                self.core.ranges.lock_then(start, len, false, move |held| {
+                    shared.zero_next(rest, durable, owned, held)
+                });
+            }
+            Op::Fill {
+                offset,
+                len,
+                ref pattern,
+                durable,
+            } if pattern.iter().all(|&b| b == 0) => {
+                let shared = self.clone();
+                self.core.ranges.lock_then(offset, len, false, move |held| {
+                    shared.zero_next(vec![(offset, len)], durable, owned, held)
+                });
+            }
+            // ORWRITE, VERIFY, a patterned fill, GET LBA STATUS, usage, copies, kept files,
+            // and a compare-and-write across objects: the synchronous path, on the pool.
+            op => self.core.start(op, owned),
+        }
+    }
+
+    /// Hand `request` to librbd with the operation's buffers; `next` runs with the outcome on
+    /// librbd's callback thread, or on the pool when librbd refused the request at once (never
+    /// on the caller's thread, which may be inside `Plane::submit`).
+    fn issue(
+        self: &Arc<Self>,
+        request: Request,
+        owned: Owned,
+        next: impl FnOnce(&Arc<Self>, Owned, Outcome) + Send + 'static,
+    ) {
+        let Owned {
+            id,
+            data_in,
+            data_out,
+            submitted,
+        } = owned;
+        let shared = self.clone();
+        let then = Box::new(move |f: Finished| {
+            let owned = Owned {
+                id,
+                data_in: f.data_in,
+                data_out: f.data_out,
+                submitted,
+            };
+            let result = match f.result {
+                r if r < 0 => Err(io::Error::from_raw_os_error(-r as i32)),
+                r => Ok(r as usize),
+            };
+            next(&shared, owned, (result, f.mismatch));
+        });
+        if let Err(Refused {
+            error,
+            data_in,
+            data_out,
+            then,
+        }) = self.image.aio(request, data_in, data_out, then)
+        {
+            self.core.pool.spawn(move || {
+                then(Finished {
+                    result: -(error.raw_os_error().unwrap_or(libc_einval()) as isize),
+                    data_in,
+                    data_out,
+                    mismatch: 0,
+                })
+            });
+        }
+    }
+
+    /// Answer `owned` with `result`, a failure as `fail` says.
+    fn finish(
+        &self,
+        owned: Owned,
+        result: io::Result<Done>,
+        fail: impl FnOnce(io::Error) -> Failure,
+    ) {
+        let done = result.unwrap_or_else(|e| Done::Failed(fail(e)));
+        self.core.complete(owned, done);
+    }
+
+    /// A change holding its range: the request, then a flush when `durable`, then the range
+    /// goes, then the answer.
+    fn change(
+        self: &Arc<Self>,
+        request: Request,
+        owned: Owned,
+        held: Held,
+        durable: bool,
+        offset: u64,
+    ) {
+        self.issue(request, owned, move |shared, owned, (r, mismatch)| {
+            let done = match r {
+                Err(e) if e.raw_os_error() == Some(EILSEQ) => {
+                    // The image offset of the first difference, into the compared data.
+                    return shared.end_change(
+                        owned,
+                        held,
+                        Ok(Done::Miscompare(mismatch - offset.min(mismatch))),
+                        offset,
+                    );
+                }
+                Err(e) => Err(e),
+                Ok(_) => Ok(Done::Ok),
+            };
+            if durable && done.is_ok() {
+                shared.issue(Request::Flush, owned, move |shared, owned, (r, _)| {
+                    shared.end_change(owned, held, r.map(|_| Done::Ok), offset)
+                });
+            } else {
+                shared.end_change(owned, held, done, offset);
+            }
+        });
+    }
+
+    /// The store has finished a change: its range goes before the answer.
+    fn end_change(&self, owned: Owned, held: Held, result: io::Result<Done>, offset: u64) {
+        drop(held);
+        self.finish(owned, result, write_failed(offset));
+    }
+
+    /// Zero (deallocate) the next of `rest` (last first), then the others, then flush when
+    /// `durable`; the range held until the end.
+    fn zero_next(
+        self: &Arc<Self>,
+        mut rest: Vec<(u64, u64)>,
+        durable: bool,
+        owned: Owned,
+        held: Held,
+    ) {
+        match rest.pop() {
+            Some((offset, len)) if len > 0 => {
+                let request = Request::WriteZeroes {
+                    offset,
+                    len: size(len),
+                };
+                self.issue(request, owned, move |shared, owned, (r, _)| match r {
+                    Ok(_) => shared.zero_next(rest, durable, owned, held),
+                    Err(e) => shared.end_change(owned, held, Err(e), offset),
+                });
+            }
+            Some(_) => self.zero_next(rest, durable, owned, held),
+            None if durable => self.issue(Request::Flush, owned, move |shared, owned, (r, _)| {
+                drop(held);
+                shared.finish(owned, r.map(|_| Done::Ok), |error| Failure::Write {
+                    at: None,
+                    error,
+                })
+            }),
+            None => {
+                drop(held);
+                // Possibly still on the caller's thread (nothing was issued): answered from
+                // the pool.
+                self.core.answer(owned, Done::Ok);
+            }
+        }
+    }
+
+    /// A read, seeing atomic writes whole as the pool's reads do: issued at once, and if an
+    /// atomic write may have overlapped it, issued again holding its range.
+    fn read(self: &Arc<Self>, offset: u64, len: u32, mut owned: Owned) {
+        let start = owned.data_in.len();
+        owned.data_in.resize(start + len as usize, 0);
+        let request = Request::Read {
+            offset,
+            at: start,
+            len: len as usize,
+        };
+        let Some(noted) = self.core.ranges.read_start() else {
+            return self.read_held(request, offset, len, start, owned);
+        };
+        self.issue(request, owned, move |shared, owned, (r, _)| {
+            if r.is_ok() && !shared.core.ranges.read_stands(noted) {
+                return shared.read_held(request, offset, len, start, owned);
+            }
+            shared.end_read(owned, start, offset, len, r);
+        });
+    }
+
+    fn read_held(
+        self: &Arc<Self>,
+        request: Request,
+        offset: u64,
+        len: u32,
+        start: usize,
+        owned: Owned,
+    ) {
+        let shared = self.clone();
+        self.core
+            .ranges
+            .lock_then(offset, len.into(), false, move |held| {
+                shared.issue(request, owned, move |shared, owned, (r, _)| {
+                    drop(held);
+                    shared.end_read(owned, start, offset, len, r);
+                })
+            });
+    }
+
+    fn end_read(&self, owned: Owned, start: usize, offset: u64, len: u32, r: io::Result<usize>) {
+        let r = match r {
+            Ok(n) if n == len as usize => Ok(()),
+            Ok(n) => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("librbd read {n} of {len} bytes"),
+            )),
+            Err(e) => Err(e),
+        };
+        self.core.end_read(owned, start, offset, r);
+    }
+}
+
+/// `EINVAL`, for a refusal that carries no errno.
+fn libc_einval() -> i32 {
+    22
+}
