@@ -451,7 +451,7 @@ impl Image {
         if r < 0 {
             // SAFETY: no completion exists, so nothing else will take `raw` back.
             let pending = unsafe { Box::from_raw(raw) };
-            return Err(pending.refused(r as isize, "rbd_aio_create_completion"));
+            return Err((*pending).refused(r as isize, "rbd_aio_create_completion"));
         }
         *self.in_flight.count.lock() += 1;
         // SAFETY (every arm): the image is open and stays open until every operation's
@@ -501,7 +501,7 @@ impl Image {
                 Box::from_raw(raw)
             };
             pending.in_flight.done();
-            return Err(pending.refused(r, "the rbd_aio request"));
+            return Err((*pending).refused(r, "the rbd_aio request"));
         }
         Ok(())
     }
@@ -596,13 +596,13 @@ struct Pending {
 }
 
 impl Pending {
-    fn refused(self: Box<Self>, r: isize, what: &str) -> Refused {
+    fn refused(self, r: isize, what: &str) -> Refused {
         let Pending {
             data_in,
             data_out,
             then,
             ..
-        } = *self;
+        } = self;
         Refused {
             error: check(r, what)
                 .err()

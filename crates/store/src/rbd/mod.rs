@@ -20,7 +20,8 @@
 //!   `rbd_skip_partial_discard`).
 //! - WRITE SAME: `rbd_aio_writesame`.
 //! - COMPARE AND WRITE: `rbd_aio_compare_and_write` (a miscompare is `-EILSEQ` with the image
-//!   offset of the first difference); one that spans two objects, which librbd refuses, is a
+//!   offset of the first difference) for a range within one 512-byte sector, all librbd
+//!   takes; a longer one, or one the OSD refuses (its cmpext over bytes never written), is a
 //!   read, compare and write holding the range on the pool (atomic against this server's
 //!   commands; the exclusive lock keeps every other client out).
 
@@ -38,6 +39,12 @@ use std::sync::Arc;
 
 /// `EILSEQ` on Linux: librbd's answer to a compare-and-write whose data differ.
 const EILSEQ: i32 = 84;
+/// `EINVAL` on Linux.
+const EINVAL: i32 = 22;
+/// librbd's compare-and-write takes a range within one 512-byte sector and one object, else
+/// answers `-EINVAL` (`ImageCompareAndWriteRequest::prune_object_extents`); the object size is
+/// a multiple of it.
+const CAW_SECTOR: u64 = 512;
 
 /// librados options stint sets unless the configuration file sets them (option, its
 /// default, stint's value): a dead or unreachable cluster answers with an error within
@@ -91,7 +98,6 @@ impl Store for RbdStore {
 struct Shared {
     core: Arc<Core>,
     image: Arc<Image>,
-    object: u64,
 }
 
 /// The data plane of an RBD image.
@@ -125,11 +131,7 @@ impl RbdPlane {
         );
         let core = Core::new(Arc::new(store), options, complete)?;
         Ok(RbdPlane {
-            shared: Arc::new(Shared {
-                core,
-                image,
-                object,
-            }),
+            shared: Arc::new(Shared { core, image }),
         })
     }
 
@@ -201,16 +203,12 @@ impl Shared {
                 offset,
                 len,
                 durable,
-            } if offset / self.object == (offset + u64::from(len) - 1) / self.object => {
+            } if offset % CAW_SECTOR + u64::from(len) <= CAW_SECTOR => {
                 let shared = self.clone();
-                let request = Request::CompareAndWrite {
-                    offset,
-                    len: len as usize,
-                };
                 self.core
                     .ranges
                     .lock_then(offset, len.into(), true, move |held| {
-                        shared.change(request, owned, held, durable, offset)
+                        shared.compare_and_write(offset, len, durable, owned, held)
                     });
             }
             Op::Flush => self.issue(Request::Flush, owned, |shared, owned, (r, _)| {
@@ -311,7 +309,7 @@ impl Shared {
         {
             self.core.pool.spawn(move || {
                 then(Finished {
-                    result: -(error.raw_os_error().unwrap_or(libc_einval()) as isize),
+                    result: -(error.raw_os_error().unwrap_or(EINVAL) as isize),
                     data_in,
                     data_out,
                     mismatch: 0,
@@ -341,27 +339,81 @@ impl Shared {
         durable: bool,
         offset: u64,
     ) {
+        self.issue(request, owned, move |shared, owned, (r, _)| match r {
+            Ok(_) if durable => {
+                shared.issue(Request::Flush, owned, move |shared, owned, (r, _)| {
+                    shared.end_change(owned, held, r.map(|_| Done::Ok), offset)
+                })
+            }
+            r => shared.end_change(owned, held, r.map(|_| Done::Ok), offset),
+        });
+    }
+
+    /// librbd's compare-and-write, holding the range; where the OSD refuses it (`-EINVAL`:
+    /// BlueStore's cmpext over bytes never written), the read, compare and write of any
+    /// store, still holding the range, on the pool.
+    fn compare_and_write(
+        self: &Arc<Self>,
+        offset: u64,
+        len: u32,
+        durable: bool,
+        owned: Owned,
+        held: Held,
+    ) {
+        let request = Request::CompareAndWrite {
+            offset,
+            len: len as usize,
+        };
         self.issue(request, owned, move |shared, owned, (r, mismatch)| {
             let done = match r {
                 Err(e) if e.raw_os_error() == Some(EILSEQ) => {
-                    // The image offset of the first difference, into the compared data.
-                    return shared.end_change(
-                        owned,
-                        held,
-                        Ok(Done::Miscompare(mismatch - offset.min(mismatch))),
-                        offset,
-                    );
+                    // librbd 16 reports the difference's index within the compared bytes plus
+                    // its object's image offset (not the range's); later versions may report
+                    // the image offset. Rather than guess, the miscompare (rare, and the range
+                    // still held) reads the bytes back and finds the first difference itself.
+                    let core = shared.core.clone();
+                    return shared.core.pool.spawn(move || {
+                        let n = len as usize;
+                        let mut medium = vec![0u8; n];
+                        let done = match core.store.read_at(offset, &mut medium) {
+                            Ok(()) => Done::Miscompare(
+                                medium
+                                    .iter()
+                                    .zip(&owned.data_out[..n])
+                                    .position(|(a, b)| a != b)
+                                    .map_or(mismatch % CAW_SECTOR, |i| i as u64),
+                            ),
+                            Err(error) => Done::Failed(Failure::Read {
+                                at: Some(offset),
+                                error,
+                            }),
+                        };
+                        drop(held);
+                        core.complete(owned, done);
+                    });
+                }
+                Err(e) if e.raw_os_error() == Some(EINVAL) => {
+                    let core = shared.core.clone();
+                    return shared.core.pool.spawn(move || {
+                        let op = Op::CompareAndWrite {
+                            offset,
+                            len,
+                            durable,
+                        };
+                        let done = crate::run::exec(&*core.store, &op, &owned.data_out);
+                        drop(held);
+                        core.complete(owned, done);
+                    });
                 }
                 Err(e) => Err(e),
+                Ok(_) if durable => {
+                    return shared.issue(Request::Flush, owned, move |shared, owned, (r, _)| {
+                        shared.end_change(owned, held, r.map(|_| Done::Ok), offset)
+                    });
+                }
                 Ok(_) => Ok(Done::Ok),
             };
-            if durable && done.is_ok() {
-                shared.issue(Request::Flush, owned, move |shared, owned, (r, _)| {
-                    shared.end_change(owned, held, r.map(|_| Done::Ok), offset)
-                });
-            } else {
-                shared.end_change(owned, held, done, offset);
-            }
+            shared.end_change(owned, held, done, offset);
         });
     }
 
@@ -459,9 +511,4 @@ impl Shared {
         };
         self.core.end_read(owned, start, offset, r);
     }
-}
-
-/// `EINVAL`, for a refusal that carries no errno.
-fn libc_einval() -> i32 {
-    22
 }
