@@ -172,9 +172,25 @@ def stop(proc, name, term=True):
         print(f"  ({name} ignored SIGTERM for 10 s and was killed)")
 
 
-def serve_stint(binary, luns, stack):
+def rbd_images(conf, count, stack):
+    """`count` fresh 64 MiB images in pool rbd of the cluster `conf` names, removed at the end
+    (after the server that holds their locks has stopped: callbacks run last first)."""
+    names = [f"stint-conformance-{os.getpid()}-{i}" for i in range(count)]
+    rbd = lambda *a: subprocess.run(["rbd", "-c", conf, *a], capture_output=True, text=True)
+    for name in names:
+        rbd("rm", "--no-progress", f"rbd/{name}")
+        p = rbd("create", "--size", "64M", f"rbd/{name}")
+        if p.returncode != 0:
+            sys.exit(f"rbd create rbd/{name}: {p.stderr.strip()}")
+        stack.callback(rbd, "rm", "--no-progress", f"rbd/{name}")
+    return names
+
+
+def serve_stint(binary, luns, stack, rbd_conf=None):
     """Starts `stint serve` with one target node per LUN (a TARGET RESET from one suite must not
-    raise unit attentions in a suite running beside it); returns their URLs."""
+    raise unit attentions in a suite running beside it); returns their URLs. With `rbd_conf`,
+    each LUN is a 64 MiB RBD image of that cluster instead of RAM."""
+    images = rbd_images(rbd_conf, len(luns), stack) if rbd_conf else None
     port = free_port()
     # The tool's synchronous API answers no NOP-In while a test sleeps (Sanitize.Reset sleeps
     # 60 s), and stint closes a connection silent for two ping intervals: no pings here.
@@ -183,7 +199,11 @@ def serve_stint(binary, luns, stack):
     # not granted them (16 tests fail or skip without the grant).
     for i, settings in enumerate(luns):
         config += ["[[target]]", f'name = "{TARGET}{i}"', 'privileged_initiators = ["*"]',
-                   "[[target.lun]]", 'store = "ram"', 'size = "64MiB"']
+                   "[[target.lun]]"]
+        if images:
+            config += ['store = "rbd"', 'pool = "rbd"', f'image = "{images[i]}"', f'conf = "{rbd_conf}"']
+        else:
+            config += ['store = "ram"', 'size = "64MiB"']
         config += [f"{k} = {str(v).lower() if isinstance(v, bool) else v}" for k, v in settings.items()]
     work = tempfile.mkdtemp(prefix="stint-conformance.")
     stack.callback(shutil.rmtree, work, True)
@@ -401,13 +421,19 @@ def main():
                          "same LUNs (repeatable); its results are printed, never compared")
     ap.add_argument("--no-compare", action="store_true", help="only print the results")
     ap.add_argument("--jobs", type=int, default=2, help="suites run at once (each needs its own LUN)")
+    ap.add_argument("--rbd", metavar="CEPH_CONF",
+                    help="with --stint: every LUN a 64 MiB RBD image of this cluster (pool rbd, "
+                         "user admin) instead of RAM, compared with the same expectations")
     args = ap.parse_args()
     if not args.stint and not args.url and not args.peer:
         ap.error("give --stint, --url or --peer")
     if args.url and (args.stint or args.peer):
         ap.error("--url tests one running target: give it alone")
 
-    targets = [("stint", lambda luns, stack: serve_stint(args.stint, luns, stack))] if args.stint else []
+    if args.rbd and not args.stint:
+        ap.error("--rbd needs --stint")
+    name = "stint-rbd" if args.rbd else "stint"
+    targets = [(name, lambda luns, stack: serve_stint(args.stint, luns, stack, args.rbd))] if args.stint else []
     targets += [(peer, PEERS[peer]) for peer in args.peer]
     totals, status = [], 0
     if args.url:
@@ -433,7 +459,7 @@ def main():
             if res != "pass":
                 print(f"  {res:4} {test}  {detail}")
         print(f"libiscsi iscsi-test-cu against {name}: {summary(counts(results))} in {elapsed:.0f} s")
-        if name == "stint" and not args.no_compare:
+        if name.startswith("stint") and not args.no_compare:
             status = compare(results)
     if len(totals) > 1:
         # A column per pass: the 512-byte one, the 4096-byte one, and the extra runs on LUNs
