@@ -21,6 +21,8 @@ type IoctxT = *mut c_void;
 type ImageT = *mut c_void;
 type CompletionT = *mut c_void;
 type CallbackT = unsafe extern "C" fn(CompletionT, *mut c_void);
+/// `int (*cb)(uint64_t, size_t, int, void *)` of `rbd_diff_iterate2`.
+type DiffCallbackT = unsafe extern "C" fn(u64, usize, c_int, *mut c_void) -> c_int;
 
 /// `RBD_LOCK_MODE_EXCLUSIVE` of `rbd_lock_mode_t`.
 const RBD_LOCK_MODE_EXCLUSIVE: c_int = 0;
@@ -47,6 +49,16 @@ struct Api {
     rbd_get_stripe_unit: unsafe extern "C" fn(ImageT, *mut u64) -> c_int,
     rbd_get_features: unsafe extern "C" fn(ImageT, *mut u64) -> c_int,
     rbd_lock_acquire: unsafe extern "C" fn(ImageT, c_int) -> c_int,
+    rbd_diff_iterate2: unsafe extern "C" fn(
+        ImageT,
+        *const c_char,
+        u64,
+        u64,
+        u8,
+        u8,
+        DiffCallbackT,
+        *mut c_void,
+    ) -> c_int,
     rbd_read2: unsafe extern "C" fn(ImageT, u64, usize, *mut c_char, c_int) -> isize,
     rbd_write2: unsafe extern "C" fn(ImageT, u64, usize, *const c_char, c_int) -> isize,
     rbd_flush: unsafe extern "C" fn(ImageT) -> c_int,
@@ -114,6 +126,7 @@ fn api() -> io::Result<&'static Api> {
                 rbd_get_stripe_unit: sym!(rbd, rbd_get_stripe_unit),
                 rbd_get_features: sym!(rbd, rbd_get_features),
                 rbd_lock_acquire: sym!(rbd, rbd_lock_acquire),
+                rbd_diff_iterate2: sym!(rbd, rbd_diff_iterate2),
                 rbd_read2: sym!(rbd, rbd_read2),
                 rbd_write2: sym!(rbd, rbd_write2),
                 rbd_flush: sym!(rbd, rbd_flush),
@@ -344,6 +357,30 @@ impl Image {
     /// The image's object size for the default striping (`rbd_get_stripe_unit`).
     pub(crate) fn stripe_unit(&self) -> io::Result<u64> {
         self.get_u64(self.api.rbd_get_stripe_unit, "rbd_get_stripe_unit")
+    }
+
+    /// The allocated extents `(offset, len)` within `[offset, offset + len)`, in order, from
+    /// `rbd_diff_iterate2` since the image's creation (no snapshot), this image's data only.
+    pub(crate) fn allocated(&self, offset: u64, len: u64) -> io::Result<Vec<(u64, u64)>> {
+        let mut extents: Vec<(u64, u64)> = Vec::new();
+        // SAFETY: an open image; a null snapshot name means "from the beginning"; `extents`
+        // outlives the (blocking) call, and `diff_extent` is its only user, called by librbd on
+        // this thread's behalf within the call.
+        let r = unsafe {
+            (self.api.rbd_diff_iterate2)(
+                self.image,
+                std::ptr::null(),
+                offset,
+                len,
+                0,
+                0,
+                diff_extent,
+                (&mut extents as *mut Vec<(u64, u64)>).cast(),
+            )
+        };
+        check(r as isize, "rbd_diff_iterate2")?;
+        extents.sort_unstable();
+        Ok(extents)
     }
 
     /// `rbd_read2`, the whole buffer.
@@ -648,4 +685,20 @@ unsafe extern "C" fn callback(c: CompletionT, arg: *mut c_void) {
         tracing::error!("an rbd completion handler panicked");
     }
     in_flight.done();
+}
+
+/// `rbd_diff_iterate2`'s callback: one extent, allocated (`exists`) or not.
+unsafe extern "C" fn diff_extent(
+    offset: u64,
+    len: usize,
+    exists: c_int,
+    arg: *mut c_void,
+) -> c_int {
+    // SAFETY: `arg` is the `&mut Vec` `Image::allocated` passed, alive and not otherwise
+    // borrowed for the duration of the rbd_diff_iterate2 call this callback runs within.
+    let extents = unsafe { &mut *arg.cast::<Vec<(u64, u64)>>() };
+    if exists != 0 {
+        extents.push((offset, len as u64));
+    }
+    0
 }

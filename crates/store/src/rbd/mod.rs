@@ -91,7 +91,43 @@ impl Store for RbdStore {
     fn unmap_granularity(&self) -> u64 {
         self.object
     }
+
+    fn tells_allocation(&self) -> bool {
+        true
+    }
+
+    fn is_mapped(&self, offset: u64, len: u64) -> bool {
+        self.image
+            .allocated(offset, len.min(self.len.saturating_sub(offset)))
+            .map_or(true, |e| !e.is_empty())
+    }
+
+    /// The first run from `offset`, looked for within at most `EXTENT_WINDOW` bytes (a longer
+    /// run is reported in pieces): allocated where librbd's diff since creation has data.
+    fn extent(&self, offset: u64, len: u64) -> io::Result<(bool, u64)> {
+        check_span(self.len, offset, len)?;
+        let end = offset + len.min(EXTENT_WINDOW);
+        let mut run: Option<(bool, u64)> = None;
+        let mut at = offset;
+        for (start, n) in self.image.allocated(offset, end - offset)? {
+            let (start, stop) = (start.max(at), (start + n).min(end));
+            if stop <= start {
+                continue;
+            }
+            match run {
+                None if start > at => return Ok((false, start - offset)),
+                None => run = Some((true, stop - offset)),
+                Some(_) if start > at => break,
+                Some((_, _)) => run = Some((true, stop - offset)),
+            }
+            at = stop;
+        }
+        Ok(run.unwrap_or((false, end - offset)))
+    }
 }
+
+/// How far one GET LBA STATUS step asks librbd about (a whole image could be many objects).
+const EXTENT_WINDOW: u64 = 1 << 30;
 
 /// What the plane's requests share: the pool's core (range lock, kept files, completion
 /// handler) and the image.
