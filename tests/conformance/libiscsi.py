@@ -437,12 +437,6 @@ def main():
 
     if args.rbd and not args.stint:
         ap.error("--rbd needs --stint")
-    if args.rbd:
-        # Unmap.Simple (256 UNMAPs, each followed by a READ) takes about 90 s alone on an RBD
-        # LUN here, more with a suite beside it, though librbd's own rbd_write_zeroes takes
-        # ~3 ms: a slow path in the RBD store's UNMAP, not yet found (docs/rbd.md).
-        global SUITE_TIMEOUT_S
-        SUITE_TIMEOUT_S = 300
     name = "stint-rbd" if args.rbd else "stint"
     targets = [(name, lambda luns, stack: serve_stint(args.stint, luns, stack, args.rbd))] if args.stint else []
     targets += [(peer, PEERS[peer]) for peer in args.peer]

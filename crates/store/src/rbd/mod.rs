@@ -17,7 +17,8 @@
 //!   without the thick-provision flag, librbd's discard that deallocates whole objects and
 //!   zeroes the rest of the range, so every unmapped block reads back as zeros (LBPRZ), which
 //!   `rbd_aio_discard` does not promise (it skips partial ranges under
-//!   `rbd_skip_partial_discard`).
+//!   `rbd_skip_partial_discard`). One request per range, once a command's ranges are merged
+//!   where they overlap or touch, all in flight together.
 //! - WRITE SAME: `rbd_aio_writesame`.
 //! - COMPARE AND WRITE: `rbd_aio_compare_and_write` (a miscompare is `-EILSEQ` with the image
 //!   offset of the first difference) for a range within one 512-byte sector, all librbd
@@ -206,6 +207,39 @@ impl Plane for RbdPlane {
     }
 }
 
+/// How many of one command's `rbd_aio_write_zeroes` requests librbd holds at once: all of an
+/// UNMAP's (stint's MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT is 256), since the OSD orders the
+/// ones within one object anyway (256 one-block ranges apart in one object: about 30 ms at
+/// once here, 110 ms 64 at a time, 230 ms 16 at a time, 900 ms one by one).
+const ZEROES_IN_FLIGHT: usize = 256;
+
+/// The zeroing of one command's ranges, shared by their completions.
+struct Zeroing {
+    /// Ranges not yet issued, last first.
+    pending: Vec<(u64, u64)>,
+    in_flight: usize,
+    /// The first failure: the range's offset and librbd's error.
+    failed: Option<(u64, io::Error)>,
+    /// The command and its range, taken by whichever completion ends it.
+    end: Option<(Owned, Held)>,
+}
+
+/// `ranges` (offset, length) sorted, empty ones dropped, and merged where they overlap or
+/// touch: the same bytes, in as few ranges as there can be.
+fn merged(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    ranges.retain(|&(_, len)| len > 0);
+    ranges.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (offset, len) in ranges {
+        let end = offset.saturating_add(len);
+        match out.last_mut() {
+            Some((o, l)) if offset <= *o + *l => *l = (*l).max(end - *o),
+            _ => out.push((offset, len)),
+        }
+    }
+    out
+}
+
 /// A length librbd takes as `size_t`.
 fn size(len: u64) -> usize {
     usize::try_from(len).unwrap_or(usize::MAX)
@@ -284,10 +318,8 @@ impl Shared {
                     return self.core.answer(owned, Done::Ok);
                 };
                 let shared = self.clone();
-                let mut rest = ranges;
-                rest.reverse();
                 self.core.ranges.lock_then(start, len, false, move |held| {
-                    shared.zero_next(rest, durable, owned, held)
+                    shared.zero(ranges, durable, owned, held)
                 });
             }
             Op::Fill {
@@ -298,7 +330,7 @@ impl Shared {
             } if pattern.iter().all(|&b| b == 0) => {
                 let shared = self.clone();
                 self.core.ranges.lock_then(offset, len, false, move |held| {
-                    shared.zero_next(vec![(offset, len)], durable, owned, held)
+                    shared.zero(vec![(offset, len)], durable, owned, held)
                 });
             }
             // ORWRITE, VERIFY, a patterned fill, GET LBA STATUS, usage, copies, kept files,
@@ -459,35 +491,107 @@ impl Shared {
         self.finish(owned, result, write_failed(offset));
     }
 
-    /// Zero (deallocate) the next of `rest` (last first), then the others, then flush when
-    /// `durable`; the range held until the end.
-    fn zero_next(
-        self: &Arc<Self>,
-        mut rest: Vec<(u64, u64)>,
-        durable: bool,
-        owned: Owned,
-        held: Held,
-    ) {
-        match rest.pop() {
-            Some((offset, len)) if len > 0 => {
-                let request = Request::WriteZeroes {
-                    offset,
-                    len: size(len),
+    /// Zero (deallocate) `ranges`, then flush when `durable`; the range held until the end.
+    /// The ranges are first merged where they overlap or touch (an UNMAP of 256 one-block
+    /// descriptors side by side is one librbd request, not 256), then handed to librbd as one
+    /// `rbd_aio_write_zeroes` each, up to `ZEROES_IN_FLIGHT` at once: disjoint ranges may
+    /// complete in any order, and a command's latency is not the sum of its ranges' round
+    /// trips to the OSDs.
+    fn zero(self: &Arc<Self>, ranges: Vec<(u64, u64)>, durable: bool, owned: Owned, held: Held) {
+        let mut pending = merged(ranges);
+        if pending.is_empty() {
+            return self.zeroed(owned, held, durable, Ok(()));
+        }
+        pending.reverse();
+        let batch = Arc::new(std::sync::Mutex::new(Zeroing {
+            pending,
+            in_flight: 0,
+            failed: None,
+            end: Some((owned, held)),
+        }));
+        self.zero_more(&batch, durable);
+    }
+
+    /// Issue what `batch` still has pending, up to `ZEROES_IN_FLIGHT` in flight; the last
+    /// completion (or, after a failure, the last one in flight) ends the command.
+    fn zero_more(self: &Arc<Self>, batch: &Arc<std::sync::Mutex<Zeroing>>, durable: bool) {
+        let issue: Vec<(u64, u64)> = {
+            let mut b = batch.lock().unwrap_or_else(|e| e.into_inner());
+            let n = if b.failed.is_some() {
+                0
+            } else {
+                ZEROES_IN_FLIGHT
+                    .saturating_sub(b.in_flight)
+                    .min(b.pending.len())
+            };
+            let at = b.pending.len() - n;
+            let issue = b.pending.split_off(at);
+            b.in_flight += issue.len();
+            issue
+        };
+        for (offset, len) in issue {
+            let shared = self.clone();
+            let batch_then = batch.clone();
+            let then: ffi::Then = Box::new(move |f: Finished| {
+                let ended = {
+                    let mut b = batch_then.lock().unwrap_or_else(|e| e.into_inner());
+                    b.in_flight -= 1;
+                    if f.result < 0 && b.failed.is_none() {
+                        b.failed = Some((offset, io::Error::from_raw_os_error(-f.result as i32)));
+                    }
+                    if b.in_flight == 0 && (b.pending.is_empty() || b.failed.is_some()) {
+                        b.end.take().map(|end| (end, b.failed.take()))
+                    } else {
+                        None
+                    }
                 };
-                self.issue(request, owned, move |shared, owned, (r, _)| match r {
-                    Ok(_) => shared.zero_next(rest, durable, owned, held),
-                    Err(e) => shared.end_change(owned, held, Err(e), offset),
+                match ended {
+                    Some(((owned, held), None)) => shared.zeroed(owned, held, durable, Ok(())),
+                    Some(((owned, held), Some(failed))) => {
+                        shared.zeroed(owned, held, durable, Err(failed))
+                    }
+                    None => shared.zero_more(&batch_then, durable),
+                }
+            });
+            let request = Request::WriteZeroes {
+                offset,
+                len: size(len),
+            };
+            if let Err(Refused { error, then, .. }) =
+                self.image.aio(request, Vec::new(), Vec::new(), then)
+            {
+                // Never on the caller's thread, which may be inside `Plane::submit`.
+                self.core.pool.spawn(move || {
+                    then(Finished {
+                        result: -(error.raw_os_error().unwrap_or(EINVAL) as isize),
+                        data_in: Vec::new(),
+                        data_out: Vec::new(),
+                        mismatch: 0,
+                    })
                 });
             }
-            Some(_) => self.zero_next(rest, durable, owned, held),
-            None if durable => self.issue(Request::Flush, owned, move |shared, owned, (r, _)| {
+        }
+    }
+
+    /// The zeroing of a command ended (`Err`: the offset of a range that failed, and why):
+    /// its flush when `durable`, then the range goes, then the answer.
+    fn zeroed(
+        self: &Arc<Self>,
+        owned: Owned,
+        held: Held,
+        durable: bool,
+        result: Result<(), (u64, io::Error)>,
+    ) {
+        match result {
+            Err((offset, e)) => self.end_change(owned, held, Err(e), offset),
+            Ok(()) if durable => self.issue(Request::Flush, owned, move |shared, owned, (r, _)| {
                 drop(held);
                 shared.finish(owned, r.map(|_| Done::Ok), |error| Failure::Write {
                     at: None,
                     error,
                 })
             }),
-            None => {
+            Ok(()) => {
                 drop(held);
                 // Possibly still on the caller's thread (nothing was issued): answered from
                 // the pool.
@@ -546,5 +650,35 @@ impl Shared {
             Err(e) => Err(e),
         };
         self.core.end_read(owned, start, offset, r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merged;
+
+    #[test]
+    fn ranges_merge_where_they_overlap_or_touch() {
+        // libiscsi's Unmap.Simple: one descriptor per block, side by side, in any order.
+        let blocks: Vec<(u64, u64)> = (0..256u64).rev().map(|i| (i * 512, 512)).collect();
+        assert_eq!(merged(blocks), vec![(0, 256 * 512)]);
+        // Overlapping, contained, empty and apart.
+        assert_eq!(
+            merged(vec![
+                (4096, 0),
+                (1000, 100),
+                (0, 512),
+                (512, 512),
+                (100, 50),
+                (1050, 10)
+            ]),
+            vec![(0, 1100)]
+        );
+        assert_eq!(
+            merged(vec![(8192, 512), (0, 512), (2048, 0), (513, 1)]),
+            vec![(0, 512), (513, 1), (8192, 512)]
+        );
+        assert_eq!(merged(vec![(7, 0)]), vec![]);
+        assert_eq!(merged(vec![(0, 4096), (1024, 10)]), vec![(0, 4096)]);
     }
 }
