@@ -4,7 +4,8 @@
 # 1 for running; cargo-fuzz is installed once if missing), then libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
 # tests/conformance/libiscsi-expected.txt, then the Ceph RBD stage (a one-node cluster from
 # tests/ceph/cluster.sh, crates/cli/tests/rbd.rs and the same conformance suite against RBD
-# LUNs; installs Debian's ceph packages, or prints SKIPPED where they cannot be installed), then
+# LUNs, the suites that reach the store; installs Debian's ceph packages, or prints SKIPPED where
+# they cannot be installed), then
 # the README followed as a newcomer would
 # (tests/newcomer.py: the install step, the examples, bad inputs, a 100 TiB LUN's memory), then
 # the Linux kernel initiator in a QEMU VM against `stint serve` (tests/linux/run.sh, about 10
@@ -49,15 +50,17 @@ if [ "$ceph_ok" = 0 ] || ! command -v ceph-mon >/dev/null || ! command -v rbd >/
   echo "SKIPPED: the Ceph RBD stage (the ceph packages could not be installed here)"
 else
   ceph_dir=$(mktemp -d /tmp/stint-ceph.XXXXXX)
-  # The cluster's daemons are stopped by their PIDs however the stage ends.
+  # The cluster's daemons are stopped by their PIDs however the stage ends: a failure (set -e)
+  # or an interrupt (INT, TERM: exit, which runs the EXIT trap).
   trap 'tests/ceph/cluster.sh stop "$ceph_dir" || true; rm -rf "$ceph_dir"' EXIT
+  trap 'exit 130' INT TERM
   tests/ceph/cluster.sh start "$ceph_dir"
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test rbd
   python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint" \
     --rbd "$ceph_dir/ceph.conf"
   tests/ceph/cluster.sh stop "$ceph_dir"
   rm -rf "$ceph_dir"
-  trap - EXIT
+  trap - EXIT INT TERM
 fi
 echo "== the README as a newcomer follows it (tests/newcomer.py)"
 python3 tests/newcomer.py
