@@ -2,7 +2,11 @@
 # Runs every test of stint: formatting and lints, unit and integration tests (cargo test), the
 # fuzz targets briefly (fuzz/run.sh, about 5 minutes: 1 for their lints, 2.5 for their build,
 # 1 for running; cargo-fuzz is installed once if missing), then libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
-# tests/conformance/libiscsi-expected.txt, then the README followed as a newcomer would
+# tests/conformance/libiscsi-expected.txt, then the Ceph RBD stage (a one-node cluster from
+# tests/ceph/cluster.sh, crates/cli/tests/rbd.rs and the same conformance suite against RBD
+# LUNs, the suites that reach the store; installs Debian's ceph packages, or prints SKIPPED where
+# they cannot be installed), then
+# the README followed as a newcomer would
 # (tests/newcomer.py: the install step, the examples, bad inputs, a 100 TiB LUN's memory), then
 # the Linux kernel initiator in a QEMU VM against `stint serve` (tests/linux/run.sh, about 10
 # minutes). Installs what the tests need (Debian's libiscsi-bin; qemu-system-x86 and debootstrap
@@ -28,6 +32,36 @@ fuzz/run.sh --seconds 6
 echo "== libiscsi conformance (iscsi-test-cu, one suite per process)"
 cargo build -q -p stint
 python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint"
+echo "== Ceph RBD: a one-node cluster (tests/ceph/cluster.sh), the RBD tests, libiscsi against RBD LUNs"
+# Debian's ceph packages (about 250 MB; tgt-rbd for bench/vs-tgt-rbd.sh), installed when missing;
+# where they cannot be, the stage says SKIPPED and the rest goes on. Once the cluster is up,
+# every failure fails.
+ceph_pkgs=()
+for c in ceph-mon ceph-osd rbd; do command -v "$c" >/dev/null || ceph_pkgs=(ceph-mon ceph-osd ceph-common); done
+ldconfig -p | grep -q 'librbd\.so\.1 ' || ceph_pkgs+=(librbd1)
+[ -e /usr/lib/tgt/backing-store/bs_rbd.so ] || ceph_pkgs+=(tgt-rbd)
+ceph_ok=1
+if [ ${#ceph_pkgs[@]} -gt 0 ]; then
+  echo "== installing ${ceph_pkgs[*]}"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "${ceph_pkgs[@]}" >/dev/null) || ceph_ok=0
+fi
+if [ "$ceph_ok" = 0 ] || ! command -v ceph-mon >/dev/null || ! command -v rbd >/dev/null; then
+  echo "SKIPPED: the Ceph RBD stage (the ceph packages could not be installed here)"
+else
+  ceph_dir=$(mktemp -d /tmp/stint-ceph.XXXXXX)
+  # The cluster's daemons are stopped by their PIDs however the stage ends: a failure (set -e)
+  # or an interrupt (INT, TERM: exit, which runs the EXIT trap).
+  trap 'tests/ceph/cluster.sh stop "$ceph_dir" || true; rm -rf "$ceph_dir"' EXIT
+  trap 'exit 130' INT TERM
+  tests/ceph/cluster.sh start "$ceph_dir"
+  STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test rbd
+  python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint" \
+    --rbd "$ceph_dir/ceph.conf"
+  tests/ceph/cluster.sh stop "$ceph_dir"
+  rm -rf "$ceph_dir"
+  trap - EXIT INT TERM
+fi
 echo "== the README as a newcomer follows it (tests/newcomer.py)"
 python3 tests/newcomer.py
 echo "== Linux initiator in a VM (tests/linux/run.sh)"

@@ -242,6 +242,22 @@ pub struct LunConfig {
     /// ALUA access state of this LUN through the target's port group (as the target's
     /// `alua_state`, which it overrides).
     pub alua_state: Option<AluaState>,
+    // --- store = "rbd" (a Ceph RBD image through librbd; docs/configuration.md) ---
+    /// The image's pool.
+    pub pool: Option<String>,
+    /// The image (created beforehand with `rbd create`; its size is the LUN's).
+    pub image: Option<String>,
+    /// The ceph.conf to read; default: librados's search (`$CEPH_CONF`, /etc/ceph/ceph.conf).
+    pub conf: Option<PathBuf>,
+    /// The cephx user, without "client." (default "admin").
+    pub user: Option<String>,
+    /// The user's keyring; default: the one ceph.conf names.
+    pub keyring: Option<PathBuf>,
+    /// The RADOS namespace of the image within its pool.
+    pub namespace: Option<String>,
+    /// Where the LUN keeps its saved mode pages and APTPL reservations
+    /// (`rbd.<pool>.<image>.modes`, `.pr`); default: the configuration file's directory.
+    pub state_dir: Option<PathBuf>,
 }
 
 /// `dh_completion`.
@@ -267,6 +283,8 @@ pub enum StoreKind {
     File,
     /// A block device, opened O_DIRECT and O_EXCL (`store::FileStore::open_block`).
     Block,
+    /// A Ceph RBD image through librbd (`store::RbdPlane`).
+    Rbd,
 }
 
 pub fn default_nop_in_interval_s() -> u64 {
@@ -408,6 +426,13 @@ impl LunConfig {
             dh_completion: DhForm::default(),
             seed: 0,
             alua_state: None,
+            pool: None,
+            image: None,
+            conf: None,
+            user: None,
+            keyring: None,
+            namespace: None,
+            state_dir: None,
         }
     }
 
@@ -438,11 +463,82 @@ impl LunConfig {
                     ..LunConfig::ram(0)
                 })
             }
+            Some(("rbd", rest)) => LunConfig::parse_rbd_flag(rest),
             _ => bail!(
-                "invalid --lun {spec:?}: expected ram:SIZE, file:PATH[:SIZE], block:DEVICE[:SIZE] \
-                 or hdd"
+                "invalid --lun {spec:?}: expected ram:SIZE, file:PATH[:SIZE], block:DEVICE[:SIZE], \
+                 rbd:POOL/IMAGE[:CONF] or hdd"
             ),
         }
+    }
+}
+
+/// store = "rbd": its flag, its checks and the plane's target, apart from the other stores.
+impl LunConfig {
+    /// `--lun rbd:POOL/IMAGE[:CONF]`, as the user "admin".
+    fn parse_rbd_flag(rest: &str) -> anyhow::Result<Self> {
+        let (image, conf) = match rest.split_once(':') {
+            Some((image, conf)) => (image, Some(PathBuf::from(conf))),
+            None => (rest, None),
+        };
+        match image.split_once('/') {
+            Some((pool, image)) if !pool.is_empty() && !image.is_empty() => Ok(LunConfig {
+                store: StoreKind::Rbd,
+                size: None,
+                pool: Some(pool.into()),
+                image: Some(image.into()),
+                conf,
+                ..LunConfig::ram(0)
+            }),
+            _ => bail!("--lun rbd:POOL/IMAGE[:CONF] needs a pool and an image, not {rest:?}"),
+        }
+    }
+
+    /// The rbd keys: all of pool and image on an rbd store, none of them elsewhere.
+    fn validate_rbd(&self, at: &str) -> anyhow::Result<()> {
+        let keys = [
+            ("pool", self.pool.is_some()),
+            ("image", self.image.is_some()),
+            ("conf", self.conf.is_some()),
+            ("user", self.user.is_some()),
+            ("keyring", self.keyring.is_some()),
+            ("namespace", self.namespace.is_some()),
+            ("state_dir", self.state_dir.is_some()),
+        ];
+        if self.store != StoreKind::Rbd {
+            if let Some((key, _)) = keys.iter().find(|k| k.1) {
+                bail!("{at}: {key} applies to an rbd store only");
+            }
+            return Ok(());
+        }
+        let named = |what: &str, v: &Option<String>| match v.as_deref() {
+            None | Some("") => bail!("{at}: an rbd store needs {what}"),
+            Some(s) if s.contains(['/', '@', '\0']) => {
+                bail!("{at}: {what} {s:?} must not contain '/', '@' or NUL")
+            }
+            Some(_) => Ok(()),
+        };
+        named("a pool", &self.pool)?;
+        named("an image", &self.image)?;
+        if self.path.is_some() {
+            bail!("{at}: an rbd store has no path (it names pool and image)");
+        }
+        if self.size.is_some() {
+            bail!("{at}: an rbd store takes its size from the image (rbd resize changes it)");
+        }
+        Ok(())
+    }
+
+    /// The image an rbd LUN names, with relative paths taken from `base`.
+    pub fn rbd_target(&self, base: &Path) -> anyhow::Result<store::RbdTarget> {
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| base.join(p).display().to_string());
+        Ok(store::RbdTarget {
+            conf: path(&self.conf),
+            user: self.user.clone().unwrap_or_else(|| "admin".into()),
+            keyring: path(&self.keyring),
+            pool: self.pool.clone().context("an rbd store needs a pool")?,
+            namespace: self.namespace.clone(),
+            image: self.image.clone().context("an rbd store needs an image")?,
+        })
     }
 }
 
@@ -586,10 +682,11 @@ impl Config {
                     }
                     _ => {}
                 }
-                if lun.direct && lun.store == StoreKind::Ram {
+                lun.validate_rbd(&at)?;
+                if lun.direct && matches!(lun.store, StoreKind::Ram | StoreKind::Rbd) {
                     bail!("{at}: direct applies to a file store only");
                 }
-                if lun.store_delay_ms > 0 && lun.store == StoreKind::Ram {
+                if lun.store_delay_ms > 0 && matches!(lun.store, StoreKind::Ram | StoreKind::Rbd) {
                     bail!("{at}: store_delay_ms applies to a file or block store only");
                 }
                 if lun.store_delay_ms > MAX_STORE_DELAY_MS {

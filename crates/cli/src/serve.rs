@@ -15,9 +15,9 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
-    /// A logical unit: ram:SIZE, file:PATH[:SIZE], block:DEVICE[:SIZE], or hdd (a 22 TB CDL
-    /// hard disk, as examples/hdd-cdl.toml); repeatable (LUN 0, 1, ...). Default: ram:1GiB
-    /// and hdd.
+    /// A logical unit: ram:SIZE, file:PATH[:SIZE], block:DEVICE[:SIZE], rbd:POOL/IMAGE[:CONF]
+    /// (a Ceph RBD image, user admin), or hdd (a 22 TB CDL hard disk, as
+    /// examples/hdd-cdl.toml); repeatable (LUN 0, 1, ...). Default: ram:1GiB and hdd.
     #[arg(long = "lun", value_name = "SPEC", value_parser = LunConfig::parse_flag, conflicts_with = "config")]
     luns: Vec<LunConfig>,
     /// An initiator (by iSCSI name, or "*" for all) that may stop or eject a LUN, switch its
@@ -173,6 +173,31 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
     }
     // Saved mode pages and reservations are not kept beside a device node (/dev is no place
     // for them): a block LUN keeps them while it runs, as a RAM LUN does.
+    if lun.store == StoreKind::Rbd {
+        // An image's state files live on this machine, in state_dir (default: the
+        // configuration file's directory; none for a --lun flag).
+        let dir = match (&lun.state_dir, base == Path::new(".")) {
+            (Some(dir), _) => Some(base.join(dir)),
+            (None, false) => Some(base.to_path_buf()),
+            (None, true) => None,
+        };
+        if let Some(dir) = dir {
+            let ns = lun
+                .namespace
+                .as_deref()
+                .map(|n| format!("{n}."))
+                .unwrap_or_default();
+            let stem = format!(
+                "rbd.{}.{ns}{}",
+                lun.pool.as_deref().unwrap_or_default(),
+                lun.image.as_deref().unwrap_or_default()
+            );
+            if device.is_some() {
+                kept.mode_pages = Some(dir.join(format!("{stem}.modes")));
+            }
+            kept.reservations = Some(dir.join(format!("{stem}.pr")));
+        }
+    }
     let (plane, len, completions): (Arc<dyn store::Plane>, u64, _) = match lun.store {
         StoreKind::Ram => {
             let ram = store::RamStore::new(size.unwrap_or(DEFAULT_RAM_SIZE)).with_context(at)?;
@@ -214,6 +239,18 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
                     .with_context(at)?;
                 (Arc::new(plane), len, Some(completions))
             }
+        }
+        StoreKind::Rbd => {
+            let image = lun.rbd_target(base).with_context(at)?;
+            let completions = iscsi::clock::Completions::default();
+            let options = store::Options {
+                kept: kept.clone(),
+                ..store::Options::default()
+            };
+            let plane = store::RbdPlane::open(&image, &options, completions.handler())
+                .with_context(|| format!("{}: rbd image {}/{}", at(), image.pool, image.image))?;
+            let len = store::Plane::geometry(&plane).capacity;
+            (Arc::new(plane), len, Some(completions))
         }
     };
     let mut config = device::LuConfig::new(target, id, len);

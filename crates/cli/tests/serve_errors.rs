@@ -28,7 +28,7 @@ fn bad_arguments_are_named() {
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
             vec!["--lun".into(), "tape:1G".into()],
-            "expected ram:SIZE, file:PATH[:SIZE], block:DEVICE[:SIZE] or hdd",
+            "expected ram:SIZE, file:PATH[:SIZE], block:DEVICE[:SIZE], rbd:POOL/IMAGE[:CONF] or hdd",
         ),
         (vec!["--lun".into(), "ram:lots".into()], "invalid size"),
         (

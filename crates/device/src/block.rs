@@ -675,21 +675,107 @@ pub(crate) fn completion(done: &Done, lba: Option<u64>, writes: bool) -> Complet
     }
 }
 
-/// A store failure as `key`/`asc` (or HARDWARE ERROR, INTERNAL TARGET FAILURE when the
-/// request itself was bad), logged with its cause: the host sees only the sense, the operator
-/// needs the cause (ENOSPC, EIO, ...).
+/// Linux errno values a store's failures carry that have a sense of their own.
+const ENOSPC: i32 = 28;
+const EDQUOT: i32 = 122;
+const ESHUTDOWN: i32 = 108;
+const ETIMEDOUT: i32 = 110;
+
+/// A store failure as `key`/`asc`, unless its cause has a more precise sense, logged with its
+/// cause (the host sees only the sense, the operator needs the cause):
+/// - the request itself was bad (`InvalidInput`): HARDWARE ERROR, INTERNAL TARGET FAILURE;
+/// - a change the store has no space for (`ENOSPC`, or `EDQUOT`: a Ceph pool's quota): DATA
+///   PROTECT, SPACE ALLOCATION FAILED WRITE PROTECT (27h/07h), thin provisioning's answer to
+///   resource exhaustion (SBC-4 §4.7.3); the blocks are not damaged, so not MEDIUM ERROR;
+/// - the store did not answer in time (`ETIMEDOUT`: librados's OSD or monitor timeout):
+///   ABORTED COMMAND, LOGICAL UNIT COMMUNICATION TIME-OUT (08h/01h), which hosts retry;
+/// - the store refuses this server for good (`ESHUTDOWN`: librados's `-EBLOCKLISTED`, another
+///   client took the image's lock): NOT READY, MANUAL INTERVENTION REQUIRED (04h/03h).
 pub(crate) fn store_failure(
     e: &std::io::Error,
     key: SenseKey,
     asc: Asc,
     lba: Option<u64>,
 ) -> Completion {
+    let (key, asc) = store_sense(e, key, asc);
     tracing::error!(error = %e, ?key, ?asc, lba, "store I/O failed");
-    let mut sense = if e.kind() == std::io::ErrorKind::InvalidInput {
-        Sense::new(SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE)
-    } else {
-        Sense::new(key, asc)
-    };
+    let mut sense = Sense::new(key, asc);
     sense.information = lba;
     Completion::check_condition(sense)
+}
+
+/// The sense key and code of a store failure `e` that would otherwise be `key`/`asc` (see
+/// [`store_failure`]).
+fn store_sense(e: &std::io::Error, key: SenseKey, asc: Asc) -> (SenseKey, Asc) {
+    if e.kind() == std::io::ErrorKind::InvalidInput {
+        return (SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE);
+    }
+    match e.raw_os_error() {
+        Some(ENOSPC | EDQUOT) if asc == Asc::WRITE_ERROR => (
+            SenseKey::DataProtect,
+            Asc::SPACE_ALLOCATION_FAILED_WRITE_PROTECT,
+        ),
+        Some(ETIMEDOUT) => (
+            SenseKey::AbortedCommand,
+            Asc::LOGICAL_UNIT_COMMUNICATION_TIME_OUT,
+        ),
+        Some(ESHUTDOWN) => (
+            SenseKey::NotReady,
+            Asc::LOGICAL_UNIT_NOT_READY_MANUAL_INTERVENTION_REQUIRED,
+        ),
+        _ => (key, asc),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn store_failures_map_to_precise_sense() {
+        let write = |e: &Error| store_sense(e, SenseKey::MediumError, Asc::WRITE_ERROR);
+        let read = |e: &Error| store_sense(e, SenseKey::MediumError, Asc::UNRECOVERED_READ_ERROR);
+        let full = (
+            SenseKey::DataProtect,
+            Asc::SPACE_ALLOCATION_FAILED_WRITE_PROTECT,
+        );
+        assert_eq!(Asc::SPACE_ALLOCATION_FAILED_WRITE_PROTECT, Asc(0x27, 0x07));
+        assert_eq!(write(&Error::from_raw_os_error(ENOSPC)), full);
+        assert_eq!(write(&Error::from_raw_os_error(EDQUOT)), full);
+        // A read cannot run out of space: an ENOSPC there stays what the caller said.
+        assert_eq!(
+            read(&Error::from_raw_os_error(ENOSPC)),
+            (SenseKey::MediumError, Asc::UNRECOVERED_READ_ERROR)
+        );
+        let timeout = (
+            SenseKey::AbortedCommand,
+            Asc::LOGICAL_UNIT_COMMUNICATION_TIME_OUT,
+        );
+        assert_eq!(Asc::LOGICAL_UNIT_COMMUNICATION_TIME_OUT, Asc(0x08, 0x01));
+        assert_eq!(write(&Error::from_raw_os_error(ETIMEDOUT)), timeout);
+        assert_eq!(read(&Error::from_raw_os_error(ETIMEDOUT)), timeout);
+        let gone = (
+            SenseKey::NotReady,
+            Asc::LOGICAL_UNIT_NOT_READY_MANUAL_INTERVENTION_REQUIRED,
+        );
+        assert_eq!(
+            Asc::LOGICAL_UNIT_NOT_READY_MANUAL_INTERVENTION_REQUIRED,
+            Asc(0x04, 0x03)
+        );
+        assert_eq!(read(&Error::from_raw_os_error(ESHUTDOWN)), gone);
+        // EIO, and errors without an errno: the caller's MEDIUM ERROR.
+        assert_eq!(
+            write(&Error::from_raw_os_error(5)),
+            (SenseKey::MediumError, Asc::WRITE_ERROR)
+        );
+        assert_eq!(
+            read(&Error::other("short read")),
+            (SenseKey::MediumError, Asc::UNRECOVERED_READ_ERROR)
+        );
+        assert_eq!(
+            write(&Error::new(ErrorKind::InvalidInput, "bad range")),
+            (SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE)
+        );
+    }
 }

@@ -357,6 +357,7 @@ impl LogicalUnit {
                     block_size: self.block_size(),
                     write_protected: self.write_protected(),
                     write_cache: self.write_cache(),
+                    unmap_granularity: self.block_limits().optimal_unmap_granularity,
                 };
                 let running = matches!(self.sanitizer.phase(), sanitize::Phase::Running { .. });
                 let started = self.sanitizer.start(now, &s, data_out, &medium, id);

@@ -60,8 +60,20 @@ impl Phase {
     }
 }
 
-/// The medium is worked on in steps of this many bytes (a RAM store's chunk).
+/// The medium is worked on in steps of this many bytes (a RAM store's chunk), or of a whole
+/// number of the store's unmap granules where those are larger ([`step_bytes`]).
 const STEP: u64 = 1 << 20;
+
+/// A sanitize step in bytes: [`STEP`] rounded up to whole blocks and whole OPTIMAL UNMAP
+/// GRANULARITY units (`granularity`, in blocks; 0 when none), so that an erase's zeros cover
+/// whole granules, which a store deallocates (an RBD image's 4 MiB objects: zeroed 1 MiB at
+/// a time, an object would stay allocated, and GET LBA STATUS would say mapped).
+fn step_bytes(block_size: u32, granularity: u32) -> u64 {
+    let bs = u64::from(block_size.max(1));
+    let blocks = (STEP / bs).max(1);
+    let g = u64::from(granularity.max(1));
+    blocks.div_ceil(g) * g * bs
+}
 
 /// One sanitize under way.
 struct Job {
@@ -113,6 +125,8 @@ pub(crate) struct Medium {
     pub(crate) block_size: u32,
     pub(crate) write_protected: bool,
     pub(crate) write_cache: bool,
+    /// OPTIMAL UNMAP GRANULARITY in blocks (0: none).
+    pub(crate) unmap_granularity: u32,
 }
 
 impl Sanitizer {
@@ -207,7 +221,7 @@ impl Sanitizer {
         self.job = Some(Job {
             patterns,
             bytes,
-            step: STEP.max(u64::from(bs)) / u64::from(bs) * u64::from(bs),
+            step: step_bytes(bs, medium.unmap_granularity),
             pass: 0,
             offset: 0,
             started: now,
@@ -338,5 +352,21 @@ mod tests {
         assert_eq!(Phase::progress(5, 10), 0x8000);
         assert_eq!(Phase::progress(10, 10), u16::MAX);
         assert_eq!(Phase::progress(1, 0), u16::MAX);
+    }
+
+    #[test]
+    fn steps_cover_whole_unmap_granules() {
+        // No granularity, or a smaller one: 1 MiB.
+        assert_eq!(step_bytes(512, 0), 1 << 20);
+        assert_eq!(step_bytes(4096, 1), 1 << 20);
+        assert_eq!(step_bytes(512, 8), 1 << 20);
+        // An RBD image's 4 MiB objects (8192 blocks of 512 B, 1024 of 4 KiB): 4 MiB.
+        assert_eq!(step_bytes(512, 8192), 4 << 20);
+        assert_eq!(step_bytes(4096, 1024), 4 << 20);
+        // A granule that does not divide 1 MiB: the next multiple of it.
+        assert_eq!(step_bytes(512, 3000), 3000 * 512);
+        assert_eq!(step_bytes(512, 1000), 3000 * 512);
+        // A block larger than a step: one block.
+        assert_eq!(step_bytes(u32::MAX, 0), u64::from(u32::MAX));
     }
 }

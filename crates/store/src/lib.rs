@@ -5,7 +5,7 @@
 //! again and answers a range error instead of panicking.
 //!
 //! A [`Plane`] runs the device's data-plane operations ([`Op`]) on a store: inline for RAM,
-//! asynchronously for files, not at all for the simulator (see `plane`).
+//! asynchronously for files and Ceph RBD images, not at all for the simulator (see `plane`).
 
 mod aligned;
 mod atomic_file;
@@ -22,6 +22,7 @@ mod pool;
 mod pool_plane;
 mod ram;
 mod range_lock;
+mod rbd;
 mod ring;
 mod run;
 
@@ -37,6 +38,7 @@ pub use plane::{
 pub use pool_plane::PoolPlane;
 pub use ram::RamStore;
 pub use range_lock::{Held, RangeLock, ReadStart};
+pub use rbd::{RbdPlane, RbdStore, RbdTarget};
 pub use run::run;
 
 use std::io;

@@ -1,0 +1,684 @@
+//! The plane of a Ceph RBD image: asynchronous on librbd's C API, as the file plane is on
+//! io_uring. Reads, writes, SYNCHRONIZE CACHE, UNMAP, WRITE SAME and COMPARE AND WRITE are
+//! librbd requests (`rbd_aio_*`) whose completions come back on librbd's callback thread and
+//! go straight to the plane's completion handler; everything else (ORWRITE, VERIFY, FORMAT
+//! and SANITIZE steps, GET LBA STATUS, copies, kept files) runs as on any store, on the
+//! plane's pool over [`RbdStore`], librbd's synchronous calls.
+//!
+//! The range lock works as on the other planes: a change holds its range from before its
+//! request is handed to librbd until librbd has completed it (and, for a durable one, its
+//! flush), so no later write or read of those bytes overtakes it.
+//!
+//! What maps to what:
+//! - READ: `rbd_aio_read2`; WRITE: `rbd_aio_write2`; FUA or a write with the cache off:
+//!   `rbd_aio_write2` with `LIBRADOS_OP_FLAG_FADVISE_FUA`, then `rbd_aio_flush`; SYNCHRONIZE
+//!   CACHE: `rbd_aio_flush`.
+//! - UNMAP (and WRITE SAME with UNMAP, SANITIZE's and FORMAT's zeros): `rbd_aio_write_zeroes`
+//!   without the thick-provision flag, librbd's discard that deallocates whole objects and
+//!   zeroes the rest of the range, so every unmapped block reads back as zeros (LBPRZ), which
+//!   `rbd_aio_discard` does not promise (it skips partial ranges under
+//!   `rbd_skip_partial_discard`). One request per range, once a command's ranges are merged
+//!   where they overlap or touch, all in flight together.
+//! - WRITE SAME: `rbd_aio_writesame`.
+//! - COMPARE AND WRITE: `rbd_aio_compare_and_write` (a miscompare is `-EILSEQ` with the image
+//!   offset of the first difference) for a range within one 512-byte sector, all librbd
+//!   takes; a longer one, or one the OSD refuses (its cmpext over bytes never written), is a
+//!   read, compare and write holding the range on the pool (atomic against this server's
+//!   commands; the exclusive lock keeps every other client out).
+
+mod ffi;
+
+pub use ffi::Target as RbdTarget;
+
+use crate::plane::{Buffers, Complete, Done, Failure, Geometry, KeptFile, Op, Options};
+use crate::pool_plane::{Core, Owned};
+use crate::run::write_failed;
+use crate::{check_range, check_span, Held, Plane, Store};
+use ffi::{Finished, Image, Refused, Request};
+use std::io;
+use std::sync::Arc;
+
+/// `EILSEQ` on Linux: librbd's answer to a compare-and-write whose data differ.
+const EILSEQ: i32 = 84;
+/// `EINVAL` on Linux.
+const EINVAL: i32 = 22;
+/// librbd's compare-and-write takes a range within one 512-byte sector and one object, else
+/// answers `-EINVAL` (`ImageCompareAndWriteRequest::prune_object_extents`); the object size is
+/// a multiple of it.
+const CAW_SECTOR: u64 = 512;
+
+/// librados options stint sets unless the configuration file sets them (option, its
+/// default, stint's value): a dead or unreachable cluster answers with an error within
+/// seconds instead of holding commands forever (librados waits without limit by default).
+/// 30 s per OSD request is below a Linux host's 30 s command timeout plus its retry.
+const TIMEOUTS: &[(&str, &str, &str)] = &[
+    ("rados_osd_op_timeout", "0", "30"),
+    ("rados_mon_op_timeout", "0", "30"),
+    ("client_mount_timeout", "300", "10"),
+];
+
+/// An RBD image through librbd's synchronous calls: the store the plane's pool runs the
+/// operations librbd has no request for on.
+pub struct RbdStore {
+    image: Arc<Image>,
+    len: u64,
+    object: u64,
+}
+
+impl Store for RbdStore {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        check_range(self.len, offset, buf.len())?;
+        self.image.read(offset, buf)
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        check_range(self.len, offset, buf.len())?;
+        self.image.write(offset, buf)
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        self.image.flush()
+    }
+
+    fn punch_hole(&self, offset: u64, len: u64) -> io::Result<()> {
+        check_span(self.len, offset, len)?;
+        self.image.write_zeroes(offset, len)
+    }
+
+    fn unmap_granularity(&self) -> u64 {
+        self.object
+    }
+
+    fn tells_allocation(&self) -> bool {
+        true
+    }
+
+    fn is_mapped(&self, offset: u64, len: u64) -> bool {
+        self.image
+            .allocated(offset, len.min(self.len.saturating_sub(offset)))
+            .map_or(true, |e| !e.is_empty())
+    }
+
+    /// The first run from `offset`, looked for within at most `EXTENT_WINDOW` bytes (a longer
+    /// run is reported in pieces): allocated where librbd's diff since creation has data.
+    fn extent(&self, offset: u64, len: u64) -> io::Result<(bool, u64)> {
+        check_span(self.len, offset, len)?;
+        let end = offset + len.min(EXTENT_WINDOW);
+        let mut run: Option<(bool, u64)> = None;
+        let mut at = offset;
+        for (start, n) in self.image.allocated(offset, end - offset)? {
+            let (start, stop) = (start.max(at), (start + n).min(end));
+            if stop <= start {
+                continue;
+            }
+            match run {
+                None if start > at => return Ok((false, start - offset)),
+                None => run = Some((true, stop - offset)),
+                Some(_) if start > at => break,
+                Some((_, _)) => run = Some((true, stop - offset)),
+            }
+            at = stop;
+        }
+        Ok(run.unwrap_or((false, end - offset)))
+    }
+}
+
+/// How far one GET LBA STATUS step asks librbd about (a whole image could be many objects).
+const EXTENT_WINDOW: u64 = 1 << 30;
+
+/// What the plane's requests share: the pool's core (range lock, kept files, completion
+/// handler) and the image.
+struct Shared {
+    core: Arc<Core>,
+    image: Arc<Image>,
+}
+
+/// The data plane of an RBD image.
+pub struct RbdPlane {
+    shared: Arc<Shared>,
+}
+
+/// What a request's continuation gets: librbd's result (bytes, or the error) and the
+/// mismatch offset of a compare-and-write.
+type Outcome = (io::Result<usize>, u64);
+
+impl RbdPlane {
+    /// Connects, opens `target`'s image with its exclusive lock held, and answers through
+    /// `complete`. `options.threads` sizes the pool of the operations librbd has no request
+    /// for; `options.kept` is where the logical unit's state files are kept.
+    pub fn open(target: &RbdTarget, options: &Options, complete: Complete) -> io::Result<Self> {
+        let image = Arc::new(Image::open(target, TIMEOUTS)?);
+        let len = image.size()?;
+        let object = image.stripe_unit()?;
+        let store = RbdStore {
+            image: image.clone(),
+            len,
+            object,
+        };
+        tracing::info!(
+            pool = %target.pool,
+            image = %target.image,
+            bytes = len,
+            object_bytes = object,
+            "data plane: librbd, asynchronous"
+        );
+        let core = Core::new(Arc::new(store), options, complete)?;
+        Ok(RbdPlane {
+            shared: Arc::new(Shared { core, image }),
+        })
+    }
+
+    /// The plane's range lock (its waiting operations, for tests and metrics).
+    pub fn range_lock(&self) -> &crate::RangeLock {
+        &self.shared.core.ranges
+    }
+}
+
+impl Plane for RbdPlane {
+    fn is_inline(&self) -> bool {
+        false
+    }
+
+    fn submit(&self, id: u64, op: Op, buffers: Buffers<'_>) -> Option<Done> {
+        let shared = self.shared.clone();
+        self.shared
+            .core
+            .submit(id, op, buffers, move |op, owned| shared.start(op, owned))
+    }
+
+    fn geometry(&self) -> Geometry {
+        crate::inline::geometry(&*self.shared.core.store)
+    }
+
+    fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.shared.core.read_now(offset, buf)
+    }
+
+    fn write_now(&self, offset: u64, buf: &[u8], durable: bool) -> io::Result<()> {
+        self.shared.core.write_now(offset, buf, durable)
+    }
+
+    fn load(&self, file: KeptFile) -> io::Result<Option<Vec<u8>>> {
+        self.shared.core.kept.load(file)
+    }
+}
+
+/// How many of one command's `rbd_aio_write_zeroes` requests librbd holds at once: all of an
+/// UNMAP's (stint's MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT is 256), since the OSD orders the
+/// ones within one object anyway (256 one-block ranges apart in one object: about 30 ms at
+/// once here, 110 ms 64 at a time, 230 ms 16 at a time, 900 ms one by one).
+const ZEROES_IN_FLIGHT: usize = 256;
+
+/// The zeroing of one command's ranges, shared by their completions.
+struct Zeroing {
+    /// Ranges not yet issued, last first.
+    pending: Vec<(u64, u64)>,
+    in_flight: usize,
+    /// The first failure: the range's offset and librbd's error.
+    failed: Option<(u64, io::Error)>,
+    /// The command and its range, taken by whichever completion ends it.
+    end: Option<(Owned, Held)>,
+}
+
+/// `ranges` (offset, length) sorted, empty ones dropped, and merged where they overlap or
+/// touch: the same bytes, in as few ranges as there can be.
+fn merged(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    ranges.retain(|&(_, len)| len > 0);
+    ranges.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (offset, len) in ranges {
+        let end = offset.saturating_add(len);
+        match out.last_mut() {
+            Some((o, l)) if offset <= *o + *l => *l = (*l).max(end - *o),
+            _ => out.push((offset, len)),
+        }
+    }
+    out
+}
+
+/// A length librbd takes as `size_t`.
+fn size(len: u64) -> usize {
+    usize::try_from(len).unwrap_or(usize::MAX)
+}
+
+impl Shared {
+    /// Start a checked operation: on librbd's asynchronous API where it has a request for it,
+    /// else on the pool over the synchronous store.
+    fn start(self: &Arc<Self>, op: Op, owned: Owned) {
+        match op {
+            Op::Read { offset, len } => self.read(offset, len, owned),
+            Op::Write {
+                offset,
+                len,
+                durable,
+                atomic,
+            } => {
+                let shared = self.clone();
+                let request = Request::Write {
+                    offset,
+                    len: len as usize,
+                    flags: if durable { ffi::FADVISE_FUA } else { 0 },
+                };
+                self.core
+                    .ranges
+                    .lock_then(offset, len.into(), atomic, move |held| {
+                        shared.change(request, owned, held, durable, offset)
+                    });
+            }
+            Op::CompareAndWrite {
+                offset,
+                len,
+                durable,
+            } if offset % CAW_SECTOR + u64::from(len) <= CAW_SECTOR => {
+                let shared = self.clone();
+                self.core
+                    .ranges
+                    .lock_then(offset, len.into(), true, move |held| {
+                        shared.compare_and_write(offset, len, durable, owned, held)
+                    });
+            }
+            Op::Flush => self.issue(Request::Flush, owned, |shared, owned, (r, _)| {
+                shared.finish(owned, r.map(|_| Done::Ok), |error| Failure::Write {
+                    at: None,
+                    error,
+                })
+            }),
+            Op::WriteSame {
+                offset,
+                len,
+                block,
+                zeros,
+                durable,
+            } if len > 0 && len % u64::from(block) == 0 => {
+                let mut owned = owned;
+                if zeros {
+                    owned.data_out.clear();
+                    owned.data_out.resize(block as usize, 0);
+                }
+                let shared = self.clone();
+                let request = Request::WriteSame {
+                    offset,
+                    len: size(len),
+                    block: block as usize,
+                };
+                self.core.ranges.lock_then(offset, len, false, move |held| {
+                    shared.change(request, owned, held, durable, offset)
+                });
+            }
+            Op::Unmap { ranges, durable } => {
+                let Some((start, len, _)) = crate::run::changes(&Op::Unmap {
+                    ranges: ranges.clone(),
+                    durable,
+                }) else {
+                    // No range: nothing to deallocate, answered off the caller's thread.
+                    return self.core.answer(owned, Done::Ok);
+                };
+                let shared = self.clone();
+                self.core.ranges.lock_then(start, len, false, move |held| {
+                    shared.zero(ranges, durable, owned, held)
+                });
+            }
+            Op::Fill {
+                offset,
+                len,
+                ref pattern,
+                durable,
+            } if pattern.iter().all(|&b| b == 0) => {
+                let shared = self.clone();
+                self.core.ranges.lock_then(offset, len, false, move |held| {
+                    shared.zero(vec![(offset, len)], durable, owned, held)
+                });
+            }
+            // ORWRITE, VERIFY, a patterned fill, GET LBA STATUS, usage, copies, kept files,
+            // and a compare-and-write across objects: the synchronous path, on the pool.
+            op => self.core.start(op, owned),
+        }
+    }
+
+    /// Hand `request` to librbd with the operation's buffers; `next` runs with the outcome on
+    /// librbd's callback thread, or on the pool when librbd refused the request at once (never
+    /// on the caller's thread, which may be inside `Plane::submit`).
+    fn issue(
+        self: &Arc<Self>,
+        request: Request,
+        owned: Owned,
+        next: impl FnOnce(&Arc<Self>, Owned, Outcome) + Send + 'static,
+    ) {
+        let Owned {
+            id,
+            data_in,
+            data_out,
+            submitted,
+        } = owned;
+        let shared = self.clone();
+        let then = Box::new(move |f: Finished| {
+            let owned = Owned {
+                id,
+                data_in: f.data_in,
+                data_out: f.data_out,
+                submitted,
+            };
+            let result = match f.result {
+                r if r < 0 => Err(io::Error::from_raw_os_error(-r as i32)),
+                r => Ok(r as usize),
+            };
+            next(&shared, owned, (result, f.mismatch));
+        });
+        if let Err(Refused {
+            error,
+            data_in,
+            data_out,
+            then,
+        }) = self.image.aio(request, data_in, data_out, then)
+        {
+            self.core.pool.spawn(move || {
+                then(Finished {
+                    result: -(error.raw_os_error().unwrap_or(EINVAL) as isize),
+                    data_in,
+                    data_out,
+                    mismatch: 0,
+                })
+            });
+        }
+    }
+
+    /// Answer `owned` with `result`, a failure as `fail` says.
+    fn finish(
+        &self,
+        owned: Owned,
+        result: io::Result<Done>,
+        fail: impl FnOnce(io::Error) -> Failure,
+    ) {
+        let done = result.unwrap_or_else(|e| Done::Failed(fail(e)));
+        self.core.complete(owned, done);
+    }
+
+    /// A change holding its range: the request, then a flush when `durable`, then the range
+    /// goes, then the answer.
+    fn change(
+        self: &Arc<Self>,
+        request: Request,
+        owned: Owned,
+        held: Held,
+        durable: bool,
+        offset: u64,
+    ) {
+        self.issue(request, owned, move |shared, owned, (r, _)| match r {
+            Ok(_) if durable => {
+                shared.issue(Request::Flush, owned, move |shared, owned, (r, _)| {
+                    shared.end_change(owned, held, r.map(|_| Done::Ok), offset)
+                })
+            }
+            r => shared.end_change(owned, held, r.map(|_| Done::Ok), offset),
+        });
+    }
+
+    /// librbd's compare-and-write, holding the range; where the OSD refuses it (`-EINVAL`:
+    /// BlueStore's cmpext over bytes never written), the read, compare and write of any
+    /// store, still holding the range, on the pool.
+    fn compare_and_write(
+        self: &Arc<Self>,
+        offset: u64,
+        len: u32,
+        durable: bool,
+        owned: Owned,
+        held: Held,
+    ) {
+        let request = Request::CompareAndWrite {
+            offset,
+            len: len as usize,
+        };
+        self.issue(request, owned, move |shared, owned, (r, mismatch)| {
+            let done = match r {
+                Err(e) if e.raw_os_error() == Some(EILSEQ) => {
+                    // librbd 16 reports the difference's index within the compared bytes plus
+                    // its object's image offset (not the range's); later versions may report
+                    // the image offset. Rather than guess, the miscompare (rare, and the range
+                    // still held) reads the bytes back and finds the first difference itself.
+                    let core = shared.core.clone();
+                    return shared.core.pool.spawn(move || {
+                        let n = len as usize;
+                        let mut medium = vec![0u8; n];
+                        let done = match core.store.read_at(offset, &mut medium) {
+                            Ok(()) => Done::Miscompare(
+                                medium
+                                    .iter()
+                                    .zip(&owned.data_out[..n])
+                                    .position(|(a, b)| a != b)
+                                    .map_or(mismatch % CAW_SECTOR, |i| i as u64),
+                            ),
+                            Err(error) => Done::Failed(Failure::Read {
+                                at: Some(offset),
+                                error,
+                            }),
+                        };
+                        drop(held);
+                        core.complete(owned, done);
+                    });
+                }
+                Err(e) if e.raw_os_error() == Some(EINVAL) => {
+                    let core = shared.core.clone();
+                    return shared.core.pool.spawn(move || {
+                        let op = Op::CompareAndWrite {
+                            offset,
+                            len,
+                            durable,
+                        };
+                        let done = crate::run::exec(&*core.store, &op, &owned.data_out);
+                        drop(held);
+                        core.complete(owned, done);
+                    });
+                }
+                Err(e) => Err(e),
+                Ok(_) if durable => {
+                    return shared.issue(Request::Flush, owned, move |shared, owned, (r, _)| {
+                        shared.end_change(owned, held, r.map(|_| Done::Ok), offset)
+                    });
+                }
+                Ok(_) => Ok(Done::Ok),
+            };
+            shared.end_change(owned, held, done, offset);
+        });
+    }
+
+    /// The store has finished a change: its range goes before the answer.
+    fn end_change(&self, owned: Owned, held: Held, result: io::Result<Done>, offset: u64) {
+        drop(held);
+        self.finish(owned, result, write_failed(offset));
+    }
+
+    /// Zero (deallocate) `ranges`, then flush when `durable`; the range held until the end.
+    /// The ranges are first merged where they overlap or touch (an UNMAP of 256 one-block
+    /// descriptors side by side is one librbd request, not 256), then handed to librbd as one
+    /// `rbd_aio_write_zeroes` each, up to `ZEROES_IN_FLIGHT` at once: disjoint ranges may
+    /// complete in any order, and a command's latency is not the sum of its ranges' round
+    /// trips to the OSDs.
+    fn zero(self: &Arc<Self>, ranges: Vec<(u64, u64)>, durable: bool, owned: Owned, held: Held) {
+        let mut pending = merged(ranges);
+        if pending.is_empty() {
+            return self.zeroed(owned, held, durable, Ok(()));
+        }
+        pending.reverse();
+        let batch = Arc::new(std::sync::Mutex::new(Zeroing {
+            pending,
+            in_flight: 0,
+            failed: None,
+            end: Some((owned, held)),
+        }));
+        self.zero_more(&batch, durable);
+    }
+
+    /// Issue what `batch` still has pending, up to `ZEROES_IN_FLIGHT` in flight; the last
+    /// completion (or, after a failure, the last one in flight) ends the command.
+    fn zero_more(self: &Arc<Self>, batch: &Arc<std::sync::Mutex<Zeroing>>, durable: bool) {
+        let issue: Vec<(u64, u64)> = {
+            let mut b = batch.lock().unwrap_or_else(|e| e.into_inner());
+            let n = if b.failed.is_some() {
+                0
+            } else {
+                ZEROES_IN_FLIGHT
+                    .saturating_sub(b.in_flight)
+                    .min(b.pending.len())
+            };
+            let at = b.pending.len() - n;
+            let issue = b.pending.split_off(at);
+            b.in_flight += issue.len();
+            issue
+        };
+        for (offset, len) in issue {
+            let shared = self.clone();
+            let batch_then = batch.clone();
+            let then: ffi::Then = Box::new(move |f: Finished| {
+                let ended = {
+                    let mut b = batch_then.lock().unwrap_or_else(|e| e.into_inner());
+                    b.in_flight -= 1;
+                    if f.result < 0 && b.failed.is_none() {
+                        b.failed = Some((offset, io::Error::from_raw_os_error(-f.result as i32)));
+                    }
+                    if b.in_flight == 0 && (b.pending.is_empty() || b.failed.is_some()) {
+                        b.end.take().map(|end| (end, b.failed.take()))
+                    } else {
+                        None
+                    }
+                };
+                match ended {
+                    Some(((owned, held), None)) => shared.zeroed(owned, held, durable, Ok(())),
+                    Some(((owned, held), Some(failed))) => {
+                        shared.zeroed(owned, held, durable, Err(failed))
+                    }
+                    None => shared.zero_more(&batch_then, durable),
+                }
+            });
+            let request = Request::WriteZeroes {
+                offset,
+                len: size(len),
+            };
+            if let Err(Refused { error, then, .. }) =
+                self.image.aio(request, Vec::new(), Vec::new(), then)
+            {
+                // Never on the caller's thread, which may be inside `Plane::submit`.
+                self.core.pool.spawn(move || {
+                    then(Finished {
+                        result: -(error.raw_os_error().unwrap_or(EINVAL) as isize),
+                        data_in: Vec::new(),
+                        data_out: Vec::new(),
+                        mismatch: 0,
+                    })
+                });
+            }
+        }
+    }
+
+    /// The zeroing of a command ended (`Err`: the offset of a range that failed, and why):
+    /// its flush when `durable`, then the range goes, then the answer.
+    fn zeroed(
+        self: &Arc<Self>,
+        owned: Owned,
+        held: Held,
+        durable: bool,
+        result: Result<(), (u64, io::Error)>,
+    ) {
+        match result {
+            Err((offset, e)) => self.end_change(owned, held, Err(e), offset),
+            Ok(()) if durable => self.issue(Request::Flush, owned, move |shared, owned, (r, _)| {
+                drop(held);
+                shared.finish(owned, r.map(|_| Done::Ok), |error| Failure::Write {
+                    at: None,
+                    error,
+                })
+            }),
+            Ok(()) => {
+                drop(held);
+                // Possibly still on the caller's thread (nothing was issued): answered from
+                // the pool.
+                self.core.answer(owned, Done::Ok);
+            }
+        }
+    }
+
+    /// A read, seeing atomic writes whole as the pool's reads do: issued at once, and if an
+    /// atomic write may have overlapped it, issued again holding its range.
+    fn read(self: &Arc<Self>, offset: u64, len: u32, mut owned: Owned) {
+        let start = owned.data_in.len();
+        owned.data_in.resize(start + len as usize, 0);
+        let request = Request::Read {
+            offset,
+            at: start,
+            len: len as usize,
+        };
+        let Some(noted) = self.core.ranges.read_start() else {
+            return self.read_held(request, offset, len, start, owned);
+        };
+        self.issue(request, owned, move |shared, owned, (r, _)| {
+            if r.is_ok() && !shared.core.ranges.read_stands(noted) {
+                return shared.read_held(request, offset, len, start, owned);
+            }
+            shared.end_read(owned, start, offset, len, r);
+        });
+    }
+
+    fn read_held(
+        self: &Arc<Self>,
+        request: Request,
+        offset: u64,
+        len: u32,
+        start: usize,
+        owned: Owned,
+    ) {
+        let shared = self.clone();
+        self.core
+            .ranges
+            .lock_then(offset, len.into(), false, move |held| {
+                shared.issue(request, owned, move |shared, owned, (r, _)| {
+                    drop(held);
+                    shared.end_read(owned, start, offset, len, r);
+                })
+            });
+    }
+
+    fn end_read(&self, owned: Owned, start: usize, offset: u64, len: u32, r: io::Result<usize>) {
+        let r = match r {
+            Ok(n) if n == len as usize => Ok(()),
+            Ok(n) => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("librbd read {n} of {len} bytes"),
+            )),
+            Err(e) => Err(e),
+        };
+        self.core.end_read(owned, start, offset, r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merged;
+
+    #[test]
+    fn ranges_merge_where_they_overlap_or_touch() {
+        // libiscsi's Unmap.Simple: one descriptor per block, side by side, in any order.
+        let blocks: Vec<(u64, u64)> = (0..256u64).rev().map(|i| (i * 512, 512)).collect();
+        assert_eq!(merged(blocks), vec![(0, 256 * 512)]);
+        // Overlapping, contained, empty and apart.
+        assert_eq!(
+            merged(vec![
+                (4096, 0),
+                (1000, 100),
+                (0, 512),
+                (512, 512),
+                (100, 50),
+                (1050, 10)
+            ]),
+            vec![(0, 1100)]
+        );
+        assert_eq!(
+            merged(vec![(8192, 512), (0, 512), (2048, 0), (513, 1)]),
+            vec![(0, 512), (513, 1), (8192, 512)]
+        );
+        assert_eq!(merged(vec![(7, 0)]), vec![]);
+        assert_eq!(merged(vec![(0, 4096), (1024, 10)]), vec![(0, 4096)]);
+    }
+}
