@@ -150,6 +150,8 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
         StoreKind::Ram => lun.size.or(capacity),
         StoreKind::File => lun.size.or(modelled),
         StoreKind::Block => lun.size,
+        // The image's size, always (`rbd resize` changes it; `size` is refused).
+        StoreKind::Rbd => None,
     };
     let at = || format!("target {target} LUN {id}");
     let mut block_size = lun.block_size();
@@ -172,7 +174,8 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
         kept.reservations = Some(beside(path, ".pr"));
     }
     // Saved mode pages and reservations are not kept beside a device node (/dev is no place
-    // for them): a block LUN keeps them while it runs, as a RAM LUN does.
+    // for them): a block LUN keeps them while it runs, as a RAM LUN does. An RBD image's
+    // are kept on this machine, in `state_dir`.
     if lun.store == StoreKind::Rbd {
         // An image's state files live on this machine, in state_dir (default: the
         // configuration file's directory; none for a --lun flag).
