@@ -55,7 +55,7 @@ else
   trap 'tests/ceph/cluster.sh stop "$ceph_dir" || true; rm -rf "$ceph_dir"' EXIT
   trap 'exit 130' INT TERM
   tests/ceph/cluster.sh start "$ceph_dir"
-  STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test rbd
+  STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test rbd -- --include-ignored
   python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint" \
     --rbd "$ceph_dir/ceph.conf"
   tests/ceph/cluster.sh stop "$ceph_dir"
