@@ -296,7 +296,10 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
             Some(parts.device_queue().map_err(|e| err(&e))?)
         }
     };
-    let unit = device::Unit::build(config, plane, queue).map_err(|e| err(&e))?;
+    let mut unit = device::Unit::build(config, plane, queue).map_err(|e| err(&e))?;
+    if modelled.is_some() {
+        unit = unit.fixed_size();
+    }
     Ok(Built {
         unit: Arc::new(unit),
         completions,

@@ -5,7 +5,7 @@
 //! cannot be set up.
 
 mod common;
-use common::cdb::{emit, read, rw, sense, test_unit_ready, write};
+use common::cdb::{emit, read, read_capacity16, rw, sense, test_unit_ready, write};
 use common::loop_device::LoopDevice;
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
@@ -47,12 +47,7 @@ async fn login(url: &str, isid_low: u8) -> (Initiator, u64) {
 
 /// READ CAPACITY(16): (blocks, block length, LBPPBE, LBPME, LBPRZ).
 async fn capacity(s: &mut Initiator, lun: u64) -> (u64, u32, u8, bool, bool) {
-    let cdb = emit(
-        Command::ReadCapacity16 {
-            allocation_length: 32,
-        },
-        form::READ_CAPACITY_16,
-    );
+    let cdb = read_capacity16();
     let r = s.scsi_command(lun, &cdb, &[], 32).await.unwrap();
     assert_eq!(r.status, 0, "{:?}", r.parsed_sense());
     let d = &r.data_in;

@@ -3,12 +3,10 @@
 //! table alone is no drive model: it neither sizes the LUN nor fixes its block size.
 
 mod common;
-use common::cdb::{emit, test_unit_ready};
+use common::cdb::{read_capacity16, test_unit_ready};
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
-use scsi::command::Command;
-use scsi::form;
 
 /// READ CAPACITY(16) of the server's only LUN: (blocks, block length).
 fn capacity(server: &Server) -> (u64, u32) {
@@ -21,12 +19,7 @@ fn capacity(server: &Server) -> (u64, u32) {
         let opts = LoginOptions::new("iqn.2026-11.dev.stint:size-test", Some(&url.target));
         let mut s = Initiator::connect_portal(&url.portal, &opts).await.unwrap();
         let _unit_attention = s.scsi_command(url.lun, &test_unit_ready(), &[], 0).await;
-        let cdb = emit(
-            Command::ReadCapacity16 {
-                allocation_length: 32,
-            },
-            form::READ_CAPACITY_16,
-        );
+        let cdb = read_capacity16();
         let r = s.scsi_command(url.lun, &cdb, &[], 32).await.unwrap();
         assert_eq!(r.status, 0, "{:?}", r.parsed_sense());
         let d = &r.data_in;

@@ -1,6 +1,7 @@
 //! An RBD LUN served by `stint serve` over a real Ceph cluster, through the initiator path:
 //! data across sessions and a restart, UNMAP reading back zeros, COMPARE AND WRITE and its
-//! miscompare offset, `stint bench --verify`, and the errors of bad configurations.
+//! miscompare offset, `stint bench --verify`, an image resized while served, and the errors
+//! of bad configurations.
 //!
 //! Needs a cluster: `STINT_CEPH_CONF` names its ceph.conf (user admin, pool `rbd`), as
 //! `./test.sh` sets after `tests/ceph/cluster.sh start`, then runs these with
@@ -8,12 +9,12 @@
 //! cluster, they fail.
 
 mod common;
-use common::cdb::{read, rw, test_unit_ready, write};
+use common::cdb::{read, read_capacity16, rw, sense, test_unit_ready, write};
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
 use scsi::command::ReadWrite;
-use scsi::{form, SenseKey};
+use scsi::{form, Asc, SenseKey};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -488,4 +489,100 @@ fn rbd_bad_configurations_fail_precisely() {
         Duration::from_secs(40),
     );
     assert!(err.contains("connecting to the Ceph cluster"), "{err}");
+}
+
+/// READ CAPACITY(16)'s capacity in blocks.
+async fn capacity(s: &mut Initiator, lun: u64) -> u64 {
+    let r = s
+        .scsi_command(lun, &read_capacity16(), &[], 32)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 0, "READ CAPACITY(16): {:?}", r.parsed_sense());
+    u64::from_be_bytes(r.data_in[..8].try_into().unwrap()) + 1
+}
+
+/// Waits (at most 20 s: librbd tells the server through its watch on the image's header)
+/// for CAPACITY DATA HAS CHANGED; every command before it must end GOOD.
+async fn capacity_changed(s: &mut Initiator, lun: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let r = s
+            .scsi_command(lun, &test_unit_ready(), &[], 0)
+            .await
+            .unwrap();
+        match sense(&r) {
+            None => tokio::time::sleep(Duration::from_millis(100)).await,
+            Some((SenseKey::UnitAttention, Asc::CAPACITY_DATA_HAS_CHANGED)) => return,
+            other => panic!("TEST UNIT READY: {other:?}"),
+        }
+    }
+    panic!("no CAPACITY DATA HAS CHANGED within 20 s of the resize");
+}
+
+/// `rbd resize` while the image is served (librbd hands the resize to the server, which
+/// holds the exclusive lock): every nexus gets CAPACITY DATA HAS CHANGED (SBC-4 §4.6), READ
+/// CAPACITY answers the new size, the grown blocks can be written and read, and after a
+/// shrink a read past the new end is LOGICAL BLOCK ADDRESS OUT OF RANGE.
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn rbd_resize_while_served_raises_capacity_data_has_changed() {
+    let conf = cluster("rbd_resize_while_served_raises_capacity_data_has_changed");
+    let image = TestImage::new(&conf, "resize");
+    let server = Server::start(&["--lun", &image.lun()], 1);
+    let url = server.urls[0].clone();
+    let blocks = IMAGE_BYTES / BLOCK as u64;
+    runtime().block_on(async {
+        let (mut a, lun) = session(&url, "iqn.2026-11.dev.stint:resize-a").await;
+        let (mut b, _) = session(&url, "iqn.2026-11.dev.stint:resize-b").await;
+        assert_eq!(capacity(&mut a, lun).await, blocks);
+
+        let grown = 2 * IMAGE_BYTES;
+        let (ok, err) = image.rbd(&[
+            "resize",
+            "--no-progress",
+            "--size",
+            &format!("{grown}B"),
+            &image.spec(),
+        ]);
+        assert!(ok, "rbd resize: {err}");
+        capacity_changed(&mut a, lun).await;
+        capacity_changed(&mut b, lun).await;
+        assert_eq!(capacity(&mut a, lun).await, 2 * blocks);
+        let last = 2 * blocks - 8;
+        let data = pattern(7, 8 * BLOCK);
+        write_blocks(&mut b, lun, last, &data, true).await;
+        assert!(
+            read_blocks(&mut a, lun, last, 8).await == data,
+            "the grown blocks"
+        );
+
+        let (ok, err) = image.rbd(&[
+            "resize",
+            "--no-progress",
+            "--allow-shrink",
+            "--size",
+            &format!("{}B", IMAGE_BYTES / 2),
+            &image.spec(),
+        ]);
+        assert!(ok, "rbd resize --allow-shrink: {err}");
+        capacity_changed(&mut a, lun).await;
+        assert_eq!(capacity(&mut a, lun).await, blocks / 2);
+        let r = a
+            .scsi_command(
+                lun,
+                &read(form::READ_16, rw(blocks / 2, 1)),
+                &[],
+                BLOCK as u32,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            sense(&r),
+            Some((SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE)),
+            "a read past the shrunk end"
+        );
+        a.logout().await.expect("logout");
+        b.logout().await.expect("logout");
+    });
+    assert!(server.stop());
 }

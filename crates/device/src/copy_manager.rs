@@ -37,7 +37,8 @@ pub(crate) struct UnitView {
     pub(crate) naa: [u8; 16],
     pub(crate) eui64: [u8; 8],
     pub(crate) block_size: u32,
-    pub(crate) blocks: u64,
+    /// The capacity in blocks, which a resized store changes ([`UnitView::resize`]).
+    blocks: AtomicU64,
     pub(crate) plane: Arc<dyn Plane>,
     published: Mutex<Published>,
     /// Blocks WRITE LONG marked uncorrectable: a copy that writes one makes it readable.
@@ -57,7 +58,7 @@ impl UnitView {
             naa,
             eui64,
             block_size,
-            blocks,
+            blocks: AtomicU64::new(blocks),
             plane,
             published: Mutex::default(),
             uncorrectable,
@@ -75,6 +76,14 @@ impl UnitView {
             0x02 => c.designator == self.eui64,
             _ => false,
         }
+    }
+
+    pub(crate) fn blocks(&self) -> u64 {
+        self.blocks.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn resize(&self, blocks: u64) {
+        self.blocks.store(blocks, Ordering::Relaxed);
     }
 
     pub(crate) fn publish(&self, p: Published) {

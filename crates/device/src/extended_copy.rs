@@ -256,7 +256,7 @@ impl Endpoint {
     fn blocks(&self, here: &Here) -> u64 {
         match self {
             Endpoint::This => here.blocks,
-            Endpoint::Other(v) => v.blocks,
+            Endpoint::Other(v) => v.blocks(),
         }
     }
 }

@@ -1095,6 +1095,26 @@ impl LogicalUnit {
         self.publish();
     }
 
+    /// The store's capacity changed to `bytes` (an RBD image resized): commands from now on
+    /// see the new capacity, and every nexus gets CAPACITY DATA HAS CHANGED (SBC-4 §4.6), on
+    /// which Linux rescans the disk's size. A part-block is not addressable. Tasks already
+    /// past their range check finish against the store, which refuses what lies beyond a
+    /// shrunk end.
+    pub fn resize(&mut self, bytes: u64) {
+        let blocks = bytes / u64::from(self.config.block_size);
+        if blocks == self.blocks || blocks == 0 {
+            return;
+        }
+        self.blocks = blocks;
+        self.config.size_bytes = blocks * u64::from(self.config.block_size);
+        self.provisioning.resize(blocks);
+        if let Some((_, view)) = &self.copy {
+            view.resize(blocks);
+        }
+        self.unit_attentions
+            .raise(Asc::CAPACITY_DATA_HAS_CHANGED, None);
+    }
+
     /// I_T nexus loss (SAM-5 §6.3.4): its tasks, its unit attentions, its medium removal
     /// prevention and its RESERVE reservation go; its persistent registrations stay.
     pub fn nexus_lost(&mut self, now: Ns, nexus: u64) {

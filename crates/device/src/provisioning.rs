@@ -37,6 +37,12 @@ impl Provisioning {
         }
     }
 
+    /// The capacity changed; the exponent stays (VPD B2h told the host), so the log page's
+    /// counts saturate on a unit grown past 2^32 sets.
+    pub(crate) fn resize(&mut self, blocks: u64) {
+        self.blocks = blocks;
+    }
+
     pub(crate) fn exponent(&self) -> u8 {
         self.exponent
     }

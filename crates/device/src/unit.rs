@@ -76,6 +76,8 @@ pub struct Unit {
     core: Mutex<LogicalUnit>,
     plane: Arc<dyn Plane>,
     lun: u64,
+    /// The capacity follows the store's when it is resized (not when a drive model sets it).
+    follows_store: bool,
     /// When the unit's driver will next call [`Unit::advance`] (`Ns::MAX`: not before it is
     /// woken).
     armed: AtomicU64,
@@ -125,8 +127,16 @@ impl Unit {
             lun: core.config().lun,
             core: Mutex::new(core),
             plane,
+            follows_store: true,
             armed: AtomicU64::new(Ns::MAX),
         }
+    }
+
+    /// Keeps the capacity the unit was built with when its store is resized: a drive
+    /// model's geometry sets it.
+    pub fn fixed_size(mut self) -> Unit {
+        self.follows_store = false;
+        self
     }
 
     pub fn plane(&self) -> &Arc<dyn Plane> {
@@ -200,7 +210,13 @@ impl Unit {
         data_in: &mut Vec<u8>,
         sink: &mut dyn Sink,
     ) -> (Option<Transfer>, Submitted) {
-        let arrived = self.call(now, sink, |core| core.command(now, a, data_in));
+        let resized = self.plane.resized().filter(|_| self.follows_store);
+        let arrived = self.call(now, sink, |core| {
+            if let Some(bytes) = resized {
+                core.resize(bytes);
+            }
+            core.command(now, a, data_in)
+        });
         let data_out = a.data_out;
         (
             arrived.transfer,

@@ -218,6 +218,12 @@ pub trait Plane: Send + Sync {
     /// at start.
     fn geometry(&self) -> Geometry;
 
+    /// The store's new capacity in bytes, once, after something outside stint resized it (an
+    /// RBD image's `rbd resize`); `None` while it keeps its size. Asked before each command.
+    fn resized(&self) -> Option<u64> {
+        None
+    }
+
     /// Read `buf.len()` bytes at `offset` now, on the caller's thread, seeing every atomic
     /// write whole: the source side of another unit's [`Op::Copy`].
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;

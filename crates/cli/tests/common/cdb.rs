@@ -38,6 +38,16 @@ pub fn test_unit_ready() -> Cdb {
     emit(Command::TestUnitReady, form::TEST_UNIT_READY)
 }
 
+/// READ CAPACITY(16) of its 32-byte parameter data (SBC-4 §5.21).
+pub fn read_capacity16() -> Cdb {
+    emit(
+        Command::ReadCapacity16 {
+            allocation_length: 32,
+        },
+        form::READ_CAPACITY_16,
+    )
+}
+
 /// MODE SENSE(10) with DBD of page `page_code`/`subpage_code`.
 pub fn mode_sense10(pc: PageControl, page_code: u8, subpage_code: u8, allocation: u16) -> Cdb {
     let m = ModeSense {

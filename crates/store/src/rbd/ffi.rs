@@ -14,6 +14,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 type RadosT = *mut c_void;
@@ -21,6 +22,8 @@ type IoctxT = *mut c_void;
 type ImageT = *mut c_void;
 type CompletionT = *mut c_void;
 type CallbackT = unsafe extern "C" fn(CompletionT, *mut c_void);
+/// `rbd_update_callback_t`: `void (*)(void *arg)`.
+type UpdateCallbackT = unsafe extern "C" fn(*mut c_void);
 /// `int (*cb)(uint64_t, size_t, int, void *)` of `rbd_diff_iterate2`.
 type DiffCallbackT = unsafe extern "C" fn(u64, usize, c_int, *mut c_void) -> c_int;
 
@@ -49,6 +52,8 @@ struct Api {
     rbd_get_stripe_unit: unsafe extern "C" fn(ImageT, *mut u64) -> c_int,
     rbd_get_features: unsafe extern "C" fn(ImageT, *mut u64) -> c_int,
     rbd_lock_acquire: unsafe extern "C" fn(ImageT, c_int) -> c_int,
+    rbd_update_watch: unsafe extern "C" fn(ImageT, *mut u64, UpdateCallbackT, *mut c_void) -> c_int,
+    rbd_update_unwatch: unsafe extern "C" fn(ImageT, u64) -> c_int,
     rbd_diff_iterate2: unsafe extern "C" fn(
         ImageT,
         *const c_char,
@@ -126,6 +131,8 @@ fn api() -> io::Result<&'static Api> {
                 rbd_get_stripe_unit: sym!(rbd, rbd_get_stripe_unit),
                 rbd_get_features: sym!(rbd, rbd_get_features),
                 rbd_lock_acquire: sym!(rbd, rbd_lock_acquire),
+                rbd_update_watch: sym!(rbd, rbd_update_watch),
+                rbd_update_unwatch: sym!(rbd, rbd_update_unwatch),
                 rbd_diff_iterate2: sym!(rbd, rbd_diff_iterate2),
                 rbd_read2: sym!(rbd, rbd_read2),
                 rbd_write2: sym!(rbd, rbd_write2),
@@ -197,6 +204,11 @@ pub(crate) struct Image {
     image: ImageT,
     /// Operations handed to librbd whose callback has not run yet: `Drop` waits for none.
     in_flight: Arc<InFlight>,
+    /// Set by librbd's update watch when the image's header changed (a resize, a snapshot, a
+    /// lock moving); boxed so that its address, given to librbd, stays put.
+    header_changed: Box<AtomicBool>,
+    /// The update watch's handle, once registered.
+    watch: Option<u64>,
 }
 
 #[derive(Default)]
@@ -235,6 +247,8 @@ impl Image {
             ioctx: std::ptr::null_mut(),
             image: std::ptr::null_mut(),
             in_flight: Arc::default(),
+            header_changed: Box::default(),
+            watch: None,
         };
         let conf = target
             .conf
@@ -313,7 +327,29 @@ impl Image {
                 target.image
             ),
         )?;
+        let mut handle = 0u64;
+        let flag: *const AtomicBool = &*image.header_changed;
+        // SAFETY: an open image and a valid out-pointer; `flag` points into a box the image
+        // owns, which `Drop` frees only after `rbd_update_unwatch` has returned, and librbd
+        // runs no callback of a watch after unwatching it returns.
+        let r = unsafe {
+            (api.rbd_update_watch)(
+                image.image,
+                &mut handle,
+                header_updated,
+                flag.cast_mut().cast(),
+            )
+        };
+        check(r as isize, "watching the image's header (rbd_update_watch)")?;
+        image.watch = Some(handle);
         Ok(image)
+    }
+
+    /// Whether the image's header changed since the last call: its size may have.
+    pub(crate) fn header_changed(&self) -> bool {
+        // Asked before every command: a load, and a write only when it is set.
+        self.header_changed.load(Ordering::Acquire)
+            && self.header_changed.swap(false, Ordering::AcqRel)
     }
 
     fn conf_set(&self, option: &str, value: &str) -> io::Result<()> {
@@ -561,9 +597,12 @@ impl Drop for Image {
             self.in_flight.zero.wait(&mut n);
         }
         drop(n);
-        // SAFETY: each handle is released once, image before I/O context before cluster, and
-        // no operation on them is in flight (waited for above).
+        // SAFETY: each handle is released once, the watch before its image, image before I/O
+        // context before cluster, and no operation on them is in flight (waited for above).
         unsafe {
+            if let Some(handle) = self.watch {
+                (self.api.rbd_update_unwatch)(self.image, handle);
+            }
             if !self.image.is_null() {
                 (self.api.rbd_close)(self.image);
             }
@@ -649,6 +688,15 @@ impl Pending {
             then,
         }
     }
+}
+
+/// The update watch's callback (`rbd_update_callback_t`), on a librbd thread: only marks the
+/// header changed (a librbd call from here could wait for the thread that runs it).
+unsafe extern "C" fn header_updated(arg: *mut c_void) {
+    // SAFETY: `arg` is the `AtomicBool` registered with the watch, alive until after it is
+    // unwatched (see `Image::open`).
+    let flag = unsafe { &*arg.cast::<AtomicBool>() };
+    flag.store(true, Ordering::Release);
 }
 
 /// The completion callback (`rbd_callback_t`), on a librbd thread.

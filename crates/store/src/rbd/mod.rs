@@ -36,6 +36,7 @@ use crate::run::write_failed;
 use crate::{check_range, check_span, Held, Plane, Store};
 use ffi::{Finished, Image, Refused, Request};
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// `EILSEQ` on Linux: librbd's answer to a compare-and-write whose data differ.
@@ -61,22 +62,43 @@ const TIMEOUTS: &[(&str, &str, &str)] = &[
 /// operations librbd has no request for on.
 pub struct RbdStore {
     image: Arc<Image>,
-    len: u64,
+    /// The image's size, which `rbd resize` changes while it is served.
+    len: AtomicU64,
     object: u64,
+}
+
+impl RbdStore {
+    /// The image's size when it changed since the last call (its header changed and
+    /// `rbd_get_size` now answers another size).
+    fn resized(&self) -> Option<u64> {
+        if !self.image.header_changed() {
+            return None;
+        }
+        let len = self
+            .image
+            .size()
+            .inspect_err(|e| tracing::warn!(error = %e, "the image's size after a header change"))
+            .ok()?;
+        let was = self.len.swap(len, Ordering::Relaxed);
+        (len != was).then(|| {
+            tracing::info!(bytes = len, was, "image resized");
+            len
+        })
+    }
 }
 
 impl Store for RbdStore {
     fn len(&self) -> u64 {
-        self.len
+        self.len.load(Ordering::Relaxed)
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        check_range(self.len, offset, buf.len())?;
+        check_range(self.len(), offset, buf.len())?;
         self.image.read(offset, buf)
     }
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        check_range(self.len, offset, buf.len())?;
+        check_range(self.len(), offset, buf.len())?;
         self.image.write(offset, buf)
     }
 
@@ -85,7 +107,7 @@ impl Store for RbdStore {
     }
 
     fn punch_hole(&self, offset: u64, len: u64) -> io::Result<()> {
-        check_span(self.len, offset, len)?;
+        check_span(self.len(), offset, len)?;
         self.image.write_zeroes(offset, len)
     }
 
@@ -99,14 +121,14 @@ impl Store for RbdStore {
 
     fn is_mapped(&self, offset: u64, len: u64) -> bool {
         self.image
-            .allocated(offset, len.min(self.len.saturating_sub(offset)))
+            .allocated(offset, len.min(self.len().saturating_sub(offset)))
             .map_or(true, |e| !e.is_empty())
     }
 
     /// The first run from `offset`, looked for within at most `EXTENT_WINDOW` bytes (a longer
     /// run is reported in pieces): allocated where librbd's diff since creation has data.
     fn extent(&self, offset: u64, len: u64) -> io::Result<(bool, u64)> {
-        check_span(self.len, offset, len)?;
+        check_span(self.len(), offset, len)?;
         let end = offset + len.min(EXTENT_WINDOW);
         let mut run: Option<(bool, u64)> = None;
         let mut at = offset;
@@ -135,6 +157,7 @@ const EXTENT_WINDOW: u64 = 1 << 30;
 struct Shared {
     core: Arc<Core>,
     image: Arc<Image>,
+    store: Arc<RbdStore>,
 }
 
 /// The data plane of an RBD image.
@@ -154,11 +177,11 @@ impl RbdPlane {
         let image = Arc::new(Image::open(target, TIMEOUTS)?);
         let len = image.size()?;
         let object = image.stripe_unit()?;
-        let store = RbdStore {
+        let store = Arc::new(RbdStore {
             image: image.clone(),
-            len,
+            len: AtomicU64::new(len),
             object,
-        };
+        });
         tracing::info!(
             pool = %target.pool,
             image = %target.image,
@@ -166,9 +189,9 @@ impl RbdPlane {
             object_bytes = object,
             "data plane: librbd, asynchronous"
         );
-        let core = Core::new(Arc::new(store), options, complete)?;
+        let core = Core::new(store.clone(), options, complete)?;
         Ok(RbdPlane {
-            shared: Arc::new(Shared { core, image }),
+            shared: Arc::new(Shared { core, image, store }),
         })
     }
 
@@ -192,6 +215,10 @@ impl Plane for RbdPlane {
 
     fn geometry(&self) -> Geometry {
         crate::inline::geometry(&*self.shared.core.store)
+    }
+
+    fn resized(&self) -> Option<u64> {
+        self.shared.store.resized()
     }
 
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
