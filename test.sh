@@ -3,9 +3,9 @@
 # fuzz targets briefly (fuzz/run.sh, about 5 minutes: 1 for their lints, 2.5 for their build,
 # 1 for running; cargo-fuzz is installed once if missing), then libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
 # tests/conformance/libiscsi-expected.txt, then the Ceph RBD stage (a one-node cluster from
-# tests/ceph/cluster.sh, crates/cli/tests/rbd.rs and the same conformance suite against RBD
-# LUNs, the suites that reach the store; installs Debian's ceph packages, or prints SKIPPED where
-# they cannot be installed), then
+# tests/ceph/cluster.sh, crates/cli/tests/rbd.rs, the crash test over RBD and the same
+# conformance suite against RBD LUNs, the suites that reach the store; installs Debian's ceph
+# packages, or prints SKIPPED where they cannot be installed), then
 # the README followed as a newcomer would
 # (tests/newcomer.py: the install step, the examples, bad inputs, a 100 TiB LUN's memory), then
 # the Linux kernel initiator in a QEMU VM against `stint serve` (tests/linux/run.sh, about 10
@@ -32,7 +32,7 @@ fuzz/run.sh --seconds 6
 echo "== libiscsi conformance (iscsi-test-cu, one suite per process)"
 cargo build -q -p stint
 python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint"
-echo "== Ceph RBD: a one-node cluster (tests/ceph/cluster.sh), the RBD tests, libiscsi against RBD LUNs"
+echo "== Ceph RBD: a one-node cluster (tests/ceph/cluster.sh), the RBD tests, the crash test over RBD, libiscsi against RBD LUNs"
 # Debian's ceph packages (about 250 MB; tgt-rbd for bench/vs-tgt-rbd.sh), installed when missing;
 # where they cannot be, the stage says SKIPPED and the rest goes on. Once the cluster is up,
 # every failure fails.
@@ -56,6 +56,8 @@ else
   trap 'exit 130' INT TERM
   tests/ceph/cluster.sh start "$ceph_dir"
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test rbd -- --include-ignored
+  # The crash test's RBD runs only (its file runs ran above): about 40 s.
+  STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test crash -- --ignored
   python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint" \
     --rbd "$ceph_dir/ceph.conf"
   tests/ceph/cluster.sh stop "$ceph_dir"

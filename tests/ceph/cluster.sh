@@ -101,6 +101,12 @@ mon_data = $dir/mon/\$cluster-\$id
 osd_data = $dir/osd/\$cluster-\$id
 # A client of a dead cluster gets an error, not a hang: 10 s to reach the monitor.
 client_mount_timeout = 10
+# How long the OSD keeps the watch of a client that stopped pinging it (30 s by default). A
+# SIGKILLed stint leaves its watch on the image's header and its exclusive lock; a new stint's
+# librbd breaks that lock (blocklisting the dead client) only once the watch is gone, so this
+# decides how long the crash test's restarts over RBD wait. Clients ping every 5 s
+# (objecter_tick_interval): 10 s still lets a live client miss one ping.
+osd_client_watch_timeout = 10
 [client]
 # Not in [global]: the OSD would read it instead of its own keyring and fail to authenticate.
 keyring = $dir/client.admin.keyring

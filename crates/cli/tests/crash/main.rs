@@ -6,9 +6,13 @@
 //! image. Then, to show the check can fail, each mode runs on a store that skips the step its
 //! durability rests on, and must lose blocks.
 //!
+//! `crash_rbd` ([`rbd`]) does the SIGKILL runs over an RBD image of a real cluster: an ignored
+//! test, run with --ignored or --include-ignored and STINT_CEPH_CONF.
+//!
 //! STINT_CRASH_SEED replays a run's schedule (the seed is printed); STINT_CRASH_KILLS sets the
-//! kills per mode and crash kind (default 50). A plain binary (harness = false): re-executed
-//! with `harness::ENV` set, it is the power-loss runs' server instead.
+//! kills per mode and crash kind (default 50), STINT_CRASH_RBD_KILLS those of each RBD run
+//! (default 3). A plain binary (harness = false): re-executed with `harness::ENV` set, it is
+//! the power-loss runs' server instead.
 
 #[path = "../common/cdb.rs"]
 mod cdb;
@@ -16,6 +20,7 @@ mod harness;
 mod load;
 mod model;
 mod power_loss;
+mod rbd;
 mod server;
 #[path = "../../src/bench/stamp.rs"]
 mod stamp;
@@ -57,7 +62,58 @@ struct Run {
     elapsed: Duration,
 }
 
-/// `kills` crashes of one mode: write, crash, restart, check, and again.
+/// What a run's crashes and checks found.
+pub struct Rounds {
+    pub acked_writes: u64,
+    pub tally: Tally,
+    /// How long each restart took to serve again.
+    pub restarts: Vec<Duration>,
+}
+
+/// `kills` rounds of one mode on `server`: write from every session, SIGKILL it at a random
+/// moment `window` milliseconds in, `after_kill`, restart it with `start`, read every block
+/// back and check it.
+#[allow(clippy::too_many_arguments)]
+pub fn rounds(
+    mode: Mode,
+    kills: u32,
+    window: std::ops::Range<u64>,
+    rng: &mut Xoshiro256PlusPlus,
+    runtime: &tokio::runtime::Runtime,
+    mut server: Server,
+    mut start: impl FnMut(&mut Xoshiro256PlusPlus) -> Server,
+    mut after_kill: impl FnMut() -> Result<(), String>,
+) -> Result<(Rounds, Server), String> {
+    let model = Arc::new(Mutex::new(Model::new(BLOCKS)));
+    let mut tally = Tally::default();
+    let mut restarts = Vec::new();
+    for kill in 0..kills {
+        let after =
+            Duration::from_millis(window.start + rng.next_u64() % (window.end - window.start));
+        let url = server.url.clone();
+        let writers =
+            load::write_until_killed(&url, mode, &model, rng.next_u64(), after, || server.kill());
+        runtime
+            .block_on(writers)
+            .map_err(|e| format!("kill {kill}: {e}"))?;
+        after_kill()?;
+        let restart = Instant::now();
+        server = start(rng);
+        restarts.push(restart.elapsed());
+        runtime
+            .block_on(load::read_back(&server.url, &model, &mut tally))
+            .map_err(|e| format!("after kill {kill}: {e}"))?;
+    }
+    let acked_writes = model.lock().unwrap().acked_writes;
+    let rounds = Rounds {
+        acked_writes,
+        tally,
+        restarts,
+    };
+    Ok((rounds, server))
+}
+
+/// `kills` crashes of one mode on a file LUN: write, crash, restart, check, and again.
 fn run(
     mode: Mode,
     crash: Crash,
@@ -84,34 +140,31 @@ fn run(
             writeback_seed: rng.next_u64(),
         }),
     };
-    let model = Arc::new(Mutex::new(Model::new(BLOCKS)));
-    let mut tally = Tally::default();
-    let mut server = start(&mut rng);
-    for kill in 0..kills {
-        let after = Duration::from_millis(5 + rng.next_u64() % 116);
-        let url = server.url.clone();
-        let writers =
-            load::write_until_killed(&url, mode, &model, rng.next_u64(), after, || server.kill());
-        runtime
-            .block_on(writers)
-            .map_err(|e| format!("kill {kill}: {e}"))?;
+    let first = start(&mut rng);
+    let after_kill = || {
         if crash == Crash::PowerLoss {
             // Power is back: the disk holds the stable image, nothing else.
             std::fs::rename(&stable, &file).map_err(|e| e.to_string())?;
         }
-        server = start(&mut rng);
-        runtime
-            .block_on(load::read_back(&server.url, &model, &mut tally))
-            .map_err(|e| format!("after kill {kill}: {e}"))?;
-    }
-    let acked_writes = model.lock().unwrap().acked_writes;
+        Ok(())
+    };
+    let (r, _server) = rounds(
+        mode,
+        kills,
+        5..121,
+        &mut rng,
+        runtime,
+        first,
+        start,
+        after_kill,
+    )?;
     Ok(Run {
         mode,
         crash,
         weaken,
         kills,
-        acked_writes,
-        tally,
+        acked_writes: r.acked_writes,
+        tally: r.tally,
         elapsed: started.elapsed(),
     })
 }
@@ -160,20 +213,25 @@ fn main() {
         harness::serve();
         return;
     }
-    // cargo passes test filters and libtest flags: run unless filtered out.
+    // cargo passes test filters and libtest flags: run what they select. `crash_rbd` is an
+    // ignored test, as the ones of tests/rbd.rs: it needs a cluster, so it runs only with
+    // --ignored or --include-ignored (test.sh's Ceph stage), and a plain run says so.
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--list") {
-        println!("crash: test");
+    let flag = |f: &str| args.iter().any(|a| a == f);
+    let (ignored_only, include_ignored) = (flag("--ignored"), flag("--include-ignored"));
+    if flag("--list") {
+        if !ignored_only {
+            println!("crash: test");
+        }
+        println!("crash_rbd: test");
         return;
     }
     let filters: Vec<&String> = args
         .iter()
         .filter(|a| !a.starts_with('-') && a.parse::<u64>().is_err())
         .collect();
-    if !filters.is_empty() && !filters.iter().any(|f| "crash".contains(f.as_str())) {
-        println!("crash: filtered out");
-        return;
-    }
+    let selected =
+        |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()));
     let seed = std::env::var("STINT_CRASH_SEED")
         .ok()
         .map(|s| s.parse().expect("STINT_CRASH_SEED: a number"))
@@ -182,11 +240,45 @@ fn main() {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(1, |d| d.as_nanos() as u64)
         });
+    let (mut passed, mut failed, mut ignored) = (0, 0, 0);
+    if selected("crash") && !ignored_only {
+        println!(
+            "crash test, seed {seed} (replay: STINT_CRASH_SEED={seed} cargo test -p stint --test crash)"
+        );
+        let (p, f) = file_runs(seed);
+        (passed, failed) = (passed + p, failed + f);
+    } else {
+        println!("crash: filtered out");
+    }
+    if !selected("crash_rbd") {
+        println!("crash_rbd: filtered out");
+    } else if ignored_only || include_ignored {
+        println!(
+            "crash test over RBD, seed {seed} (replay: STINT_CRASH_SEED={seed} \
+             STINT_CEPH_CONF=... cargo test -p stint --test crash -- --ignored)"
+        );
+        let (p, f) = rbd::runs(seed);
+        (passed, failed) = (passed + p, failed + f);
+    } else {
+        println!(
+            "crash_rbd: ignored, not run (needs a Ceph cluster: STINT_CEPH_CONF and \
+             --include-ignored; ./test.sh's Ceph stage runs it)"
+        );
+        ignored += 1;
+    }
+    println!("crash: {passed} passed, {failed} failed, {ignored} ignored");
+    if failed > 0 {
+        std::process::exit(1);
+    }
+}
+
+/// The file LUN's runs, every cache mode and crash kind, and the weakened stores: how many
+/// passed and failed.
+fn file_runs(seed: u64) -> (usize, usize) {
     let kills: u32 = std::env::var("STINT_CRASH_KILLS")
         .ok()
         .map(|s| s.parse().expect("STINT_CRASH_KILLS: a number"))
         .unwrap_or(50);
-    println!("crash test, seed {seed} (replay: STINT_CRASH_SEED={seed} cargo test -p stint --test crash)");
 
     model::self_check();
     let scratch = tempfile::tempdir().expect("a temporary directory");
@@ -252,8 +344,5 @@ fn main() {
     for f in &failures {
         eprintln!("crash test FAILED (seed {seed}): {f}");
     }
-    println!("crash: {} passed, {failed_runs} failed", runs - failed_runs);
-    if failed_runs > 0 {
-        std::process::exit(1);
-    }
+    (runs - failed_runs, failed_runs)
 }
