@@ -8,25 +8,13 @@ mod common;
 use common::cdb::{emit, read, read_capacity16, rw, sense, test_unit_ready, write};
 use common::loop_device::LoopDevice;
 use common::Server;
+use common::{pattern, runtime};
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
 use scsi::command::{CacheRange, Command, ReadWrite, Unmap};
 use scsi::{form, SenseKey};
 use std::os::unix::fs::FileExt;
 use std::process::Command as Process;
-
-/// Position-dependent bytes, so a misplaced block cannot compare equal.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 async fn login(url: &str, isid_low: u8) -> (Initiator, u64) {
     let url: IscsiUrl = url.parse().expect("stint prints valid URLs");
@@ -100,13 +88,6 @@ async fn lba_status(s: &mut Initiator, lun: u64, lba: u64) -> (u64, u32, u8) {
         u32::from_be_bytes(d[8..12].try_into().unwrap()),
         d[12] & 0x0F,
     )
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// `stint serve` with `args` that must fail: its stderr.

@@ -4,25 +4,13 @@
 mod common;
 use common::cdb::{read, rw, sense, test_unit_ready, write};
 use common::Server;
+use common::{pattern, runtime};
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
 use scsi::command::ReadWrite;
 use scsi::{form, SenseKey};
 
 const BLOCK: usize = 512;
-
-/// Deterministic, position-dependent bytes, so a misplaced block cannot compare equal.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 /// (LBA, blocks): small, R2T-sized and unaligned extents, including the last block.
 fn extents(capacity_blocks: u64) -> Vec<(u64, u32)> {
@@ -113,13 +101,6 @@ async fn verify_all(url: &str, capacity_blocks: u64) {
         );
     }
     s.logout().await.expect("logout");
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 #[test]

@@ -11,6 +11,7 @@
 mod common;
 use common::cdb::{read, read_capacity16, rw, sense, test_unit_ready, write};
 use common::Server;
+use common::{pattern, runtime};
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
 use scsi::command::ReadWrite;
@@ -74,19 +75,6 @@ impl Drop for TestImage {
     fn drop(&mut self) {
         let _ = self.rbd(&["rm", "--no-progress", &self.spec()]);
     }
-}
-
-/// Deterministic, position-dependent bytes, so a misplaced block cannot compare equal.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// (LBA, blocks): small, unaligned, across a 4 MiB object boundary, and the last blocks.
@@ -178,13 +166,6 @@ async fn verify_all(url: &str) {
         assert!(got == want, "data at LBA {lba} ({blocks} blocks) differs");
     }
     s.logout().await.expect("logout");
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 #[test]

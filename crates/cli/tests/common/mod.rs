@@ -131,3 +131,24 @@ size = "16MiB"
     let at = move |credentials: &str, query: &str| format!("iscsi://{credentials}{rest}{query}");
     (server, at)
 }
+
+/// Deterministic, position-dependent bytes, so a misplaced block cannot compare equal.
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// A single-threaded runtime for a test's initiator sessions.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
