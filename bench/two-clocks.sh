@@ -17,6 +17,7 @@
 # Exits 1 when a check fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 ios=1500 qd=1,8,32
 while [ $# -gt 0 ]; do
@@ -38,7 +39,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 serve() { # config -> sets $url to the LUN's URL (not in a subshell: the server's pid must
   # reach `pids`, or cleanup cannot stop it)
   local port log

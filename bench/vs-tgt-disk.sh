@@ -18,6 +18,7 @@
 # three servers run at once on 127.0.0.1, on free ports, and are stopped by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 rounds=3 seconds=5 dir=""
 while [ $# -gt 0 ]; do
@@ -28,15 +29,12 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--rounds N] [--seconds S] [--dir DIR]" >&2; exit 2 ;;
   esac
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bad --rounds '$rounds'" >&2; exit 2; }
-[[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "bad --seconds '$seconds'" >&2; exit 2; }
+positive rounds="$rounds" seconds="$seconds"
 
 need=()
 command -v iscsi-perf >/dev/null || need+=(libiscsi-bin)
 command -v tgtd >/dev/null || need+=(tgt)
-if [ ${#need[@]} -gt 0 ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+install_missing ${need[@]+"${need[@]}"}
 cargo build --release -q -p stint
 stint=$(realpath "${CARGO_TARGET_DIR:-target}/release/stint")
 
@@ -64,15 +62,6 @@ img=$disk/lun.img
 echo "writing 2 GiB of random bytes to $img ($fstype on $device)" >&2
 dd if=/dev/urandom of="$img" bs=1M count=2048 iflag=fullblock conv=fsync status=none
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_up() { # name port pid log
-  for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
-    kill -0 "$3" 2>/dev/null || { echo "$1 exited before listening on 127.0.0.1:$2:" >&2; tail -n 20 "$4" >&2; return 1; }
-    sleep 0.1
-  done
-  echo "$1: nothing listens on 127.0.0.1:$2 after 10 s:" >&2; tail -n 20 "$4" >&2; return 1
-}
 declare -A url
 
 # stint: the file, O_DIRECT, through io_uring (the log says which engine runs).

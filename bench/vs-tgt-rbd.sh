@@ -15,6 +15,7 @@
 # stint/tgt and stint/rbd-bench from the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 rounds=3 seconds=10 keep=""
 while [ $# -gt 0 ]; do
@@ -25,18 +26,14 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--rounds N] [--seconds S] [--keep-cluster DIR]" >&2; exit 2 ;;
   esac
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bad --rounds '$rounds'" >&2; exit 2; }
-[[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "bad --seconds '$seconds'" >&2; exit 2; }
+positive rounds="$rounds" seconds="$seconds"
 
 need=()
 command -v iscsi-perf >/dev/null || need+=(libiscsi-bin)
 command -v tgtd >/dev/null || need+=(tgt)
 [ -e /usr/lib/tgt/backing-store/bs_rbd.so ] || need+=(tgt-rbd)
 for c in ceph-mon ceph-osd rbd; do command -v $c >/dev/null || need+=(ceph-mon ceph-osd ceph-common); done
-if [ ${#need[@]} -gt 0 ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
-fi
+install_missing ${need[@]+"${need[@]}"}
 cargo build --release -q -p stint
 stint=${CARGO_TARGET_DIR:-target}/release/stint
 
@@ -50,15 +47,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_up() { # name port pid log
-  for _ in $(seq 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
-    kill -0 "$3" 2>/dev/null || { echo "$1 exited before listening:" >&2; tail -n 20 "$4" >&2; return 1; }
-    sleep 0.1
-  done
-  echo "$1: nothing listens on 127.0.0.1:$2 after 20 s" >&2; tail -n 20 "$4" >&2; return 1
-}
 
 [ -s "$cluster/ceph.conf" ] && rbd -c "$cluster/ceph.conf" ls rbd >/dev/null 2>&1 ||
   tests/ceph/cluster.sh start "$cluster"
@@ -76,7 +64,7 @@ start_stint() {
   local port; port=$(free_port)
   "$stint" serve --listen "127.0.0.1:$port" --lun "rbd:$img:$conf" >"$work/stint.log" 2>&1 &
   server_pid=$!
-  wait_up "stint serve" "$port" "$server_pid" "$work/stint.log"
+  wait_up "stint serve" "$port" "$server_pid" "$work/stint.log" 20
   url=$(grep -m1 -o 'iscsi://[^ ]*' "$work/stint.log")
 }
 start_tgt() {
@@ -84,7 +72,7 @@ start_tgt() {
   tgt_cport=$((RANDOM % 8000 + 1000))
   tgtd -f -C "$tgt_cport" --iscsi "portal=127.0.0.1:$port" >"$work/tgt.log" 2>&1 &
   server_pid=$!
-  wait_up tgtd "$port" "$server_pid" "$work/tgt.log"
+  wait_up tgtd "$port" "$server_pid" "$work/tgt.log" 20
   local adm="tgtadm -C $tgt_cport --lld iscsi"
   $adm --op new --mode target --tid 1 -T iqn.2001-04.com.example:rbd
   $adm --op new --mode logicalunit --tid 1 --lun 1 --bstype rbd --backing-store "$img" \

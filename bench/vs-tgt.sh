@@ -21,6 +21,7 @@
 # naming the tool, target and URL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 rounds=3 seconds=5 points="8:1 8:32 256:1 256:32" stint_b=""
 while [ $# -gt 0 ]; do
@@ -33,8 +34,7 @@ while [ $# -gt 0 ]; do
        exit 2 ;;
   esac
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bad --rounds '$rounds'" >&2; exit 2; }
-[[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "bad --seconds '$seconds'" >&2; exit 2; }
+positive rounds="$rounds" seconds="$seconds"
 if [ -n "$stint_b" ] && ! [ -x "$stint_b" ]; then
   echo "bad --stint-b '$stint_b': not an executable file" >&2; exit 2
 fi
@@ -47,9 +47,7 @@ need=()
 command -v iscsi-perf >/dev/null || need+=(libiscsi-bin)
 command -v tgtd >/dev/null || need+=(tgt)
 command -v istgt >/dev/null || [ -x /usr/sbin/istgt ] || need+=(istgt)
-if [ ${#need[@]} -gt 0 ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+install_missing ${need[@]+"${need[@]}"}
 istgt=$(command -v istgt || echo /usr/sbin/istgt)
 cargo build --release -q -p stint
 stint=${CARGO_TARGET_DIR:-target}/release/stint
@@ -66,16 +64,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-# Waits until something listens on the port; fails early, with the log, if the process died.
-wait_up() { # name port pid log
-  for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
-    kill -0 "$3" 2>/dev/null || { echo "$1 exited before listening on 127.0.0.1:$2:" >&2; tail -n 20 "$4" >&2; return 1; }
-    sleep 0.1
-  done
-  echo "$1: nothing listens on 127.0.0.1:$2 after 10 s:" >&2; tail -n 20 "$4" >&2; return 1
-}
 declare -A url
 
 # stint: one 1 GiB RAM LUN.
