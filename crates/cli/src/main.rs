@@ -4,6 +4,7 @@ mod bench;
 mod cdl;
 mod metrics;
 mod serve;
+mod service;
 mod sim;
 
 use stint::config;

@@ -66,9 +66,11 @@ fn init_logging(format: LogFormat) -> anyhow::Result<()> {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+    // journald stamps each line itself.
+    match (format, crate::service::journal_stderr()) {
+        (LogFormat::Text, false) => builder.init(),
+        (LogFormat::Text, true) => builder.without_time().init(),
+        (LogFormat::Json, _) => builder.json().init(),
     }
     Ok(())
 }
@@ -486,9 +488,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         for (completions, unit, node) in &bindings {
             completions.bind(unit, &portal, *node);
         }
-        let served = iscsi::server::serve_portal(listener, portal, shutdown_signal()).await;
-        if let Some(m) = metrics {
-            m.abort();
+        crate::service::ready(&format!("serving {} LUNs on {addr}", urls.len()));
+        let watchdog = crate::service::watchdog();
+        let stop = async {
+            shutdown_signal().await;
+            crate::service::stopping();
+        };
+        let served = iscsi::server::serve_portal(listener, portal, stop).await;
+        for task in [metrics, watchdog].into_iter().flatten() {
+            task.abort();
         }
         served?;
         anyhow::Ok(())
