@@ -5,12 +5,14 @@
 # tests/conformance/libiscsi-expected.txt, then the Ceph RBD stage (a one-node cluster from
 # tests/ceph/cluster.sh, crates/cli/tests/rbd.rs, the crash test over RBD and the same
 # conformance suite against RBD LUNs, the suites that reach the store; installs Debian's ceph
-# packages, or prints SKIPPED where they cannot be installed), then
+# packages, or prints SKIPPED where they cannot be installed; the cluster stays up for the VM's
+# plain-rbd suite), then
 # the README followed as a newcomer would
 # (tests/newcomer.py: the install step, the examples, bad inputs, a 100 TiB LUN's memory), then
 # the Linux kernel initiator in a QEMU VM against `stint serve` (tests/linux/run.sh, about 10
-# minutes). Installs what the tests need (Debian's libiscsi-bin; qemu-system-x86 and debootstrap
-# for the VM, whose guest image is cached in /tmp).
+# minutes; with the Ceph cluster, plain-rbd too), then the cluster is stopped. Installs what the
+# tests need (Debian's libiscsi-bin; qemu-system-x86 and debootstrap for the VM, whose guest
+# image is cached in /tmp).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -41,6 +43,7 @@ for c in ceph-mon ceph-osd rbd; do command -v "$c" >/dev/null || ceph_pkgs=(ceph
 ldconfig -p | grep -q 'librbd\.so\.1 ' || ceph_pkgs+=(librbd1)
 [ -e /usr/lib/tgt/backing-store/bs_rbd.so ] || ceph_pkgs+=(tgt-rbd)
 ceph_ok=1
+ceph_conf=
 if [ ${#ceph_pkgs[@]} -gt 0 ]; then
   echo "== installing ${ceph_pkgs[*]}"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
@@ -50,8 +53,9 @@ if [ "$ceph_ok" = 0 ] || ! command -v ceph-mon >/dev/null || ! command -v rbd >/
   echo "SKIPPED: the Ceph RBD stage (the ceph packages could not be installed here)"
 else
   ceph_dir=$(mktemp -d /tmp/stint-ceph.XXXXXX)
-  # The cluster's daemons are stopped by their PIDs however the stage ends: a failure (set -e)
-  # or an interrupt (INT, TERM: exit, which runs the EXIT trap).
+  # The cluster's daemons are stopped by their PIDs when test.sh ends, however it ends: after
+  # the VM stage (whose plain-rbd suite uses the cluster), a failure (set -e) or an interrupt
+  # (INT, TERM: exit, which runs the EXIT trap).
   trap 'tests/ceph/cluster.sh stop "$ceph_dir" || true; rm -rf "$ceph_dir"' EXIT
   trap 'exit 130' INT TERM
   tests/ceph/cluster.sh start "$ceph_dir"
@@ -60,11 +64,11 @@ else
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test crash -- --ignored
   python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint" \
     --rbd "$ceph_dir/ceph.conf"
-  tests/ceph/cluster.sh stop "$ceph_dir"
-  rm -rf "$ceph_dir"
-  trap - EXIT INT TERM
+  ceph_conf=$ceph_dir/ceph.conf
 fi
 echo "== the README as a newcomer follows it (tests/newcomer.py)"
 python3 tests/newcomer.py
 echo "== Linux initiator in a VM (tests/linux/run.sh)"
-STINT="${CARGO_TARGET_DIR:-target}/debug/stint" tests/linux/run.sh
+# With a cluster, run.sh adds plain-rbd (the plain suite on an RBD image) to its suites.
+[ -n "$ceph_conf" ] || echo "NOT RUN: the VM's plain-rbd suite (no Ceph cluster: the Ceph stage was SKIPPED)"
+STINT="${CARGO_TARGET_DIR:-target}/debug/stint" STINT_CEPH_CONF="$ceph_conf" tests/linux/run.sh

@@ -128,7 +128,7 @@ def examples(env, work):
         check(r.returncode != 0 and f"pid {s.proc.pid}" in r.stderr,
               f"a second server on disk1.img is refused, naming the first: {r.stderr.strip()}")
 
-    for example in ("hdd-cdl", "fast-fail", "priority"):
+    for example in ("hdd-cdl", "fast-fail", "fast-fail-real-time", "priority"):
         path = os.path.join(REPO, "examples", f"{example}.toml")
         with Serve(["--config", path], env, work) as s:
             r = run(["iscsi-inq", s.urls[0]], env, work)

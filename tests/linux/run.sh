@@ -4,10 +4,16 @@
 # host sees. See tests/linux/README.md.
 #   tests/linux/run.sh                    every suite: plain reconnect cdl fast-fail cdl-reconnect chap
 #   SUITES="plain cdl" tests/linux/run.sh  some of them
+#   STINT_CEPH_CONF=DIR/ceph.conf tests/linux/run.sh   every suite and plain-rbd (the plain suite
+#                                         against an RBD image on that cluster, pool "rbd")
 # Env: STINT (stint binary; default: cargo build -p stint, then ${CARGO_TARGET_DIR:-target}/debug/stint)
 #      STINT_VM_DIR (/tmp/stint-vm: image cache, results)  OUT (results of this run)
 #      VM_ATTEMPTS (3: boots per suite when the VM or the harness breaks; a failed check is final)
+#      STINT_CEPH_CONF (a Ceph cluster's conf file, user admin, pool "rbd": adds plain-rbd to
+#        the default SUITES; each attempt creates its own image with `rbd create` and removes it)
 #      CDL_CONFIG (examples/hdd-cdl.toml)  FAST_FAIL_CONFIG (examples/fast-fail.toml)
+#      FAST_FAIL_RT_CONFIG (examples/fast-fail-real-time.toml: suite fast-fail-real-time, the
+#        fast-fail suite with limits on the wall clock; not in the default SUITES)
 #      VM_TIMEOUT (480 s per VM)  VMTEST_TIMEOUT (420 s per test inside the VM)  VERBOSE=1
 #      LINUX_VM_BUDGET (2400 s: no new VM boots after this; what is left is reported NOT_RUN)
 # Exit status: 0 = every suite passed; 1 = a product check failed (or a suite could not run its
@@ -16,17 +22,28 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 export VMDIR=${STINT_VM_DIR:-/tmp/stint-vm}
-SUITES=${SUITES:-plain reconnect cdl fast-fail cdl-reconnect chap}
+CEPH_CONF_FILE=${STINT_CEPH_CONF:-}
+if [ -n "$CEPH_CONF_FILE" ]; then
+    [ -r "$CEPH_CONF_FILE" ] || { echo "STINT_CEPH_CONF=$CEPH_CONF_FILE cannot be read" >&2; exit 2; }
+    CEPH_CONF_FILE=$(cd "$(dirname "$CEPH_CONF_FILE")" && pwd)/$(basename "$CEPH_CONF_FILE")
+fi
+SUITES=${SUITES:-plain reconnect cdl fast-fail cdl-reconnect chap${CEPH_CONF_FILE:+ plain-rbd}}
 ATTEMPTS=${VM_ATTEMPTS:-3}
 BUDGET=${LINUX_VM_BUDGET:-2400}
 export VM_TIMEOUT=${VM_TIMEOUT:-480} VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-420}
 CDL_CONFIG=${CDL_CONFIG:-$ROOT/examples/hdd-cdl.toml}
 FAST_FAIL_CONFIG=${FAST_FAIL_CONFIG:-$ROOT/examples/fast-fail.toml}
+FAST_FAIL_RT_CONFIG=${FAST_FAIL_RT_CONFIG:-$ROOT/examples/fast-fail-real-time.toml}
+# Absolute: their targets run in a scratch directory (a file store's relative path lands there).
+abspath() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+CDL_CONFIG=$(abspath "$CDL_CONFIG"); FAST_FAIL_CONFIG=$(abspath "$FAST_FAIL_CONFIG")
+FAST_FAIL_RT_CONFIG=$(abspath "$FAST_FAIL_RT_CONFIG")
 T_START=$(date +%s)
 log() { echo "[linux-vm $(date +%T)] $*"; }
 for s in $SUITES; do
-    case $s in plain|reconnect|cdl|fast-fail|cdl-reconnect|chap) ;;
-    *) echo "unknown suite '$s' (plain reconnect cdl fast-fail cdl-reconnect chap)" >&2; exit 2 ;; esac
+    case $s in plain|reconnect|cdl|fast-fail|cdl-reconnect|chap|fast-fail-real-time) ;;
+    plain-rbd) [ -n "$CEPH_CONF_FILE" ] || { echo "suite plain-rbd needs a Ceph cluster: STINT_CEPH_CONF=DIR/ceph.conf" >&2; exit 2; } ;;
+    *) echo "unknown suite '$s' (plain reconnect cdl fast-fail cdl-reconnect chap plain-rbd fast-fail-real-time)" >&2; exit 2 ;; esac
 done
 
 # ---- host packages ------------------------------------------------------------------------
@@ -51,13 +68,24 @@ mkdir -p "$VMDIR/out"
 find "$VMDIR/out" -mindepth 1 -maxdepth 1 -mtime +2 -exec rm -rf {} + 2>/dev/null   # old runs
 OUT=${OUT:-$VMDIR/out/$(date +%Y%m%d-%H%M%S)-$$}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
-VMPID=; WATCHPID=; TARGETRUN=; LUNDIR=
+VMPID=; WATCHPID=; TARGETRUN=; LUNDIR=; RBDIMG=
 cleanup() {
     [ -n "$WATCHPID" ] && kill "$WATCHPID" 2>/dev/null
     [ -n "$VMPID" ] && kill "$VMPID" 2>/dev/null && wait "$VMPID" 2>/dev/null
     [ -n "$TARGETRUN" ] && "$HERE/lib/target.sh" stop "$TARGETRUN" >/dev/null 2>&1
     [ -n "$LUNDIR" ] && rm -rf "$LUNDIR"
-    VMPID=; WATCHPID=; TARGETRUN=; LUNDIR=
+    [ -n "$RBDIMG" ] && rbd_cli rm --no-progress "rbd/$RBDIMG" >/dev/null 2>&1   # once: interrupted
+    VMPID=; WATCHPID=; TARGETRUN=; LUNDIR=; RBDIMG=
+}
+rbd_cli() { timeout 60 rbd -c "$CEPH_CONF_FILE" "$@"; }
+# After the target stopped. A watch a killed target left on the image expires after 30 s.
+rbd_rm() {
+    local i
+    for i in 1 2 3 4 5 6 7; do
+        rbd_cli rm --no-progress "rbd/$1" && return 0
+        sleep 5
+    done
+    return 1
 }
 trap 'cleanup; exit 130' INT TERM
 trap cleanup EXIT
@@ -123,17 +151,26 @@ file_backed_config() {   # SRC DEST IMG
 # ---- one attempt: target + VM -> status in $A/status ----------------------------------------
 # status: PASS | FAIL (a product check failed, or the target could not start) | HARNESS (retry)
 attempt() {
-    local suite=$1 A=$2 port script env=() args=() lunimg cfg=
+    local suite=$1 A=$2 port script env=() args=() lunimg cfg= tcwd=.
     mkdir -p "$A"; TARGETRUN=$A/target
     port=$(free_port)
     script=$HERE/suites/$suite.sh
     case $suite in
     cdl|cdl-reconnect) cfg=$CDL_CONFIG ;;
     fast-fail) cfg=$FAST_FAIL_CONFIG ;;
+    fast-fail-real-time) cfg=$FAST_FAIL_RT_CONFIG ;;
     esac
     if [ -n "$cfg" ] && [ ! -e "$cfg" ]; then echo "FAIL target: no config $cfg" > "$A/status"; return; fi
     case $suite in
-    plain) args=(serve --listen "127.0.0.1:$port" --lun ram:512MiB) ;;
+    plain) args=(serve --listen "127.0.0.1:$port" --lun ram:512MiB); env=(LUN_BYTES=536870912) ;;
+    plain-rbd)
+        # A fresh image per attempt; the LUN's size must come from it.
+        RBDIMG=stint-vm-$$-$(basename "$A")
+        if ! rbd_cli create --size 512M "rbd/$RBDIMG" > "$A/rbd-create.txt" 2>&1; then
+            echo "HARNESS rbd create rbd/$RBDIMG failed: $(tail -1 "$A/rbd-create.txt")" > "$A/status"; RBDIMG=; return; fi
+        echo "  rbd image rbd/$RBDIMG (512 MiB) on $CEPH_CONF_FILE"
+        args=(serve --listen "127.0.0.1:$port" --lun "rbd:rbd/$RBDIMG:$CEPH_CONF_FILE")
+        script=$HERE/suites/plain.sh; env=(LUN_BYTES=536870912 LBP_LOG=0) ;;
     chap)
         # The names and secrets suites/chap.sh logs in with.
         printf '%s\n' '[[target]]' 'name = "iqn.2026-11.dev.stint:chap"' \
@@ -146,7 +183,11 @@ attempt() {
     reconnect)
         LUNDIR=$(lun_dir "$A"); lunimg=$LUNDIR/lun.img
         args=(serve --listen "127.0.0.1:$port" --lun "file:$lunimg:512MiB") ;;
-    cdl|fast-fail) args=(serve --config "$cfg" --listen "127.0.0.1:$port") ;;
+    cdl|fast-fail|fast-fail-real-time)
+        # a file store's relative path: in this scratch directory, removed after the attempt
+        LUNDIR=$A/lun; mkdir -p "$LUNDIR"; tcwd=$LUNDIR
+        args=(serve --config "$cfg" --listen "127.0.0.1:$port")
+        [ "$suite" = fast-fail-real-time ] && script=$HERE/suites/fast-fail.sh ;;
     cdl-reconnect)
         LUNDIR=$(lun_dir "$A"); lunimg=$LUNDIR/hdd.img
         if ! file_backed_config "$cfg" "$A/hdd-cdl-file.toml" "$lunimg"; then
@@ -155,7 +196,7 @@ attempt() {
         script=$HERE/suites/reconnect.sh; env=(CDL=1) ;;
     esac
     local trc
-    "$HERE/lib/target.sh" start "$A/target" "$port" "${args[@]}" > "$A/target-start.txt" 2>&1; trc=$?
+    (cd "$tcwd" && exec "$HERE/lib/target.sh" start "$A/target" "$port" "${args[@]}") > "$A/target-start.txt" 2>&1; trc=$?
     if [ $trc = 2 ]; then echo "HARNESS port $port taken" > "$A/status"; return; fi
     if [ $trc != 0 ]; then
         echo "FAIL target: stint ${args[*]} did not start: $(grep -m1 -iE 'error|panick' "$A/target/target.log")" > "$A/status"
@@ -188,6 +229,10 @@ attempt() {
     if [ -n "$WATCHPID" ]; then wait "$WATCHPID" 2>/dev/null; WATCHPID=; fi
     "$HERE/lib/target.sh" stop "$A/target" > "$A/target-stop.txt" 2>&1; TARGETRUN=
     [ -n "$LUNDIR" ] && rm -rf "$LUNDIR"; LUNDIR=
+    if [ -n "$RBDIMG" ]; then
+        rbd_rm "$RBDIMG" > "$A/rbd-rm.txt" 2>&1 || echo "  could not remove rbd/$RBDIMG: $(tail -1 "$A/rbd-rm.txt")"
+        RBDIMG=
+    fi
     sed 's/^/  /' "$V/timing.txt" 2>/dev/null
     # classify
     local started=0 fails muxbad=0 panic=0
@@ -229,6 +274,7 @@ for suite in $SUITES; do
         log "suite $suite, attempt $n"
         attempt "$suite" "$OUT/$suite/attempt-$n"
         [ -n "$LUNDIR" ] && rm -rf "$LUNDIR"; LUNDIR=; TARGETRUN=
+        [ -n "$RBDIMG" ] && { rbd_rm "$RBDIMG" >/dev/null 2>&1; RBDIMG=; }
         st=$(cat "$OUT/$suite/attempt-$n/status")
         log "suite $suite, attempt $n: $st"
         RES[$suite]=${st%% *}; NOTE[$suite]=${st#* }; [ "$st" = PASS ] && NOTE[$suite]=

@@ -6,7 +6,9 @@
 # random over the whole disk. Limited reads that miss must reach fio as errno 62 (ETIME) and
 # nothing else; the unlimited reads must all succeed; the kernel must log no error and no reset
 # (a duration-limit failure is quiet in Linux); the target's per-descriptor command counts
-# (LOG SENSE 19h/21h) must match what fio issued.
+# (LOG SENSE 19h/21h) must match what fio issued. Then the same jobs read a region written with
+# crc32c headers (fio --verify): completed reads must carry the right data, and the only error
+# is still ETIME on the limited reads.
 . /job/lib.sh
 FF_SECS=${FF_SECS:-20}
 login
@@ -60,6 +62,46 @@ eval "$(python3 /job/cdltool.py fio-job fio-ff.json ff_unlimited | sed 's/^/U_/'
 kv unlimited_reads "$U_read_ios"; kv unlimited_errors "$U_total_err"
 check unlimited_reads_succeed "$([ "$U_error" = 0 ] && [ "$U_total_err" = 0 ] && [ "$U_read_ios" -gt 0 ] && echo 0 || echo 1)" \
     "($U_read_ios reads, $U_total_err errors, fio error $U_error)"
+
+# The data of the reads that complete: a region written with crc32c headers, then read at random
+# by one job per fast-fail hint and one without, every completed read verified. A verify error
+# (EILSEQ) stops fio whatever continue_on_error=read says; only ETIME is ignored.
+FF_VSIZE=${FF_VERIFY_SIZE:-32M}; FF_VSECS=${FF_VERIFY_SECS:-10}
+sec "fio verify: write the first $FF_VSIZE with crc32c headers (64k writes, a header per 4k)"
+fio_json ffw --name=ffv_write --filename="$D" --rw=write --bs=64k --verify=crc32c --verify_interval=4k \
+    --do_verify=0 --size="$FF_VSIZE" --ioengine=libaio --direct=1 --iodepth=4
+rc=$?; check fio_ffv_write $rc "(fio rc=$rc)"
+sec "fio verify: random 4k reads of that region with verify=crc32c, ${FF_VSECS}s: one job per fast-fail hint ($ABORT) + one unlimited"
+JOBS=()
+for h in $ABORT; do JOBS+=(--name="ffv_h$h" --cmdprio_percentage=100 --cmdprio_class=2 --cmdprio_hint="$h"); done
+JOBS+=(--name=ffv_unlimited)
+fio_json ffv --filename="$D" --rw=randread --bs=4k --size="$FF_VSIZE" --verify=crc32c --verify_fatal=1 \
+    --ioengine=libaio --direct=1 --iodepth=4 --norandommap --randrepeat=0 --runtime="$FF_VSECS" --time_based \
+    --continue_on_error=read --ignore_error=62 "${JOBS[@]}"
+rc=$?
+check fio_ffv_run $rc "(fio rc=$rc: 0 unless a verify error or an error other than ETIME)"
+for h in $ABORT; do
+    J_error=none; J_total_err=0; J_first_error=none
+    eval "$(python3 /job/cdltool.py fio-job fio-ffv.json "ffv_h$h" | sed 's/^/J_/')"
+    ok=$(python3 -c "import json;print(next(j['read']['clat_ns']['N'] for j in json.load(open('fio-ffv.json'))['jobs'] if j['jobname']=='ffv_h$h'))" || echo 0)
+    kv "verify_dld${h}_reads_ok" "$ok"; kv "verify_dld${h}_reads_etime" "$J_total_err"
+    check "verify_dld${h}_only_etime" "$({ [ "$J_error" = 0 ] || [ "$J_error" = 62 ]; } && { [ "$J_total_err" = 0 ] || [ "$J_first_error" = 62 ]; } && [ $((ok + J_total_err)) -gt 0 ] && echo 0 || echo 1)" \
+        "($ok verified, $J_total_err ETIME; fio error=$J_error first_error=$J_first_error)"
+done
+U_error=none; U_total_err=0; U_read_ios=0
+eval "$(python3 /job/cdltool.py fio-job fio-ffv.json ffv_unlimited | sed 's/^/U_/')"
+kv verify_unlimited_reads "$U_read_ios"; kv verify_unlimited_errors "$U_total_err"
+check verify_unlimited_reads_succeed "$([ "$U_error" = 0 ] && [ "$U_total_err" = 0 ] && [ "$U_read_ios" -gt 0 ] && echo 0 || echo 1)" \
+    "($U_read_ios reads verified, $U_total_err errors, fio error $U_error)"
+# The reads above verify something: one 4k block of the region overwritten, fio must see it.
+sec "fio verify detects a changed block (the check above is not vacuous)"
+dd if=/dev/zero of="$D" bs=4k seek=5 count=1 oflag=direct conv=fsync status=none
+fio --name=ffv_control --filename="$D" --rw=read --bs=4k --size=64k --verify=crc32c --verify_fatal=1 \
+    --ioengine=libaio --direct=1 > fio-ffv-control.txt 2>&1
+rc=$?; grep -iE 'verify|err' fio-ffv-control.txt | head -5
+check verify_detects_corruption "$([ $rc != 0 ] && grep -qiE 'verify: bad magic|crc32c' fio-ffv-control.txt && echo 0 || echo 1)" \
+    "(fio rc=$rc over a region with one zeroed block)"
+
 sec "kernel log: a duration-limit failure is quiet (no I/O error, no reset, no abort)"
 kmsgs | grep -v 'vmtest: ===' > dmesg-test.txt
 BAD='I/O error|critical|reset|abort|timing out|timed out|FAILED Result|Sense Key|Add\. Sense|offline|blk_update_request'

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Suite "plain", INSIDE the guest: a RAM LUN (`stint serve --lun ram:512MiB`) through the whole
+# Suite "plain" (and "plain-rbd"), INSIDE the guest: a RAM LUN (`stint serve --lun ram:512MiB`;
+# plain-rbd: a 512 MiB RBD image, `--lun rbd:rbd/IMAGE:CONF`) through the whole
 # Linux initiator path: SendTargets discovery, login, sd attach, the INQUIRY VPD pages, READ
 # CAPACITY, REPORT SUPPORTED OPERATION CODES, MODE SENSE, REPORT TARGET PORT GROUPS, the
 # Logical Block Provisioning log page, persistent reservations (sg_persist registers, reads the
@@ -8,7 +9,9 @@
 # verified across a remount, thin provisioning (fstrim frees what ext4 freed, as GET LBA STATUS
 # shows; blkdiscard deallocates the disk, which then reads zeros), fio random read/write with
 # crc32c verification, logout, and no
-# kernel warning beyond the power-on unit attention of the login.
+# kernel warning beyond the power-on unit attention of the login. From the host: LUN_BYTES, the
+# size the disk must have (an RBD LUN takes its image's); LBP_LOG=0, the LUN has no Logical
+# Block Provisioning log page (an RBD LUN does not count its usage).
 . /job/lib.sh
 sec versions
 uname -r; iscsiadm --version; fio --version; sg_inq --version 2>&1 | head -1
@@ -22,6 +25,8 @@ for p in 0x00 0x80 0x83 0xb0 0xb1 0xb2; do
     sec "sg_vpd -p $p"; expect_cmd "sg_vpd_${p#0x}" sg_vpd -p $p "$D"
 done
 sec "sg_readcap -l"; expect_cmd sg_readcap sg_readcap -l "$D"
+kv capacity_bytes "$(blockdev --getsize64 "$D")"
+[ -n "${LUN_BYTES:-}" ] && expect capacity "$(blockdev --getsize64 "$D")" "$LUN_BYTES"
 sec "sg_opcodes (all)"; expect_cmd sg_opcodes sg_opcodes "$D"
 sec "sg_opcodes -o 0x88"; sg_opcodes -o 0x88 "$D"
 sec "sg_modes -a"; expect_cmd sg_modes sg_modes -a "$D"
@@ -31,8 +36,15 @@ check rtpg_active_optimized "$([ $rc = 0 ] && grep -q 'active/optimized' rtpg.tx
     "(rc=$rc: $(head -4 rtpg.txt | tr '\n' ' '))"
 sec "sg_logs -p 0xc (logical block provisioning)"
 sg_logs -p 0xc "$D" > lbp-log.txt 2>&1; rc=$?; cat lbp-log.txt
-check lbp_log_page "$([ $rc = 0 ] && grep -qi 'resource count' lbp-log.txt && echo 0 || echo 1)" \
-    "(rc=$rc: $(head -4 lbp-log.txt | tr '\n' ' '))"
+if [ "${LBP_LOG:-1}" = 1 ]; then
+    check lbp_log_page "$([ $rc = 0 ] && grep -qi 'resource count' lbp-log.txt && echo 0 || echo 1)" \
+        "(rc=$rc: $(head -4 lbp-log.txt | tr '\n' ' '))"
+else
+    # A store that does not count its usage (RBD) has no such page: not listed, and refused.
+    sg_logs -p 0 "$D" > log-pages.txt 2>&1; lrc=$?; cat log-pages.txt
+    check lbp_log_page_absent "$([ $lrc = 0 ] && ! grep -qiE '^ *0x0c ' log-pages.txt && [ $rc != 0 ] && grep -qi 'illegal request' lbp-log.txt && echo 0 || echo 1)" \
+        "(page 00h rc=$lrc: $(tr '\n' ' ' < log-pages.txt | head -c 300); page 0Ch rc=$rc)"
+fi
 
 sec "persistent reservations: sg_persist registers, reads the keys, reserves, releases"
 K=0x5374696e74  # "Stint"
