@@ -2,7 +2,8 @@
 # stint against the real Linux iSCSI initiator: a Debian guest (kernel 6.12, open-iscsi, sd,
 # sg3-utils, fio) under QEMU logs in to `stint serve` on the host's 127.0.0.1 and checks what a
 # host sees. See tests/linux/README.md.
-#   tests/linux/run.sh                    every suite: plain reconnect cdl fast-fail cdl-reconnect chap
+#   tests/linux/run.sh                    every suite: plain reconnect cdl fast-fail fast-fail-real-time
+#                                         cdl-reconnect chap
 #   SUITES="plain cdl" tests/linux/run.sh  some of them
 #   STINT_CEPH_CONF=DIR/ceph.conf tests/linux/run.sh   every suite and plain-rbd (the plain suite
 #                                         against an RBD image on that cluster, pool "rbd")
@@ -13,7 +14,7 @@
 #        the default SUITES; each attempt creates its own image with `rbd create` and removes it)
 #      CDL_CONFIG (examples/hdd-cdl.toml)  FAST_FAIL_CONFIG (examples/fast-fail.toml)
 #      FAST_FAIL_RT_CONFIG (examples/fast-fail-real-time.toml: suite fast-fail-real-time, the
-#        fast-fail suite with limits on the wall clock; not in the default SUITES)
+#        fast-fail suite with limits on the wall clock over a store slowed to 20 ms an operation)
 #      VM_TIMEOUT (480 s per VM)  VMTEST_TIMEOUT (420 s per test inside the VM)  VERBOSE=1
 #      LINUX_VM_BUDGET (2400 s: no new VM boots after this; what is left is reported NOT_RUN)
 # Exit status: 0 = every suite passed; 1 = a product check failed (or a suite could not run its
@@ -27,7 +28,7 @@ if [ -n "$CEPH_CONF_FILE" ]; then
     [ -r "$CEPH_CONF_FILE" ] || { echo "STINT_CEPH_CONF=$CEPH_CONF_FILE cannot be read" >&2; exit 2; }
     CEPH_CONF_FILE=$(cd "$(dirname "$CEPH_CONF_FILE")" && pwd)/$(basename "$CEPH_CONF_FILE")
 fi
-SUITES=${SUITES:-plain reconnect cdl fast-fail cdl-reconnect chap${CEPH_CONF_FILE:+ plain-rbd}}
+SUITES=${SUITES:-plain reconnect cdl fast-fail fast-fail-real-time cdl-reconnect chap${CEPH_CONF_FILE:+ plain-rbd}}
 ATTEMPTS=${VM_ATTEMPTS:-3}
 BUDGET=${LINUX_VM_BUDGET:-2400}
 export VM_TIMEOUT=${VM_TIMEOUT:-480} VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-420}
