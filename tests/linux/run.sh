@@ -170,8 +170,14 @@ attempt() {
         if ! rbd_cli create --size 512M "rbd/$RBDIMG" > "$A/rbd-create.txt" 2>&1; then
             echo "HARNESS rbd create rbd/$RBDIMG failed: $(tail -1 "$A/rbd-create.txt")" > "$A/status"; RBDIMG=; return; fi
         echo "  rbd image rbd/$RBDIMG (512 MiB) on $CEPH_CONF_FILE"
-        args=(serve --listen "127.0.0.1:$port" --lun "rbd:rbd/$RBDIMG:$CEPH_CONF_FILE")
-        script=$HERE/suites/plain.sh; env=(LUN_BYTES=536870912 LBP_LOG=0) ;;
+        # The README's example (examples/ceph-cdl.toml: real-time CDL descriptors, a device
+        # queue) on this image and cluster: the host must see a CDL disk.
+        sed -e "s|^image = \"stint-disk\"$|image = \"$RBDIMG\"|" \
+            -e "s|^# conf = .*|conf = \"$CEPH_CONF_FILE\"|" "$ROOT/examples/ceph-cdl.toml" > "$A/ceph-cdl.toml"
+        if ! grep -q "^image = \"$RBDIMG\"" "$A/ceph-cdl.toml" || ! grep -q '^conf = ' "$A/ceph-cdl.toml"; then
+            echo "FAIL target: examples/ceph-cdl.toml has no image = \"stint-disk\" or # conf = line to set" > "$A/status"; return; fi
+        args=(serve --config "$A/ceph-cdl.toml" --listen "127.0.0.1:$port")
+        script=$HERE/suites/plain.sh; env=(LUN_BYTES=536870912 LBP_LOG=0 CDL_SUPPORTED=1) ;;
     chap)
         # The names and secrets suites/chap.sh logs in with.
         printf '%s\n' '[[target]]' 'name = "iqn.2026-11.dev.stint:chap"' \

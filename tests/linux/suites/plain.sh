@@ -10,7 +10,8 @@
 # shows; blkdiscard deallocates the disk, which then reads zeros), fio random read/write with
 # crc32c verification, logout, and no
 # kernel warning beyond the power-on unit attention of the login. From the host: LUN_BYTES, the
-# size the disk must have (an RBD LUN takes its image's); LBP_LOG=0, the LUN has no Logical
+# size the disk must have (an RBD LUN takes its image's); CDL_SUPPORTED, what sd must find
+# (1: the LUN has CDL descriptors); LBP_LOG=0, the LUN has no Logical
 # Block Provisioning log page (an RBD LUN does not count its usage).
 . /job/lib.sh
 sec versions
@@ -69,6 +70,7 @@ for f in device/scsi_level device/cdl_supported queue/rotational queue/logical_b
          queue/optimal_io_size queue/scheduler device/vendor device/model device/rev device/state; do
     kv "sysfs_${f//\//_}" "$(sysfs $f)"
 done
+[ -n "${CDL_SUPPORTED:-}" ] && expect cdl_supported "$(sysfs device/cdl_supported)" "$CDL_SUPPORTED"
 
 sec "raw sequential: dd 64 MiB bs=1M direct write, then direct read"
 head -c 64M /dev/urandom > /tmp/seq; sha=$(sha256sum < /tmp/seq | cut -d' ' -f1)
