@@ -17,6 +17,11 @@ use tokio::net::TcpStream;
 
 const FAST_FAIL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/fast-fail.toml");
 const CHECK_CONDITION: u8 = Status::CheckCondition as u8;
+/// The Grafana dashboard shipped for these metrics.
+const DASHBOARD: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../examples/grafana/stint.json"
+);
 
 /// One sample of the exposition text.
 #[derive(Debug)]
@@ -479,6 +484,26 @@ async fn cdl_outcomes_are_counted_as_the_host_saw_them() {
             delta("stint_cdl_limit_misses_total", &missed),
             ended,
             "{missed:?}"
+        );
+    }
+    // Every series the dashboard queries is one this server exports (CDL misses, classes,
+    // descriptors and sense all counted something by now).
+    let dashboard = std::fs::read_to_string(DASHBOARD).unwrap();
+    let queried: BTreeSet<&str> = dashboard
+        .match_indices("stint_")
+        .map(|(at, _)| {
+            let rest = &dashboard[at..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .collect();
+    assert!(queried.len() >= 10, "{queried:?}");
+    for name in &queried {
+        assert!(
+            after.0.iter().any(|s| s.name == *name),
+            "examples/grafana/stint.json queries {name}, which the server does not export"
         );
     }
     for dld in [1u8, 2] {
