@@ -158,7 +158,9 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
     let at = || format!("target {target} LUN {id}");
     let mut block_size = lun.block_size();
     let mut physical_block_exponent = lun.physical_block_exponent.unwrap_or(0);
-    let mut thin_provisioning = lun.thin_provisioning.unwrap_or(device.is_none());
+    // A drive model is fully provisioned, as the disks it models; a [queue] or [cdl] table
+    // alone schedules commands for whatever store is behind it, thin where it deallocates.
+    let mut thin_provisioning = lun.thin_provisioning.unwrap_or(lun.drive.is_none());
     // Saved mode parameters (the CDL pages a host saved with MODE SELECT SP=1) live beside the
     // data, so they survive a restart like the data does; so do persistent reservations a
     // host asked to persist through power loss (APTPL). A RAM LUN keeps them only while it
@@ -362,7 +364,7 @@ fn open_block(
         // fully provisioned, as on other stores.
         thin_provisioning: lun
             .thin_provisioning
-            .unwrap_or(device.write_zeroes && !lun.has_device_queue()),
+            .unwrap_or(device.write_zeroes && lun.drive.is_none()),
     })
 }
 
