@@ -181,14 +181,8 @@ fn judge(r: &Run) -> Vec<String> {
         }
         return failures;
     }
-    if t.lost > 0 || t.torn > 0 {
-        fail(&format!(
-            "{} durable blocks lost, {} torn: {:#?}",
-            t.lost, t.torn, t.problems
-        ));
-    }
-    if t.durable_fresh == 0 {
-        fail("no block made durable since a crash was checked");
+    for f in t.durability_failures() {
+        fail(&f);
     }
     if t.in_flight_landed == 0 {
         fail("no kill came while writes were in flight");

@@ -60,6 +60,22 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// What every run of an unweakened server must show: no acknowledged-durable block lost
+    /// or torn, and some block made durable since a crash checked (else it checked nothing).
+    pub fn durability_failures(&self) -> Vec<String> {
+        let mut failures = Vec::new();
+        if self.lost > 0 || self.torn > 0 {
+            failures.push(format!(
+                "{} durable blocks lost, {} torn: {:#?}",
+                self.lost, self.torn, self.problems
+            ));
+        }
+        if self.durable_fresh == 0 {
+            failures.push("no block made durable since a crash was checked".into());
+        }
+        failures
+    }
+
     fn problem(&mut self, lba: u64, what: String) {
         if self.problems.len() < 10 {
             self.problems.push(format!("LBA {lba}: {what}"));

@@ -203,14 +203,8 @@ fn judge(r: &Run) -> Vec<String> {
         }
         return failures;
     }
-    if t.lost > 0 || t.torn > 0 {
-        fail(&format!(
-            "{} durable blocks lost, {} torn: {:#?}",
-            t.lost, t.torn, t.problems
-        ));
-    }
-    if t.durable_fresh == 0 {
-        fail("no block made durable since a crash was checked");
+    for f in t.durability_failures() {
+        fail(&f);
     }
     // With librbd's write-back cache, a plain write is acknowledged as it enters the cache,
     // so one still unacknowledged at the kill never reached the OSD: there, writes taken
