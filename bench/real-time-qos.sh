@@ -11,8 +11,9 @@
 #         `ms_inject_delay_probability = 1`, `ms_inject_delay_max`). That delay is per
 #         message, so reads still overlap, but a connection delivers its messages in order, so
 #         a read also waits for the slower ones before it: a tail of tens of ms.
-#         (`osd_debug_inject_dispatch_delay_*` slows reads too, but it sleeps in the messenger's
-#         thread, so every read waits out every earlier read's delay: a queue, not a slow read.)
+#         (`osd_debug_inject_dispatch_delay_*` slows reads too, but it sleeps in the thread that
+#         reads the connection, and again in the op shard's before the PG, so every read waits
+#         out every earlier read's delay: one op at a time, not a slow read.)
 #         The cluster is the one of --ceph-conf (user admin, pool `rbd`; the injection is set on
 #         all its OSDs and put back to what osd.0 had), else a one-node cluster of its own
 #         (tests/ceph/cluster.sh), stopped at the end; the image is removed at the end.
