@@ -153,13 +153,16 @@ EOF
 
 run() { # variant round
   config "$1" > "$work/$1.toml"
-  "$stint" serve --config "$work/$1.toml" --listen 127.0.0.1:0 > "$work/serve.out" 2> "$work/serve.err" &
+  # Files of this run only: a reused one is truncated by the background child, which may run
+  # after the loop below has read the last server's URL from it.
+  local out=$work/serve.$1.$2.out err=$work/serve.$1.$2.err
+  "$stint" serve --config "$work/$1.toml" --listen 127.0.0.1:0 > "$out" 2> "$err" &
   pid=$!
   local url=""
   for _ in $(seq 100); do
-    url=$(grep -o 'iscsi://[^ ]*' "$work/serve.out" | head -1 || true)
+    url=$(grep -so 'iscsi://[^ ]*' "$out" | head -1 || true)
     [ -n "$url" ] && break
-    kill -0 "$pid" 2>/dev/null || { echo "$1: server stopped:" >&2; tail -3 "$work/serve.err" >&2; exit 1; }
+    kill -0 "$pid" 2>/dev/null || { echo "$1: server stopped:" >&2; tail -3 "$err" >&2; exit 1; }
     sleep 0.1
   done
   [ -n "$url" ] || { echo "$1: no URL from the server" >&2; exit 1; }
@@ -167,7 +170,8 @@ run() { # variant round
   [ "$1" = no-cdl ] && prio=()
   if ! "$stint" bench --url "$url" --rw randread --bs 4k --iodepth 16 --runtime "${seconds}s" \
       "${prio[@]}" --json > "$work/$1.$2.json" 2> "$work/bench.err"; then
-    echo "$1: stint bench failed:" >&2; tail -3 "$work/bench.err" >&2; exit 1
+    echo "$1: stint bench failed:" >&2; tail -3 "$work/bench.err" >&2
+    echo "the server's log:" >&2; tail -5 "$err" >&2; exit 1
   fi
   kill "$pid"; wait "$pid" || true; pid=""
 }
