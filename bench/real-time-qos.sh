@@ -176,9 +176,9 @@ run() { # variant round
   kill "$pid"; wait "$pid" || true; pid=""
 }
 
-# The machine's own lateness beside the runs: a thread that sleeps 1 ms at a time and notes how
-# late it wakes. A limited read ended late by a few ms on a shared machine is this, not the
-# target, when the sleeper was as late.
+# The machine's own lateness beside the runs, to read the limited reads' late ends against: a
+# thread that sleeps 1 ms at a time and notes how late it wakes. Mostly idle, it is favoured by
+# the scheduler, so it shows the least a busy thread of the server or the host may have waited.
 python3 -c '
 import signal, sys, time
 late = []
