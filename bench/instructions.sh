@@ -11,7 +11,7 @@
 #
 # --stint PATH  measures that binary (e.g. an older build) instead of building this tree's.
 # --written     first writes the LUN's first MiBs (before callgrind's counters are zeroed), so
-#               the reads copy stored data. Without it (how README and docs/ measured
+#               the reads copy stored data. Without it (how docs/ measured
 #               it) the reads hit chunks never written, and the store zero-fills the buffer.
 # --sim         also counts `stint sim experiments/b1.toml --qd 32 --threads 1 --ios N` under
 #               callgrind, per simulated command (the same difference of two run lengths).

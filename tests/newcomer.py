@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""A newcomer's first hour, checked: the README's and docs' links lead somewhere in the repository;
-install stint as the README says, run its example commands
+"""A newcomer's first hour, checked: the README fits on a screen (at most 260 lines), and every link
+of the README and docs leads somewhere in the repository (a file, and the heading or anchor it
+names); install stint as the README says, run the example commands of the README and of docs/
 (each on a free port, in a scratch directory), then every bad input a newcomer is likely to type.
 Examples must succeed; each bad input must exit non-zero with a short message naming the field,
 with RUST_BACKTRACE=1 set as many shells have it. Last, the memory a 100 TiB RAM LUN costs before
@@ -20,6 +21,9 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A user error fits on one screen; the caret display of a TOML error takes five lines of it.
 MAX_ERROR_LINES = 12
+# The README is the landing page: what stint is, the two commands, one example per subcommand
+# and the table of docs; the reference lives in docs/ (issue 22).
+MAX_README_LINES = 260
 failures = []
 
 
@@ -111,6 +115,13 @@ def examples(env, work):
         r = run(["stint", "bench", "--url", s.urls[0], "--rw", "randread", "--bs", "4k",
                  "--iodepth", "32", "--runtime", "1s"], env, work)
         check(r.returncode == 0 and "IOPS" in r.stdout, "stint bench --rw randread --iodepth 32")
+        # The README's bench example: a fifth of the reads with hint 1 on the CDL disk are DLD 1.
+        r = run(["stint", "bench", "--url", s.urls[1], "--rw", "randread", "--bs", "128k",
+                 "--iodepth", "32", "--cmdprio-percentage", "20", "--cmdprio-hint", "1",
+                 "--runtime", "1s"], env, work)
+        check(r.returncode == 0 and re.search(r"^default\s+32\s+medium-dld1\s", r.stdout, re.M),
+              "stint bench --cmdprio-hint 1 against LUN 1 reports a medium-dld1 row" +
+              ("" if r.returncode == 0 else f": {r.stderr}"))
         r = run(["stint", "bench", "--url", s.urls[0], "--rw", "randrw", "--numjobs", "4",
                  "--iodepth", "16", "--runtime", "1s", "--verify"], env, work)
         check(r.returncode == 0, "stint bench --rw randrw --numjobs 4 --verify" +
@@ -142,6 +153,13 @@ def examples(env, work):
           "stint sim --list names the shipped experiments")
     r = run(["stint", "sim", "b1", "--ios", "300", "--qd", "1"], env, work)
     check(r.returncode == 0 and r.stdout.startswith("b1 — "), "stint sim b1 runs the shipped file")
+    r = run(["stint", "sim", "b2", "--variant", "cdl-aware", "--qd", "1,32"], env, work)
+    check(r.returncode == 0 and re.search(r"^cdl-aware\s+32\s+medium-dld1\s", r.stdout, re.M),
+          "stint sim b2 --variant cdl-aware --qd 1,32 (the README's example)")
+    for shell, marker in (("bash", "complete -F _stint"), ("zsh", "#compdef stint"),
+                          ("fish", "complete -c stint")):
+        r = run(["stint", "completions", shell], env, work)
+        check(r.returncode == 0 and marker in r.stdout, f"stint completions {shell}")
     b2 = os.path.join(REPO, "experiments", "b2.toml")
     r = run(["stint", "sim", b2, "--json", "--ios", "300", "--qd", "1,8"], env, work)
     check(r.returncode == 0 and json.loads(r.stdout)["experiment"] == "b2", "stint sim --json")
@@ -218,23 +236,56 @@ def memory(env, work):
               f"after 1 GiB written: {after / 1024:.1f} MiB of RSS (1 GiB + {over:.1f} MiB)")
 
 
+def slug(heading):
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"`|\*\*|<[^>]+>", "", heading.strip()).lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(body):
+    """Every anchor of a Markdown text: its headings' (outside code blocks) and <a id>s."""
+    found, seen, fenced = set(), {}, False
+    for line in body.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        heading = re.match(r"#{1,6} (.*)", line)
+        if heading and not fenced:
+            base = slug(heading.group(1))
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            found.add(base if n == 0 else f"{base}-{n}")
+    found.update(re.findall(r'<a id="([^"]+)"', body))
+    return found
+
+
 def documents():
-    """What the README and docs point a reader to exists, inside the repository."""
+    """The README fits on a screen, and what it and the docs point a reader to exists, inside
+    the repository: every linked file, and the heading or anchor a link names in it."""
+    with open(os.path.join(REPO, "README.md")) as f:
+        lines = len(f.read().splitlines())
+    check(lines <= MAX_README_LINES, f"README.md has {lines} lines (at most {MAX_README_LINES})")
     texts = ["README.md", "experiments/README.md"]
     texts += [os.path.join("docs", f) for f in sorted(os.listdir(os.path.join(REPO, "docs")))]
     links, broken = 0, []
     for text in texts:
         with open(os.path.join(REPO, text)) as f:
             body = f.read()
-        for target in re.findall(r"\]\(([^)#\s]+)", body):
+        for target in re.findall(r"\]\(([^)\s]+)\)", body):
             if "://" in target:
                 continue
             links += 1
-            path = os.path.normpath(os.path.join(REPO, os.path.dirname(text), target))
+            file, _, fragment = target.partition("#")
+            path = os.path.normpath(os.path.join(REPO, os.path.dirname(text), file or
+                                                 os.path.basename(text)))
             if not (os.path.exists(path) and path.startswith(REPO + os.sep)):
                 broken.append(f"{text} -> {target}")
-    check(links > 0 and not broken, f"{links} links of the README and docs lead to files in "
-          f"the repository" + (f"; broken: {broken}" if broken else ""))
+            elif fragment and path.endswith(".md"):
+                with open(path) as f:
+                    if fragment not in anchors(f.read()):
+                        broken.append(f"{text} -> {target} (no such heading)")
+    check(links > 0 and not broken, f"{links} links of the README and docs lead to files and "
+          f"headings in the repository" + (f"; broken: {broken}" if broken else ""))
     outside = subprocess.run(["grep", "-rln", r"spec/\|shared/", "crates", "experiments",
                               "README.md", "docs"], cwd=REPO, capture_output=True, text=True)
     check(outside.stdout == "", "no citation of files outside the repository (spec/, shared/)"

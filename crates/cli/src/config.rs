@@ -1,5 +1,5 @@
-//! `stint.toml`: targets, their logical units and stores (README, `stint.toml`). Every field has a
-//! working default; the README documents them. The quick-case CLI flags build the same structure.
+//! `stint.toml`: targets, their logical units and stores (docs/configuration.md). Every field has a
+//! working default; docs/configuration.md documents them. The quick-case CLI flags build the same structure.
 
 use anyhow::{bail, Context};
 use profile::{CdlSpec, DeviceSpec, DriveSetup, QueueSpec};
@@ -340,7 +340,7 @@ fn size_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
 }
 
 /// The configuration `--lun hdd` and `stint serve` without arguments use for a CDL hard
-/// disk: the same file the README documents.
+/// disk: the same file docs/cdl.md documents.
 const HDD_CDL_EXAMPLE: &str = include_str!("../../../examples/hdd-cdl.toml");
 
 impl LunConfig {

@@ -145,10 +145,10 @@ fn out_of_descriptors_the_server_does_not_spin() {
     assert!(used < 30, "{used} ticks of CPU in one second");
 }
 
-/// The README's list of supported commands is what `stint serve --list-commands` prints from
-/// the command table, so a command added to the table without the README fails here.
+/// docs/commands.md's list of supported commands is what `stint serve --list-commands` prints
+/// from the command table, so a command added to the table without the doc fails here.
 #[test]
-fn the_readme_lists_exactly_the_command_table() {
+fn the_docs_list_exactly_the_command_table() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_stint"))
         .args(["serve", "--list-commands"])
         .output()
@@ -156,17 +156,20 @@ fn the_readme_lists_exactly_the_command_table() {
     assert!(out.status.success());
     let listed = String::from_utf8(out.stdout).unwrap();
     assert!(listed.contains("| 42h |  | UNMAP | 10 | out | thin-provisioned LUs only |"));
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/commands.md"
+    ))
+    .unwrap();
     let start = "<!-- stint serve --list-commands -->\n";
-    let block = readme
+    let block = doc
         .split_once(start)
         .and_then(|(_, rest)| rest.split_once("<!-- end -->"))
         .map(|(block, _)| block)
-        .expect("README has the command list between its markers");
+        .expect("docs/commands.md has the command list between its markers");
     assert_eq!(
         block, listed,
-        "README.md's command list differs from `stint serve --list-commands`; paste its output"
+        "docs/commands.md's command list differs from `stint serve --list-commands`; paste its output"
     );
     // Listing conflicts with serving.
     let both = std::process::Command::new(env!("CARGO_BIN_EXE_stint"))

@@ -1,6 +1,6 @@
 //! Device time in the real-time shell, and the thread that drives each logical unit. The
 //! device and the connection are pure state machines; this is where the wall clock comes in
-//! (README, Architecture: one device, two clocks).
+//! (docs/architecture.md: one device, two clocks).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};

@@ -20,7 +20,7 @@ enum Chunk {
     Buffer(usize, Range<usize>),
 }
 
-/// Free data buffers, reused across commands (no per-command allocation: README, Architecture).
+/// Free data buffers, reused across commands (no per-command allocation: docs/architecture.md).
 #[derive(Debug, Default)]
 pub struct BufferPool {
     free: Vec<Vec<u8>>,

@@ -6,7 +6,7 @@
 //! Files follow the protocol's phases: `login_phase` (§6.3), `command` (the SCSI command path),
 //! `task` (Data-Out and R2T), `task_management`, `text_exchange`, `nop`, `logout`, `keepalive`.
 //!
-//! A command is handed to the device on the caller's thread (README, Architecture): immediate
+//! A command is handed to the device on the caller's thread (docs/architecture.md): immediate
 //! data as a slice of the receive buffer, read data into pooled buffers. A command that ends
 //! at once is answered at once; one the device keeps comes back later, delivered from
 //! another connection's call, the logical unit's driver, or the data plane.
