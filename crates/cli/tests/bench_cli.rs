@@ -128,6 +128,56 @@ fn bench_on_a_cdl_disk_agrees_with_sim_on_its_configuration() {
     }
 }
 
+/// A job replaying a trace sends each of its I/Os once, wrapped into the 64 MiB LUN, in the
+/// trace's time when open: 200 reads and writes 2.5 ms apart take half a second.
+#[test]
+fn a_trace_replays_over_iscsi() {
+    let dir = std::env::temp_dir().join(format!("stint-bench-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace: String = (0..200u64)
+        .map(|i| {
+            let kind = if i % 4 == 0 { "Write" } else { "Read" };
+            // Filetime ticks of 100 ns; offsets far past the LUN's end wrap into it.
+            format!(
+                "{},h,0,{kind},{},4096,0\n",
+                1_000_000 + i * 25_000,
+                (i * 7919) << 30
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("t.csv"), trace).unwrap();
+    let file = |timing: &str| {
+        let path = dir.join(format!("{timing}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "id = \"tr\"\nqd = [4]\nios = 1000000\nramp_ios = 0\n[drive]\nmodel = \"instant\"\n\
+                 [[job]]\nname = \"replay\"\ntrace = \"t.csv\"\ntrace_format = \"msr\"\n\
+                 trace_timing = \"{timing}\"\n"
+            ),
+        )
+        .unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let (closed, open) = (file("closed"), file("open"));
+    let server = Server::start(&["--lun", "ram:64MiB"], 1);
+    let run = |path: &str| json(&["bench", path, "--url", &server.urls[0], "--json"]);
+    let (c, o) = (run(&closed), run(&open));
+    assert!(server.stop());
+    std::fs::remove_dir_all(&dir).unwrap();
+    for r in [&c, &o] {
+        assert_eq!(r["points"][0]["total"]["ios"].as_u64(), Some(200), "{r}");
+        assert_eq!(
+            r["points"][0]["total"]["data_ios"].as_u64(),
+            Some(200),
+            "{r}"
+        );
+    }
+    let wall = |r: &serde_json::Value| r["bench"]["wall_s"].as_f64().unwrap();
+    assert!(wall(&o) >= 0.49, "{o}");
+    assert!(wall(&c) < wall(&o), "{c} {o}");
+}
+
 #[test]
 fn bad_arguments_are_named() {
     let cases: [(&[&str], &str); 5] = [

@@ -156,6 +156,13 @@ impl Erasure {
     /// that starts on a stripe.
     pub fn check_user_job(&self, job: &Job) -> Result<(), SimError> {
         let at = |field: &str| format!("job \"{}\".{field}", job.name);
+        if job.replay.is_some() {
+            return Err(SimError::field(
+                &at("trace"),
+                "an erasure experiment's user reads are whole stripes its jobs generate: \
+                 replay a trace on one drive",
+            ));
+        }
         if job.read_probability < 1.0 {
             return Err(SimError::field(
                 &at("rw"),

@@ -23,6 +23,7 @@ use crate::erasure::{Erasure, ErasureSpec};
 use crate::error::SimError;
 use crate::host::{Host, HostSpec};
 use crate::replica::{Replica, ReplicaSpec};
+use crate::shipped;
 use crate::sla::{Sla, SlaSpec};
 use profile::{CdlSpec, DeviceSpec, DriveSetup, QueueSpec};
 use serde::Deserialize;
@@ -133,6 +134,56 @@ pub struct Point {
     pub qd: u32,
 }
 
+/// Where the files a job's `trace` names are read from.
+#[derive(Clone, Copy, Debug)]
+enum Traces<'a> {
+    /// Relative to the experiment file's directory.
+    Dir(&'a Path),
+    /// Built into the binary (crate::shipped::TRACES), for the shipped experiments.
+    Shipped,
+}
+
+impl Traces<'_> {
+    /// The trace's text and its name for errors.
+    fn read(self, path: &str) -> Result<(String, String), String> {
+        match self {
+            Self::Dir(base) => {
+                let at = base.join(path);
+                let origin = at.display().to_string();
+                match std::fs::read_to_string(&at) {
+                    Ok(text) => Ok((text, origin)),
+                    Err(e) => Err(format!("reading {origin}: {e}")),
+                }
+            }
+            Self::Shipped => match shipped::trace(path) {
+                Some(text) => Ok((text.to_owned(), path.to_owned())),
+                None => Err(format!(
+                    "{path:?} is not a shipped trace ({})",
+                    shipped::TRACES
+                        .iter()
+                        .map(|(p, _)| *p)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            },
+        }
+    }
+
+    /// Reads and parses the trace of every job that has one.
+    fn load(self, jobs: &mut [JobSpec]) -> Result<(), SimError> {
+        for job in jobs {
+            let Some(path) = job.trace.clone() else {
+                continue;
+            };
+            let (text, origin) = self
+                .read(&path)
+                .map_err(|m| SimError::field(&format!("job \"{}\".trace", job.name), m))?;
+            job.load_trace(&text, &origin)?;
+        }
+        Ok(())
+    }
+}
+
 /// Keys a variant may set, besides `name` and `job`.
 const VARIANT_TABLES: [&str; 6] = ["drive", "queue", "cdl", "replica", "host", "erasure"];
 
@@ -224,8 +275,17 @@ impl Experiment {
         Self::parse_in(text, Path::new("."))
     }
 
-    /// Parses a file's text; relative profile paths are taken from `base`.
+    /// Parses a file's text; relative profile and trace paths are taken from `base`.
     pub fn parse_in(text: &str, base: &Path) -> Result<Self, SimError> {
+        Self::parse_with(text, Traces::Dir(base), base)
+    }
+
+    /// Parses a shipped experiment (crate::shipped): its traces are built in.
+    pub fn parse_shipped(text: &str) -> Result<Self, SimError> {
+        Self::parse_with(text, Traces::Shipped, Path::new("."))
+    }
+
+    fn parse_with(text: &str, traces: Traces<'_>, base: &Path) -> Result<Self, SimError> {
         let mut doc: Table = text
             .parse()
             .map_err(|e: toml::de::Error| SimError::Parse(e.to_string()))?;
@@ -259,9 +319,10 @@ impl Experiment {
                 .and_then(Value::as_array)
                 .map(|js| js.iter().map(|j| j.get("iodepth").is_some()).collect())
                 .unwrap_or_default();
-            let file: ExperimentFile = Value::Table(d)
+            let mut file: ExperimentFile = Value::Table(d)
                 .try_into()
                 .map_err(|e: toml::de::Error| named(SimError::Parse(e.to_string()), &name))?;
+            traces.load(&mut file.jobs).map_err(|e| named(e, &name))?;
             let variant =
                 Self::variant(&name, &file, explicit, base).map_err(|e| named(e, &name))?;
             if built.iter().any(|v: &Variant| v.name == name) {

@@ -23,14 +23,26 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     ("e1", include_str!("../../../experiments/e1.toml")),
     ("e2", include_str!("../../../experiments/e2.toml")),
     ("e3", include_str!("../../../experiments/e3.toml")),
+    ("f1", include_str!("../../../experiments/f1.toml")),
 ];
+
+/// (path as the shipped experiments name it, text) of the traces they replay.
+pub const TRACES: &[(&str, &str)] = &[(
+    "traces/stream-checkpoint.iolog",
+    include_str!("../../../experiments/traces/stream-checkpoint.iolog"),
+)];
+
+/// The text of the shipped trace a shipped experiment names `path`.
+pub fn trace(path: &str) -> Option<&'static str> {
+    TRACES.iter().find(|(p, _)| *p == path).map(|(_, t)| *t)
+}
 
 /// (id, title) of every shipped experiment.
 pub fn list() -> Vec<(&'static str, String)> {
     EXPERIMENTS
         .iter()
         .map(|(id, text)| {
-            let title = Experiment::parse(text).map_or_else(|e| e.to_string(), |e| e.title);
+            let title = Experiment::parse_shipped(text).map_or_else(|e| e.to_string(), |e| e.title);
             (*id, title)
         })
         .collect()
@@ -44,8 +56,8 @@ pub fn resolve(arg: &Path) -> Result<Experiment, SimError> {
     }
     let name = arg.to_string_lossy();
     match EXPERIMENTS.iter().find(|(id, _)| *id == name) {
-        // Shipped files use model names only, so there are no relative paths to resolve.
-        Some((_, text)) => Experiment::parse(text),
+        // Shipped files use model names only, and their traces are built in.
+        Some((_, text)) => Experiment::parse_shipped(text),
         None => {
             let ids: Vec<&str> = EXPERIMENTS.iter().map(|(id, _)| *id).collect();
             Err(SimError::Parse(format!(
@@ -76,7 +88,7 @@ mod tests {
         let ids: Vec<&str> = EXPERIMENTS.iter().map(|(id, _)| *id).collect();
         assert_eq!(files, ids);
         for (id, title) in list() {
-            let exp = Experiment::parse(EXPERIMENTS.iter().find(|e| e.0 == id).unwrap().1);
+            let exp = Experiment::parse_shipped(EXPERIMENTS.iter().find(|e| e.0 == id).unwrap().1);
             assert_eq!(exp.unwrap().id, id);
             assert!(!title.is_empty());
         }

@@ -31,7 +31,7 @@ fn every_spec_row_has_a_file_that_runs() {
         .collect();
     for want in [
         "a1", "a2", "a3", "a4", "a5", "b1", "b2", "b3", "b4", "b5", "c1", "c2", "d1", "e1", "e2",
-        "e3",
+        "e3", "f1",
     ] {
         assert!(
             ids.iter().any(|i| i == want),

@@ -1,6 +1,6 @@
 //! Turns a [`Job`] and a seed into commands.
 
-use crate::{Job, Rng, SizeSplit, SECTOR};
+use crate::{Job, Rng, SizeSplit, TraceIo, SECTOR};
 use qos::Class;
 
 /// One command to issue.
@@ -21,12 +21,14 @@ impl Io {
     }
 }
 
-/// A seeded command stream for one job instance.
+/// A seeded command stream for one job instance; for a job with a trace, the trace's I/Os in
+/// its order (the seed then only draws their priorities).
 #[derive(Clone, Debug)]
 pub struct Generator {
     job: Job,
     rng: Rng,
-    /// Sequential jobs: next byte offset relative to the region start.
+    /// Sequential jobs: next byte offset relative to the region start. Replays: the index of
+    /// the next trace I/O.
     cursor: u64,
 }
 
@@ -59,7 +61,60 @@ impl Generator {
         }
     }
 
+    /// The class and DLD of a command: one draw over the rules that match it (their shares
+    /// are disjoint slices).
+    fn prio(job: &Job, rng: &mut Rng, write: bool, bytes: u64) -> (Class, u8) {
+        let (mut class, mut dld) = (job.class, 0);
+        if !job.prios.is_empty() {
+            let mut u = rng.unit();
+            for p in &job.prios {
+                if p.write.is_some_and(|w| w != write) || p.bs.is_some_and(|b| b != bytes) {
+                    continue;
+                }
+                if u < p.share {
+                    (class, dld) = (p.class, p.dld);
+                    break;
+                }
+                u -= p.share;
+            }
+        }
+        (class, dld)
+    }
+
+    /// The trace's next I/O (from its start again past its end: the job's `number_ios` stops
+    /// it first). An offset past the region wraps into it: modulo (region − length + 1), so
+    /// that an I/O that fits stays where the trace put it and any other lies wholly inside.
+    fn replayed(&mut self, ios: &[TraceIo]) -> Io {
+        let i = usize::try_from(self.cursor).unwrap_or(0) % ios.len().max(1);
+        self.cursor += 1;
+        let Some(t) = ios.get(i) else {
+            return Io {
+                lba: 0,
+                blocks: 0,
+                write: false,
+                class: self.job.class,
+                dld: 0,
+            };
+        };
+        let job = &self.job;
+        // compile() checked that every I/O fits the region.
+        let span = job.len.saturating_sub(t.len) + 1;
+        let offset = t.offset % span / SECTOR * SECTOR;
+        let (class, dld) = Self::prio(job, &mut self.rng, t.write, t.len);
+        Io {
+            lba: (job.start + offset) / SECTOR,
+            blocks: u32::try_from(t.len / SECTOR).unwrap_or(u32::MAX),
+            write: t.write,
+            class,
+            dld,
+        }
+    }
+
     pub fn next_io(&mut self) -> Io {
+        if let Some(r) = &self.job.replay {
+            let trace = r.trace.clone();
+            return self.replayed(&trace.ios);
+        }
         let job = &self.job;
         let rng = &mut self.rng;
         let write = match job.read_probability {
@@ -86,21 +141,7 @@ impl Generator {
             self.cursor += bytes;
             at
         };
-        let (mut class, mut dld) = (job.class, 0);
-        if !job.prios.is_empty() {
-            // One draw over the rules that match this command: their shares are disjoint slices.
-            let mut u = rng.unit();
-            for p in &job.prios {
-                if p.write.is_some_and(|w| w != write) || p.bs.is_some_and(|b| b != bytes) {
-                    continue;
-                }
-                if u < p.share {
-                    (class, dld) = (p.class, p.dld);
-                    break;
-                }
-                u -= p.share;
-            }
-        }
+        let (class, dld) = Self::prio(job, rng, write, bytes);
         Io {
             lba: (job.start + offset) / SECTOR,
             blocks: u32::try_from(bytes / SECTOR).unwrap_or(u32::MAX),
@@ -175,6 +216,40 @@ mod tests {
         assert!((frac(d1, reads) - 0.2).abs() < 0.01);
         assert!((frac(d2, reads) - 0.1).abs() < 0.01);
         assert_eq!(wd, 0);
+    }
+
+    #[test]
+    fn a_replay_follows_the_trace_and_wraps_offsets_into_the_region() {
+        let mut spec: JobSpec = toml::from_str(
+            "name = \"r\"\ntrace = \"t\"\ntrace_format = \"msr\"\noffset = \"1m\"\n\
+             size = \"1m\"\n[[cmdprio]]\npercentage = 100\nhint = 3\ndirection = \"write\"",
+        )
+        .unwrap();
+        spec.load_trace(
+            "1,h,0,Read,4096,4096,0\n2,h,0,Write,1048576,8192,0\n3,h,0,Read,1044480,4096,0\n",
+            "t",
+        )
+        .unwrap();
+        let mut g = Generator::new(spec.compile(1 << 30).unwrap(), 1);
+        let ios: Vec<Io> = (0..4).map(|_| g.next_io()).collect();
+        let io = |lba: u64, blocks: u32, write: bool, dld: u8| Io {
+            lba: 2048 + lba,
+            blocks,
+            write,
+            class: Class::Medium,
+            dld,
+        };
+        // The write at the region's end wraps: 1 MiB mod (1 MiB - 8 KiB + 1) = 8191 bytes, in
+        // sector 15. The read that ends at the region's end stays. Past the end, the trace again.
+        assert_eq!(
+            ios,
+            vec![
+                io(8, 8, false, 0),
+                io(15, 16, true, 3),
+                io(2040, 8, false, 0),
+                io(8, 8, false, 0)
+            ]
+        );
     }
 
     #[test]

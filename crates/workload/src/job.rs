@@ -1,12 +1,16 @@
 //! Job descriptions: the fio options stint understands (fio HOWTO: `rw`, `rwmixread`, `bs`,
 //! `bssplit`, `offset`, `size`, `iodepth`, `numjobs`, `number_ios`, `runtime`, `rate_iops`,
 //! `cmdprio_percentage`, `cmdprio_class`, `cmdprio_hint`, `cmdprio_bssplit`), plus the
-//! submission-queue class a job feeds (for WRR, NVMe weighted round robin arbitration).
+//! submission-queue class a job feeds (for WRR, NVMe weighted round robin arbitration), and
+//! the `trace*` keys of a job that replays a block trace (crate::trace).
 
 use crate::size::parse_size;
+use crate::trace::{Trace, TraceFormat};
 use crate::{WorkloadError, SECTOR};
 use qos::Class;
 use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// fio `rw`: direction and pattern.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -69,13 +73,11 @@ pub struct JobSpec {
     /// Identical copies of the job, each with its own queue depth and random stream.
     #[serde(default = "one")]
     pub numjobs: u32,
-    #[serde(default)]
-    pub rw: Rw,
-    /// Percentage of reads in a mixed job.
-    #[serde(default = "fifty")]
-    pub rwmixread: f64,
-    #[serde(default)]
-    pub rwmix_by: MixBy,
+    /// Default randread. (The generator's keys are options so that a trace job can refuse them.)
+    pub rw: Option<Rw>,
+    /// Percentage of reads in a mixed job; default 50.
+    pub rwmixread: Option<f64>,
+    pub rwmix_by: Option<MixBy>,
     /// "4k", or "256k,512k" for reads,writes (fio `bs`). Default 4k.
     pub bs: Option<String>,
     /// "4k/50:64k/50", optionally ",<write split>" (fio `bssplit`); overrides `bs`.
@@ -108,13 +110,50 @@ pub struct JobSpec {
     /// Several priority rules; the shorthand `cmdprio_*` keys add more.
     #[serde(default)]
     pub cmdprio: Vec<CmdPrio>,
+    /// Replay this block trace instead of generating I/Os (a path relative to the experiment
+    /// file): its reads and writes, in its order, each once.
+    pub trace: Option<String>,
+    pub trace_format: Option<TraceFormat>,
+    /// "closed" (default): each I/O as soon as the queue depth allows; "open": each at its
+    /// timestamp (divided by `trace_speed`).
+    pub trace_timing: Option<TraceTiming>,
+    /// An open replay's speed-up: 2 issues the trace in half its time. Default 1.
+    pub trace_speed: Option<f64>,
+    /// The parsed `trace`, set by [`JobSpec::load_trace`] (whoever knows where the path is
+    /// relative to reads the file).
+    #[serde(skip)]
+    pub loaded_trace: Option<Arc<Trace>>,
+}
+
+/// When a replayed trace's I/Os are issued.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceTiming {
+    /// Each as soon as one of the job's `iodepth` commands completes.
+    #[default]
+    Closed,
+    /// Each at its timestamp; one due while `iodepth` commands are outstanding waits for one.
+    Open,
+}
+
+/// A trace a job replays.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replay {
+    pub trace: Arc<Trace>,
+    pub timing: TraceTiming,
+    pub speed: f64,
+}
+
+impl Replay {
+    /// When an open replay issues its I/O number `i`, ns from the start.
+    fn due(&self, i: u64) -> u64 {
+        let at = usize::try_from(i).ok().and_then(|i| self.trace.ios.get(i));
+        at.map_or(0, |io| (io.time_ns as f64 / self.speed) as u64)
+    }
 }
 
 fn one() -> u32 {
     1
-}
-fn fifty() -> f64 {
-    50.0
 }
 
 /// Block sizes with their shares of commands (percent, summing to 100).
@@ -215,14 +254,21 @@ pub struct Job {
     pub runtime_ns: Option<u64>,
     /// `rate_iops` as the time between issues, ns.
     pub rate_interval_ns: Option<u64>,
+    /// The trace the job replays instead of generating (then `number_ios` is at most its
+    /// length, and `sizes` and `read_probability` describe it).
+    pub replay: Option<Replay>,
 }
 
 impl Job {
     /// The earliest time (ns from the start) the job instance may issue the command that
     /// follows `issued` others.
     pub fn issue_time(&self, issued: u64) -> u64 {
-        self.rate_interval_ns
-            .map_or(0, |interval| issued.saturating_mul(interval))
+        match &self.replay {
+            Some(r) if r.timing == TraceTiming::Open => r.due(issued),
+            _ => self
+                .rate_interval_ns
+                .map_or(0, |interval| issued.saturating_mul(interval)),
+        }
     }
 }
 
@@ -243,7 +289,139 @@ fn class_named(job: &str, field: &str, name: &str) -> Result<Class, WorkloadErro
     })
 }
 
+/// A trace's sizes by direction, with their shares of its reads (of its writes). A trace
+/// without reads (writes) gets the other direction's, as fio's `bs` does.
+fn trace_sizes(trace: &Trace) -> BlockSizes {
+    let split = |write: bool| {
+        let mut count: BTreeMap<u64, u64> = BTreeMap::new();
+        for io in trace.ios.iter().filter(|io| io.write == write) {
+            *count.entry(io.len).or_default() += 1;
+        }
+        let total: u64 = count.values().sum();
+        SizeSplit(
+            count
+                .into_iter()
+                .map(|(bytes, n)| (bytes, n as f64 * 100.0 / total as f64))
+                .collect(),
+        )
+    };
+    let (read, write) = (split(false), split(true));
+    match (read.0.is_empty(), write.0.is_empty()) {
+        (true, _) => BlockSizes {
+            read: write.clone(),
+            write,
+        },
+        (_, true) => BlockSizes {
+            write: read.clone(),
+            read,
+        },
+        _ => BlockSizes { read, write },
+    }
+}
+
 impl JobSpec {
+    /// Parses the trace `text` (read from the file `trace` names, which `origin` names in
+    /// errors) for [`JobSpec::compile`]. A job without `trace` ignores it.
+    pub fn load_trace(&mut self, text: &str, origin: &str) -> Result<(), WorkloadError> {
+        if self.trace.is_none() {
+            return Ok(());
+        }
+        let format = self.trace_format.ok_or_else(|| {
+            WorkloadError::new(
+                &self.name,
+                "trace_format",
+                "missing: \"iolog\", \"blkparse\" or \"msr\"",
+            )
+        })?;
+        let trace = Trace::parse(text, format, origin)
+            .map_err(|m| WorkloadError::new(&self.name, "trace", m))?;
+        self.loaded_trace = Some(Arc::new(trace));
+        Ok(())
+    }
+
+    /// The trace keys, checked against each other and against the generator's keys.
+    fn replay(&self) -> Result<Option<Replay>, WorkloadError> {
+        let err = |field: &str, m: String| WorkloadError::new(&self.name, field, m);
+        let Some(path) = &self.trace else {
+            let stray = [
+                ("trace_format", self.trace_format.is_some()),
+                ("trace_timing", self.trace_timing.is_some()),
+                ("trace_speed", self.trace_speed.is_some()),
+            ];
+            return match stray.iter().find(|(_, set)| *set) {
+                Some((key, _)) => Err(err(key, "applies only to a job with `trace`".into())),
+                None => Ok(None),
+            };
+        };
+        // The trace says each I/O's direction and size.
+        let generator = [
+            ("rw", self.rw.is_some()),
+            ("rwmixread", self.rwmixread.is_some()),
+            ("rwmix_by", self.rwmix_by.is_some()),
+            ("bs", self.bs.is_some()),
+            ("bssplit", self.bssplit.is_some()),
+        ];
+        if let Some((key, _)) = generator.iter().find(|(_, set)| *set) {
+            return Err(err(
+                key,
+                "a job with `trace` takes each I/O's direction and size from the trace: \
+                 leave it out"
+                    .into(),
+            ));
+        }
+        if self.trace_format.is_none() {
+            return Err(err(
+                "trace_format",
+                "missing: \"iolog\", \"blkparse\" or \"msr\"".into(),
+            ));
+        }
+        let Some(trace) = self.loaded_trace.clone() else {
+            return Err(err(
+                "trace",
+                format!(
+                    "{path:?} was not read (traces are read for [[job]]s of an experiment file)"
+                ),
+            ));
+        };
+        let timing = self.trace_timing.unwrap_or_default();
+        if timing == TraceTiming::Open {
+            if !trace.timed {
+                return Err(err(
+                    "trace_timing",
+                    format!(
+                        "\"open\" needs timestamps, and {} has none (a fio iolog v2 without \
+                         `wait`): use \"closed\"",
+                        trace.origin
+                    ),
+                ));
+            }
+            if self.rate_iops.is_some() {
+                return Err(err(
+                    "rate_iops",
+                    "an open replay issues each I/O at its timestamp: leave it out".into(),
+                ));
+            }
+        }
+        let speed = match self.trace_speed {
+            Some(_) if timing == TraceTiming::Closed => {
+                return Err(err(
+                    "trace_speed",
+                    "scales an open replay's timestamps: set trace_timing = \"open\"".into(),
+                ))
+            }
+            Some(s) if !(s > 0.0 && s <= 1e6) => {
+                return Err(err("trace_speed", format!("{s} is outside (0, 1e6]")))
+            }
+            Some(s) => s,
+            None => 1.0,
+        };
+        Ok(Some(Replay {
+            trace,
+            timing,
+            speed,
+        }))
+    }
+
     /// The rules of `cmdprio_bssplit` (fio HOWTO, both formats).
     fn cmdprio_bssplit_rules(&self, text: &str) -> Result<Vec<(String, CmdPrio)>, WorkloadError> {
         let field = "cmdprio_bssplit";
@@ -327,16 +505,16 @@ impl JobSpec {
                 format!("{} is outside 1..={MAX_IODEPTH}", self.iodepth),
             ));
         }
-        if !(0.0..=100.0).contains(&self.rwmixread) {
-            return Err(err(
-                "rwmixread",
-                format!("{} is outside 0..=100", self.rwmixread),
-            ));
+        let rwmixread = self.rwmixread.unwrap_or(50.0);
+        if !(0.0..=100.0).contains(&rwmixread) {
+            return Err(err("rwmixread", format!("{rwmixread} is outside 0..=100")));
         }
-        let sizes = match (&self.bssplit, &self.bs) {
-            (Some(split), _) => BlockSizes::parse(job, "bssplit", split)?,
-            (None, Some(bs)) => BlockSizes::parse(job, "bs", bs)?,
-            (None, None) => BlockSizes::parse(job, "bs", "4k")?,
+        let replay = self.replay()?;
+        let sizes = match (&replay, &self.bssplit, &self.bs) {
+            (Some(r), _, _) => trace_sizes(&r.trace),
+            (None, Some(split), _) => BlockSizes::parse(job, "bssplit", split)?,
+            (None, None, Some(bs)) => BlockSizes::parse(job, "bs", bs)?,
+            (None, None, None) => BlockSizes::parse(job, "bs", "4k")?,
         };
         let start = match &self.offset {
             Some(o) => parse_size(o).map_err(|m| err("offset", m))?,
@@ -352,6 +530,21 @@ impl JobSpec {
             Some(s) => parse_size(s).map_err(|m| err("size", m))?,
             None => capacity - start,
         };
+        if let Some(r) = &replay {
+            let end = capacity - start;
+            if let Some(io) = r.trace.ios.iter().find(|io| io.len > len.min(end)) {
+                return Err(err(
+                    "trace",
+                    format!(
+                        "{}:{}: a {}-byte I/O does not fit the job's {}-byte region",
+                        r.trace.origin,
+                        io.line,
+                        io.len,
+                        len.min(end)
+                    ),
+                ));
+            }
+        }
         let largest = sizes.read.max().max(sizes.write.max());
         if len < largest || !matches!(start.checked_add(len), Some(end) if end <= capacity) {
             return Err(err(
@@ -362,12 +555,14 @@ impl JobSpec {
                 ),
             ));
         }
-        let read_share = match self.rw {
+        let rw = self.rw.unwrap_or_default();
+        let read_share = match rw {
             Rw::Read | Rw::RandRead => 1.0,
             Rw::Write | Rw::RandWrite => 0.0,
-            Rw::Rw | Rw::RandRw => self.rwmixread / 100.0,
+            Rw::Rw | Rw::RandRw => rwmixread / 100.0,
         };
-        let read_probability = match (self.rwmix_by, self.rw.mixed()) {
+        let read_probability = match (self.rwmix_by.unwrap_or_default(), rw.mixed()) {
+            _ if replay.is_some() => replay.as_ref().map_or(1.0, |r| r.trace.read_share()),
             // By bytes: reads carry `read_share` of the bytes, so their share of operations is
             // weighted by the inverse of their mean size.
             (MixBy::Bytes, true) if read_share > 0.0 && read_share < 1.0 => {
@@ -394,6 +589,14 @@ impl JobSpec {
         if self.number_ios == Some(0) {
             return Err(err("number_ios", "must be at least 1".into()));
         }
+        // A replay ends with its trace.
+        let number_ios = match &replay {
+            Some(r) => {
+                let len = r.trace.ios.len() as u64;
+                Some(self.number_ios.map_or(len, |n| n.min(len)))
+            }
+            None => self.number_ios,
+        };
         let rate_interval_ns = match self.rate_iops {
             Some(r) if !(MIN_RATE_IOPS..=1e9).contains(&r) => {
                 return Err(err(
@@ -505,16 +708,17 @@ impl JobSpec {
             name: self.name.clone(),
             numjobs: self.numjobs,
             iodepth: self.iodepth,
-            random: self.rw.random(),
+            random: replay.is_none() && rw.random(),
             read_probability,
             sizes,
             start,
             len,
             class,
             prios,
-            number_ios: self.number_ios,
+            number_ios,
             runtime_ns,
             rate_interval_ns,
+            replay,
         })
     }
 }
@@ -611,6 +815,79 @@ mod tests {
             (Some(65536), Class::Low, 3)
         );
         assert!((job.prios[1].share - 0.8).abs() < 1e-12);
+    }
+
+    const LOG: &str = "fio version 3 iolog\n0 f read 0 4096\n1000 f write 8192 131072\n\
+                       3000 f read 4096 4096\n";
+
+    /// A job replaying `trace` (an iolog) named t.log.
+    fn traced(text: &str, trace: &str) -> Result<Job, WorkloadError> {
+        let mut s = spec(&format!(
+            "trace = \"t.log\"\ntrace_format = \"iolog\"\n{text}"
+        ));
+        s.load_trace(trace, "t.log")?;
+        s.compile(TB)
+    }
+
+    #[test]
+    fn a_trace_sets_the_count_the_sizes_and_open_times() {
+        let job = traced(
+            "trace_timing = \"open\"\ntrace_speed = 2\nnumber_ios = 100",
+            LOG,
+        )
+        .unwrap();
+        assert_eq!(job.number_ios, Some(3));
+        assert_eq!(job.sizes.read.0, vec![(4096, 100.0)]);
+        assert_eq!(job.sizes.write.0, vec![(131_072, 100.0)]);
+        assert!((job.read_probability - 2.0 / 3.0).abs() < 1e-12);
+        assert!(!job.random);
+        // µs in the trace, halved.
+        let due: Vec<u64> = (0..3).map(|i| job.issue_time(i)).collect();
+        assert_eq!(due, vec![0, 500_000, 1_500_000]);
+        let closed = traced("number_ios = 2", LOG).unwrap();
+        assert_eq!((closed.number_ios, closed.issue_time(1)), (Some(2), 0));
+        let paced = traced("rate_iops = 1000", LOG).unwrap();
+        assert_eq!(paced.issue_time(2), 2_000_000);
+    }
+
+    #[test]
+    fn trace_keys_are_checked() {
+        let cases = [
+            ("rw = \"randread\"", "rw"),
+            ("rwmixread = 50", "rwmixread"),
+            ("rwmix_by = \"bytes\"", "rwmix_by"),
+            ("bs = \"4k\"", "bs"),
+            ("bssplit = \"4k/100\"", "bssplit"),
+            ("trace_speed = 2", "trace_speed"),
+            ("trace_timing = \"open\"\ntrace_speed = 0", "trace_speed"),
+            ("trace_timing = \"open\"\nrate_iops = 10", "rate_iops"),
+        ];
+        for (text, field) in cases {
+            let e = traced(text, LOG).unwrap_err();
+            assert_eq!(e.field, field, "{text}: {e}");
+        }
+        // The 128 KiB write of line 3 does not fit a 64 KiB region.
+        let e = traced("size = \"64k\"", LOG).unwrap_err();
+        assert_eq!(e.field, "trace");
+        assert!(e.message.starts_with("t.log:3: a 131072-byte I/O"), "{e}");
+        let e = traced("", "fio version 3 iolog\n0 f read 0 4096\n7 f read 4096\n").unwrap_err();
+        assert_eq!(e.to_string(), "job \"j\": trace: t.log:3: expected \"timestamp filename action [offset length]\", got \"7 f read 4096\"");
+        let v2 = "fio version 2 iolog\nf read 0 4096\n";
+        assert_eq!(
+            traced("trace_timing = \"open\"", v2).unwrap_err().field,
+            "trace_timing"
+        );
+        assert!(traced("", v2).is_ok());
+        let stray = spec("trace_timing = \"open\"").compile(TB).unwrap_err();
+        assert_eq!(stray.field, "trace_timing");
+        let unformatted = spec("trace = \"t.log\"").compile(TB).unwrap_err();
+        assert_eq!(unformatted.field, "trace_format");
+        let unread = spec("trace = \"t.log\"\ntrace_format = \"msr\"")
+            .compile(TB)
+            .unwrap_err();
+        assert_eq!(unread.field, "trace");
+        let bad = toml::from_str::<JobSpec>("name = \"j\"\ntrace_format = \"csv\"").unwrap_err();
+        assert!(bad.to_string().contains("msr"), "{bad}");
     }
 
     #[test]

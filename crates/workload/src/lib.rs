@@ -2,7 +2,8 @@
 //! I/O generators and latency statistics with HDR histograms.
 //!
 //! A [`JobSpec`] is what a file says; [`JobSpec::compile`] checks it against the device's
-//! capacity and gives a [`Job`]; a [`Generator`] turns a job and a seed into [`Io`]s.
+//! capacity and gives a [`Job`]; a [`Generator`] turns a job and a seed into [`Io`]s, or
+//! replays the job's [`Trace`].
 
 mod error;
 mod generator;
@@ -10,15 +11,19 @@ mod job;
 mod rng;
 mod size;
 mod stats;
+mod trace;
 
 pub use error::WorkloadError;
 pub use generator::{Generator, Io};
-pub use job::{BlockSizes, CmdPrio, Job, JobSpec, MixBy, Prio, Rw, SizeSplit, MAX_IODEPTH};
+pub use job::{
+    BlockSizes, CmdPrio, Job, JobSpec, MixBy, Prio, Replay, Rw, SizeSplit, TraceTiming, MAX_IODEPTH,
+};
 pub use rng::{stream_seed, Rng};
 pub use size::parse_size;
 pub use stats::{
     LatencyStats, LatencySummary, SamplesBeyond, StatsSummary, MIN_SAMPLES_BEYOND, PERCENTILE_NAMES,
 };
+pub use trace::{Trace, TraceFormat, TraceIo};
 
 /// Logical block size the generators address in (fio and the published experiments use
 /// 512-byte sectors).
