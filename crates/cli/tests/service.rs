@@ -56,17 +56,18 @@ fn serve_notifies_ready_pets_the_watchdog_and_says_it_is_stopping() {
         .to_owned();
     std::net::TcpStream::connect(&portal).expect("the portal listens once READY=1 is sent");
 
-    // 100 ms apart: at least 4 in 1 s (5 on time; a loaded machine may delay one).
+    // 100 ms apart: 20 in 2 s on time; at least 5 however loaded the machine (a late tick
+    // is caught up, not skipped).
     let start = Instant::now();
     let mut pets = 0;
-    while start.elapsed() < Duration::from_secs(1) {
+    while start.elapsed() < Duration::from_secs(2) {
         if next(&sock, Duration::from_secs(5)).trim_end() == "WATCHDOG=1" {
             pets += 1;
         }
     }
     assert!(
-        pets >= 4,
-        "{pets} WATCHDOG=1 in 1 s with WATCHDOG_USEC=200000"
+        pets >= 5,
+        "{pets} WATCHDOG=1 in 2 s with WATCHDOG_USEC=200000"
     );
 
     let kill = Command::new("kill")
