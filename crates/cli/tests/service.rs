@@ -8,6 +8,17 @@ use std::os::unix::net::UnixDatagram;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The server's process, killed by its PID if the test fails before it stops it.
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        // Nothing to do for a server the test already waited for.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The next datagram, within `limit`.
 fn next(sock: &UnixDatagram, limit: Duration) -> String {
     sock.set_read_timeout(Some(limit)).unwrap();
@@ -24,19 +35,21 @@ fn serve_notifies_ready_pets_the_watchdog_and_says_it_is_stopping() {
     let path = dir.path().join("notify.sock");
     let sock = UnixDatagram::bind(&path).unwrap();
     // WATCHDOG_PID must be the server's own pid, as systemd sets it: the shell's, kept by exec.
-    let mut child = Command::new("sh")
-        .args([
-            "-c",
-            "WATCHDOG_PID=$$ exec \"$0\" serve --listen 127.0.0.1:0 --lun ram:16MiB",
-        ])
-        .arg(env!("CARGO_BIN_EXE_stint"))
-        .env("NOTIFY_SOCKET", &path)
-        .env("WATCHDOG_USEC", "200000")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
+    let mut child = Served(
+        Command::new("sh")
+            .args([
+                "-c",
+                "WATCHDOG_PID=$$ exec \"$0\" serve --listen 127.0.0.1:0 --lun ram:16MiB",
+            ])
+            .arg(env!("CARGO_BIN_EXE_stint"))
+            .env("NOTIFY_SOCKET", &path)
+            .env("WATCHDOG_USEC", "200000")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
     let ready = next(&sock, Duration::from_secs(60));
     assert!(ready.lines().any(|l| l == "READY=1"), "{ready:?}");
     assert!(
@@ -44,7 +57,7 @@ fn serve_notifies_ready_pets_the_watchdog_and_says_it_is_stopping() {
         "{ready:?}"
     );
     // Ready means listening: the portal takes a connection now.
-    let url = BufReader::new(child.stdout.take().unwrap())
+    let url = BufReader::new(child.0.stdout.take().unwrap())
         .lines()
         .next()
         .unwrap()
@@ -83,7 +96,7 @@ fn serve_notifies_ready_pets_the_watchdog_and_says_it_is_stopping() {
         }
         assert!(Instant::now() < deadline, "no STOPPING=1 after SIGTERM");
     }
-    let status = child.wait().unwrap();
+    let status = child.0.wait().unwrap();
     assert!(status.success(), "serve exited with {status}");
 }
 
