@@ -14,7 +14,8 @@
 # than 10 s counts as a crash (a hang), as does one past libFuzzer's 2 GB RSS limit. New
 # inputs and each target's log go to a scratch directory the script creates beside the targets
 # (a corpus and a log per target; git ignores it), a crashing input to fuzz/artifacts/. Prints
-# execs, coverage and crashes per target; exits 1 if any target crashed (the input, and `cargo fuzz run TARGET FILE` to replay it, are printed).
+# execs, coverage and crashes per target; exits 1 if any target crashed (the input, and
+# `cargo fuzz run TARGET FILE` to replay it, are printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
