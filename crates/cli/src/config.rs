@@ -12,7 +12,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:3260";
 pub const DEFAULT_TARGET: &str = "iqn.2026-11.dev.stint:target0";
 pub const DEFAULT_RAM_SIZE: u64 = 1 << 30;
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Address the iSCSI portal listens on.
@@ -35,7 +35,7 @@ pub struct Config {
     pub base: PathBuf,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetConfig {
     /// iSCSI qualified name of the target node (RFC 7143 §4.2.7).
@@ -78,7 +78,7 @@ impl<'de> Deserialize<'de> for AluaState {
 }
 
 /// A CHAP name and its secret, given inline or in a file only its owner can read.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ChapConfig {
     pub user: String,
@@ -344,6 +344,96 @@ fn size_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
 const HDD_CDL_EXAMPLE: &str = include_str!("../../../examples/hdd-cdl.toml");
 
 impl LunConfig {
+    /// The keys whose values differ between `self` and `other`, the LUN number aside.
+    pub fn changed_keys(&self, other: &LunConfig) -> Vec<&'static str> {
+        // Spelled out whole, so that a new key cannot be missed here.
+        let LunConfig {
+            id: _,
+            store,
+            path,
+            direct,
+            store_delay_ms,
+            size,
+            block_size,
+            physical_block_exponent,
+            product,
+            serial,
+            write_cache,
+            write_cache_changeable,
+            allowed_initiators,
+            read_only,
+            removable,
+            sanitize_pace_ms,
+            thin_provisioning,
+            inquiry_version,
+            drive,
+            queue,
+            cdl,
+            dh_completion,
+            seed,
+            alua_state,
+            pool,
+            image,
+            conf,
+            user,
+            keyring,
+            namespace,
+            state_dir,
+        } = self;
+        let mut changed = Vec::new();
+        let mut differs = |key: &'static str, same: bool| {
+            if !same {
+                changed.push(key);
+            }
+        };
+        differs("store", *store == other.store);
+        differs("path", *path == other.path);
+        differs("direct", *direct == other.direct);
+        differs("store_delay_ms", *store_delay_ms == other.store_delay_ms);
+        differs("size", *size == other.size);
+        differs("block_size", *block_size == other.block_size);
+        differs(
+            "physical_block_exponent",
+            *physical_block_exponent == other.physical_block_exponent,
+        );
+        differs("product", *product == other.product);
+        differs("serial", *serial == other.serial);
+        differs("write_cache", *write_cache == other.write_cache);
+        differs(
+            "write_cache_changeable",
+            *write_cache_changeable == other.write_cache_changeable,
+        );
+        differs(
+            "allowed_initiators",
+            *allowed_initiators == other.allowed_initiators,
+        );
+        differs("read_only", *read_only == other.read_only);
+        differs("removable", *removable == other.removable);
+        differs(
+            "sanitize_pace_ms",
+            *sanitize_pace_ms == other.sanitize_pace_ms,
+        );
+        differs(
+            "thin_provisioning",
+            *thin_provisioning == other.thin_provisioning,
+        );
+        differs("inquiry_version", *inquiry_version == other.inquiry_version);
+        differs("drive", *drive == other.drive);
+        differs("queue", *queue == other.queue);
+        differs("cdl", *cdl == other.cdl);
+        differs("dh_completion", *dh_completion == other.dh_completion);
+        differs("seed", *seed == other.seed);
+        differs("alua_state", *alua_state == other.alua_state);
+        differs("pool", *pool == other.pool);
+        differs("image", *image == other.image);
+        differs("conf", *conf == other.conf);
+        differs("user", *user == other.user);
+        differs("keyring", *keyring == other.keyring);
+        differs("namespace", *namespace == other.namespace);
+        differs("state_dir", *state_dir == other.state_dir);
+        changed
+    }
+
     /// The logical block length as configured, or the default (512); a block store without
     /// `block_size` takes the device's instead (`serve`).
     pub fn block_size(&self) -> u32 {

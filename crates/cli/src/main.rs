@@ -3,6 +3,7 @@
 mod bench;
 mod cdl;
 mod metrics;
+mod reconfigure;
 mod serve;
 mod service;
 mod sim;

@@ -135,12 +135,17 @@ impl ServeArgs {
 
 /// A LUN as the server builds it: its unit, and, for an asynchronous data plane, the
 /// completions to bind to it once it is served.
-struct Built {
-    unit: Arc<device::Unit>,
-    completions: Option<iscsi::clock::Completions>,
+pub(crate) struct Built {
+    pub unit: Arc<device::Unit>,
+    pub completions: Option<iscsi::clock::Completions>,
 }
 
-fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow::Result<Built> {
+pub(crate) fn build_lun(
+    t: &TargetConfig,
+    id: u64,
+    lun: &LunConfig,
+    base: &Path,
+) -> anyhow::Result<Built> {
     let target = t.name.as_str();
     let device = lun.device(base)?;
     // A drive model's capacity is the LUN's unless `size` says less; a [queue] or [cdl]
@@ -310,6 +315,71 @@ fn build_lun(t: &TargetConfig, id: u64, lun: &LunConfig, base: &Path) -> anyhow:
     })
 }
 
+/// A target node as the server builds it: the node, its SCSI target device, and its LUNs.
+pub(crate) struct BuiltNode {
+    pub node: iscsi::TargetNode,
+    pub target: Arc<device::Target>,
+    pub luns: Vec<(u64, Built)>,
+}
+
+/// Builds target `t`'s node and opens its LUNs' stores (relative paths from `base`); its
+/// units join `copy_manager`.
+pub(crate) fn build_node(
+    t: &TargetConfig,
+    base: &Path,
+    copy_manager: &Arc<device::CopyManager>,
+) -> anyhow::Result<BuiltNode> {
+    let mut luns = Vec::new();
+    let mut units = Vec::new();
+    let mut masks = Vec::new();
+    for (i, lun) in t.luns.iter().enumerate() {
+        let id = lun.id.unwrap_or(i as u64);
+        let built = build_lun(t, id, lun, base)?;
+        units.push((id, built.unit.clone()));
+        if !lun.allowed_initiators.is_empty() {
+            masks.push((id, lun.allowed_initiators.clone()));
+        }
+        luns.push((id, built));
+    }
+    let target = masks.into_iter().fold(
+        device::Target::with_copy_manager(units, copy_manager.clone()),
+        |t, (lun, initiators)| t.with_mask(lun, initiators),
+    );
+    let target = Arc::new(target);
+    Ok(BuiltNode {
+        node: node_of(t, target.clone(), base)?,
+        target,
+        luns,
+    })
+}
+
+/// The iSCSI node of target `t` over its SCSI target device.
+pub(crate) fn node_of(
+    t: &TargetConfig,
+    target: Arc<device::Target>,
+    base: &Path,
+) -> anyhow::Result<iscsi::TargetNode> {
+    Ok(iscsi::TargetNode {
+        retired: false,
+        name: t.name.clone(),
+        alias: t.alias.clone(),
+        target,
+        allowed_initiators: t.allowed_initiators.clone(),
+        privileged_initiators: t.privileged_initiators.clone(),
+        initiator_classes: t
+            .initiator_classes
+            .iter()
+            .filter_map(|(name, class)| Some((name.clone(), qos::Class::from_name(class)?)))
+            .collect(),
+        chap: crate::config::chap(
+            t.chap.as_ref(),
+            t.mutual_chap.as_ref(),
+            base,
+            &format!("target {}", t.name),
+        )?,
+    })
+}
+
 /// A block LUN's store, and what its device decides of the LUN.
 struct OpenedBlock {
     store: store::FileStore,
@@ -386,53 +456,25 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     init_logging(args.log_format)?;
+    let path = args.config.clone();
     let config = args.into_config()?;
     let mut nodes = Vec::new();
     let mut urls = Vec::new();
-    let mut units = Vec::new();
     let mut bindings = Vec::new();
     // One copy manager for the process: EXTENDED COPY and ROD tokens reach every LUN of
     // every target.
     let copy_manager = Arc::new(device::CopyManager::default());
+    let mut targets = Vec::new();
     for (node, t) in config.targets.iter().enumerate() {
-        let mut luns = Vec::new();
-        let mut masks = Vec::new();
-        for (i, lun) in t.luns.iter().enumerate() {
-            let id = lun.id.unwrap_or(i as u64);
-            let built = build_lun(t, id, lun, &config.base)?;
-            let unit = built.unit;
-            if let Some(c) = built.completions {
-                bindings.push((c, unit.clone(), node));
+        let built = build_node(t, &config.base, &copy_manager)?;
+        for (id, lun) in built.luns {
+            if let Some(c) = lun.completions {
+                bindings.push((c, lun.unit, node));
             }
-            units.push(unit.clone());
-            luns.push((id, unit));
             urls.push((t.name.clone(), id));
-            if !lun.allowed_initiators.is_empty() {
-                masks.push((id, lun.allowed_initiators.clone()));
-            }
         }
-        let target = masks.into_iter().fold(
-            device::Target::with_copy_manager(luns, copy_manager.clone()),
-            |t, (lun, initiators)| t.with_mask(lun, initiators),
-        );
-        nodes.push(iscsi::TargetNode {
-            name: t.name.clone(),
-            alias: t.alias.clone(),
-            target: Arc::new(target),
-            allowed_initiators: t.allowed_initiators.clone(),
-            privileged_initiators: t.privileged_initiators.clone(),
-            initiator_classes: t
-                .initiator_classes
-                .iter()
-                .filter_map(|(name, class)| Some((name.clone(), qos::Class::from_name(class)?)))
-                .collect(),
-            chap: crate::config::chap(
-                t.chap.as_ref(),
-                t.mutual_chap.as_ref(),
-                &config.base,
-                &format!("target {}", t.name),
-            )?,
-        });
+        targets.push(built.target);
+        nodes.push(built.node);
     }
     let mut portal = iscsi::Portal::new(nodes);
     portal.nop_in_interval = (config.nop_in_interval_s > 0)
@@ -443,7 +485,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         &config.base,
         "discovery",
     )?;
-    let authenticated = portal.nodes.iter().all(|n| n.chap.is_some());
+    let authenticated = portal.nodes().iter().all(|n| n.chap.is_some());
     if !config.listen.ip().is_loopback() && !authenticated {
         tracing::warn!(
             "listening on {} with targets any initiator can log in to (no chap); anyone who \
@@ -452,6 +494,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
 
+    // The units served at the end, whose stores are flushed then.
+    let mut units = Vec::new();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -460,13 +504,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        let portal = Arc::new(portal);
+        for (completions, unit, node) in &bindings {
+            completions.bind(unit, &portal, *node);
+        }
+        let luns = urls.len();
+        let live = Arc::new(crate::reconfigure::Live::new(
+            portal.clone(),
+            targets,
+            copy_manager,
+            config.clone(),
+            path,
+            config.metrics.is_some(),
+        ));
         let metrics = match config.metrics {
             Some(at) => {
                 let listener = tokio::net::TcpListener::bind(at)
                     .await
                     .with_context(|| format!("cannot listen on {at} for metrics"))?;
                 let addr = listener.local_addr()?;
-                for unit in &units {
+                for unit in live.units() {
                     unit.with(|core| core.keep_latencies());
                 }
                 if !addr.ip().is_loopback() {
@@ -477,46 +534,48 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 }
                 tracing::info!(%addr, "metrics listening");
                 println!("http://{addr}/metrics");
-                let units = units.clone().into();
+                let live = live.clone();
+                let units: crate::metrics::http::Units = Arc::new(move || live.units());
                 Some(tokio::spawn(crate::metrics::http::serve(listener, units)))
             }
             None => None,
         };
-        tracing::info!(%addr, luns = urls.len(), "listening");
+        tracing::info!(%addr, luns, "listening");
         for (name, lun) in &urls {
             println!("iscsi://{addr}/{name}/{lun}");
         }
-        let portal = Arc::new(portal);
-        for (completions, unit, node) in &bindings {
-            completions.bind(unit, &portal, *node);
-        }
-        crate::service::ready(&format!("serving {} LUNs on {addr}", urls.len()));
+        let reloads = tokio::spawn(reload_on_hangup(live.clone()));
+        crate::service::ready(&format!("serving {luns} LUNs on {addr}"));
         let watchdog = crate::service::watchdog();
         let stop = async {
             shutdown_signal().await;
             crate::service::stopping();
         };
         let served = iscsi::server::serve_portal(listener, portal, stop).await;
-        for task in [metrics, watchdog].into_iter().flatten() {
+        for task in [metrics, watchdog, Some(reloads)].into_iter().flatten() {
             task.abort();
         }
+        units = live.units();
         served?;
         anyhow::Ok(())
     })?;
     for unit in units {
-        let mut none = Vec::new();
-        let buffers = store::Buffers::Borrowed {
-            data_in: &mut none,
-            data_out: &[],
-        };
-        if let Some(store::Done::Failed(f)) = unit.plane().submit(0, store::Op::Flush, buffers) {
-            return Err(anyhow::anyhow!(
-                "flushing stores at shutdown: {}",
-                f.error()
-            ));
-        }
+        flush(&unit).context("flushing stores at shutdown")?;
     }
     Ok(())
+}
+
+/// Makes everything written to `unit`'s store durable.
+pub(crate) fn flush(unit: &device::Unit) -> anyhow::Result<()> {
+    let mut none = Vec::new();
+    let buffers = store::Buffers::Borrowed {
+        data_in: &mut none,
+        data_out: &[],
+    };
+    match unit.plane().submit(0, store::Op::Flush, buffers) {
+        Some(store::Done::Failed(f)) => Err(anyhow::anyhow!("{}", f.error())),
+        _ => Ok(()),
+    }
 }
 
 /// The command table as a Markdown table: opcode, service action, name, CDB length, data
@@ -556,6 +615,28 @@ pub fn command_list() -> String {
         scsi::COMMANDS.len()
     );
     out
+}
+
+/// SIGHUP re-reads the configuration file and applies the difference, as `stint ctl reload`
+/// does; a configuration that does not apply is logged and the running one stays.
+async fn reload_on_hangup(live: Arc<crate::reconfigure::Live>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangups = match signal(SignalKind::hangup()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "no SIGHUP handler; reload with `stint ctl reload`");
+            return;
+        }
+    };
+    while hangups.recv().await.is_some() {
+        tracing::info!("SIGHUP: reloading the configuration");
+        let live = live.clone();
+        match tokio::task::spawn_blocking(move || live.reload()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::error!("reload refused, the running configuration stays: {e:#}"),
+            Err(e) => tracing::error!(error = %e, "reload failed"),
+        }
+    }
 }
 
 /// Ctrl-C or SIGTERM.

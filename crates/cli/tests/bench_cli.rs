@@ -90,11 +90,14 @@ fn rate_iops_caps_each_instance() {
 /// by the real host's round trips and the wall clock's jitter). bench/two-clocks.sh checks p99
 /// per class over 1,500 I/Os per point, as the issue asks; here a class has too few commands
 /// for its p99 to be more than its maximum.
+///
+/// A loaded machine (builds beside the test) delays the real-time run's threads by tens of
+/// milliseconds now and then, which 600 I/Os cannot average out: up to three runs are made,
+/// and one that agrees passes. A device that drifts from the simulator fails all three.
 #[test]
 fn bench_on_a_cdl_disk_agrees_with_sim_on_its_configuration() {
     let config = format!("{EXAMPLES}/hdd-cdl.toml");
     let b2 = format!("{EXPERIMENTS}/b2.toml");
-    let server = Server::start(&["--config", &config], 1);
     let common = [
         "--qd",
         "8",
@@ -106,26 +109,50 @@ fn bench_on_a_cdl_disk_agrees_with_sim_on_its_configuration() {
         "3",
         "--json",
     ];
-    let mut bench = vec!["bench", b2.as_str(), "--url", server.urls[0].as_str()];
-    bench.extend(common);
     let mut sim = vec!["sim", b2.as_str(), "--device", config.as_str()];
     sim.extend(common);
-    let (b, s) = (json(&bench), json(&sim));
-    assert!(server.stop());
+    let s = json(&sim);
+    let mut disagreements = Vec::new();
+    for _ in 0..3 {
+        let server = Server::start(&["--config", &config], 1);
+        let mut bench = vec!["bench", b2.as_str(), "--url", server.urls[0].as_str()];
+        bench.extend(common);
+        let b = json(&bench);
+        assert!(server.stop());
+        match agreement(&b, &s) {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("bench and sim disagree: {e}");
+                disagreements.push(e);
+            }
+        }
+    }
+    panic!("bench and sim disagree in three runs: {disagreements:#?}");
+}
+
+/// Whether a bench report agrees with the simulator's on the same point (see above).
+fn agreement(b: &serde_json::Value, s: &serde_json::Value) -> Result<(), String> {
     let ratio =
         |x: &serde_json::Value, y: &serde_json::Value| x.as_f64().unwrap() / y.as_f64().unwrap();
     let (bt, st) = (&b["points"][0]["total"], &s["points"][0]["total"]);
     let p99 = ratio(&bt["lat_ms"]["p99"], &st["lat_ms"]["p99"]);
-    assert!((0.9..=1.1).contains(&p99), "p99 {bt} vs {st}");
+    if !(0.9..=1.1).contains(&p99) {
+        return Err(format!("p99 {bt} vs {st}"));
+    }
     let classes = b["points"][0]["classes"].as_object().unwrap();
     assert_eq!(classes.len(), 2, "{classes:?}");
     for (name, x) in classes {
         let y = &s["points"][0]["classes"][name];
         let iops = ratio(&x["iops"], &y["iops"]);
         let mean = ratio(&x["lat_ms"]["mean"], &y["lat_ms"]["mean"]);
-        assert!((0.95..=1.05).contains(&iops), "{name}: IOPS {x} vs {y}");
-        assert!((0.9..=1.1).contains(&mean), "{name}: mean {x} vs {y}");
+        if !(0.95..=1.05).contains(&iops) {
+            return Err(format!("{name}: IOPS {x} vs {y}"));
+        }
+        if !(0.9..=1.1).contains(&mean) {
+            return Err(format!("{name}: mean {x} vs {y}"));
+        }
     }
+    Ok(())
 }
 
 /// A job replaying a trace sends each of its I/Os once, wrapped into the 64 MiB LUN, in the

@@ -150,6 +150,11 @@ impl CopyManager {
         self.units.write().push(view);
     }
 
+    /// Makes a unit unreachable (it left its target).
+    pub(crate) fn unregister(&self, view: &Arc<UnitView>) {
+        self.units.write().retain(|u| !Arc::ptr_eq(u, view));
+    }
+
     /// The unit a CSCD descriptor names, if one of ours has that designator.
     pub(crate) fn find(&self, cscd: &CscdDescriptor) -> Option<Arc<UnitView>> {
         self.units

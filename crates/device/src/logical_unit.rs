@@ -376,6 +376,21 @@ impl LogicalUnit {
         self.copy.is_some()
     }
 
+    /// Leaves its copy manager (the unit leaves its target): no copy reaches it any more, and
+    /// the manager no longer holds its store open.
+    pub(crate) fn detach(&mut self) {
+        if let Some((manager, view)) = self.copy.take() {
+            manager.unregister(&view);
+        }
+    }
+
+    /// Raises REPORTED LUNS DATA HAS CHANGED for every nexus this unit knows: the target's
+    /// logical unit inventory changed (SPC-5 §6.33).
+    pub(crate) fn reported_luns_changed(&mut self) {
+        self.unit_attentions
+            .raise(Asc::REPORTED_LUNS_DATA_HAS_CHANGED, None);
+    }
+
     /// Joins a copy manager: copies and ROD tokens reach other units through it, and it sees
     /// this unit through `view`.
     pub(crate) fn attach(&mut self, manager: Arc<CopyManager>, view: Arc<UnitView>) {

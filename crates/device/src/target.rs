@@ -7,6 +7,7 @@ use crate::unit::{Sink, Submitted, Unit};
 use crate::{
     Arrival, Completion, CopyManager, Nexus, Ns, TaskId, TaskManagement, TmfResponse, Transfer,
 };
+use parking_lot::RwLock;
 use scsi::command::Command;
 use scsi::inquiry::{self, StandardInquiry};
 use scsi::{Asc, Flags, Sense, SenseKey};
@@ -14,14 +15,57 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use store::Op;
 
-/// Logical units addressed by LUN. Immutable after construction, so finding a LU takes no lock.
+/// Logical units addressed by LUN. An operator may add and remove units while the target
+/// serves ([`Target::insert`], [`Target::remove`]); a command finds its unit under a short
+/// read lock.
 #[derive(Default)]
 pub struct Target {
-    luns: BTreeMap<u64, Arc<Unit>>,
+    luns: RwLock<Luns>,
+    /// The copy manager units added later join.
+    manager: Arc<CopyManager>,
+}
+
+#[derive(Default)]
+struct Luns {
+    units: BTreeMap<u64, Arc<Unit>>,
     /// LUN masking: the initiators (by iSCSI name) that may see a LUN; a LUN without an entry
     /// is everyone's. To anyone else a masked LUN is absent (SPC-5 §4.4.3): REPORT LUNS leaves
     /// it out and commands get LOGICAL UNIT NOT SUPPORTED.
     masks: BTreeMap<u64, Vec<String>>,
+    /// Removed units finishing the tasks they had: absent to new commands, still reached by
+    /// their tasks' Data-Out, data-plane operations and I_T nexus loss.
+    leaving: BTreeMap<u64, Arc<Unit>>,
+}
+
+impl Luns {
+    /// The unit at `lun` as `nexus` sees it: `None` when absent or masked.
+    fn visible(&self, nexus: &Nexus, lun: u64) -> Option<&Arc<Unit>> {
+        let visible = self
+            .masks
+            .get(&lun)
+            .is_none_or(|allowed| allowed.iter().any(|i| i == nexus.initiator_name()));
+        self.units.get(&lun).filter(|_| visible)
+    }
+
+    /// The unit a task on `lun` runs on, present or leaving.
+    fn of_task(&self, lun: u64) -> Option<Arc<Unit>> {
+        self.units.get(&lun).or(self.leaving.get(&lun)).cloned()
+    }
+
+    /// Every unit that may still have tasks.
+    fn all(&self) -> Vec<Arc<Unit>> {
+        self.units
+            .values()
+            .chain(self.leaving.values())
+            .cloned()
+            .collect()
+    }
+
+    fn inventory_changed(&self) {
+        for u in self.units.values() {
+            u.with(|core| core.reported_luns_changed());
+        }
+    }
 }
 
 fn lun_not_supported() -> Sense {
@@ -49,39 +93,112 @@ impl Target {
             let _joined = unit.attach(manager.clone());
         }
         Target {
-            luns: luns.into_iter().collect(),
-            masks: BTreeMap::new(),
+            luns: RwLock::new(Luns {
+                units: luns.into_iter().collect(),
+                ..Luns::default()
+            }),
+            manager,
         }
     }
 
     /// The target with `lun` visible to `initiators` (iSCSI names) only.
-    pub fn with_mask(mut self, lun: u64, initiators: Vec<String>) -> Self {
-        self.masks.insert(lun, initiators);
+    pub fn with_mask(self, lun: u64, initiators: Vec<String>) -> Self {
+        self.luns.write().masks.insert(lun, initiators);
         self
     }
 
     /// The logical unit at `lun` as `nexus` sees it: `None` when absent or masked.
-    fn unit(&self, nexus: &Nexus, lun: u64) -> Option<&Arc<Unit>> {
-        let visible = self.masks.is_empty()
-            || self
-                .masks
-                .get(&lun)
-                .is_none_or(|allowed| allowed.iter().any(|i| i == nexus.initiator_name()));
-        self.luns.get(&lun).filter(|_| visible)
+    fn unit(&self, nexus: &Nexus, lun: u64) -> Option<Arc<Unit>> {
+        self.luns.read().visible(nexus, lun).cloned()
     }
 
-    pub fn lun(&self, lun: u64) -> Option<&Arc<Unit>> {
-        self.luns.get(&lun)
+    pub fn lun(&self, lun: u64) -> Option<Arc<Unit>> {
+        self.luns.read().units.get(&lun).cloned()
     }
 
     /// LUNs in ascending order.
-    pub fn luns(&self) -> impl Iterator<Item = u64> + '_ {
-        self.luns.keys().copied()
+    pub fn luns(&self) -> Vec<u64> {
+        self.luns.read().units.keys().copied().collect()
     }
 
-    /// The logical units, each needing a driver on the server's clock.
-    pub fn units(&self) -> impl Iterator<Item = &Arc<Unit>> {
-        self.luns.values()
+    /// The logical units by LUN, each needing a driver on the server's clock.
+    pub fn units(&self) -> Vec<(u64, Arc<Unit>)> {
+        let luns = self.luns.read();
+        luns.units.iter().map(|(l, u)| (*l, u.clone())).collect()
+    }
+
+    /// Adds `unit` at `lun` while the target serves, visible to `initiators` only unless that
+    /// is empty; every other unit's nexuses learn of it by REPORTED LUNS DATA HAS CHANGED.
+    pub fn insert(&self, lun: u64, unit: Arc<Unit>, initiators: Vec<String>) -> Result<(), String> {
+        let mut luns = self.luns.write();
+        if luns.units.contains_key(&lun) {
+            return Err(format!("LUN {lun} exists"));
+        }
+        if luns.leaving.contains_key(&lun) {
+            return Err(format!(
+                "LUN {lun} was removed and still has tasks; add it again once they end"
+            ));
+        }
+        luns.inventory_changed();
+        let _joined = unit.attach(self.manager.clone());
+        luns.units.insert(lun, unit);
+        if !initiators.is_empty() {
+            luns.masks.insert(lun, initiators);
+        }
+        Ok(())
+    }
+
+    /// Removes the unit at `lun` while the target serves: new commands to it get LOGICAL UNIT
+    /// NOT SUPPORTED at once, the tasks it has finish ([`Self::leaving_idle`] tells when),
+    /// and the other units' nexuses get REPORTED LUNS DATA HAS CHANGED.
+    pub fn remove(&self, lun: u64) -> Option<Arc<Unit>> {
+        let mut luns = self.luns.write();
+        let unit = luns.units.remove(&lun)?;
+        luns.masks.remove(&lun);
+        unit.detach();
+        luns.leaving.insert(lun, unit.clone());
+        luns.inventory_changed();
+        Some(unit)
+    }
+
+    /// Whether the removed unit at `lun` has no task left; it is then forgotten (its store
+    /// closes once the caller's handles go).
+    pub fn leaving_idle(&self, lun: u64) -> bool {
+        let mut luns = self.luns.write();
+        let idle = luns
+            .leaving
+            .get(&lun)
+            .is_none_or(|u| u.with(|core| core.tasks() == 0));
+        if idle {
+            luns.leaving.remove(&lun);
+        }
+        idle
+    }
+
+    /// Whether a removed unit at `lun` still finishes its tasks.
+    pub fn is_leaving(&self, lun: u64) -> bool {
+        self.luns.read().leaving.contains_key(&lun)
+    }
+
+    /// Changes who may see `lun` (empty: everyone who may log in).
+    pub fn set_mask(&self, lun: u64, initiators: Vec<String>) {
+        let mut luns = self.luns.write();
+        if initiators.is_empty() {
+            luns.masks.remove(&lun);
+        } else {
+            luns.masks.insert(lun, initiators);
+        }
+        luns.inventory_changed();
+    }
+
+    /// Who may see `lun`: empty for everyone.
+    pub fn mask(&self, lun: u64) -> Vec<String> {
+        self.luns
+            .read()
+            .masks
+            .get(&lun)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// A command arrives at `now`. The target answers REPORT LUNS and commands for absent
@@ -94,7 +211,7 @@ impl Target {
         sink: &mut dyn Sink,
     ) -> (Option<Transfer>, Submitted) {
         let unit = self.unit(a.nexus, a.lun);
-        match unit {
+        match &unit {
             Some(u) if !target_scope(a.cdb) => u.command(now, a, data_in, sink),
             _ => {
                 let c = if target_scope(a.cdb) {
@@ -124,7 +241,7 @@ impl Target {
         data_in: &mut Vec<u8>,
         sink: &mut dyn Sink,
     ) -> Submitted {
-        match self.luns.get(&lun) {
+        match self.luns.read().of_task(lun) {
             Some(u) => u.data_out(now, task, data, data_in, sink),
             None => Submitted::Aborted,
         }
@@ -139,7 +256,8 @@ impl Target {
         c: Completion,
         sink: &mut dyn Sink,
     ) {
-        if let Some(u) = self.luns.get(&lun) {
+        let unit = self.luns.read().of_task(lun);
+        if let Some(u) = unit {
             u.data_out_failed(now, task, c, sink);
         }
     }
@@ -156,7 +274,8 @@ impl Target {
         data_in: &mut Vec<u8>,
         sink: &mut dyn Sink,
     ) -> Submitted {
-        match self.luns.get(&lun) {
+        let unit = self.luns.read().of_task(lun);
+        match unit {
             Some(u) => u.run(now, task, op, data_out, data_in, sink),
             None => Submitted::Aborted,
         }
@@ -165,7 +284,8 @@ impl Target {
     /// A delivered data-plane operation of a task on `lun` that its transport will not run
     /// (the task had ended for it: [`Unit::dropped`]).
     pub fn dropped(&self, now: Ns, lun: u64, task: TaskId, sink: &mut dyn Sink) {
-        if let Some(u) = self.luns.get(&lun) {
+        let unit = self.luns.read().of_task(lun);
+        if let Some(u) = unit {
             u.dropped(now, task, sink);
         }
     }
@@ -173,10 +293,8 @@ impl Target {
     /// Append sense data for a command on `lun` in the format the LU's Control mode page asks
     /// for (D_SENSE, SPC-5 table 457); fixed format for absent LUNs.
     pub fn encode_sense(&self, lun: u64, sense: &Sense, out: &mut Vec<u8>) {
-        let descriptor = self
-            .luns
-            .get(&lun)
-            .is_some_and(|u| u.with(|core| core.descriptor_sense()));
+        let unit = self.luns.read().of_task(lun);
+        let descriptor = unit.is_some_and(|u| u.with(|core| core.descriptor_sense()));
         sense.write(descriptor, out);
     }
 
@@ -198,7 +316,12 @@ impl Target {
             u.with(|core| core.register_nexus(a.nexus));
         }
         let start = data_in.len();
-        let visible = self.luns().filter(|&lun| self.unit(a.nexus, lun).is_some());
+        let luns = self.luns.read();
+        let visible = luns
+            .units
+            .keys()
+            .copied()
+            .filter(|&lun| luns.visible(a.nexus, lun).is_some());
         match select_report {
             0x00 | 0x02 | 0x11 => scsi::report_luns::report_luns(visible, data_in),
             0x01 | 0x10 | 0x12 => scsi::report_luns::report_luns(std::iter::empty(), data_in),
@@ -228,6 +351,8 @@ impl Target {
                     implicit_alua: false,
                     version: self
                         .luns
+                        .read()
+                        .units
                         .values()
                         .next()
                         .map_or(0x0D, |u| u.with(|core| core.config().inquiry_version)),
@@ -266,7 +391,8 @@ impl Target {
             tmf,
             TaskManagement::TargetWarmReset | TaskManagement::TargetColdReset
         ) {
-            for u in self.luns.values() {
+            let units = self.luns.read().all();
+            for u in units {
                 u.task_management(now, nexus, tmf, sink);
             }
             return TmfResponse::FunctionComplete;
@@ -279,7 +405,8 @@ impl Target {
 
     /// The nexus logged out or its connection dropped (SAM-5 §6.3.4: I_T nexus loss).
     pub fn nexus_lost(&self, now: Ns, nexus: &Nexus, sink: &mut dyn Sink) {
-        for u in self.luns.values() {
+        let units = self.luns.read().all();
+        for u in units {
             u.nexus_lost(now, nexus.id, sink);
         }
     }

@@ -412,6 +412,11 @@ impl Unit {
         true
     }
 
+    /// Leaves its copy manager (see [`Self::attach`]).
+    pub fn detach(&self) {
+        self.core.lock().detach();
+    }
+
     /// A task management function for this unit from `nexus` at `now` (SAM-5 §7).
     pub fn task_management(
         &self,

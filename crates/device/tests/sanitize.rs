@@ -84,7 +84,7 @@ fn run(t: &Target, n: &Nexus, cdb: &[u8], data_out: &[u8]) -> (Completion, Vec<u
 /// time; the tests' clock is then `at_ms`.
 fn drive_to(t: &Target, at_ms: u64, sink: &mut Collect) {
     let at = at_ms * MS;
-    for unit in t.units() {
+    for (_, unit) in t.units() {
         while let Some(next) = unit.with(|c| c.poll_timeout()).filter(|n| *n <= at) {
             unit.advance(next.max(common::now()), sink);
         }

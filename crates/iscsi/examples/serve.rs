@@ -11,6 +11,7 @@ async fn main() -> std::io::Result<()> {
     let name = "iqn.2026-01.org.stint:example".to_string();
     println!("iscsi://{}/{name}/0", listener.local_addr()?);
     let node = iscsi::TargetNode {
+        retired: false,
         name,
         alias: None,
         target: Arc::new(device::Target::default()),

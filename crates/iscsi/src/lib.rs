@@ -31,6 +31,7 @@ pub mod pdu;
 pub mod portal;
 pub mod server;
 pub mod session;
+pub mod sessions;
 pub mod text;
 pub mod throttle;
 pub mod tmf;

@@ -56,6 +56,39 @@ impl Default for Parameters {
     }
 }
 
+impl Parameters {
+    /// The keys in force by their RFC 7143 §13 names, as a session listing shows them.
+    pub fn keys(&self) -> Vec<(&'static str, String)> {
+        let digest = |on: bool| if on { "CRC32C" } else { "None" }.to_owned();
+        vec![
+            ("HeaderDigest", digest(self.header_digest)),
+            ("DataDigest", digest(self.data_digest)),
+            (
+                "MaxRecvDataSegmentLength",
+                self.initiator_max_recv_data_segment_length.to_string(),
+            ),
+            (
+                "TargetMaxRecvDataSegmentLength",
+                self.target_max_recv_data_segment_length.to_string(),
+            ),
+            ("MaxBurstLength", self.max_burst_length.to_string()),
+            ("FirstBurstLength", self.first_burst_length.to_string()),
+            ("InitialR2T", yes_no(self.initial_r2t).to_owned()),
+            ("ImmediateData", yes_no(self.immediate_data).to_owned()),
+            ("MaxOutstandingR2T", self.max_outstanding_r2t.to_string()),
+            ("DefaultTime2Wait", self.default_time2wait.to_string()),
+            ("DefaultTime2Retain", self.default_time2retain.to_string()),
+            ("ErrorRecoveryLevel", self.error_recovery_level.to_string()),
+            ("MaxConnections", self.max_connections.to_string()),
+            ("DataPDUInOrder", yes_no(self.data_pdu_in_order).to_owned()),
+            (
+                "DataSequenceInOrder",
+                yes_no(self.data_sequence_in_order).to_owned(),
+            ),
+        ]
+    }
+}
+
 /// What this target supports; answers are the result function applied to the offer and
 /// these values.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -150,9 +150,7 @@ impl ScsiTarget for device::Target {
     }
 
     fn units(&self) -> Vec<(u64, Arc<Unit>)> {
-        self.luns()
-            .filter_map(|l| self.lun(l).map(|u| (l, u.clone())))
-            .collect()
+        device::Target::units(self)
     }
 }
 
@@ -176,12 +174,17 @@ pub struct TargetNode {
     /// [`device::Nexus::privileged`]; TARGET WARM and COLD RESET); `"*"` grants every
     /// initiator that may log in.
     pub privileged_initiators: Vec<String>,
+    /// Removed from the configuration while serving: no new logins, absent from SendTargets
+    /// (its index stays, see [`crate::Portal::update_nodes`]).
+    pub retired: bool,
 }
 
 impl TargetNode {
     /// Whether `initiator` may log in (and see this node in SendTargets).
     pub fn allows(&self, initiator: &str) -> bool {
-        self.allowed_initiators.is_empty() || self.allowed_initiators.iter().any(|i| i == initiator)
+        !self.retired
+            && (self.allowed_initiators.is_empty()
+                || self.allowed_initiators.iter().any(|i| i == initiator))
     }
 
     /// Whether `initiator`'s sessions may run disruptive operations.
@@ -201,6 +204,7 @@ impl std::fmt::Debug for TargetNode {
             .field("initiator_classes", &self.initiator_classes)
             .field("chap", &self.chap)
             .field("privileged_initiators", &self.privileged_initiators)
+            .field("retired", &self.retired)
             .finish()
     }
 }

@@ -1,21 +1,26 @@
 //! A network portal and its portal group (RFC 7143 §4.4.1): the target nodes reachable
 //! through it, the negotiation limits, and the session-wide identifiers it hands out.
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use device::Finished;
+use device::{Finished, Unit};
 use std::time::Duration;
+
+use crate::clock::UnitDriver;
 
 use crate::negotiation::TargetLimits;
 use crate::node::TargetNode;
+use crate::sessions::Sessions;
 
 /// Shared by every connection accepted on the portal.
 #[derive(Debug)]
 pub struct Portal {
-    pub nodes: Vec<TargetNode>,
+    /// The target nodes, by index: a node keeps its index for as long as the portal serves
+    /// (sessions, drivers and completions name it so); a removed one stays, retired.
+    nodes: RwLock<Arc<Vec<TargetNode>>>,
     /// TargetPortalGroupTag (RFC 7143 §13.9).
     pub portal_group_tag: u16,
     pub limits: TargetLimits,
@@ -42,20 +47,46 @@ pub struct Portal {
     /// The drivers of the logical units, by (node, LUN): a call that needs one sooner than it
     /// was told wakes it.
     pub drivers: Drivers,
+    /// The sessions in full feature phase and the open connections.
+    pub sessions: Sessions,
 }
 
 /// Wakes a logical unit's driver.
 pub type Wake = Arc<dyn Fn() + Send + Sync>;
 
-/// The drivers' wake-ups, by node index and LUN.
+/// The drivers of the logical units, by node index and LUN, and their wake-ups.
 #[derive(Default)]
 pub struct Drivers {
     wakes: Mutex<BTreeMap<(usize, u64), Wake>>,
+    running: Mutex<BTreeMap<(usize, u64), UnitDriver>>,
 }
 
 impl Drivers {
-    pub fn register(&self, node: usize, lun: u64, wake: Wake) {
+    /// Starts the driver of `unit`, served as `lun` of node `node`, on the wall clock.
+    pub fn start(
+        &self,
+        node: usize,
+        lun: u64,
+        unit: Arc<Unit>,
+        router: Arc<Router>,
+    ) -> std::io::Result<()> {
+        let (driver, wake) = UnitDriver::spawn(unit, router)?;
         self.wakes.lock().insert((node, lun), wake);
+        // A driver it replaces stops as it is dropped, outside the lock.
+        let _replaced = self.running.lock().insert((node, lun), driver);
+        Ok(())
+    }
+
+    /// Stops the driver of `lun` on `node` (the unit left the target and has no tasks).
+    pub fn stop(&self, node: usize, lun: u64) {
+        self.wakes.lock().remove(&(node, lun));
+        let _stopped = self.running.lock().remove(&(node, lun));
+    }
+
+    /// Stops every driver (the portal stops serving).
+    pub fn stop_all(&self) {
+        self.wakes.lock().clear();
+        let _stopped = std::mem::take(&mut *self.running.lock());
     }
 
     /// Wakes the driver of `lun` on `node`, if it has one.
@@ -115,7 +146,7 @@ impl std::fmt::Debug for Router {
 impl Portal {
     pub fn new(nodes: Vec<TargetNode>) -> Portal {
         Portal {
-            nodes,
+            nodes: RwLock::new(Arc::new(nodes)),
             portal_group_tag: 1,
             limits: TargetLimits::default(),
             queue_depth: 128,
@@ -129,7 +160,27 @@ impl Portal {
             next_nexus: AtomicU64::new(1),
             router: Arc::new(Router::default()),
             drivers: Drivers::default(),
+            sessions: Sessions::default(),
         }
+    }
+
+    /// The target nodes now (a login or a SendTargets answer takes this snapshot).
+    pub fn nodes(&self) -> Arc<Vec<TargetNode>> {
+        self.nodes.read().clone()
+    }
+
+    /// Changes the nodes for logins from now on: `change` may alter nodes in place and
+    /// append new ones; indices stay (a node that goes is [retired](TargetNode::retired)).
+    pub fn update_nodes(&self, change: impl FnOnce(&mut Vec<TargetNode>)) {
+        let mut nodes = self.nodes.write();
+        let mut next = Vec::clone(&nodes);
+        let before = next.len();
+        change(&mut next);
+        debug_assert!(
+            next.len() >= before,
+            "a node was removed instead of retired"
+        );
+        *nodes = Arc::new(next);
     }
 
     /// A fresh TSIH (RFC 7143 §11.12.6: never 0).

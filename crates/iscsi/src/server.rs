@@ -6,12 +6,9 @@
 //! into a large buffer, lets the connection handle every complete PDU in it, then writes all
 //! responses of the batch with vectored writes.
 
-use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -22,12 +19,12 @@ use tracing::Instrument;
 
 use device::Finished;
 
-use crate::clock::{self, UnitDriver};
-use crate::connection::{Connection, SessionIdentity};
+use crate::clock;
+use crate::connection::Connection;
 use crate::node::TargetNode;
 use crate::output::Output;
 use crate::portal::Portal;
-use crate::throttle::LoginThrottle;
+use crate::sessions::{Handles, Login};
 
 /// Seconds a stopping server gives initiators to log out after asking them to.
 const LOGOUT_GRACE_SECONDS: u16 = 2;
@@ -50,16 +47,12 @@ pub async fn serve_portal(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     // Each logical unit has its driver on the wall clock for as long as we serve.
-    let mut drivers = Vec::new();
-    for (n, node) in portal.nodes.iter().enumerate() {
+    for (n, node) in portal.nodes().iter().enumerate() {
         for (lun, unit) in node.target.units() {
-            let (driver, wake) = UnitDriver::spawn(unit, portal.router.clone())?;
-            portal.drivers.register(n, lun, wake);
-            drivers.push(driver);
+            portal.drivers.start(n, lun, unit, portal.router.clone())?;
         }
     }
     let (stop_tx, stop_rx) = watch::channel(false);
-    let registry = Arc::new(Registry::default());
     let mut tasks = JoinSet::new();
     let mut accept_failing = false;
     let mut refusing = false;
@@ -86,7 +79,11 @@ pub async fn serve_portal(
                         continue;
                     }
                 };
-                let Some(slot) = registry.admit(&portal, peer.ip()) else {
+                let Some(slot) = portal.sessions.admit(
+                    peer.ip(),
+                    portal.max_connections,
+                    portal.max_connections_per_address,
+                ) else {
                     if !std::mem::replace(&mut refusing, true) {
                         tracing::warn!(
                             ip = %peer.ip(),
@@ -103,14 +100,13 @@ pub async fn serve_portal(
                 }
                 let portal = portal.clone();
                 let stop = stop_rx.clone();
-                let registry = registry.clone();
                 let span = tracing::info_span!("connection", %peer);
                 tasks.spawn(
                     async move {
                         let _slot = slot;
                         tracing::debug!("accepted");
                         // A failed connection only ends itself.
-                        match run_connection(stream, peer, portal, stop, registry).await {
+                        match run_connection(stream, peer, portal, stop).await {
                             Ok(()) => tracing::debug!("closed"),
                             Err(e) => tracing::info!(error = %e, "closed"),
                         }
@@ -125,108 +121,12 @@ pub async fn serve_portal(
     // Fails only when no connection is left to receive it.
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
-    drop(drivers);
+    portal.drivers.stop_all();
     Ok(())
 }
 
 /// The pause after a failed accept.
 const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// Sessions in full feature phase, for session reinstatement and TARGET COLD RESET. Its locks
-/// do not poison: a connection task that panics ends alone, and the registry stays usable.
-#[derive(Default)]
-struct Registry {
-    entries: Mutex<Vec<Entry>>,
-    next_id: AtomicU64,
-    throttle: Mutex<LoginThrottle>,
-    /// Open connections by peer address (their sum is the total).
-    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
-}
-
-/// A connection's place under the portal's limits, given back when it is dropped.
-struct Slot {
-    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
-    ip: IpAddr,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut open = self.open.lock();
-        if let Some(n) = open.get_mut(&self.ip) {
-            *n -= 1;
-            if *n == 0 {
-                open.remove(&self.ip);
-            }
-        }
-    }
-}
-
-struct Entry {
-    id: u64,
-    identity: SessionIdentity,
-    kill: Arc<Notify>,
-}
-
-impl Registry {
-    /// A slot for a new connection from `ip`, unless that would pass the portal's limits.
-    fn admit(&self, portal: &Portal, ip: IpAddr) -> Option<Slot> {
-        let mut open = self.open.lock();
-        let total: usize = open.values().sum();
-        let from_ip = open.get(&ip).copied().unwrap_or(0);
-        if total >= portal.max_connections || from_ip >= portal.max_connections_per_address {
-            return None;
-        }
-        open.insert(ip, from_ip + 1);
-        Some(Slot {
-            open: self.open.clone(),
-            ip,
-        })
-    }
-
-    fn id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Record a new session. An older session of the same initiator port (InitiatorName +
-    /// ISID) to the same node is closed: session reinstatement at ErrorRecoveryLevel 0
-    /// (RFC 7143 §6.3.5).
-    fn register(&self, id: u64, identity: SessionIdentity, kill: Arc<Notify>) {
-        let mut entries = self.entries.lock();
-        entries.retain(|e| {
-            let same = e.identity == identity;
-            if same {
-                tracing::info!(
-                    initiator = %identity.initiator_name,
-                    "session reinstated: the older one is closed (RFC 7143 §6.3.5)"
-                );
-                e.kill.notify_one();
-            }
-            !same
-        });
-        entries.push(Entry { id, identity, kill });
-    }
-
-    fn remove(&self, id: u64) {
-        self.entries.lock().retain(|e| e.id != id);
-    }
-
-    /// Close every other session of `node` (TARGET COLD RESET, RFC 7143 §11.5.1).
-    fn kill_node(&self, node: Option<usize>, except: u64) {
-        let entries = self.entries.lock();
-        let mut closed = 0;
-        for e in entries
-            .iter()
-            .filter(|e| e.id != except && e.identity.node == node)
-        {
-            e.kill.notify_one();
-            closed += 1;
-        }
-        tracing::info!(
-            sessions = closed,
-            "TARGET COLD RESET closes the node's other sessions"
-        );
-    }
-}
 
 /// Drive one connection until either side closes it, `stop` turns true, or another
 /// connection ends its session (reinstatement, cold reset).
@@ -235,20 +135,29 @@ async fn run_connection(
     peer: std::net::SocketAddr,
     portal: Arc<Portal>,
     mut stop: watch::Receiver<bool>,
-    registry: Arc<Registry>,
 ) -> io::Result<()> {
-    let id = registry.id();
-    let kill = Arc::new(Notify::new());
+    let id = portal.sessions.id();
+    let handles = Handles {
+        kill: Arc::new(Notify::new()),
+        logout: Arc::new(Notify::new()),
+        traffic: Arc::default(),
+    };
     let mut registered = false;
     let link = Link {
         peer,
         id,
-        kill: &kill,
-        registry: &registry,
+        handles: &handles,
     };
-    let result = serve_stream(&mut stream, link, portal, &mut stop, &mut registered).await;
+    let result = serve_stream(
+        &mut stream,
+        link,
+        portal.clone(),
+        &mut stop,
+        &mut registered,
+    )
+    .await;
     if registered {
-        registry.remove(id);
+        portal.sessions.remove(id);
     }
     // The peer may be gone already; the socket closes on drop either way.
     let _ = stream.shutdown().await;
@@ -260,9 +169,7 @@ struct Link<'a> {
     peer: std::net::SocketAddr,
     /// The connection's number in the registry.
     id: u64,
-    /// Notified when another connection ends this one's session.
-    kill: &'a Arc<Notify>,
-    registry: &'a Registry,
+    handles: &'a Handles,
 }
 
 async fn serve_stream(
@@ -272,12 +179,10 @@ async fn serve_stream(
     stop: &mut watch::Receiver<bool>,
     registered: &mut bool,
 ) -> io::Result<()> {
-    let Link {
-        peer,
-        id,
-        kill,
-        registry,
-    } = link;
+    let Link { peer, id, handles } = link;
+    let kill = &handles.kill;
+    let shared = portal.clone();
+    let registry = &shared.sessions;
     stream.set_nodelay(true)?;
     let local = stream.local_addr()?.to_string();
     let send_timeout = portal.nop_in_interval.unwrap_or(SEND_TIMEOUT);
@@ -321,7 +226,7 @@ async fn serve_stream(
                     Ok(n) => n,
                     Err(e) => break Err(e),
                 },
-                _ = stop.changed(), if stopping.is_none() => {
+                _ = asked_to_leave(stop, &handles.logout), if stopping.is_none() => {
                     // Ask for a Logout and give the initiator a moment to send it.
                     if !conn.request_logout(LOGOUT_GRACE_SECONDS, &mut out) {
                         break Ok(());
@@ -330,7 +235,7 @@ async fn serve_stream(
                         tokio::time::Instant::now()
                             + std::time::Duration::from_secs(u64::from(LOGOUT_GRACE_SECONDS)),
                     );
-                    if let Err(e) = send(stream, &out, send_timeout, kill, stop).await {
+                    if let Err(e) = send(stream, &out, send_timeout, handles, stop).await {
                         break Err(e);
                     }
                     conn.recycle(&mut out);
@@ -345,7 +250,7 @@ async fn serve_stream(
                         }
                         conn.complete(now, f, &mut out);
                     }
-                    if let Err(e) = send(stream, &out, send_timeout, kill, stop).await {
+                    if let Err(e) = send(stream, &out, send_timeout, handles, stop).await {
                         break Err(e);
                     }
                     conn.recycle(&mut out);
@@ -359,7 +264,7 @@ async fn serve_stream(
                     }
                     let next = conn.poll_timeout().map_or_else(far_future, clock::instant);
                     idle.as_mut().reset(next);
-                    if let Err(e) = send(stream, &out, send_timeout, kill, stop).await {
+                    if let Err(e) = send(stream, &out, send_timeout, handles, stop).await {
                         break Err(e);
                     }
                     conn.recycle(&mut out);
@@ -370,6 +275,10 @@ async fn serve_stream(
                 break Ok(());
             }
             end += n;
+            handles
+                .traffic
+                .bytes_received
+                .fetch_add(n as u64, Ordering::Relaxed);
         }
         start += conn.receive(clock::now(), &buf[start..end], &mut out);
         backlog = out.is_full();
@@ -378,11 +287,22 @@ async fn serve_stream(
             end = 0;
         }
         if !*registered {
-            if let Some(identity) = conn.identity() {
-                registry.register(id, identity.clone(), kill.clone());
+            if let (Some(identity), Some(n)) = (conn.identity(), conn.negotiated()) {
+                let login = Login {
+                    identity: identity.clone(),
+                    peer,
+                    tsih: n.tsih,
+                    authentication: n.authentication.clone(),
+                    keys: n.keys.clone(),
+                };
+                registry.register(id, login, handles);
                 *registered = true;
             }
         }
+        handles
+            .traffic
+            .in_flight
+            .store(conn.in_flight(), Ordering::Relaxed);
         if conn.take_cold_reset() {
             registry.kill_node(conn.identity().and_then(|i| i.node), id);
         }
@@ -405,7 +325,7 @@ async fn serve_stream(
             }
         }
         if !out.is_empty() {
-            if let Err(e) = send(stream, &out, send_timeout, kill, stop).await {
+            if let Err(e) = send(stream, &out, send_timeout, handles, stop).await {
                 break Err(e);
             }
             conn.recycle(&mut out);
@@ -416,6 +336,14 @@ async fn serve_stream(
     };
     conn.close();
     result
+}
+
+/// The server is stopping, or an operator asked for this session's logout.
+async fn asked_to_leave(stop: &mut watch::Receiver<bool>, logout: &Notify) {
+    tokio::select! {
+        _ = stop.changed() => {}
+        _ = logout.notified() => {}
+    }
 }
 
 /// A deadline that never comes (an unarmed timer).
@@ -435,7 +363,7 @@ async fn send(
     stream: &mut TcpStream,
     out: &Output,
     timeout: std::time::Duration,
-    kill: &Notify,
+    handles: &Handles,
     stop: &mut watch::Receiver<bool>,
 ) -> io::Result<()> {
     let gone = |why: &str| io::Error::new(io::ErrorKind::TimedOut, why.to_owned());
@@ -451,12 +379,16 @@ async fn send(
                 return Err(io::ErrorKind::WriteZero.into());
             }
             written += n;
+            handles
+                .traffic
+                .bytes_sent
+                .fetch_add(n as u64, Ordering::Relaxed);
         }
         Ok(())
     };
     tokio::select! {
         r = write => r,
-        _ = kill.notified() => Err(gone("the session was closed by another connection")),
+        _ = handles.kill.notified() => Err(gone("the session was closed by another connection")),
         _ = stop.changed() => Err(gone("the server is stopping")),
     }
 }

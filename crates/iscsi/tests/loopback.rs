@@ -29,6 +29,7 @@ impl Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let node = |name: &str, allowed: Vec<String>, privileged: Vec<String>| TargetNode {
+            retired: false,
             name: name.into(),
             alias: None,
             target: common::RamDisk::new(8),
@@ -375,6 +376,7 @@ async fn test_portal(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut portal = iscsi::Portal::new(vec![TargetNode {
+        retired: false,
         name: TARGET.into(),
         alias: None,
         target: common::RamDisk::new(blocks),

@@ -29,6 +29,7 @@ impl XorShift {
 
 fn portal() -> Arc<Portal> {
     Arc::new(Portal::new(vec![TargetNode {
+        retired: false,
         name: "iqn.2026-01.org.stint:fuzz".into(),
         alias: None,
         target: Arc::new(device::Target::default()),

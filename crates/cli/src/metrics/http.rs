@@ -52,8 +52,11 @@ fn request(head: &[u8]) -> Request {
     }
 }
 
+/// The logical units a scrape covers: those served at the time (LUNs come and go).
+pub type Units = Arc<dyn Fn() -> Vec<Arc<Unit>> + Send + Sync>;
+
 /// Serves scrapes of `units` on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, units: Arc<[Arc<Unit>]>) {
+pub async fn serve(listener: TcpListener, units: Units) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -79,7 +82,7 @@ pub async fn serve(listener: TcpListener, units: Arc<[Arc<Unit>]>) {
     }
 }
 
-async fn answer(mut stream: TcpStream, units: &[Arc<Unit>]) -> std::io::Result<()> {
+async fn answer(mut stream: TcpStream, units: &Units) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let asked = tokio::time::timeout(READ_TIMEOUT, async {
         let mut buf = [0u8; 1024];
@@ -99,7 +102,7 @@ async fn answer(mut stream: TcpStream, units: &[Arc<Unit>]) -> std::io::Result<(
     .await
     .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
     let (status, body) = match asked {
-        Request::Metrics => ("200 OK", super::encode(units)),
+        Request::Metrics => ("200 OK", super::encode(&units())),
         Request::NotFound => ("404 Not Found", "only GET /metrics is served\n".to_owned()),
         Request::Bad(431) => (
             "431 Request Header Fields Too Large",

@@ -80,6 +80,7 @@ pub fn serve() {
     .expect("a data plane");
     let unit = Arc::new(device::Unit::build(config, Arc::new(plane), None).expect("a valid LUN"));
     let node = iscsi::TargetNode {
+        retired: false,
         name: TARGET.into(),
         alias: None,
         target: Arc::new(device::Target::new(vec![(0, unit.clone())])),

@@ -217,7 +217,7 @@ fn drive(
     let mut now = now();
     for _ in 0..1_000_000 {
         let mut next: Option<Ns> = None;
-        for unit in t.units() {
+        for (_, unit) in t.units() {
             if let Some(at) = unit.advance(now, &mut sink) {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }

@@ -25,12 +25,13 @@ impl Connection {
             CmdWindow::new(req.cmdsn, self.portal.queue_depth)
         });
         let data = pdu.get(f.data.clone()).unwrap_or(&[]);
-        let step = login.step(&req, data, &self.portal.nodes);
+        let nodes = self.portal.nodes();
+        let step = login.step(&req, data, &nodes);
         let (reply, tsih, established) = match step {
             LoginStep::Continue(r) => (r, 0, None),
             LoginStep::Complete(r, est) => {
                 let tsih = self.portal.allocate_tsih();
-                let target = est.node.and_then(|i| self.portal.nodes.get(i));
+                let target = est.node.and_then(|i| nodes.get(i));
                 tracing::info!(
                     initiator = %est.initiator_name,
                     target = target.map_or("(discovery)", |n| n.name.as_str()),
@@ -38,6 +39,11 @@ impl Connection {
                     auth = %login.authentication(),
                     "login"
                 );
+                self.negotiated = Some(Negotiated {
+                    tsih,
+                    authentication: login.authentication(),
+                    keys: est.params.keys(),
+                });
                 (r, tsih, Some(est))
             }
             LoginStep::Fail(r) => {
@@ -84,7 +90,15 @@ impl Connection {
                 node: est.node,
             });
             let (statsn, window) = (*statsn, *window);
-            let mut session = Session::new(&self.portal, &self.local_address, *est, statsn, window);
+            let node = est.node.and_then(|i| nodes.get(i));
+            let mut session = Session::new(
+                &self.portal,
+                node,
+                &self.local_address,
+                *est,
+                statsn,
+                window,
+            );
             session.now = self.now;
             if let Some(m) = &self.mailbox {
                 self.portal.router.register(session.nexus.id, m.clone());

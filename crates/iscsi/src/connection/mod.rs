@@ -66,6 +66,18 @@ pub struct Connection {
     /// The time of the latest input.
     now: Ns,
     keepalive: Keepalive,
+    /// What the login settled, once it completed.
+    negotiated: Option<Negotiated>,
+}
+
+/// What a completed login settled, for an operator's list of sessions.
+#[derive(Clone, Debug)]
+pub struct Negotiated {
+    pub tsih: u16,
+    /// "none" or the CHAP algorithm, and whether it was mutual.
+    pub authentication: String,
+    /// The operational keys in force (RFC 7143 §13).
+    pub keys: Vec<(&'static str, String)>,
 }
 
 enum Phase {
@@ -149,6 +161,20 @@ impl Connection {
             mailbox: None,
             now,
             keepalive,
+            negotiated: None,
+        }
+    }
+
+    /// What the login settled, once it completed.
+    pub fn negotiated(&self) -> Option<&Negotiated> {
+        self.negotiated.as_ref()
+    }
+
+    /// Commands of the session in the device or collecting Data-Out.
+    pub fn in_flight(&self) -> usize {
+        match &self.phase {
+            Phase::FullFeature(s) => s.tasks.len(),
+            _ => 0,
         }
     }
 
@@ -283,14 +309,16 @@ impl Drop for Connection {
 }
 
 impl Session {
+    /// The session `est` established with `node` (the node at `est.node` when the login
+    /// completed).
     fn new(
         portal: &Arc<Portal>,
+        node: Option<&crate::TargetNode>,
         local_address: &str,
         est: Established,
         statsn: u32,
         window: CmdWindow,
     ) -> Session {
-        let node = est.node.and_then(|i| portal.nodes.get(i));
         let isid = est
             .isid
             .iter()
@@ -448,6 +476,7 @@ mod tests {
     fn portal(nodes: usize) -> Arc<Portal> {
         let nodes = (0..nodes)
             .map(|i| TargetNode {
+                retired: false,
                 name: format!("iqn.2026-01.org.stint.example:a-rather-long-target-name-{i:03}"),
                 alias: None,
                 target: Arc::new(device::Target::default()),
@@ -642,6 +671,7 @@ mod tests {
     #[test]
     fn a_full_batch_stops_handling_until_written() {
         let portal = Arc::new(Portal::new(vec![TargetNode {
+            retired: false,
             name: "iqn.2026-01.org.stint:firehose".into(),
             alias: None,
             target: Arc::new(Firehose),

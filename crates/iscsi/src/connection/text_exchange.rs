@@ -96,7 +96,7 @@ impl Session {
     /// nodes this initiator may use.
     fn send_targets(&self, value: &str, answer: &mut Vec<u8>) {
         let address = format!("{},{}", self.local_address, self.portal.portal_group_tag);
-        for (i, node) in self.portal.nodes.iter().enumerate() {
+        for (i, node) in self.portal.nodes().iter().enumerate() {
             let wanted = match (self.session_type, value) {
                 // In a Normal session only the session's own target is reported.
                 (SessionType::Normal, "All" | "") => self.node == Some(i),

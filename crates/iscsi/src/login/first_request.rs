@@ -87,7 +87,7 @@ impl Declaration {
                 };
                 Ok(())
             }
-            _ => match nodes.iter().position(|n| n.name == value) {
+            _ => match nodes.iter().position(|n| n.name == value && !n.retired) {
                 Some(i) => {
                     self.node = Some(i);
                     Ok(())

@@ -208,6 +208,7 @@ impl Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let node = TargetNode {
+            retired: false,
             name: TARGET.into(),
             alias: Some("loop disk".into()),
             target,
