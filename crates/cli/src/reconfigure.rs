@@ -12,6 +12,7 @@ use crate::config::{Config, LunConfig, TargetConfig};
 use crate::serve::{build_lun, build_node, node_of, Built, BuiltNode};
 use anyhow::{bail, Context};
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -26,8 +27,8 @@ pub struct Live {
     copy_manager: Arc<device::CopyManager>,
     /// Units added later keep latency histograms when a metrics endpoint serves them.
     keep_latencies: bool,
-    /// The file `reload` re-reads; `None` for a server built from flags.
-    path: Option<PathBuf>,
+    /// Where `reload` reads the configuration; `None` for a server built from flags.
+    source: Option<Source>,
     state: Mutex<State>,
 }
 
@@ -36,6 +37,26 @@ struct State {
     config: Config,
     /// The SCSI target devices by node index (a retired node keeps its index).
     targets: Vec<Arc<device::Target>>,
+}
+
+/// The configuration file and the flags that override it.
+pub struct Source {
+    pub path: PathBuf,
+    pub listen: Option<SocketAddr>,
+    pub metrics: Option<SocketAddr>,
+}
+
+impl Source {
+    pub fn load(&self) -> anyhow::Result<Config> {
+        let mut config = Config::load(&self.path)?;
+        if let Some(listen) = self.listen {
+            config.listen = listen;
+        }
+        if let Some(metrics) = self.metrics {
+            config.metrics = Some(metrics);
+        }
+        Ok(config)
+    }
 }
 
 /// One planned change, ready to apply.
@@ -55,14 +76,14 @@ impl Live {
         targets: Vec<Arc<device::Target>>,
         copy_manager: Arc<device::CopyManager>,
         config: Config,
-        path: Option<PathBuf>,
+        source: Option<Source>,
         keep_latencies: bool,
     ) -> Live {
         Live {
             portal,
             copy_manager,
             keep_latencies,
-            path,
+            source,
             state: Mutex::new(State { config, targets }),
         }
     }
@@ -90,12 +111,12 @@ impl Live {
 
     /// Re-reads the configuration file and applies the difference; returns what changed.
     pub fn reload(&self) -> anyhow::Result<Vec<String>> {
-        let Some(path) = &self.path else {
+        let Some(source) = &self.source else {
             bail!(
                 "this server was started from flags, not a configuration file: nothing to re-read"
             );
         };
-        let new = Config::load(path)?;
+        let new = source.load()?;
         let mut state = self.lock();
         let steps = self.plan(&state, &new)?;
         let changes = self.apply(&mut state, steps);

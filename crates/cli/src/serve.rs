@@ -456,7 +456,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     init_logging(args.log_format)?;
-    let path = args.config.clone();
+    let source = args.config.clone().map(|path| crate::reconfigure::Source {
+        path,
+        listen: args.listen,
+        metrics: args.metrics,
+    });
     let config = args.into_config()?;
     let mut nodes = Vec::new();
     let mut urls = Vec::new();
@@ -514,7 +518,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             targets,
             copy_manager,
             config.clone(),
-            path,
+            source,
             config.metrics.is_some(),
         ));
         let metrics = match config.metrics {
