@@ -67,6 +67,7 @@ enum Step {
     AddLun(usize, u64, Built, Vec<String>),
     RemoveLun(usize, u64),
     Mask(usize, u64, Vec<String>),
+    Cdl(usize, u64, qos::CdlPages),
 }
 
 impl Live {
@@ -213,24 +214,37 @@ impl Live {
                     }
                     Some(old_lun) => {
                         let changed = old_lun.changed_keys(lun);
-                        let fixed: Vec<_> = changed
+                        // CDL descriptors change in place on a LU that has them.
+                        let cdl_in_place = old_lun.cdl.is_some() && lun.cdl.is_some();
+                        let fixed: Vec<&str> = changed
                             .iter()
-                            .filter(|k| **k != "allowed_initiators")
+                            .copied()
+                            .filter(|k| {
+                                *k != "allowed_initiators" && !(*k == "cdl" && cdl_in_place)
+                            })
                             .collect();
                         if !fixed.is_empty() {
                             bail!(
                                 "target {} LUN {id}: {} cannot change while it serves; remove the \
                                  LUN (reload without it), then add it back",
                                 t.name,
-                                fixed
-                                    .iter()
-                                    .map(|k| k.to_string())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
+                                fixed.join(", ")
                             );
                         }
-                        if !changed.is_empty() {
+                        if changed.contains(&"allowed_initiators") {
                             steps.push(Step::Mask(index, *id, lun.allowed_initiators.clone()));
+                        }
+                        if changed.contains(&"cdl") {
+                            let at = || format!("target {} LUN {id}", t.name);
+                            let pages = lun
+                                .device(&new.base)
+                                .with_context(at)?
+                                .with_context(at)?
+                                .cdl;
+                            pages
+                                .validate()
+                                .map_err(|e| anyhow::anyhow!("{}: cdl: {e}", at()))?;
+                            steps.push(Step::Cdl(index, *id, pages));
                         }
                     }
                 }
@@ -279,7 +293,7 @@ impl Live {
                     let sessions = self.portal.sessions.logout_node(index);
                     let target = state.targets[index].clone();
                     for (id, _) in target.units() {
-                        self.retire_lun(index, &target, id);
+                        self.retire_lun(index, &target, id, name(index));
                     }
                     format!(
                         "target {} removed; {sessions} sessions asked to log out",
@@ -303,11 +317,31 @@ impl Live {
                 }
                 Step::RemoveLun(index, id) => {
                     let target = state.targets[index].clone();
-                    self.retire_lun(index, &target, id);
+                    self.retire_lun(index, &target, id, name(index));
                     format!(
                         "target {} LUN {id} removed (its store closes once its tasks end)",
                         name(index)
                     )
+                }
+                Step::Cdl(index, id, pages) => {
+                    let unit = state.targets[index].lun(id);
+                    let now = iscsi::clock::now();
+                    match unit.map(|u| u.with(|core| core.set_cdl_defaults(now, pages))) {
+                        Some(Ok(true)) => format!(
+                            "target {} LUN {id}: new CDL descriptors for commands from now on",
+                            name(index)
+                        ),
+                        Some(Ok(false)) => format!(
+                            "target {} LUN {id}: new default CDL descriptors; the ones an \
+                             initiator selected stay current",
+                            name(index)
+                        ),
+                        // Validated when planned, on a LU that has CDL pages.
+                        Some(Err(e)) => {
+                            format!("target {} LUN {id}: CDL unchanged: {e}", name(index))
+                        }
+                        None => format!("target {} LUN {id} is gone", name(index)),
+                    }
                 }
                 Step::Mask(index, id, initiators) => {
                     let who = if initiators.is_empty() {
@@ -347,7 +381,7 @@ impl Live {
 
     /// Takes LUN `id` out of `target` now; once its last task ended its driver stops and its
     /// store is flushed and closed.
-    fn retire_lun(&self, index: usize, target: &Arc<device::Target>, id: u64) {
+    fn retire_lun(&self, index: usize, target: &Arc<device::Target>, id: u64, name: String) {
         let Some(unit) = target.remove(id) else {
             return;
         };
@@ -360,9 +394,9 @@ impl Live {
                 }
                 portal.drivers.stop(index, id);
                 if let Err(e) = crate::serve::flush(&unit) {
-                    tracing::error!(lun = id, error = %e, "flushing a removed LUN's store");
+                    tracing::error!(target = %name, lun = id, error = %e, "flushing a removed LUN's store");
                 }
-                tracing::info!(lun = id, "removed LUN closed");
+                tracing::info!(target = %name, lun = id, "removed LUN closed");
             });
         if let Err(e) = spawned {
             tracing::error!(error = %e, lun = id, "no thread to close a removed LUN; it stays open");

@@ -152,3 +152,60 @@ fn sighup_applies_the_difference_and_refuses_what_cannot_change() {
     });
     assert!(server.stop());
 }
+
+/// The duration guideline of T2A descriptor 1 in its unit (10 ms for these descriptors), as
+/// MODE SENSE reports the current value (docs/cdl.md lays out the page).
+async fn guideline_of_descriptor_1(s: &mut Initiator) -> u16 {
+    let cdb = common::cdb::mode_sense10(
+        scsi::command::PageControl::Current,
+        scsi::mode::CONTROL,
+        0x07,
+        512,
+    );
+    let r = s.scsi_command(0, &cdb, &[], 512).await.unwrap();
+    assert_eq!(sense(&r), None, "MODE SENSE T2A");
+    let d1 = &r.data_in[16..48];
+    u16::from_be_bytes([d1[10], d1[11]])
+}
+
+#[test]
+fn a_reload_changes_cdl_descriptors_for_later_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("stint.toml");
+    let lun = |ms: u32| {
+        format!(
+            "store = \"ram\"\nsize = \"16MiB\"\n[target.lun.queue]\ndepth = 4\n[target.lun.cdl]\n\
+             read = [{{ dld = 1, guideline_ms = {ms}, guideline_policy = \"abort\" }}]"
+        )
+    };
+    write(&config, &target(FIRST, &[&lun(30)]));
+    let server = Server::start(&["--config", config.to_str().unwrap()], 1);
+    let portal = server.portal();
+    common::runtime().block_on(async {
+        let mut s = Initiator::connect_portal(&portal, &LoginOptions::new(HOST, Some(FIRST)))
+            .await
+            .unwrap();
+        let _power_on = s.scsi_command(0, &test_unit_ready(), &[], 0).await;
+        assert_eq!(guideline_of_descriptor_1(&mut s).await, 3);
+        write(&config, &target(FIRST, &[&lun(50)]));
+        hangup(&server);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let attention = loop {
+            let r = s.scsi_command(0, &test_unit_ready(), &[], 0).await.unwrap();
+            if let Some(a) = sense(&r) {
+                break a;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no unit attention after the reload"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(
+            attention,
+            (SenseKey::UnitAttention, Asc::MODE_PARAMETERS_CHANGED)
+        );
+        assert_eq!(guideline_of_descriptor_1(&mut s).await, 5);
+    });
+    assert!(server.stop());
+}

@@ -1176,6 +1176,28 @@ impl LogicalUnit {
         self.provisioning.arm(current.provisioning, self.usage);
     }
 
+    /// The operator changed the LU's CDL pages in its configuration (a reload): they become
+    /// the default values, and the current ones unless an initiator selected its own, for
+    /// commands that arrive from `now`; every nexus then gets MODE PARAMETERS CHANGED
+    /// (SPC-5 §7.5.2). Returns whether the current pages changed; an error for pages the
+    /// queue refuses or a LU without CDL.
+    pub fn set_cdl_defaults(&mut self, now: Ns, pages: qos::CdlPages) -> Result<bool, String> {
+        if self.mode.current().cdl.is_none() {
+            return Err("the logical unit has no CDL pages".to_owned());
+        }
+        pages.validate().map_err(|e| e.to_string())?;
+        self.clock.observe(now);
+        let follows = self.mode.set_default_cdl(pages);
+        if follows {
+            let current = *self.mode.current();
+            self.follow_mode(now, current);
+            self.publish();
+            self.unit_attentions
+                .raise(Asc::MODE_PARAMETERS_CHANGED, None);
+        }
+        Ok(follows)
+    }
+
     // --- What the operator sees ---------------------------------------------------------
 
     /// Tasks in the task set.

@@ -97,6 +97,21 @@ impl ModeState {
         std::mem::replace(&mut self.current, pinned)
     }
 
+    /// The configuration's CDL pages changed: they become the default values, and the
+    /// current and saved ones where those still were the old defaults (an initiator's own
+    /// selection stays). Returns whether the current values changed.
+    pub(crate) fn set_default_cdl(&mut self, pages: scsi::cdl::CdlPages) -> bool {
+        let old = std::mem::replace(&mut self.default.cdl, Some(pages));
+        if let Some(saved) = self.saved.as_mut().filter(|s| s.cdl == old) {
+            saved.cdl = Some(pages);
+        }
+        let follows = self.current.cdl == old && old != Some(pages);
+        if follows {
+            self.current.cdl = Some(pages);
+        }
+        follows
+    }
+
     /// The saved values become `new` (MODE SELECT with SP = 1, once they are kept).
     pub(crate) fn save(&mut self, new: ModeParameters) {
         if let Some(s) = &mut self.saved {
