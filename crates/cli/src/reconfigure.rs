@@ -97,6 +97,25 @@ impl Live {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The LUNs served now, in target then LUN order: target name, LUN, how the
+    /// configuration describes it, and its unit.
+    pub fn served(&self) -> Vec<(String, u64, LunConfig, Arc<device::Unit>)> {
+        let state = self.lock();
+        let nodes = self.portal.nodes();
+        let mut served = Vec::new();
+        for t in &state.config.targets {
+            let Some(index) = served_index(&state.config, &nodes, &t.name) else {
+                continue;
+            };
+            for (id, lun) in lun_ids(t) {
+                if let Some(unit) = state.targets[index].lun(id) {
+                    served.push((t.name.clone(), id, lun.clone(), unit));
+                }
+            }
+        }
+        served
+    }
+
     /// The logical units of the targets served now.
     pub fn units(&self) -> Vec<Arc<device::Unit>> {
         let state = self.lock();
@@ -181,7 +200,7 @@ impl Live {
         let nodes = self.portal.nodes();
         let mut steps = Vec::new();
         for t in &new.targets {
-            let Some(index) = served(old, &nodes, &t.name) else {
+            let Some(index) = served_index(old, &nodes, &t.name) else {
                 let built = build_node(t, &new.base, &self.copy_manager)?;
                 steps.push(Step::AddTarget(Box::new(built)));
                 continue;
@@ -255,7 +274,7 @@ impl Live {
         }
         for t in &old.targets {
             if !new.targets.iter().any(|n| same_name(&n.name, &t.name)) {
-                if let Some(index) = served(old, &nodes, &t.name) {
+                if let Some(index) = served_index(old, &nodes, &t.name) {
                     steps.push(Step::RetireTarget(index));
                 }
             }
@@ -459,7 +478,7 @@ fn old_position(config: &Config, name: &str) -> Option<usize> {
 }
 
 /// The node index of target `name` if it is served (not retired).
-fn served(config: &Config, nodes: &[iscsi::TargetNode], name: &str) -> Option<usize> {
+fn served_index(config: &Config, nodes: &[iscsi::TargetNode], name: &str) -> Option<usize> {
     old_position(config, name)?;
     nodes
         .iter()
