@@ -869,6 +869,9 @@ impl LogicalUnit {
             return (Step::Aborted, Vec::new());
         };
         q.record(&m, now.saturating_sub(arrived));
+        if l.ended_by.is_some() {
+            q.record_late_end(now.saturating_sub(l.at));
+        }
         match (q.completion(l.outcome, &m.op), state) {
             (None, State::Serviced(s)) => (self.finish(now, id, s.completion()), s.data_in),
             (Some(c), State::Io(_)) => {
