@@ -36,6 +36,11 @@ pub struct ServeArgs {
     /// free port). Default: the file's `metrics`, else none.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+    /// The admin socket for `stint ctl` (docs/ctl.md), mode 0600; "none" turns it off.
+    /// Default: the file's `admin_socket`, else $RUNTIME_DIRECTORY/admin.sock, else
+    /// $XDG_RUNTIME_DIR/stint/PORT.sock, else /tmp/stint-UID/PORT.sock.
+    #[arg(long, value_name = "PATH")]
+    admin_socket: Option<PathBuf>,
     /// Log lines on stderr as text or one JSON object per line; RUST_LOG filters them
     /// (default "info": logins, refused logins, rejected PDUs, resets; "debug" adds every
     /// connection).
@@ -113,6 +118,7 @@ impl ServeArgs {
                 let config = Config {
                     listen: DEFAULT_LISTEN.parse()?,
                     metrics: None,
+                    admin_socket: None,
                     nop_in_interval_s: crate::config::default_nop_in_interval_s(),
                     targets: vec![target],
                     discovery_chap: None,
@@ -386,7 +392,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     init_logging(args.log_format)?;
+    let admin_flag = args.admin_socket.clone();
     let config = args.into_config()?;
+    let admin_socket = crate::admin::path::Setting::from(
+        admin_flag.as_deref(),
+        config.admin_socket.as_deref(),
+        &config.base,
+    );
+    let mut served_luns = Vec::new();
     let mut nodes = Vec::new();
     let mut urls = Vec::new();
     let mut units = Vec::new();
@@ -405,6 +418,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 bindings.push((c, unit.clone(), node));
             }
             units.push(unit.clone());
+            served_luns.push(crate::control::ServedLun {
+                target: t.name.clone(),
+                lun: id,
+                config: lun.clone(),
+                unit: unit.clone(),
+            });
             luns.push((id, unit));
             urls.push((t.name.clone(), id));
             if !lun.allowed_initiators.is_empty() {
@@ -482,13 +501,24 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             }
             None => None,
         };
-        tracing::info!(%addr, luns = urls.len(), "listening");
-        for (name, lun) in &urls {
-            println!("iscsi://{addr}/{name}/{lun}");
-        }
         let portal = Arc::new(portal);
         for (completions, unit, node) in &bindings {
             completions.bind(unit, &portal, *node);
+        }
+        // After the portal listens, so that the default path can name its port; before the
+        // URLs, so that whoever waits for them can connect.
+        let admin = match admin_socket.resolve(&crate::admin::path::Env::current(), addr.port())? {
+            Some(path) => {
+                let control = crate::control::Control::new(portal.clone(), config, served_luns);
+                let server = crate::admin::server::AdminServer::start(&path, Arc::new(control))?;
+                tracing::info!(path = %server.path().display(), "admin socket listening");
+                Some(server)
+            }
+            None => None,
+        };
+        tracing::info!(%addr, luns = urls.len(), "listening");
+        for (name, lun) in &urls {
+            println!("iscsi://{addr}/{name}/{lun}");
         }
         crate::service::ready(&format!("serving {} LUNs on {addr}", urls.len()));
         let watchdog = crate::service::watchdog();
@@ -500,6 +530,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         for task in [metrics, watchdog].into_iter().flatten() {
             task.abort();
         }
+        // Stops accepting and removes the socket file.
+        drop(admin);
         served?;
         anyhow::Ok(())
     })?;

@@ -1,0 +1,428 @@
+//! `stint ctl`: the admin socket's client (docs/ctl.md). One request, one response, printed
+//! for a person or, with `--json`, as the server's result.
+
+use crate::admin::path::Env;
+use crate::admin::proto::{
+    Applied, Envelope, Listing, Request, Response, SessionInfo, Stats, MAX_RESPONSE, VERSION,
+};
+use anyhow::{bail, Context};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct CtlArgs {
+    /// The server's admin socket. Default: $STINT_ADMIN_SOCKET, else the one live socket in
+    /// $RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR/stint (or /tmp/stint-UID) and /run/stint.
+    #[arg(long, value_name = "PATH", global = true)]
+    socket: Option<PathBuf>,
+    /// Print the server's result as JSON instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    verb: Verb,
+}
+
+#[derive(clap::Subcommand)]
+enum Verb {
+    /// The targets and their LUNs, with sizes as served now.
+    Ls,
+    /// The iSCSI sessions logged in.
+    Sessions,
+    /// End a session (by the id `sessions` shows).
+    Logout { session: u64 },
+    /// Read the configuration file again and apply what changed.
+    Reload,
+    /// A LUN's counters (the metrics endpoint's, docs/metrics.md).
+    Stats { target: String, lun: u64 },
+    /// Add, remove or resize a LUN.
+    #[command(subcommand)]
+    Lun(LunVerb),
+}
+
+#[derive(clap::Subcommand)]
+enum LunVerb {
+    /// Add a LUN to a target; SPEC as `stint serve --lun` takes it (ram:1GiB,
+    /// file:PATH[:SIZE], block:DEVICE[:SIZE], rbd:POOL/IMAGE[:CONF], hdd).
+    Add {
+        target: String,
+        spec: String,
+        /// Its LUN number; default: the lowest free one.
+        #[arg(long)]
+        lun: Option<u64>,
+    },
+    /// Remove a LUN from a target.
+    Remove { target: String, lun: u64 },
+    /// Set a LUN's size (512MiB, 1GiB or 1G = 2^30 bytes, 1GB = 10^9); without SIZE, take
+    /// its store's size again (after `truncate`, `rbd resize`, a grown device).
+    Resize {
+        target: String,
+        lun: u64,
+        #[arg(value_parser = crate::config::parse_size)]
+        size: Option<u64>,
+        /// Allow a smaller size (the data beyond the new end is lost to initiators).
+        #[arg(long)]
+        shrink: bool,
+    },
+}
+
+impl Verb {
+    fn request(self) -> Request {
+        match self {
+            Verb::Ls => Request::Ls,
+            Verb::Sessions => Request::Sessions,
+            Verb::Logout { session } => Request::Logout { session },
+            Verb::Reload => Request::Reload,
+            Verb::Stats { target, lun } => Request::Stats { target, lun },
+            Verb::Lun(LunVerb::Add { target, spec, lun }) => Request::LunAdd { target, lun, spec },
+            Verb::Lun(LunVerb::Remove { target, lun }) => Request::LunRemove { target, lun },
+            Verb::Lun(LunVerb::Resize {
+                target,
+                lun,
+                size,
+                shrink,
+            }) => Request::LunResize {
+                target,
+                lun,
+                size,
+                shrink,
+            },
+        }
+    }
+}
+
+/// Runs the command; every error is one line on stderr and exit code 1.
+pub fn main(args: CtlArgs) -> ExitCode {
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("stint ctl: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: CtlArgs) -> anyhow::Result<()> {
+    let path = match args.socket {
+        Some(path) => path,
+        None => match std::env::var_os("STINT_ADMIN_SOCKET").filter(|s| !s.is_empty()) {
+            Some(path) => PathBuf::from(path),
+            None => find_socket(&Env::current())?,
+        },
+    };
+    let request = args.verb.request();
+    let result = call(&path, &request)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+        return Ok(());
+    }
+    let text = match request {
+        Request::Ls => ls(&serde_json::from_value::<Listing>(result)?),
+        Request::Sessions => sessions(&serde_json::from_value::<Vec<SessionInfo>>(result)?),
+        Request::Stats { .. } => stats(&serde_json::from_value::<Stats>(result)?),
+        _ => {
+            let applied: Applied = serde_json::from_value(result)?;
+            applied.changes.iter().map(|c| format!("{c}\n")).collect()
+        }
+    };
+    print!("{text}");
+    Ok(())
+}
+
+/// Sends `request` to the server at `path`; its result, or its error as ours.
+fn call(path: &Path, request: &Request) -> anyhow::Result<serde_json::Value> {
+    let mut stream = UnixStream::connect(path).map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::PermissionDenied => {
+                "the socket is mode 0600: run as the server's user (or root)"
+            }
+            std::io::ErrorKind::ConnectionRefused => {
+                "nothing listens there: the server that made it has stopped"
+            }
+            _ => "is `stint serve` running with this admin socket (--admin-socket, admin_socket)?",
+        };
+        anyhow::anyhow!("cannot connect to {}: {e}; {hint}", path.display())
+    })?;
+    // A reload may take seconds; a server that hangs longer than this is reported.
+    stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+    let mut line = serde_json::to_vec(&Envelope {
+        version: VERSION,
+        request: request.clone(),
+    })?;
+    line.push(b'\n');
+    stream
+        .write_all(&line)
+        .with_context(|| format!("sending to {}", path.display()))?;
+    let mut answer = String::new();
+    BufReader::new(stream.take(MAX_RESPONSE as u64))
+        .read_line(&mut answer)
+        .with_context(|| format!("reading the answer of {}", path.display()))?;
+    if answer.is_empty() {
+        bail!("{} closed the connection without answering", path.display());
+    }
+    let response: Response = serde_json::from_str(&answer)
+        .with_context(|| format!("the answer of {} is not a response", path.display()))?;
+    match (response.ok, response.result, response.error) {
+        (true, Some(result), _) => Ok(result),
+        (false, _, Some(error)) => bail!("{error}"),
+        _ => bail!(
+            "the answer of {} has neither result nor error",
+            path.display()
+        ),
+    }
+}
+
+/// The one live socket in the search directories; several or none is an error naming them.
+fn find_socket(env: &Env) -> anyhow::Result<PathBuf> {
+    let dirs = env.search_dirs();
+    let mut live = Vec::new();
+    for dir in &dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+            .collect();
+        found.sort();
+        // A stale socket (its server gone) refuses the connection: ignored. One we may not
+        // open is listed, so that the error says where it is.
+        live.extend(found.into_iter().filter(|p| match UnixStream::connect(p) {
+            Ok(_) => true,
+            Err(e) => e.kind() != std::io::ErrorKind::ConnectionRefused,
+        }));
+    }
+    let shown = |paths: &[PathBuf]| {
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match live.len() {
+        1 => Ok(live.remove(0)),
+        0 => bail!(
+            "no admin socket of a running stint serve in {}; give --socket PATH or set \
+             STINT_ADMIN_SOCKET",
+            shown(&dirs)
+        ),
+        _ => bail!(
+            "{} stint serve admin sockets: {}; choose one with --socket PATH",
+            live.len(),
+            shown(&live)
+        ),
+    }
+}
+
+/// Bytes in binary units: "16 MiB", "1.5 GiB", "512 B".
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let exp = UNITS
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(i, _)| bytes >> (10 * i) > 0)
+        .map_or(0, |(i, _)| i);
+    let unit = 1u64 << (10 * exp);
+    if bytes.is_multiple_of(unit) {
+        format!("{} {}", bytes / unit, UNITS[exp])
+    } else {
+        format!("{:.1} {}", bytes as f64 / unit as f64, UNITS[exp])
+    }
+}
+
+/// The tree `targetcli ls` draws: a target, then its LUNs.
+fn ls(listing: &Listing) -> String {
+    let mut rows = Vec::new();
+    for t in &listing.targets {
+        let mut about = vec![format!(
+            "{} LUN{}",
+            t.luns.len(),
+            if t.luns.len() == 1 { "" } else { "s" }
+        )];
+        if let Some(alias) = &t.alias {
+            about.insert(0, format!("alias {alias}"));
+        }
+        about.push(match (t.chap, t.mutual_chap) {
+            (false, _) => "no auth".into(),
+            (true, false) => "chap".into(),
+            (true, true) => "mutual chap".into(),
+        });
+        about.push(initiators(&t.allowed_initiators));
+        rows.push((format!("o- {}", t.name), about.join(", ")));
+        for l in &t.luns {
+            let mut about = vec![
+                l.store.clone(),
+                human(l.size),
+                format!("{}-byte blocks", l.block_size),
+            ];
+            about.extend(l.queue.clone());
+            if l.cdl {
+                about.push("CDL".into());
+            }
+            about.push(l.alua.clone());
+            if l.read_only {
+                about.push("read-only".into());
+            }
+            if !l.allowed_initiators.is_empty() {
+                about.push(initiators(&l.allowed_initiators));
+            }
+            rows.push((format!("  o- lun{}", l.lun), about.join(", ")));
+        }
+    }
+    let width = rows.iter().map(|(name, _)| name.len()).max().unwrap_or(0) + 3;
+    rows.iter()
+        .map(|(name, about)| format!("{name} {:.<w$} [{about}]\n", "", w = width - name.len()))
+        .collect()
+}
+
+fn initiators(list: &[String]) -> String {
+    match list {
+        [] => "any initiator".into(),
+        list => format!("initiators {}", list.join(" ")),
+    }
+}
+
+/// Left-aligned columns under a header.
+fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        format!("{}\n", padded.join("  ").trim_end())
+    };
+    let mut out = line(header.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+fn sessions(list: &[SessionInfo]) -> String {
+    if list.is_empty() {
+        return "no sessions\n".into();
+    }
+    let rows = list
+        .iter()
+        .map(|s| {
+            vec![
+                s.id.to_string(),
+                s.initiator.clone(),
+                s.address.clone(),
+                s.target.clone().unwrap_or_else(|| "(discovery)".into()),
+                s.isid.clone(),
+                s.tsih.to_string(),
+                if s.chap { "chap" } else { "none" }.into(),
+                s.in_flight.to_string(),
+                human(s.bytes_received),
+                human(s.bytes_sent),
+            ]
+        })
+        .collect();
+    let header = [
+        "ID",
+        "INITIATOR",
+        "ADDRESS",
+        "TARGET",
+        "ISID",
+        "TSIH",
+        "AUTH",
+        "IN-FLIGHT",
+        "RECEIVED",
+        "SENT",
+    ];
+    table(&header, rows)
+}
+
+/// `name{labels} value` rows, values aligned; the target and LUN labels, the same on every
+/// row, are left out.
+fn stats(stats: &Stats) -> String {
+    let rows: Vec<(String, String)> = stats
+        .samples
+        .iter()
+        .map(|s| {
+            let labels: Vec<String> = s
+                .labels
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "target" | "lun"))
+                .map(|(k, v)| format!("{k}=\"{v}\""))
+                .collect();
+            let series = match labels.is_empty() {
+                true => s.name.clone(),
+                false => format!("{}{{{}}}", s.name, labels.join(",")),
+            };
+            (series, s.value.to_string())
+        })
+        .collect();
+    let width = rows.iter().map(|(s, _)| s.len()).max().unwrap_or(0);
+    rows.iter()
+        .map(|(series, value)| format!("{series:<width$}  {value}\n"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admin::proto::{LunInfo, TargetInfo};
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human(0), "0 B");
+        assert_eq!(human(512), "512 B");
+        assert_eq!(human(16 << 20), "16 MiB");
+        assert_eq!(human(3 << 29), "1.5 GiB");
+        assert_eq!(human(22_000_000_000_000), "20.0 TiB");
+    }
+
+    #[test]
+    fn ls_draws_a_tree() {
+        let listing = Listing {
+            targets: vec![TargetInfo {
+                name: "iqn.2026-11.dev.stint:t".into(),
+                alias: None,
+                allowed_initiators: vec![],
+                chap: true,
+                mutual_chap: false,
+                luns: vec![LunInfo {
+                    lun: 0,
+                    store: "ram".into(),
+                    size: 16 << 20,
+                    block_size: 512,
+                    queue: Some("hdd, depth 32, cdl-aware, strict arbitration".into()),
+                    cdl: true,
+                    alua: "active/optimized".into(),
+                    read_only: true,
+                    allowed_initiators: vec![],
+                }],
+            }],
+        };
+        assert_eq!(
+            ls(&listing),
+            "o- iqn.2026-11.dev.stint:t ... [1 LUN, chap, any initiator]\n  \
+             o- lun0 .................... [ram, 16 MiB, 512-byte blocks, hdd, depth 32, \
+             cdl-aware, strict arbitration, CDL, active/optimized, read-only]\n"
+        );
+    }
+
+    #[test]
+    fn a_table_is_aligned() {
+        let t = table(
+            &["A", "BB"],
+            vec![
+                vec!["long".into(), "x".into()],
+                vec!["s".into(), "y".into()],
+            ],
+        );
+        assert_eq!(t, "A     BB\nlong  x\ns     y\n");
+    }
+}

@@ -1,0 +1,266 @@
+//! `stint ctl` against a real `stint serve` through its admin socket: the listing, the
+//! counters after I/O sent with the crate's initiator, the socket's mode, a second server
+//! refused, malformed requests answered precisely on a connection that stays usable, and the
+//! socket removed at SIGTERM.
+
+mod common;
+use common::cdb::{read, rw, test_unit_ready, write};
+use common::Server;
+use iscsi::initiator::{Initiator, LoginOptions};
+use iscsi::url::IscsiUrl;
+use scsi::form;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const TARGET: &str = "iqn.2026-11.dev.stint:target0";
+
+fn ctl(socket: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stint"))
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .output()
+        .expect("run stint ctl")
+}
+
+/// stdout of a `stint ctl` that must succeed.
+fn ctl_ok(socket: &Path, args: &[&str]) -> String {
+    let out = ctl(socket, args);
+    assert!(
+        out.status.success(),
+        "stint ctl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn stats(socket: &Path, lun: &str) -> serde_json::Value {
+    serde_json::from_str(&ctl_ok(socket, &["--json", "stats", TARGET, lun])).unwrap()
+}
+
+/// The value of the sample `name` whose labels include `labels`.
+fn sample(stats: &serde_json::Value, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let samples = stats["samples"].as_array().expect("samples");
+    samples
+        .iter()
+        .find(|s| s["name"] == name && labels.iter().all(|(k, v)| s["labels"][k] == *v))
+        .unwrap_or_else(|| panic!("no {name} {labels:?} in {stats}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+/// Sends raw `line` and reads one response line.
+fn exchange(conn: &mut BufReader<UnixStream>, line: &str) -> serde_json::Value {
+    conn.get_mut().write_all(line.as_bytes()).unwrap();
+    let mut answer = String::new();
+    conn.read_line(&mut answer).unwrap();
+    serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{answer:?}: {e}"))
+}
+
+/// Some reads and writes on LUN 0 of the server's target.
+async fn io(url: &str) -> (u64, u64) {
+    let url: IscsiUrl = url.parse().unwrap();
+    let opts = LoginOptions::new("iqn.2026-11.dev.stint:ctl-test", Some(&url.target));
+    let mut s = Initiator::connect_portal(&url.portal, &opts).await.unwrap();
+    // The power-on unit attention.
+    s.scsi_command(0, &test_unit_ready(), &[], 0).await.unwrap();
+    for i in 0..4 {
+        let r = s
+            .scsi_command(0, &read(form::READ_10, rw(i * 8, 8)), &[], 4096)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 0);
+    }
+    for i in 0..3 {
+        let w = write(form::WRITE_10, rw(i * 4, 4));
+        let r = s.scsi_command(0, &w, &[0x5A; 2048], 0).await.unwrap();
+        assert_eq!(r.status, 0);
+    }
+    (4 * 4096, 3 * 2048)
+}
+
+#[test]
+fn ctl_lists_counts_and_guards_the_socket() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("admin.sock");
+    let socket_arg = socket.to_str().unwrap();
+    let server = Server::start(
+        &[
+            "--admin-socket",
+            socket_arg,
+            "--lun",
+            "ram:16MiB",
+            "--lun",
+            "hdd",
+        ],
+        2,
+    );
+    // The URLs are printed after the socket listens.
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "socket mode {mode:o}");
+
+    // ls: both LUNs, their sizes as served.
+    let tree = ctl_ok(&socket, &["ls"]);
+    assert!(tree.starts_with(&format!("o- {TARGET} ")), "{tree}");
+    assert!(
+        tree.contains("o- lun0 ") && tree.contains("[ram, 16 MiB, 512-byte blocks"),
+        "{tree}"
+    );
+    assert!(tree.contains("o- lun1 ") && tree.contains("CDL"), "{tree}");
+    let listing: serde_json::Value =
+        serde_json::from_str(&ctl_ok(&socket, &["ls", "--json"])).unwrap();
+    let luns = &listing["targets"][0]["luns"];
+    assert_eq!(listing["targets"][0]["name"], TARGET);
+    assert_eq!(luns[0]["size"], 16 << 20);
+    assert_eq!(luns[0]["block_size"], 512);
+    assert_eq!(luns[0]["store"], "ram");
+    assert_eq!(luns[1]["cdl"], true);
+    assert!(
+        luns[1]["queue"].as_str().unwrap().starts_with("hdd"),
+        "{luns}"
+    );
+
+    // stats: the metrics endpoint's counters, moved by the I/O.
+    let before = stats(&socket, "0");
+    let good = [("kind", "read"), ("status", "good")];
+    assert_eq!(sample(&before, "stint_commands_total", &good), 0.0);
+    let (read_bytes, written_bytes) = common::runtime().block_on(io(&server.urls[0]));
+    let after = stats(&socket, "0");
+    assert_eq!(sample(&after, "stint_commands_total", &good), 4.0);
+    assert_eq!(
+        sample(&after, "stint_read_bytes_total", &[]),
+        read_bytes as f64
+    );
+    assert_eq!(
+        sample(&after, "stint_written_bytes_total", &[]),
+        written_bytes as f64
+    );
+    let table = ctl_ok(&socket, &["stats", TARGET, "0"]);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("stint_read_bytes_total ")
+                && l.ends_with(&format!(" {read_bytes}"))),
+        "{table}"
+    );
+    // The hdd LUN has a device queue: its gauges are there.
+    sample(&stats(&socket, "1"), "stint_device_queue_commands", &[]);
+
+    // Unknown names are errors naming what exists; exit code 1.
+    let out = ctl(&socket, &["stats", TARGET, "9"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("stint ctl: ") && err.contains("has no LUN 9; its LUNs are 0, 1"),
+        "{err}"
+    );
+    let out = ctl(&socket, &["stats", "iqn.2026-11.dev.stint:nope", "0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("the targets are {TARGET}")), "{err}");
+
+    // A second server on the same socket is refused, and the first still answers.
+    let second = Command::new(env!("CARGO_BIN_EXE_stint"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--lun", "ram:1MiB"])
+        .args(["--admin-socket", socket_arg])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err.contains(&format!("another stint serve listens on {socket_arg}")),
+        "{err}"
+    );
+    ctl_ok(&socket, &["ls"]);
+
+    // Malformed requests: a precise error each, and the connection answers the next line.
+    let mut conn = BufReader::new(UnixStream::connect(&socket).unwrap());
+    for (line, expected) in [
+        ("this is not json\n", "not a JSON object"),
+        (
+            "{\"version\":2,\"verb\":\"ls\"}\n",
+            "unsupported protocol version 2; this server speaks version 1",
+        ),
+        (
+            "{\"version\":1,\"verb\":\"format\"}\n",
+            "unknown verb \"format\"",
+        ),
+        (
+            "{\"version\":1,\"verb\":\"stats\",\"target\":\"t\"}\n",
+            "missing field `lun`",
+        ),
+    ] {
+        let answer = exchange(&mut conn, line);
+        assert_eq!(answer["ok"], false, "{line}: {answer}");
+        assert_eq!(answer["version"], 1);
+        let error = answer["error"].as_str().unwrap();
+        assert!(error.contains(expected), "{line}: {error}");
+    }
+    let long = format!(
+        "{{\"version\":1,\"verb\":\"ls\",\"x\":\"{}\"}}\n",
+        "a".repeat(70_000)
+    );
+    let answer = exchange(&mut conn, &long);
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 65536 bytes"),
+        "{answer}"
+    );
+    let answer = exchange(&mut conn, "{\"version\":1,\"verb\":\"ls\"}\n");
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert_eq!(answer["result"]["targets"][0]["name"], TARGET);
+    drop(conn);
+
+    // SIGTERM: the socket goes with the server.
+    assert!(server.stop(), "stint serve did not stop cleanly");
+    assert!(!socket.exists(), "the socket outlived the server");
+    let out = ctl(&socket, &["ls"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot connect to {socket_arg}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_stale_socket_is_replaced_and_the_file_places_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("stale.sock");
+    // A socket nothing listens on, as a killed server leaves it.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    let server = Server::start(
+        &[
+            "--admin-socket",
+            socket.to_str().unwrap(),
+            "--lun",
+            "ram:1MiB",
+        ],
+        1,
+    );
+    assert!(ctl_ok(&socket, &["ls"]).contains("lun0"));
+    // The stubbed verbs answer with an error, not a hang.
+    let out = ctl(&socket, &["sessions"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(server.stop());
+
+    // admin_socket in stint.toml is relative to the file's directory.
+    let config = dir.path().join("stint.toml");
+    std::fs::write(
+        &config,
+        "admin_socket = \"run.sock\"\n[[target]]\nname = \"iqn.2026-11.dev.stint:rel\"\n\
+         [[target.lun]]\nstore = \"ram\"\nsize = \"1MiB\"\n",
+    )
+    .unwrap();
+    let server = Server::start(&["--config", config.to_str().unwrap()], 1);
+    let socket = dir.path().join("run.sock");
+    assert!(ctl_ok(&socket, &["ls"]).contains("iqn.2026-11.dev.stint:rel"));
+    assert!(server.stop());
+    assert!(!socket.exists());
+}
