@@ -264,3 +264,57 @@ fn a_stale_socket_is_replaced_and_the_file_places_it() {
     assert!(server.stop());
     assert!(!socket.exists());
 }
+
+#[test]
+fn ctl_finds_the_default_socket() {
+    use std::os::unix::fs::PermissionsExt;
+    let runtime = tempfile::tempdir().unwrap();
+    let xdg = runtime.path().to_str().unwrap();
+    let env = [("XDG_RUNTIME_DIR", xdg), ("RUNTIME_DIRECTORY", "")];
+    let ctl_env = |args: &[&str], extra: &[(&str, &str)]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_stint"));
+        command
+            .env("XDG_RUNTIME_DIR", xdg)
+            .env_remove("RUNTIME_DIRECTORY")
+            .env_remove("STINT_ADMIN_SOCKET");
+        for (k, v) in extra {
+            command.env(k, v);
+        }
+        command.arg("ctl").args(args).output().unwrap()
+    };
+    let first = Server::start_with_env(&["--lun", "ram:1MiB"], 1, &env);
+    let port = first.portal().rsplit(':').next().unwrap().to_owned();
+    let dir = runtime.path().join("stint");
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "{} mode {mode:o}", dir.display());
+    let socket = dir.join(format!("{port}.sock"));
+    assert!(socket.exists(), "no {}", socket.display());
+    // A stale socket beside it is ignored.
+    drop(std::os::unix::net::UnixListener::bind(dir.join("1.sock")).unwrap());
+    let out = ctl_env(&["ls"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Two live servers: the error names both; STINT_ADMIN_SOCKET picks one.
+    let second = Server::start_with_env(&["--lun", "ram:2MiB"], 1, &env);
+    let out = ctl_env(&["ls"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("2 stint serve admin sockets") && err.contains(socket.to_str().unwrap()),
+        "{err}"
+    );
+    let socket = socket.to_str().unwrap();
+    let out = ctl_env(&["ls"], &[("STINT_ADMIN_SOCKET", socket)]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 MiB"));
+    assert!(first.stop() && second.stop());
+    let out = ctl_env(&["ls"], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no admin socket of a running stint serve in"),
+        "{err}"
+    );
+}
