@@ -37,8 +37,7 @@ impl Env {
         dirs.split(':').next().map(PathBuf::from)
     }
 
-    /// The per-user directory of sockets, and whether it is private to stint (created and
-    /// checked 0700 by [`private_dir`]).
+    /// The per-user directory of sockets (created or checked 0700 by [`private_dir`]).
     pub fn user_dir(&self) -> PathBuf {
         match &self.xdg_runtime_dir {
             Some(dir) => Path::new(dir).join("stint"),
@@ -98,6 +97,7 @@ impl Setting {
                 let path = env.default_socket(port);
                 if env.service_dir().is_none() {
                     private_dir(&env.user_dir(), env.uid)?;
+                    sweep_stale(&env.user_dir());
                 }
                 Ok(Some(path))
             }
@@ -137,6 +137,39 @@ pub fn private_dir(dir: &Path, uid: u32) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// A socket younger than this is left alone by [`sweep_stale`]: it may be a server's between
+/// its bind and its listen, when connecting to it is refused as to a stale one.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Removes the sockets of killed servers from the private directory `dir` (each has its
+/// port's name; without this, every SIGKILL would leave one behind for good).
+fn sweep_stale(dir: &Path) {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for path in entries.filter_map(|e| Some(e.ok()?.path())) {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_some_and(|age| age > STALE_AFTER);
+        let refused = || {
+            std::os::unix::net::UnixStream::connect(&path)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
+        };
+        if meta.file_type().is_socket() && old && refused() {
+            match std::fs::remove_file(&path) {
+                Ok(()) => tracing::debug!(path = %path.display(), "removed a stale admin socket"),
+                Err(e) => tracing::debug!(path = %path.display(), error = %e, "stale admin socket"),
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -223,5 +256,29 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let not_dir = private_dir(&file, uid).unwrap_err().to_string();
         assert!(not_dir.contains("not a directory"), "{not_dir}");
+    }
+
+    #[test]
+    fn only_old_stale_sockets_are_swept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let old = tmp.path().join("1.sock");
+        let young = tmp.path().join("2.sock");
+        let live = tmp.path().join("3.sock");
+        drop(std::os::unix::net::UnixListener::bind(&old).unwrap());
+        drop(std::os::unix::net::UnixListener::bind(&young).unwrap());
+        let _listening = std::os::unix::net::UnixListener::bind(&live).unwrap();
+        // A socket cannot be opened to set its times; touch sets them by path.
+        for path in [&old, &live] {
+            let touched = std::process::Command::new("touch")
+                .args(["-m", "-d", "1 hour ago"])
+                .arg(path)
+                .status()
+                .unwrap();
+            assert!(touched.success());
+        }
+        sweep_stale(tmp.path());
+        assert!(!old.exists(), "an old stale socket stays");
+        assert!(young.exists(), "a young socket was swept");
+        assert!(live.exists(), "a live socket was swept");
     }
 }
