@@ -152,14 +152,14 @@ fn call(path: &Path, request: &Request) -> anyhow::Result<serde_json::Value> {
         request: request.clone(),
     })?;
     line.push(b'\n');
-    stream
-        .write_all(&line)
-        .with_context(|| format!("sending to {}", path.display()))?;
+    // A server that refuses the client answers before reading and closes: its answer is
+    // still there to read after the write fails.
+    let sent = stream.write_all(&line);
     let mut answer = String::new();
-    BufReader::new(stream.take(MAX_RESPONSE as u64))
-        .read_line(&mut answer)
-        .with_context(|| format!("reading the answer of {}", path.display()))?;
+    let read = BufReader::new(stream.take(MAX_RESPONSE as u64)).read_line(&mut answer);
     if answer.is_empty() {
+        sent.with_context(|| format!("sending to {}", path.display()))?;
+        read.with_context(|| format!("reading the answer of {}", path.display()))?;
         bail!("{} closed the connection without answering", path.display());
     }
     let response: Response = serde_json::from_str(&answer)

@@ -318,3 +318,53 @@ fn ctl_finds_the_default_socket() {
         "{err}"
     );
 }
+
+/// Beside the socket's mode 0600, the server checks each client's uid (SO_PEERCRED): with the
+/// mode opened up, another user is still refused. Needs root (to run the client as nobody)
+/// and setpriv; skipped otherwise.
+#[test]
+fn another_user_is_refused_even_through_an_open_socket() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() == 0
+    });
+    if !root || Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: needs root and setpriv");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let open = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(dir.path(), open).unwrap();
+    let socket = dir.path().join("admin.sock");
+    let server = Server::start(
+        &[
+            "--admin-socket",
+            socket.to_str().unwrap(),
+            "--lun",
+            "ram:1MiB",
+        ],
+        1,
+    );
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "--",
+        ])
+        .arg(env!("CARGO_BIN_EXE_stint"))
+        .args(["ctl", "--socket", socket.to_str().unwrap(), "ls"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("uid 65534 may not use this admin socket (the server runs as uid 0"),
+        "{err}"
+    );
+    assert!(server.stop());
+}

@@ -123,7 +123,7 @@ async fn connection(stream: UnixStream, admin: Arc<dyn Admin>, uid: u32) {
         }
     };
     let (read, mut write) = stream.into_split();
-    if peer.uid != uid && peer.uid != 0 {
+    if !allowed(peer.uid, uid) {
         tracing::warn!(%peer, "admin socket: refused a connection of another user");
         let refusal = Response::error(format!(
             "uid {} may not use this admin socket (the server runs as uid {uid}; root may)",
@@ -151,6 +151,11 @@ async fn connection(stream: UnixStream, admin: Arc<dyn Admin>, uid: u32) {
             return;
         }
     }
+}
+
+/// Whether a peer of uid `peer` may use the socket of a server running as `server`.
+fn allowed(peer: u32, server: u32) -> bool {
+    peer == server || peer == 0
 }
 
 async fn answer(line: &[u8], admin: &Arc<dyn Admin>, peer: Peer) -> Response {
@@ -228,4 +233,17 @@ async fn send(
     });
     text.push(b'\n');
     write.write_all(&text).await
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_the_servers_user_and_root_are_served() {
+        use super::allowed;
+        assert!(allowed(1000, 1000));
+        assert!(allowed(0, 1000), "root");
+        assert!(allowed(0, 0));
+        assert!(!allowed(1001, 1000));
+        assert!(!allowed(1000, 0), "a user, on root's server");
+    }
 }
