@@ -1,7 +1,9 @@
 //! What `stint serve` answers on its admin socket ([`crate::admin::Admin`]): the portal, the
 //! configuration it was built from, and the logical units it serves.
 
+use crate::admin::path::{Env, Setting};
 use crate::admin::proto::{Applied, Listing, LunInfo, SessionInfo, Stats, TargetInfo};
+use crate::admin::server::AdminServer;
 use crate::admin::{Admin, Peer};
 use crate::config::{Config, LunConfig, StoreKind};
 use std::sync::{Arc, RwLock};
@@ -30,6 +32,17 @@ impl Control {
             config,
             luns: RwLock::new(luns),
         }
+    }
+
+    /// Serves the admin socket `setting` places for a portal on `port`; dropping the server
+    /// stops it and removes the socket.
+    pub fn serve(self, setting: &Setting, port: u16) -> anyhow::Result<Option<AdminServer>> {
+        let Some(path) = setting.resolve(&Env::current(), port)? else {
+            return Ok(None);
+        };
+        let server = AdminServer::start(&path, Arc::new(self))?;
+        tracing::info!(path = %server.path().display(), "admin socket listening");
+        Ok(Some(server))
     }
 
     fn luns(&self) -> std::sync::RwLockReadGuard<'_, Vec<ServedLun>> {

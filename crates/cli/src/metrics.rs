@@ -1,6 +1,7 @@
 //! `stint serve --metrics ADDR`: what every logical unit counts, in the Prometheus text
-//! exposition format (version 0.0.4), over a small HTTP endpoint ([`http`]). The names and
-//! labels are documented in docs/metrics.md.
+//! exposition format (version 0.0.4), over a small HTTP endpoint ([`http`]); the same
+//! samples, one LUN's, answer `stint ctl stats`. The names and labels are documented in
+//! docs/metrics.md.
 //!
 //! A series appears once it has counted something, except the per-LU totals (commands ended
 //! GOOD or CHECK CONDITION by kind, bytes) and the gauges, which are always there.

@@ -507,15 +507,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         // After the portal listens, so that the default path can name its port; before the
         // URLs, so that whoever waits for them can connect.
-        let admin = match admin_socket.resolve(&crate::admin::path::Env::current(), addr.port())? {
-            Some(path) => {
-                let control = crate::control::Control::new(portal.clone(), config, served_luns);
-                let server = crate::admin::server::AdminServer::start(&path, Arc::new(control))?;
-                tracing::info!(path = %server.path().display(), "admin socket listening");
-                Some(server)
-            }
-            None => None,
-        };
+        let control = crate::control::Control::new(portal.clone(), config, served_luns);
+        let admin = control.serve(&admin_socket, addr.port())?;
         tracing::info!(%addr, luns = urls.len(), "listening");
         for (name, lun) in &urls {
             println!("iscsi://{addr}/{name}/{lun}");
