@@ -368,3 +368,105 @@ fn another_user_is_refused_even_through_an_open_socket() {
     );
     assert!(server.stop());
 }
+
+/// `name{k="v",...} value` lines of a scrape, by series: labels sorted, as `stats` keys them.
+fn scrape_series(text: &str) -> std::collections::BTreeMap<String, f64> {
+    let mut series = std::collections::BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let (name_labels, value) = line.rsplit_once(' ').unwrap();
+        let (name, labels) = match name_labels.split_once('{') {
+            Some((name, rest)) => (name, rest.strip_suffix('}').unwrap()),
+            None => (name_labels, ""),
+        };
+        // No label value of these LUNs holds a quote or a comma.
+        let mut labels: Vec<&str> = labels.split(',').filter(|l| !l.is_empty()).collect();
+        labels.sort();
+        let value = match value {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().unwrap(),
+        };
+        series.insert(format!("{name}{{{}}}", labels.join(",")), value);
+    }
+    series
+}
+
+/// `stats`' samples keyed as [`scrape_series`] keys them.
+fn stats_series(stats: &serde_json::Value) -> std::collections::BTreeMap<String, f64> {
+    let samples = stats["samples"].as_array().unwrap();
+    samples
+        .iter()
+        .map(|s| {
+            let labels: Vec<String> = s["labels"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let value = s["value"].as_f64().unwrap();
+            (
+                format!("{}{{{}}}", s["name"].as_str().unwrap(), labels.join(",")),
+                value,
+            )
+        })
+        .collect()
+}
+
+/// `stats` and the metrics endpoint are one source: after I/O on the CDL disk (whose latency
+/// histograms `--metrics` keeps), the LUN's series are the same, value for value.
+#[test]
+fn stats_are_the_metrics_endpoints_series() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("admin.sock");
+    let server = Server::start(
+        &[
+            "--admin-socket",
+            socket.to_str().unwrap(),
+            "--metrics",
+            "127.0.0.1:0",
+            "--lun",
+            "ram:16MiB",
+            "--lun",
+            "hdd",
+        ],
+        2,
+    );
+    let url = server.urls[1].clone();
+    let out = Command::new(env!("CARGO_BIN_EXE_stint"))
+        .args(["bench", "--url", &url, "--rw", "randread", "--bs", "4k"])
+        .args(["--iodepth", "4", "--runtime", "1s"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metrics = server.metrics.clone().unwrap();
+    let addr = metrics
+        .trim_start_matches("http://")
+        .trim_end_matches("/metrics");
+    let mut http = std::net::TcpStream::connect(addr).unwrap();
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    http.read_to_string(&mut response).unwrap();
+    let body = response.split_once("\r\n\r\n").unwrap().1;
+    let lun1 = "lun=\"1\"";
+    let scraped: std::collections::BTreeMap<String, f64> = scrape_series(body)
+        .into_iter()
+        .filter(|(series, _)| series.contains(lun1))
+        .collect();
+    let stats = stats_series(&stats(&socket, "1"));
+    assert!(
+        stats
+            .keys()
+            .any(|s| s.starts_with("stint_class_latency_seconds_bucket{")),
+        "{stats:?}"
+    );
+    assert_eq!(stats, scraped);
+    assert!(server.stop());
+}
