@@ -29,8 +29,7 @@ impl AdminServer {
     pub fn start(path: &Path, admin: Arc<dyn Admin>) -> anyhow::Result<AdminServer> {
         let listener = bind(path)?;
         let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
-        // The file is ours: its owner is the uid this process creates files as.
-        let uid = meta.uid();
+        let uid = rustix::process::geteuid().as_raw();
         let task = tokio::spawn(accept(listener, admin, uid));
         Ok(AdminServer {
             path: path.to_path_buf(),
