@@ -269,6 +269,14 @@ impl Families {
                 &q.latencies.classes[class.index()],
             );
         }
+        if q.latencies.late_ends.count() > 0 {
+            self.histogram(
+                "stint_cdl_end_lateness_seconds",
+                "How long after its limit expired a command a CDL policy (Dh, Eh, Fh) ended left the task set.",
+                &[lu],
+                &q.latencies.late_ends,
+            );
+        }
         for (kind, page, histograms) in [
             (Kind::Read, &q.stats.t2a, &q.latencies.reads),
             (Kind::Write, &q.stats.t2b, &q.latencies.writes),
