@@ -23,6 +23,7 @@ mod pool_plane;
 mod ram;
 mod range_lock;
 mod rbd;
+mod resize;
 mod ring;
 mod run;
 
@@ -122,6 +123,25 @@ pub trait Store: Send + Sync {
     /// provisioning); `None` when it cannot tell.
     fn allocated_bytes(&self) -> Option<u64> {
         None
+    }
+
+    /// The size its medium has now, which may have changed outside stint (a file grown, a
+    /// block device after `lvextend`, an RBD image after `rbd resize`): what a resize without
+    /// a size adopts. The default: the store's own length, which nothing outside changes.
+    fn medium_len(&self) -> io::Result<u64> {
+        Ok(self.len())
+    }
+
+    /// Make the store `len` bytes: grown, the new bytes reading as zeros (where the medium
+    /// is the store's to zero), or cut, the bytes past the new end gone. The caller holds
+    /// the range lock from the lower of the two ends to the end of the address space (see
+    /// [`Plane::resize`]), so no change is under way on bytes that come or go. A store whose
+    /// size cannot change answers `Unsupported`, saying why.
+    fn set_len(&self, _len: u64) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this store's size cannot change",
+        ))
     }
 }
 
