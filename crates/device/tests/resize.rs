@@ -236,3 +236,92 @@ fn a_store_that_cannot_resize_leaves_the_capacity() {
     assert_eq!(capacity(&t, &a), BLOCKS);
     write(&t, &a, BLOCKS - 1, &[1; BLOCK as usize]);
 }
+
+/// A RAM store whose writes at `gate` wait until it opens, and that says when one started.
+struct Gated {
+    inner: RamStore,
+    gate: u64,
+    state: parking_lot::Mutex<(bool, bool)>,
+    changed: parking_lot::Condvar,
+}
+
+impl Gated {
+    fn wait(&self, until: impl Fn(&(bool, bool)) -> bool) {
+        let mut state = self.state.lock();
+        while !until(&state) {
+            self.changed.wait(&mut state);
+        }
+    }
+
+    fn set(&self, f: impl FnOnce(&mut (bool, bool))) {
+        f(&mut self.state.lock());
+        self.changed.notify_all();
+    }
+}
+
+impl Store for Gated {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        if offset == self.gate {
+            self.set(|(started, _)| *started = true);
+            self.wait(|&(_, open)| open);
+        }
+        self.inner.write_at(offset, buf)
+    }
+    fn flush(&self) -> io::Result<()> {
+        Ok(())
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+}
+
+/// A shrink while a WRITE to the blocks it cuts is in the store: new commands see the new
+/// capacity at once (LOGICAL BLOCK ADDRESS OUT OF RANGE), the store cuts once the WRITE has
+/// ended (GOOD: it came first), and the cut blocks, grown back, read zero.
+#[test]
+fn a_shrink_waits_for_a_write_in_flight_to_the_cut_blocks() {
+    let store = Arc::new(Gated {
+        inner: RamStore::new(BLOCKS * BLOCK).unwrap(),
+        gate: (BLOCKS - 8) * BLOCK,
+        state: Default::default(),
+        changed: Default::default(),
+    });
+    let (t, unit) = target_over(store.clone());
+    let t = Arc::new(t);
+    let (a, b) = (ready(&t, 1), ready(&t, 2));
+    let writer = {
+        let t = t.clone();
+        std::thread::spawn(move || run(&t, &a, &write16(BLOCKS - 8, 8), &[3; 8 * 512]).0)
+    };
+    store.wait(|&(started, _)| started);
+    let shrink = {
+        let unit = unit.clone();
+        std::thread::spawn(move || unit.resize(Some(BLOCKS / 2 * BLOCK), true))
+    };
+    while unit.with(|core| core.blocks()) != BLOCKS / 2 {
+        std::thread::yield_now();
+    }
+    capacity_changed(&t, &b);
+    let (c, _) = run(&t, &b, &read16(BLOCKS - 8, 8), &[]);
+    assert_eq!(
+        sense_of(&c),
+        (SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE)
+    );
+    assert!(
+        !shrink.is_finished(),
+        "the store cuts after the write in flight"
+    );
+    store.set(|(_, open)| *open = true);
+    assert_eq!(writer.join().unwrap(), Completion::GOOD);
+    assert_eq!(shrink.join().unwrap().unwrap(), BLOCKS / 2 * BLOCK);
+    assert_eq!(store.len(), BLOCKS / 2 * BLOCK);
+    unit.resize(Some(BLOCKS * BLOCK), false).unwrap();
+    capacity_changed(&t, &b);
+    assert!(read(&t, &b, BLOCKS - 8, 8).iter().all(|&x| x == 0));
+}
