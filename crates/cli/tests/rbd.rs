@@ -637,3 +637,69 @@ fn rbd_plane_resizes_its_image_on_request() {
         .unwrap();
     assert_eq!(back[..4096], data[..], "the data below the new end");
 }
+
+/// A shrink through the plane while a change holds a range it cuts: it waits for that
+/// change, and a write checked against the old end that waited behind it fails rather than
+/// reach librbd, which would clip it at the new end and answer success.
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn rbd_plane_shrink_fails_the_writes_that_waited_for_it() {
+    use store::{Buffers, Done, Failure, Op};
+    let conf = cluster("rbd_plane_shrink_fails_the_writes_that_waited_for_it");
+    let image = TestImage::new(&conf, "plane-shrink");
+    let target = store::RbdTarget {
+        conf: Some(conf.clone()),
+        user: "admin".into(),
+        keyring: None,
+        pool: "rbd".into(),
+        namespace: None,
+        image: image.name.clone(),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let complete: store::Complete = Arc::new(move |id, done, _, _| {
+        let _ = tx.lock().unwrap().send((id, done));
+    });
+    let plane =
+        Arc::new(store::RbdPlane::open(&target, &store::Options::default(), complete).unwrap());
+    let cut = IMAGE_BYTES / 2;
+    let lock = plane.range_lock().clone();
+    let held = lock.lock(cut, 4096, false);
+    let shrink = {
+        let plane = plane.clone();
+        std::thread::spawn(move || plane.resize(Some(cut)))
+    };
+    let waited = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lock.waiting() != n {
+            assert!(Instant::now() < deadline, "{n} waiting");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    waited(1);
+    // Across the new end: 512 bytes below it, the rest past it.
+    let op = Op::Write {
+        offset: cut - 512,
+        len: 4096,
+        durable: false,
+        atomic: false,
+    };
+    let buffers = Buffers::Owned {
+        data_in: Vec::new(),
+        data_out: vec![7; 4096],
+    };
+    assert!(plane.submit(1, op, buffers).is_none());
+    waited(2);
+    drop(held);
+    assert_eq!(shrink.join().unwrap().unwrap(), cut);
+    match rx.recv_timeout(Duration::from_secs(30)).unwrap() {
+        (1, Done::Failed(Failure::Write { error, .. })) => {
+            assert!(error.to_string().contains("beyond the store"), "{error}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(image.size(), cut);
+    let mut back = vec![1; 512];
+    plane.read_now(cut - 512, &mut back).unwrap();
+    assert!(back.iter().all(|&b| b == 0), "nothing of the write landed");
+}
