@@ -4,8 +4,9 @@
 use std::fmt;
 use std::io;
 
-/// A refused resize: nothing changed (except [`ResizeError::Store`] after a shrink the store
-/// refused, which leaves the capacity as it was, with a second CAPACITY DATA HAS CHANGED).
+/// A refused resize: nothing changed, except after a shrink the store refused or failed
+/// ([`ResizeError::Store`]): the capacity is back to what the store holds, with a second
+/// CAPACITY DATA HAS CHANGED.
 #[derive(Debug)]
 pub enum ResizeError {
     /// The unit follows a drive model, whose geometry sets its capacity.

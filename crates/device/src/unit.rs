@@ -437,7 +437,9 @@ impl Unit {
         let new = match self.plane.resize(bytes) {
             Ok(new) => new,
             Err(e) => {
-                self.with(|core| core.resize(old));
+                // Back to what the store holds: the old capacity, unless it cut some of it.
+                let kept = self.plane.geometry().capacity.min(old);
+                self.with(|core| core.resize(kept));
                 return Err(ResizeError::Store(e));
             }
         };

@@ -5,13 +5,14 @@
 //! allocation made up front: 20 KiB for 22 TB, 1 MiB for 1 PiB), each pointing, once the region
 //! is first written, to a second-level table of 16 384 chunk slots (256 KiB). A slot is a
 //! reader-writer lock around the chunk, so I/O to different chunks never contends, and a 4 KiB
-//! access costs one atomic load (the region's `OnceLock`) and one chunk lock.
+//! access costs two atomic loads (its segment's and its region's `OnceLock`, below) and one
+//! chunk lock.
 //!
 //! The store can be resized while served ([`Store::set_len`]). The top-level array is made of
 //! segments that never move: the first covers the capacity the store was made with; each one
 //! made later, when the store grows past what the earlier ones cover, holds as many regions as
-//! all before it together. So growing allocates no more than the top-level array doubled, an
-//! access below the first capacity costs what it did, and no access ever waits for a resize.
+//! all before it together. So a grown store's top-level array is at most twice what its
+//! capacity needs, and no access ever waits for a resize or finds its entry moved.
 
 use crate::{check_range, check_span, Store};
 use parking_lot::RwLock;
