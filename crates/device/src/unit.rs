@@ -405,7 +405,10 @@ impl Unit {
     /// ADDRESS OUT OF RANGE past the new end, while commands already past their range check
     /// end against the store, which finishes the changes under way before the cut and fails
     /// what comes after (never a write past the new end). A grow takes effect once the store
-    /// holds the new bytes, which read as zeros.
+    /// holds the new bytes, which read as zeros. Blocks the calling thread while the store
+    /// waits for those changes (a FORMAT UNIT holds the whole medium until it ends) and
+    /// changes its size (`ftruncate` and `fsync`, `rbd_resize`): not a thread of an async
+    /// runtime.
     pub fn resize(&self, bytes: Option<u64>, shrink: bool) -> Result<u64, ResizeError> {
         if !self.follows_store {
             return Err(ResizeError::Modelled);
