@@ -325,3 +325,19 @@ fn a_shrink_waits_for_a_write_in_flight_to_the_cut_blocks() {
     capacity_changed(&t, &b);
     assert!(read(&t, &b, BLOCKS - 8, 8).iter().all(|&x| x == 0));
 }
+
+/// A command whose range was checked against the capacity before a shrink cut it reaches a
+/// store that refuses it: it ends LOGICAL BLOCK ADDRESS OUT OF RANGE, as the check would end
+/// it now, not as a target failure. (Staged by cutting the store behind the unit's back.)
+#[test]
+fn a_command_the_store_finds_past_its_cut_end_is_out_of_range() {
+    let store = Arc::new(RamStore::new(BLOCKS * BLOCK).unwrap());
+    let (t, _unit) = target_over(store.clone());
+    let a = ready(&t, 1);
+    store.set_len(BLOCKS / 2 * BLOCK).unwrap();
+    let out_of_range = (SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE);
+    let (c, _) = run(&t, &a, &read16(BLOCKS - 8, 8), &[]);
+    assert_eq!(sense_of(&c), out_of_range, "READ");
+    let (c, _) = run(&t, &a, &write16(BLOCKS - 8, 8), &[1; 8 * 512]);
+    assert_eq!(sense_of(&c), out_of_range, "WRITE");
+}

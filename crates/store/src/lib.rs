@@ -156,9 +156,37 @@ pub(crate) fn check_span(store_len: u64, offset: u64, len: u64) -> io::Result<()
         Some(end) if end <= store_len => Ok(()),
         _ => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!(
-                "access of {len} bytes at offset {offset} is beyond the store's {store_len} bytes"
-            ),
+            BeyondEnd {
+                offset,
+                len,
+                store_len,
+            },
         )),
     }
 }
+
+/// An access past the end of a store, inside the `InvalidInput` error every store answers it
+/// with: the device checked it against a capacity that a shrink has cut since
+/// ([`Plane::resize`]), so the device can answer it as the range error it is.
+#[derive(Debug)]
+pub struct BeyondEnd {
+    pub offset: u64,
+    pub len: u64,
+    pub store_len: u64,
+}
+
+impl std::fmt::Display for BeyondEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let BeyondEnd {
+            offset,
+            len,
+            store_len,
+        } = self;
+        write!(
+            f,
+            "access of {len} bytes at offset {offset} is beyond the store's {store_len} bytes"
+        )
+    }
+}
+
+impl std::error::Error for BeyondEnd {}
