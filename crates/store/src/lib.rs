@@ -1,6 +1,7 @@
 //! Where the bytes live, and the data plane that moves them.
 //!
-//! A [`Store`] is a flat byte array of fixed length addressed by offset: RAM or a sparse file.
+//! A [`Store`] is a flat byte array addressed by offset, whose length changes only on request
+//! ([`Store::set_len`]): RAM or a sparse file.
 //! The device turns LBAs into offsets and checks ranges before calling, but every store checks
 //! again and answers a range error instead of panicking.
 //!
