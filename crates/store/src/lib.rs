@@ -1,9 +1,9 @@
 //! Where the bytes live, and the data plane that moves them.
 //!
 //! A [`Store`] is a flat byte array addressed by offset, whose length changes only on request
-//! ([`Store::set_len`]): RAM or a sparse file.
-//! The device turns LBAs into offsets and checks ranges before calling, but every store checks
-//! again and answers a range error instead of panicking.
+//! ([`Store::set_len`]): RAM or a sparse file. The device turns LBAs into offsets and checks
+//! ranges before calling, but every store checks again and answers a range error
+//! ([`BeyondEnd`]) instead of panicking.
 //!
 //! A [`Plane`] runs the device's data-plane operations ([`Op`]) on a store: inline for RAM,
 //! asynchronously for files and Ceph RBD images, not at all for the simulator (see `plane`).
