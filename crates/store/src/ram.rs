@@ -736,6 +736,43 @@ mod tests {
     }
 
     #[test]
+    fn growing_under_writes_keeps_every_write() {
+        let s = Arc::new(RamStore::new(3 * TABLE_SPAN).unwrap());
+        // Each writer in a region of its own below the first end, across chunks.
+        let writers: Vec<_> = (0..3u64)
+            .map(|t| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for i in 0..64 {
+                        let at = t * TABLE_SPAN + i * (CHUNK as u64 + 4096);
+                        s.write_at(at, &pattern(t * 64 + i, 4096)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        // Meanwhile, through seven more segments, each grown end written at once.
+        for k in 1..=7 {
+            let len = (3 << k) * TABLE_SPAN;
+            s.set_len(len).unwrap();
+            s.write_at(len - 4096, &pattern(k, 4096)).unwrap();
+        }
+        for w in writers {
+            w.join().unwrap();
+        }
+        for t in 0..3u64 {
+            for i in 0..64 {
+                let at = t * TABLE_SPAN + i * (CHUNK as u64 + 4096);
+                assert_eq!(read(&s, at, 4096), pattern(t * 64 + i, 4096));
+            }
+        }
+        for k in 1..=7u64 {
+            let len = (3 << k) * TABLE_SPAN;
+            assert_eq!(read(&s, len - 4096, 4096), pattern(k, 4096));
+        }
+        assert_eq!(s.table_bytes() % size_of::<Table>() as u64, 3 * 128 * 16);
+    }
+
+    #[test]
     fn concurrent_writers_and_readers() {
         const THREADS: u64 = 8;
         const BLOCK: usize = 4096;
