@@ -363,10 +363,15 @@ mod tests {
         /// The backing file.
         file: PathBuf,
         _dir: tempfile::TempDir,
+        /// Held until detached: two `losetup -f` at once may pick the same free device.
+        _one: parking_lot::MutexGuard<'static, ()>,
     }
+
+    static ONE_LOOP: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
     impl Loop {
         fn new(size: u64, sector: u32) -> Option<Loop> {
+            let one = ONE_LOOP.lock();
             let dir = tempfile::tempdir().unwrap();
             let file = dir.path().join("backing.img");
             File::create(&file).unwrap().set_len(size).unwrap();
@@ -379,6 +384,7 @@ mod tests {
                     dev: String::from_utf8_lossy(&out.stdout).trim().into(),
                     file,
                     _dir: dir,
+                    _one: one,
                 }),
                 Ok(out) => {
                     let why = String::from_utf8_lossy(&out.stderr);
