@@ -248,13 +248,13 @@ impl Admin for Control {
 
     fn lun_resize(
         &self,
-        _target: &str,
-        _lun: u64,
-        _size: Option<u64>,
-        _shrink: bool,
+        target: &str,
+        lun: u64,
+        size: Option<u64>,
+        shrink: bool,
         _by: &Peer,
     ) -> Result<Applied, String> {
-        Err(not_yet("lun-resize"))
+        applied(self.live.resize_lun(target, lun, size, shrink))
     }
 }
 
@@ -263,8 +263,4 @@ fn applied(result: anyhow::Result<Vec<String>>) -> Result<Applied, String> {
     result
         .map(|changes| Applied { changes })
         .map_err(|e| format!("{e:#}"))
-}
-
-fn not_yet(verb: &str) -> String {
-    format!("{verb} is not available yet in this build of stint serve")
 }

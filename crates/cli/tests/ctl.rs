@@ -532,6 +532,31 @@ fn ctl_lists_sessions_changes_luns_reloads_and_logs_a_session_out() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("the last of target"), "{err}");
 
+        // lun resize: grown at once, announced; a shrink needs --shrink.
+        let grown = ctl_ok(&socket, &["lun", "resize", TARGET, "0", "32MiB"]);
+        assert!(grown.contains("is now 33554432 bytes"), "{grown}");
+        // After the inventory changes' REPORTED LUNS DATA HAS CHANGED.
+        let mut attentions = Vec::new();
+        loop {
+            let r = s.scsi_command(0, &test_unit_ready(), &[], 0).await.unwrap();
+            let Some(a) = common::cdb::sense(&r) else {
+                break;
+            };
+            attentions.push(a.1);
+        }
+        assert!(
+            attentions.contains(&scsi::Asc::CAPACITY_DATA_HAS_CHANGED),
+            "{attentions:?}"
+        );
+        let out = ctl(&socket, &["lun", "resize", TARGET, "0", "16MiB"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--shrink"), "{err}");
+        let listing = ctl_ok(&socket, &["--json", "ls"]);
+        let listing: serde_json::Value = serde_json::from_str(&listing).unwrap();
+        assert_eq!(listing["targets"][0]["luns"][0]["size"], 32 << 20);
+        // The file still says 16 MiB: what follows is written with the new size.
+        let file = file.replace("16MiB", "32MiB");
+
         // reload: the file's change is applied and named; a bad file is refused whole.
         let lun2 = "[[target.lun]]\nid = 2\nstore = \"ram\"\nsize = \"4MiB\"\n";
         std::fs::write(&config, format!("{file}{lun2}")).unwrap();
