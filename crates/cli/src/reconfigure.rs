@@ -273,14 +273,13 @@ impl Live {
                         let changed = old_lun.changed_keys(lun);
                         // CDL descriptors change in place on a LU that has them.
                         let cdl_in_place = old_lun.cdl.is_some() && lun.cdl.is_some();
-                        let fixed: Vec<&str> = changed
-                            .iter()
-                            .copied()
-                            .filter(|k| {
-                                !matches!(*k, "allowed_initiators" | "size")
-                                    && !(*k == "cdl" && cdl_in_place)
-                            })
-                            .collect();
+                        let in_place = |k: &str| match k {
+                            "allowed_initiators" | "size" => true,
+                            "cdl" => cdl_in_place,
+                            _ => false,
+                        };
+                        let fixed: Vec<&str> =
+                            changed.iter().copied().filter(|k| !in_place(k)).collect();
                         if !fixed.is_empty() {
                             bail!(
                                 "target {} LUN {id}: {} cannot change while it serves; remove the \
