@@ -257,7 +257,7 @@ impl Live {
                     None => {
                         if state.targets[index].is_leaving(*id) {
                             bail!(
-                                "target {} LUN {id} was removed and still has tasks; try again once they end",
+                                "target {} LUN {id} was removed and is still finishing its tasks or closing its store; try again in a moment",
                                 t.name
                             );
                         }

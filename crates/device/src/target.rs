@@ -136,7 +136,7 @@ impl Target {
         }
         if luns.leaving.contains_key(&lun) {
             return Err(format!(
-                "LUN {lun} was removed and still has tasks; add it again once they end"
+                "LUN {lun} was removed and is still finishing its tasks or closing its store"
             ));
         }
         luns.inventory_changed();
