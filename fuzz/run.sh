@@ -54,6 +54,7 @@ dict() {
   case "$1" in
     pdu|text|login|connection) echo "-dict=fuzz/dict/iscsi.dict" ;;
     experiment_toml|stint_toml|drive_profile) echo "-dict=fuzz/dict/toml.dict" ;;
+    admin_request) echo "-dict=fuzz/dict/admin.dict" ;;
   esac
 }
 
@@ -61,7 +62,7 @@ dict() {
 max_len() {
   case "$1" in
     pdu|text) echo 256 ;;
-    login|experiment_toml|stint_toml|drive_profile) echo 512 ;;
+    login|experiment_toml|stint_toml|drive_profile|admin_request) echo 512 ;;
     scsi) echo 600 ;;
     codec) echo 64 ;;
     *) echo 1024 ;;

@@ -199,7 +199,7 @@ impl Harness {
 
     /// Delivers what the queued logical unit finished, then checks and recycles the output.
     fn collect(&mut self) {
-        let units = self.portal.nodes[0].target.units();
+        let units = self.portal.nodes()[0].target.units();
         if let Some((_, unit)) = units.iter().find(|(lun, _)| *lun == 1) {
             let mut sink = stint_fuzz::Collect::default();
             unit.advance(self.now, &mut sink);

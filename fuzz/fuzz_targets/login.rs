@@ -25,7 +25,7 @@ fuzz_target!(|input: &[u8]| {
     let Some((&knobs, records)) = input.split_first() else {
         return;
     };
-    let discovery_chap = portal().nodes[1].chap.clone().filter(|_| knobs & 1 != 0);
+    let discovery_chap = portal().nodes()[1].chap.clone().filter(|_| knobs & 1 != 0);
     let mut login = Login::new(TargetLimits::default(), 1).with_discovery_chap(discovery_chap);
     for record in records.split(|&b| b == 0xFF) {
         let (flags, misc, data) = match record {
@@ -41,7 +41,7 @@ fuzz_target!(|input: &[u8]| {
         b.set_u16_at(14, u16::from(misc >> 1 & 1)); // TSIH
         b.set_itt(u32::from(misc));
         let req = LoginRequest::parse(&b);
-        match login.step(&req, data, &portal().nodes) {
+        match login.step(&req, data, &portal().nodes()) {
             LoginStep::Continue(reply) => {
                 check_reply_text(&reply.text);
                 assert_eq!(reply.status, LoginStatus::SUCCESS);

@@ -78,6 +78,7 @@ impl Sink for Collect {
 /// A portal with the fuzz target node (anyone may log in and reset it) and a CHAP node.
 pub fn portal() -> Arc<Portal> {
     let open = TargetNode {
+        retired: false,
         name: TARGET_NAME.into(),
         alias: Some("fuzz".into()),
         target: Arc::new(target()),
@@ -87,6 +88,7 @@ pub fn portal() -> Arc<Portal> {
         privileged_initiators: vec!["*".into()],
     };
     let chap = TargetNode {
+        retired: false,
         name: CHAP_TARGET_NAME.into(),
         alias: None,
         target: Arc::new(Target::default()),

@@ -3,7 +3,7 @@
 //! that place the socket ([`path`]). `stint ctl` (`crate::ctl`) is its client.
 
 pub mod path;
-pub mod proto;
+pub use stint::admin_protocol as proto;
 pub mod server;
 
 use proto::{Applied, Listing, Request, Response, SessionInfo, Stats};
