@@ -155,7 +155,7 @@ file_backed_config() {   # SRC DEST IMG
 reconfigure_config() {   # FILE LUN0_IMG [LUN1_SIZE]
     { printf '%s\n' '[[target]]' 'name = "iqn.2026-11.dev.stint:reconfigure"' \
           '[[target.lun]]' 'id = 0' 'store = "file"' "path = \"$2\"" 'size = "512MiB"'
-      [ -n "${3:-}" ] && printf '%s\n' '[[target.lun]]' 'id = 1' 'store = "ram"' "size = \"$3\""
+      if [ -n "${3:-}" ]; then printf '%s\n' '[[target.lun]]' 'id = 1' 'store = "ram"' "size = \"$3\""; fi
     } > "$1.new" && mv "$1.new" "$1"
 }
 # reconfigure, the host half of one step: once the guest prints "VMTEST-HOST: REQUEST", write

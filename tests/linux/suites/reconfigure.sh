@@ -57,11 +57,11 @@ if [ -n "$L1" ]; then
     check lun1_added_during_fio "$([ "$(fio_running)" = 1 ] && echo 0 || echo 1)" \
         "(fio ended before LUN 1 appeared: raise FIO_RUNTIME)"
     expect lun1_size_64mib "$(size_of "/dev/$L1")" $((64 * MIB))
-    sec "LUN 1: dd 32 MiB at 16 MiB, direct write and read back"
-    head -c 32M /dev/urandom > /tmp/pattern; sha=$(sha256sum < /tmp/pattern | cut -d' ' -f1)
+    sec "LUN 1: dd 16 MiB at 16 MiB, direct write and read back"
+    head -c 16M /dev/urandom > /tmp/pattern; sha=$(sha256sum < /tmp/pattern | cut -d' ' -f1)
     dd if=/tmp/pattern of="/dev/$L1" bs=1M seek=16 oflag=direct conv=fsync status=none
     check lun1_dd_write $? ""
-    rsha=$(dd if="/dev/$L1" bs=1M skip=16 count=32 iflag=direct status=none | sha256sum | cut -d' ' -f1)
+    rsha=$(dd if="/dev/$L1" bs=1M skip=16 count=16 iflag=direct status=none | sha256sum | cut -d' ' -f1)
     expect lun1_dd_sha256 "$rsha" "$sha"
 
     sec "grow LUN 1 to 128 MiB: the host reloads the target; rescan until sd sees the new size"
@@ -81,13 +81,13 @@ if [ -n "$L1" ]; then
     msg="$L1: detected capacity change from $((64 * MIB / 512)) to $((128 * MIB / 512))"
     kmsgs | grep -E "\\b$L1\\b.*(capacity|logical blocks)"
     check resize_seen "$(kmsgs | grep -qF "$msg" && echo 0 || echo 1)" "(kernel log: '$msg')"
-    sec "LUN 1 after the resize: the first 32 MiB written are intact; 16 MiB at 100 MiB (the grown part) round trip"
-    rsha=$(dd if="/dev/$L1" bs=1M skip=16 count=32 iflag=direct status=none | sha256sum | cut -d' ' -f1)
+    sec "LUN 1 after the resize: the 16 MiB written before are intact; 8 MiB at 100 MiB (the grown part) round trip"
+    rsha=$(dd if="/dev/$L1" bs=1M skip=16 count=16 iflag=direct status=none | sha256sum | cut -d' ' -f1)
     expect lun1_data_kept_across_resize "$rsha" "$sha"
-    head -c 16M /dev/urandom > /tmp/pattern2; sha2=$(sha256sum < /tmp/pattern2 | cut -d' ' -f1)
+    head -c 8M /dev/urandom > /tmp/pattern2; sha2=$(sha256sum < /tmp/pattern2 | cut -d' ' -f1)
     dd if=/tmp/pattern2 of="/dev/$L1" bs=1M seek=100 oflag=direct conv=fsync status=none
     check lun1_dd_write_grown $? ""
-    rsha=$(dd if="/dev/$L1" bs=1M skip=100 count=16 iflag=direct status=none | sha256sum | cut -d' ' -f1)
+    rsha=$(dd if="/dev/$L1" bs=1M skip=100 count=8 iflag=direct status=none | sha256sum | cut -d' ' -f1)
     expect lun1_dd_sha256_grown "$rsha" "$sha2"
 fi
 
@@ -111,6 +111,8 @@ capchg=$(grep -c 'Capacity data has changed' dmesg-test.txt)
 BAD='I/O error|critical .*error|blk_update_request|FAILED Result|offline|timed out|reset|conn error'
 io_err=$(grep -iE "$BAD" dmesg-test.txt | grep -vc 'Power-on or device reset occurred')
 kv dmesg_lun_change_ua "$lunchg"; kv dmesg_capacity_ua "$capchg"; kv dmesg_io_errors "$io_err"
+# fio's next command on LUN 0 after the add gets REPORTED LUNS DATA HAS CHANGED
+check lun_change_ua_seen "$([ "$lunchg" -ge 1 ] && echo 0 || echo 1)" "($lunchg lines)"
 check no_io_errors "$([ "$io_err" = 0 ] && echo 0 || echo 1)" "($io_err lines)"
 grep -iE "$BAD" dmesg-test.txt | grep -v 'Power-on or device reset occurred' | head -5
 logout
