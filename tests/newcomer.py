@@ -139,6 +139,14 @@ def examples(env, work):
         check(r.returncode != 0 and f"pid {s.proc.pid}" in r.stderr,
               f"a second server on disk1.img is refused, naming the first: {r.stderr.strip()}")
 
+    # The README's stint ctl: the server's LUN, through its admin socket (docs/ctl.md).
+    socket = os.path.join(work, "admin.sock")
+    with Serve(["--lun", "ram:16MiB", "--admin-socket", socket], env, work) as s:
+        r = run(["stint", "ctl", "--socket", socket, "ls"], env, work)
+        check(r.returncode == 0 and re.search(r"^  o- lun0 \.+ \[ram, 16 MiB,", r.stdout, re.M),
+              "stint ctl ls lists the running server's 16 MiB LUN" +
+              ("" if r.returncode == 0 else f": {r.stderr}"))
+
     for example in ("hdd-cdl", "fast-fail", "fast-fail-real-time", "priority"):
         path = os.path.join(REPO, "examples", f"{example}.toml")
         with Serve(["--config", path], env, work) as s:

@@ -20,6 +20,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Address of the Prometheus metrics endpoint (docs/metrics.md); none by default.
     pub metrics: Option<SocketAddr>,
+    /// The admin socket `stint ctl` talks to (docs/ctl.md), relative to this file's
+    /// directory; "" turns it off. Default: in the runtime directory, per portal port.
+    pub admin_socket: Option<PathBuf>,
     /// Seconds a full-feature connection may stay silent before the target pings it with a
     /// NOP-In (RFC 7143 §11.19); one that does not answer within as long again is closed.
     /// 0: never ping.

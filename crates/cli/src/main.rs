@@ -1,7 +1,10 @@
 //! `stint`: a software SCSI disk with command-level quality of service.
 
+mod admin;
 mod bench;
 mod cdl;
+mod control;
+mod ctl;
 mod metrics;
 mod reconfigure;
 mod serve;
@@ -56,6 +59,10 @@ docs/cdl.md (CDL in stint)."
 docs/experiments.md (the experiment file format)."
     )]
     Bench(bench::BenchArgs),
+    /// Control a running `stint serve` through its admin socket: list targets, LUNs and
+    /// sessions, read a LUN's counters, add, remove or resize LUNs, reload.
+    #[command(after_help = "Reference: docs/ctl.md (the socket, its permissions, the protocol).")]
+    Ctl(ctl::CtlArgs),
     /// Print a shell completion script (bash, zsh or fish) on stdout.
     #[command(long_about = "Print a shell completion script on stdout. For bash: \
 `stint completions bash > ~/.local/share/bash-completion/completions/stint`; zsh: into a \
@@ -97,6 +104,8 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(args),
         Command::Cdl(args) => cdl::run(args),
         Command::Bench(args) => bench::run(args),
+        // Its own errors: `stint ctl: <error>`, exit code 1.
+        Command::Ctl(args) => return ctl::main(args),
         Command::Completions { shell } => {
             completions(shell);
             Ok(())

@@ -1,12 +1,14 @@
 //! `stint serve --metrics ADDR`: what every logical unit counts, in the Prometheus text
-//! exposition format (version 0.0.4), over a small HTTP endpoint ([`http`]). The names and
-//! labels are documented in docs/metrics.md.
+//! exposition format (version 0.0.4), over a small HTTP endpoint ([`http`]); the same
+//! samples, one LUN's, answer `stint ctl stats`. The names and labels are documented in
+//! docs/metrics.md.
 //!
 //! A series appears once it has counted something, except the per-LU totals (commands ended
 //! GOOD or CHECK CONDITION by kind, bytes) and the gauges, which are always there.
 
 pub mod http;
 
+use crate::admin::proto::Sample;
 use device::latency::Histogram;
 use device::metrics::{Kind, ENDINGS};
 use device::{Metrics, Unit};
@@ -18,6 +20,18 @@ use std::sync::Arc;
 
 /// The text of one scrape of `units`.
 pub fn encode(units: &[Arc<Unit>]) -> String {
+    let families = families(units);
+    let mut text = String::new();
+    // Only a family without metrics or without a name fails, and none is built so.
+    if let Err(e) = prometheus::TextEncoder::new().encode_utf8(&families, &mut text) {
+        tracing::error!(error = %e, "encoding metrics");
+    }
+    text
+}
+
+/// What `units` count now, by family: the one source of the endpoint's scrape and of
+/// `stint ctl stats`.
+pub fn families(units: &[Arc<Unit>]) -> Vec<MetricFamily> {
     let mut families = Families::default();
     for unit in units {
         // Copied under the core's lock, encoded after it.
@@ -29,13 +43,61 @@ pub fn encode(units: &[Arc<Unit>]) -> String {
         let labels = [("target", target.as_str()), ("lun", &lun)];
         families.logical_unit(&labels, &metrics);
     }
-    let families: Vec<MetricFamily> = families.0.into_values().collect();
-    let mut text = String::new();
-    // Only a family without metrics or without a name fails, and none is built so.
-    if let Err(e) = prometheus::TextEncoder::new().encode_utf8(&families, &mut text) {
-        tracing::error!(error = %e, "encoding metrics");
+    families.0.into_values().collect()
+}
+
+/// The samples of `families` as the text format writes them: a histogram is its
+/// cumulative `_bucket` samples (label `le`), `_sum` and `_count`.
+pub fn samples(families: &[MetricFamily]) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for family in families {
+        let name = family.name();
+        for metric in family.get_metric() {
+            let labels: BTreeMap<String, String> = metric
+                .get_label()
+                .iter()
+                .map(|l| (l.name().to_owned(), l.value().to_owned()))
+                .collect();
+            let mut push = |suffix: &str, extra: Option<(&str, String)>, value: f64| {
+                let mut labels = labels.clone();
+                if let Some((k, v)) = extra {
+                    labels.insert(k.to_owned(), v);
+                }
+                out.push(Sample {
+                    name: format!("{name}{suffix}"),
+                    labels,
+                    value,
+                });
+            };
+            match family.get_field_type() {
+                MetricType::COUNTER => push("", None, metric.get_counter().get_value()),
+                MetricType::GAUGE => push("", None, metric.get_gauge().get_value()),
+                MetricType::HISTOGRAM => {
+                    let h = metric.get_histogram();
+                    // As prometheus::TextEncoder writes them, +Inf added when missing.
+                    let mut inf_seen = false;
+                    for b in h.get_bucket() {
+                        let bound = b.upper_bound();
+                        inf_seen |= bound == f64::INFINITY;
+                        let le = match bound == f64::INFINITY {
+                            true => "+Inf".to_owned(),
+                            false => bound.to_string(),
+                        };
+                        push("_bucket", Some(("le", le)), b.cumulative_count() as f64);
+                    }
+                    let count = h.get_sample_count();
+                    if !inf_seen {
+                        push("_bucket", Some(("le", "+Inf".to_owned())), count as f64);
+                    }
+                    push("_sum", None, h.get_sample_sum());
+                    push("_count", None, count as f64);
+                }
+                // Families are built of the three kinds above only.
+                _ => {}
+            }
+        }
     }
-    text
+    out
 }
 
 /// The metric families of a scrape, by name.
@@ -205,6 +267,14 @@ impl Families {
                 "Arrival in the task set to completion, of the class's medium commands.",
                 labels,
                 &q.latencies.classes[class.index()],
+            );
+        }
+        if q.latencies.late_ends.count() > 0 {
+            self.histogram(
+                "stint_cdl_end_lateness_seconds",
+                "How long after its limit expired a command a CDL policy (Dh, Eh, Fh) ended left the task set.",
+                &[lu],
+                &q.latencies.late_ends,
             );
         }
         for (kind, page, histograms) in [

@@ -68,6 +68,7 @@ enum Step {
     RemoveLun(usize, u64),
     Mask(usize, u64, Vec<String>),
     Cdl(usize, u64, qos::CdlPages),
+    Grow(usize, u64, u64),
 }
 
 impl Live {
@@ -95,6 +96,25 @@ impl Live {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The LUNs served now, in target then LUN order: target name, LUN, how the
+    /// configuration describes it, and its unit.
+    pub fn served(&self) -> Vec<(String, u64, LunConfig, Arc<device::Unit>)> {
+        let state = self.lock();
+        let nodes = self.portal.nodes();
+        let mut served = Vec::new();
+        for t in &state.config.targets {
+            let Some(index) = served_index(&state.config, &nodes, &t.name) else {
+                continue;
+            };
+            for (id, lun) in lun_ids(t) {
+                if let Some(unit) = state.targets[index].lun(id) {
+                    served.push((t.name.clone(), id, lun.clone(), unit));
+                }
+            }
+        }
+        served
     }
 
     /// The logical units of the targets served now.
@@ -149,6 +169,43 @@ impl Live {
         Ok(changes)
     }
 
+    /// Resizes LUN `id` of `target` to `size` bytes (`None`: to what its medium holds now);
+    /// a shrink needs `shrink`. The configuration applied remembers the new size, so a reload
+    /// of a file that still has the old one asks for that change (and refuses a shrink).
+    pub fn resize_lun(
+        &self,
+        target: &str,
+        id: u64,
+        size: Option<u64>,
+        shrink: bool,
+    ) -> anyhow::Result<Vec<String>> {
+        let mut state = self.lock();
+        let t = find(&state.config, target)?;
+        let nodes = self.portal.nodes();
+        let index =
+            served_index(&state.config, &nodes, target).context("the target is retiring")?;
+        let unit = state.targets[index].lun(id).with_context(|| {
+            let ids: Vec<String> = lun_ids(&state.config.targets[t])
+                .keys()
+                .map(u64::to_string)
+                .collect();
+            format!(
+                "target {target} has no LUN {id}; its LUNs are {}",
+                ids.join(", ")
+            )
+        })?;
+        let bytes = unit.resize(size, shrink)?;
+        let config = &mut state.config.targets[t];
+        for (i, lun) in config.luns.iter_mut().enumerate() {
+            if lun.id.unwrap_or(i as u64) == id && lun.size.is_some() {
+                lun.size = Some(bytes);
+            }
+        }
+        let change = format!("target {target} LUN {id} is now {bytes} bytes");
+        tracing::info!(change = %change, "reconfigured");
+        Ok(vec![change])
+    }
+
     /// Removes LUN `id` of `target`; its tasks finish first.
     pub fn remove_lun(&self, target: &str, id: u64) -> anyhow::Result<Vec<String>> {
         let mut state = self.lock();
@@ -181,7 +238,7 @@ impl Live {
         let nodes = self.portal.nodes();
         let mut steps = Vec::new();
         for t in &new.targets {
-            let Some(index) = served(old, &nodes, &t.name) else {
+            let Some(index) = served_index(old, &nodes, &t.name) else {
                 let built = build_node(t, &new.base, &self.copy_manager)?;
                 steps.push(Step::AddTarget(Box::new(built)));
                 continue;
@@ -216,13 +273,13 @@ impl Live {
                         let changed = old_lun.changed_keys(lun);
                         // CDL descriptors change in place on a LU that has them.
                         let cdl_in_place = old_lun.cdl.is_some() && lun.cdl.is_some();
-                        let fixed: Vec<&str> = changed
-                            .iter()
-                            .copied()
-                            .filter(|k| {
-                                *k != "allowed_initiators" && !(*k == "cdl" && cdl_in_place)
-                            })
-                            .collect();
+                        let in_place = |k: &str| match k {
+                            "allowed_initiators" | "size" => true,
+                            "cdl" => cdl_in_place,
+                            _ => false,
+                        };
+                        let fixed: Vec<&str> =
+                            changed.iter().copied().filter(|k| !in_place(k)).collect();
                         if !fixed.is_empty() {
                             bail!(
                                 "target {} LUN {id}: {} cannot change while it serves; remove the \
@@ -230,6 +287,23 @@ impl Live {
                                 t.name,
                                 fixed.join(", ")
                             );
+                        }
+                        if let (true, Some(size)) = (changed.contains(&"size"), lun.size) {
+                            let now = state.targets[index].lun(*id).map_or(0, |u| {
+                                u.with(|core| core.blocks() * u64::from(core.block_size()))
+                            });
+                            if size < now {
+                                bail!(
+                                    "target {} LUN {id}: size {size} is less than its {now} bytes; a \
+                                     reload does not shrink a LUN (the data past the new end would be \
+                                     lost): `stint ctl lun resize {} {id} {size} --shrink` does",
+                                    t.name,
+                                    t.name
+                                );
+                            }
+                            if size > now {
+                                steps.push(Step::Grow(index, *id, size));
+                            }
                         }
                         if changed.contains(&"allowed_initiators") {
                             steps.push(Step::Mask(index, *id, lun.allowed_initiators.clone()));
@@ -255,7 +329,7 @@ impl Live {
         }
         for t in &old.targets {
             if !new.targets.iter().any(|n| same_name(&n.name, &t.name)) {
-                if let Some(index) = served(old, &nodes, &t.name) {
+                if let Some(index) = served_index(old, &nodes, &t.name) {
                     steps.push(Step::RetireTarget(index));
                 }
             }
@@ -343,6 +417,18 @@ impl Live {
                         None => format!("target {} LUN {id} is gone", name(index)),
                     }
                 }
+                Step::Grow(index, id, size) => match state.targets[index].lun(id) {
+                    Some(unit) => match unit.resize(Some(size), false) {
+                        Ok(bytes) => {
+                            format!("target {} LUN {id} grown to {bytes} bytes", name(index))
+                        }
+                        Err(e) => {
+                            tracing::error!(lun = id, error = %e, "resize by reload failed");
+                            format!("target {} LUN {id} not resized: {e}", name(index))
+                        }
+                    },
+                    None => format!("target {} LUN {id} is gone", name(index)),
+                },
                 Step::Mask(index, id, initiators) => {
                     let who = if initiators.is_empty() {
                         "every initiator".to_owned()
@@ -459,7 +545,7 @@ fn old_position(config: &Config, name: &str) -> Option<usize> {
 }
 
 /// The node index of target `name` if it is served (not retired).
-fn served(config: &Config, nodes: &[iscsi::TargetNode], name: &str) -> Option<usize> {
+fn served_index(config: &Config, nodes: &[iscsi::TargetNode], name: &str) -> Option<usize> {
     old_position(config, name)?;
     nodes
         .iter()

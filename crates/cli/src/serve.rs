@@ -36,6 +36,11 @@ pub struct ServeArgs {
     /// free port). Default: the file's `metrics`, else none.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+    /// The admin socket for `stint ctl` (docs/ctl.md), mode 0600; "none" turns it off.
+    /// Default: the file's `admin_socket`, else $RUNTIME_DIRECTORY/admin.sock, else
+    /// $XDG_RUNTIME_DIR/stint/PORT.sock, else /tmp/stint-UID/PORT.sock.
+    #[arg(long, value_name = "PATH")]
+    admin_socket: Option<PathBuf>,
     /// Log lines on stderr as text or one JSON object per line; RUST_LOG filters them
     /// (default "info": logins, refused logins, rejected PDUs, resets; "debug" adds every
     /// connection).
@@ -113,6 +118,7 @@ impl ServeArgs {
                 let config = Config {
                     listen: DEFAULT_LISTEN.parse()?,
                     metrics: None,
+                    admin_socket: None,
                     nop_in_interval_s: crate::config::default_nop_in_interval_s(),
                     targets: vec![target],
                     discovery_chap: None,
@@ -461,7 +467,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         listen: args.listen,
         metrics: args.metrics,
     });
+    let admin_flag = args.admin_socket.clone();
     let config = args.into_config()?;
+    let admin_socket = crate::admin::path::Setting::from(
+        admin_flag.as_deref(),
+        config.admin_socket.as_deref(),
+        &config.base,
+    );
     let mut nodes = Vec::new();
     let mut urls = Vec::new();
     let mut bindings = Vec::new();
@@ -544,6 +556,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             }
             None => None,
         };
+        // After the portal listens, so that the default path can name its port; before the
+        // URLs, so that whoever waits for them can connect.
+        let control = crate::control::Control::new(portal.clone(), live.clone());
+        let admin = control.serve(&admin_socket, addr.port())?;
         tracing::info!(%addr, luns, "listening");
         for (name, lun) in &urls {
             println!("iscsi://{addr}/{name}/{lun}");
@@ -559,6 +575,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         for task in [metrics, watchdog, Some(reloads)].into_iter().flatten() {
             task.abort();
         }
+        // Stops accepting and removes the socket file.
+        drop(admin);
         units = live.units();
         served?;
         anyhow::Ok(())

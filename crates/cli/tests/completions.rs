@@ -37,6 +37,7 @@ fn each_shell_gets_a_script_naming_every_subcommand() {
             "cdl",
             "sim",
             "completions",
+            "ctl",
             // flags of serve and bench (fish writes them `-l config`)
             "config",
             "url",
@@ -67,6 +68,7 @@ fn help_points_at_the_documentation() {
         (&["bench", "--help"][..], "docs/bench.md"),
         (&["cdl", "--help"][..], "docs/cdl-tool.md"),
         (&["sim", "--help"][..], "docs/experiments.md"),
+        (&["ctl", "--help"][..], "docs/ctl.md"),
     ] {
         let out = stint(args);
         assert!(out.status.success());

@@ -1,7 +1,7 @@
 //! An RBD LUN served by `stint serve` over a real Ceph cluster, through the initiator path:
 //! data across sessions and a restart, UNMAP reading back zeros, COMPARE AND WRITE and its
-//! miscompare offset, `stint bench --verify`, an image resized while served, and the errors
-//! of bad configurations.
+//! miscompare offset, `stint bench --verify`, an image resized while served or by its plane
+//! (`stint ctl lun resize`), and the errors of bad configurations.
 //!
 //! Needs a cluster: `STINT_CEPH_CONF` names its ceph.conf (user admin, pool `rbd`), as
 //! `./test.sh` sets after `tests/ceph/cluster.sh start`, then runs these with
@@ -17,7 +17,9 @@ use iscsi::url::IscsiUrl;
 use scsi::command::ReadWrite;
 use scsi::{form, Asc, SenseKey};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use store::Plane;
 
 const BLOCK: usize = 512;
 const IMAGE_BYTES: u64 = 64 << 20;
@@ -68,6 +70,19 @@ impl TestImage {
             out.status.success(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
+    }
+}
+
+impl TestImage {
+    /// The image's size, as `rbd info` reports it.
+    fn size(&self) -> u64 {
+        let out = Command::new("rbd")
+            .args(["-c", &self.conf, "info", "--format", "json", &self.spec()])
+            .output()
+            .expect("run rbd");
+        assert!(out.status.success(), "rbd info {}", self.spec());
+        let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        info["size"].as_u64().expect("rbd info: size")
     }
 }
 
@@ -566,4 +581,125 @@ fn rbd_resize_while_served_raises_capacity_data_has_changed() {
         b.logout().await.expect("logout");
     });
     assert!(server.stop());
+}
+
+/// The plane resizes its image on request (`stint ctl lun resize`, issue 22) through
+/// librbd's `rbd_resize`, which `rbd info` then reports: grown, the data below the old end
+/// kept and the new end written and read back; without a size, an `rbd resize` made outside
+/// adopted; shrunk, a read past the new end refused.
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn rbd_plane_resizes_its_image_on_request() {
+    let conf = cluster("rbd_plane_resizes_its_image_on_request");
+    let image = TestImage::new(&conf, "plane-resize");
+    let target = store::RbdTarget {
+        conf: Some(conf.clone()),
+        user: "admin".into(),
+        keyring: None,
+        pool: "rbd".into(),
+        namespace: None,
+        image: image.name.clone(),
+    };
+    let complete: store::Complete = Arc::new(|_, _, _, _| {});
+    let plane = store::RbdPlane::open(&target, &store::Options::default(), complete).unwrap();
+    let data = pattern(9, 4096);
+    plane.write_now(IMAGE_BYTES - 4096, &data, true).unwrap();
+
+    let grown = 2 * IMAGE_BYTES;
+    assert_eq!(plane.resize(Some(grown)).unwrap(), grown);
+    assert_eq!(image.size(), grown);
+    assert_eq!(plane.geometry().capacity, grown);
+    let mut back = vec![0; 8192];
+    plane.read_now(IMAGE_BYTES - 4096, &mut back).unwrap();
+    assert_eq!(back[..4096], data[..], "the data below the old end");
+    assert!(back[4096..].iter().all(|&b| b == 0), "the grown bytes");
+    plane.write_now(grown - 4096, &data, true).unwrap();
+    plane.read_now(grown - 4096, &mut back[..4096]).unwrap();
+    assert_eq!(back[..4096], data[..], "the new end");
+
+    let outside = 3 * IMAGE_BYTES;
+    let (ok, err) = image.rbd(&[
+        "resize",
+        "--no-progress",
+        "--size",
+        &format!("{outside}B"),
+        &image.spec(),
+    ]);
+    assert!(ok, "rbd resize: {err}");
+    assert_eq!(plane.resize(None).unwrap(), outside);
+    assert_eq!(plane.geometry().capacity, outside);
+
+    assert_eq!(plane.resize(Some(IMAGE_BYTES)).unwrap(), IMAGE_BYTES);
+    assert_eq!(image.size(), IMAGE_BYTES);
+    assert!(plane.read_now(IMAGE_BYTES, &mut back[..512]).is_err());
+    plane
+        .read_now(IMAGE_BYTES - 4096, &mut back[..4096])
+        .unwrap();
+    assert_eq!(back[..4096], data[..], "the data below the new end");
+}
+
+/// A shrink through the plane while a change holds a range it cuts: it waits for that
+/// change, and a write checked against the old end that waited behind it fails rather than
+/// reach librbd, which would clip it at the new end and answer success.
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn rbd_plane_shrink_fails_the_writes_that_waited_for_it() {
+    use store::{Buffers, Done, Failure, Op};
+    let conf = cluster("rbd_plane_shrink_fails_the_writes_that_waited_for_it");
+    let image = TestImage::new(&conf, "plane-shrink");
+    let target = store::RbdTarget {
+        conf: Some(conf.clone()),
+        user: "admin".into(),
+        keyring: None,
+        pool: "rbd".into(),
+        namespace: None,
+        image: image.name.clone(),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let complete: store::Complete = Arc::new(move |id, done, _, _| {
+        let _ = tx.lock().unwrap().send((id, done));
+    });
+    let plane =
+        Arc::new(store::RbdPlane::open(&target, &store::Options::default(), complete).unwrap());
+    let cut = IMAGE_BYTES / 2;
+    let lock = plane.range_lock().clone();
+    let held = lock.lock(cut, 4096, false);
+    let shrink = {
+        let plane = plane.clone();
+        std::thread::spawn(move || plane.resize(Some(cut)))
+    };
+    let waited = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lock.waiting() != n {
+            assert!(Instant::now() < deadline, "{n} waiting");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    waited(1);
+    // Across the new end: 512 bytes below it, the rest past it.
+    let op = Op::Write {
+        offset: cut - 512,
+        len: 4096,
+        durable: false,
+        atomic: false,
+    };
+    let buffers = Buffers::Owned {
+        data_in: Vec::new(),
+        data_out: vec![7; 4096],
+    };
+    assert!(plane.submit(1, op, buffers).is_none());
+    waited(2);
+    drop(held);
+    assert_eq!(shrink.join().unwrap().unwrap(), cut);
+    match rx.recv_timeout(Duration::from_secs(30)).unwrap() {
+        (1, Done::Failed(Failure::Write { error, .. })) => {
+            assert!(error.to_string().contains("beyond the store"), "{error}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(image.size(), cut);
+    let mut back = vec![1; 512];
+    plane.read_now(cut - 512, &mut back).unwrap();
+    assert!(back.iter().all(|&b| b == 0), "nothing of the write landed");
 }

@@ -34,6 +34,40 @@ fn bench(url: &str, dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
+/// `stint_cdl_end_lateness_seconds` of the LUN, through `stint ctl stats`: the count, and
+/// the cumulative count at each bucket bound. Its only descriptor ends every command that
+/// misses with policy Fh, so its completions are the commands the histogram times.
+fn end_lateness(socket: &std::path::Path) -> (u64, Vec<(String, u64)>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_stint"))
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(["--json", "stats", "iqn.2026-11.dev.stint:rt", "0"])
+        .output()
+        .expect("run stint ctl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (mut count, mut ended) = (0, 0);
+    let mut buckets = Vec::new();
+    for sample in stats["samples"].as_array().unwrap() {
+        let value = sample["value"].as_f64().unwrap() as u64;
+        match sample["name"].as_str().unwrap() {
+            "stint_cdl_end_lateness_seconds_count" => count = value,
+            "stint_cdl_end_lateness_seconds_bucket" => {
+                buckets.push((sample["labels"]["le"].as_str().unwrap().to_owned(), value));
+            }
+            "stint_cdl_completions_total" => ended += value,
+            _ => {}
+        }
+    }
+    assert_eq!(count, ended, "every command a policy ended is timed once");
+    (count, buckets)
+}
+
 #[test]
 fn limits_end_reads_at_their_time_over_a_slow_store() {
     let dir = tempfile::tempdir().unwrap();
@@ -59,8 +93,21 @@ read = [{{ dld = 1, guideline_ms = {GUIDELINE_MS}, guideline_policy = "abort" }}
         ),
     )
     .unwrap();
-    let server = Server::start(&["--config", config.to_str().unwrap()], 1);
+    let socket = dir.path().join("admin.sock");
+    let server = Server::start(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--admin-socket",
+            socket.to_str().unwrap(),
+            // Latency histograms are kept for a metrics endpoint.
+            "--metrics",
+            "127.0.0.1:0",
+        ],
+        1,
+    );
     let r = bench(&server.urls[0], dir.path());
+    let lateness = end_lateness(&socket);
     assert!(server.stop());
 
     let point = &r["points"][0];
@@ -79,6 +126,11 @@ read = [{{ dld = 1, guideline_ms = {GUIDELINE_MS}, guideline_policy = "abort" }}
         max(unlimited) > GUIDELINE_MS + SLACK_MS,
         "the store is not slow: {unlimited}"
     );
+    // The server timed each read its policy ended: how late after the limit it left the task
+    // set. It counts more reads than the bench's window (its probe and the reads still out
+    // when the window closed).
+    assert!(lateness.0 >= n(limited, "aborted"), "{lateness:?} {point}");
+    eprintln!("ended reads left the task set after their limit by: {lateness:?}");
     // Every limited read came back with its data or was ended by its policy; the unlimited
     // reads all brought verified data.
     assert_eq!(

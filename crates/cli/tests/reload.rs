@@ -132,6 +132,42 @@ fn sighup_applies_the_difference_and_refuses_what_cannot_change() {
             assert_eq!(sense(&r), None);
         }
 
+        // A larger size grows the LUN (CAPACITY DATA HAS CHANGED); a smaller one is refused.
+        let grown = "store = \"ram\"\nsize = \"16MiB\"";
+        write(
+            &config,
+            &(target(FIRST, &[lun0, grown]) + &target(SECOND, &[lun0])),
+        );
+        hangup(&server);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = s.scsi_command(1, &test_unit_ready(), &[], 0).await.unwrap();
+            if sense(&r).is_some() {
+                assert_eq!(
+                    sense(&r),
+                    Some((SenseKey::UnitAttention, Asc::CAPACITY_DATA_HAS_CHANGED))
+                );
+                break;
+            }
+            assert!(Instant::now() < deadline, "no unit attention after growing");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let r = s
+            .scsi_command(1, &read_capacity16(), &[], 32)
+            .await
+            .unwrap();
+        let blocks = u64::from_be_bytes(r.data_in[..8].try_into().unwrap()) + 1;
+        assert_eq!(blocks * 512, 16 << 20);
+        write(&config, &both);
+        hangup(&server);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let r = s
+            .scsi_command(1, &read_capacity16(), &[], 32)
+            .await
+            .unwrap();
+        let blocks = u64::from_be_bytes(r.data_in[..8].try_into().unwrap()) + 1;
+        assert_eq!(blocks * 512, 16 << 20, "a reload shrank the LUN");
+
         // LUN 1 and the second target go: LOGICAL UNIT NOT SUPPORTED at once, and the
         // second target's session is asked to log out (AsyncEvent 1, RFC 7143 §11.9.1).
         write(&config, &target(FIRST, &[lun0]));

@@ -683,7 +683,11 @@ const ETIMEDOUT: i32 = 110;
 
 /// A store failure as `key`/`asc`, unless its cause has a more precise sense, logged with its
 /// cause (the host sees only the sense, the operator needs the cause):
-/// - the request itself was bad (`InvalidInput`): HARDWARE ERROR, INTERNAL TARGET FAILURE;
+/// - past the store's end ([`store::BeyondEnd`]: a shrink cut the range after the command's
+///   range check): ILLEGAL REQUEST, LOGICAL BLOCK ADDRESS OUT OF RANGE, as the check would
+///   answer now (SBC-4 §4.5);
+/// - the request itself was bad (otherwise `InvalidInput`): HARDWARE ERROR, INTERNAL TARGET
+///   FAILURE;
 /// - a change the store has no space for (`ENOSPC`, or `EDQUOT`: a Ceph pool's quota): DATA
 ///   PROTECT, SPACE ALLOCATION FAILED WRITE PROTECT (27h/07h), thin provisioning's answer to
 ///   resource exhaustion (SBC-4 §4.7.3); the blocks are not damaged, so not MEDIUM ERROR;
@@ -707,6 +711,11 @@ pub(crate) fn store_failure(
 /// The sense key and code of a store failure `e` that would otherwise be `key`/`asc` (see
 /// [`store_failure`]).
 fn store_sense(e: &std::io::Error, key: SenseKey, asc: Asc) -> (SenseKey, Asc) {
+    if e.get_ref()
+        .is_some_and(|cause| cause.is::<store::BeyondEnd>())
+    {
+        return (SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE);
+    }
     if e.kind() == std::io::ErrorKind::InvalidInput {
         return (SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE);
     }
@@ -776,6 +785,15 @@ mod tests {
         assert_eq!(
             write(&Error::new(ErrorKind::InvalidInput, "bad range")),
             (SenseKey::HardwareError, Asc::INTERNAL_TARGET_FAILURE)
+        );
+        let cut = store::BeyondEnd {
+            offset: 4096,
+            len: 512,
+            store_len: 2048,
+        };
+        assert_eq!(
+            read(&Error::new(ErrorKind::InvalidInput, cut)),
+            (SenseKey::IllegalRequest, Asc::LBA_OUT_OF_RANGE)
         );
     }
 }

@@ -118,6 +118,14 @@ impl Scheduled {
         }
     }
 
+    /// Records how long after its limit expired a task a CDL policy ended left the task
+    /// set, once latencies are kept.
+    pub(crate) fn record_late_end(&mut self, lateness: Ns) {
+        if self.keep_latencies {
+            self.latencies.late_ends.record(lateness);
+        }
+    }
+
     pub(crate) fn keep_latencies(&mut self) {
         self.keep_latencies = true;
     }

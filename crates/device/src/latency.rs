@@ -84,6 +84,10 @@ pub struct Latencies {
     pub reads: [Histogram; 8],
     /// Writes by DLD 0..=7.
     pub writes: [Histogram; 8],
+    /// Commands a CDL policy ended (Dh, Eh, Fh): how long after their limit expired they
+    /// left the task set. Zero in virtual time; on the wall clock, how late the logical
+    /// unit's driver or the call that noticed the expiry came.
+    pub late_ends: Histogram,
 }
 
 impl Latencies {

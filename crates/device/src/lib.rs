@@ -30,6 +30,7 @@ mod precheck;
 mod provisioning;
 mod read_write_long;
 mod reservations;
+mod resize;
 mod rod_token;
 mod sanitize;
 mod saved_mode;
@@ -47,6 +48,7 @@ pub use drive::Ns;
 pub use event::{Arrived, Event, Step, TaskId, Then};
 pub use logical_unit::{Backing, Kept, LogicalUnit};
 pub use metrics::Metrics;
+pub use resize::ResizeError;
 /// The data plane's vocabulary, as the transport meets it.
 pub use store::{Complete, Done, Op};
 pub use target::Target;

@@ -869,6 +869,9 @@ impl LogicalUnit {
             return (Step::Aborted, Vec::new());
         };
         q.record(&m, now.saturating_sub(arrived));
+        if l.ended_by.is_some() {
+            q.record_late_end(now.saturating_sub(l.at));
+        }
         match (q.completion(l.outcome, &m.op), state) {
             (None, State::Serviced(s)) => (self.finish(now, id, s.completion()), s.data_in),
             (Some(c), State::Io(_)) => {
@@ -1110,15 +1113,20 @@ impl LogicalUnit {
         self.publish();
     }
 
-    /// The store's capacity changed to `bytes` (an RBD image resized): commands from now on
-    /// see the new capacity, and every nexus gets CAPACITY DATA HAS CHANGED (SBC-4 §4.6), on
-    /// which Linux rescans the disk's size. A part-block is not addressable. Tasks already
-    /// past their range check finish against the store, which refuses what lies beyond a
-    /// shrunk end.
+    /// The store's capacity changed to `bytes` (an RBD image resized, or the operator's
+    /// [`crate::Unit::resize`]): commands from now on see the new capacity, and every nexus
+    /// gets CAPACITY DATA HAS CHANGED (SBC-4 §4.6), on which Linux rescans the disk's size. A
+    /// part-block is not addressable. Tasks already past their range check finish against
+    /// the store, which refuses what lies beyond a shrunk end. The blocks a shrink cuts off
+    /// change as a write would change them: their ROD tokens are revoked and their WRITE LONG
+    /// marks go, so that blocks grown back later read as zeros.
     pub fn resize(&mut self, bytes: u64) {
         let blocks = bytes / u64::from(self.config.block_size);
         if blocks == self.blocks || blocks == 0 {
             return;
+        }
+        if blocks < self.blocks {
+            self.written(blocks, self.blocks - blocks);
         }
         self.blocks = blocks;
         self.config.size_bytes = blocks * u64::from(self.config.block_size);

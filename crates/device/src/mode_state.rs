@@ -101,7 +101,7 @@ impl ModeState {
     /// current and saved ones where those still were the old defaults (an initiator's own
     /// selection stays). Returns whether the current values changed.
     pub(crate) fn set_default_cdl(&mut self, pages: scsi::cdl::CdlPages) -> bool {
-        let old = std::mem::replace(&mut self.default.cdl, Some(pages));
+        let old = self.default.cdl.replace(pages);
         if let Some(saved) = self.saved.as_mut().filter(|s| s.cdl == old) {
             saved.cdl = Some(pages);
         }

@@ -9,9 +9,10 @@
 //! completions come back through [`Unit::completed`], called by whatever reaps them.
 
 use crate::event::{Event, Step, TaskId, Then};
+use crate::sanitize::Phase;
 use crate::{
     Arrival, Backing, Completion, ConfigError, DeviceQueue, Kept, LogicalUnit, LuConfig, Nexus, Ns,
-    TaskManagement, TmfResponse, Transfer,
+    ResizeError, TaskManagement, TmfResponse, Transfer,
 };
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -78,6 +79,8 @@ pub struct Unit {
     lun: u64,
     /// The capacity follows the store's when it is resized (not when a drive model sets it).
     follows_store: bool,
+    /// Held by the operator's resize under way ([`Unit::resize`]): one at a time.
+    resizing: Mutex<()>,
     /// When the unit's driver will next call [`Unit::advance`] (`Ns::MAX`: not before it is
     /// woken).
     armed: AtomicU64,
@@ -128,6 +131,7 @@ impl Unit {
             core: Mutex::new(core),
             plane,
             follows_store: true,
+            resizing: Mutex::new(()),
             armed: AtomicU64::new(Ns::MAX),
         }
     }
@@ -389,6 +393,68 @@ impl Unit {
                 self.call(now, sink, |core| core.background_done(now, done));
             }
         }
+    }
+
+    /// Resizes the unit's store on the operator's request (`stint ctl lun resize`, issue 22):
+    /// to `bytes`, or, with `None`, to the size its medium has now (a file or block device
+    /// grown outside stint, an RBD image resized), which needs no `shrink` since the medium
+    /// has changed already. Returns the new capacity in bytes; every nexus gets CAPACITY DATA
+    /// HAS CHANGED (SBC-4 §4.6) when it changed.
+    ///
+    /// A shrink takes effect for new commands before the store cuts: they get LOGICAL BLOCK
+    /// ADDRESS OUT OF RANGE past the new end, while commands already past their range check
+    /// end against the store, which finishes the changes under way before the cut and fails
+    /// what comes after (never a write past the new end). A grow takes effect once the store
+    /// holds the new bytes, which read as zeros. Blocks the calling thread while the store
+    /// waits for those changes (a FORMAT UNIT holds the whole medium until it ends) and
+    /// changes its size (`ftruncate` and `fsync`, `rbd_resize`): not a thread of an async
+    /// runtime.
+    pub fn resize(&self, bytes: Option<u64>, shrink: bool) -> Result<u64, ResizeError> {
+        if !self.follows_store {
+            return Err(ResizeError::Modelled);
+        }
+        let _one = self.resizing.try_lock().ok_or(ResizeError::InProgress)?;
+        let (block_size, old) = self.with(|core| {
+            let sanitizing = matches!(core.sanitizer.phase(), Phase::Running { .. });
+            (!sanitizing)
+                .then(|| {
+                    (
+                        core.block_size(),
+                        core.blocks() * u64::from(core.block_size()),
+                    )
+                })
+                .ok_or(ResizeError::Sanitizing)
+        })?;
+        let block = u64::from(block_size);
+        match bytes {
+            Some(0) => return Err(ResizeError::Zero),
+            Some(bytes) if !bytes.is_multiple_of(block) => {
+                return Err(ResizeError::NotWholeBlocks { bytes, block_size })
+            }
+            Some(to) if to < old && !shrink => {
+                return Err(ResizeError::Shrink { from: old, to });
+            }
+            Some(to) if to < old => self.with(|core| core.resize(to)),
+            _ => {}
+        }
+        let new = match self.plane.resize(bytes) {
+            Ok(new) => new,
+            Err(e) => {
+                // Back to what the store holds: the old capacity, unless it cut some of it.
+                let kept = self.plane.geometry().capacity.min(old);
+                self.with(|core| core.resize(kept));
+                return Err(ResizeError::Store(e));
+            }
+        };
+        if new < block {
+            return Err(ResizeError::BelowOneBlock {
+                bytes: new,
+                block_size,
+            });
+        }
+        let new = new / block * block;
+        self.with(|core| core.resize(new));
+        Ok(new)
     }
 
     /// Joins a copy manager: EXTENDED COPY and ROD tokens of this unit reach the others

@@ -263,7 +263,7 @@ impl FileStore {
 
 /// `ioctl(BLKGETSIZE64)`: the device's size in bytes.
 #[allow(unsafe_code)]
-fn blkgetsize64(fd: impl AsFd) -> rustix::io::Result<u64> {
+pub(crate) fn blkgetsize64(fd: impl AsFd) -> rustix::io::Result<u64> {
     use rustix::ioctl::{ioctl, opcode, Getter, Opcode};
     // <linux/fs.h>: #define BLKGETSIZE64 _IOR(0x12, 114, size_t). The opcode encodes the size
     // of `size_t`, but the kernel always writes a u64 (`put_u64` in block/ioctl.c).
@@ -360,11 +360,18 @@ mod tests {
     /// root, no loop driver).
     struct Loop {
         dev: PathBuf,
+        /// The backing file.
+        file: PathBuf,
         _dir: tempfile::TempDir,
+        /// Held until detached: two `losetup -f` at once may pick the same free device.
+        _one: parking_lot::MutexGuard<'static, ()>,
     }
+
+    static ONE_LOOP: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
     impl Loop {
         fn new(size: u64, sector: u32) -> Option<Loop> {
+            let one = ONE_LOOP.lock();
             let dir = tempfile::tempdir().unwrap();
             let file = dir.path().join("backing.img");
             File::create(&file).unwrap().set_len(size).unwrap();
@@ -375,7 +382,9 @@ mod tests {
             match out {
                 Ok(out) if out.status.success() => Some(Loop {
                     dev: String::from_utf8_lossy(&out.stdout).trim().into(),
+                    file,
                     _dir: dir,
+                    _one: one,
                 }),
                 Ok(out) => {
                     let why = String::from_utf8_lossy(&out.stderr);
@@ -442,6 +451,31 @@ mod tests {
         // The open was the only holder: free again; a smaller size is a prefix of it.
         let s = FileStore::open_block(&dev.dev, Some(4 << 20), Some(8192)).unwrap();
         assert_eq!((s.len(), s.direct_block()), (4 << 20, Some(8192)));
+    }
+
+    #[test]
+    fn a_block_device_is_resized_by_its_owner_and_adopted() {
+        let Some(dev) = Loop::new(8 << 20, 512) else {
+            return;
+        };
+        let s = FileStore::open_block(&dev.dev, None, None).unwrap();
+        let e = s.set_len(16 << 20).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+        assert!(e.to_string().contains("losetup -c"), "{e}");
+        assert_eq!(s.len(), 8 << 20);
+        // Grown as `losetup -c` after growing the file does (what `lvextend` is to an LV).
+        File::options()
+            .write(true)
+            .open(&dev.file)
+            .unwrap()
+            .set_len(16 << 20)
+            .unwrap();
+        let status = Command::new("losetup").arg("-c").arg(&dev.dev).status();
+        assert!(status.is_ok_and(|s| s.success()));
+        assert_eq!(s.medium_len().unwrap(), 16 << 20);
+        s.set_len(16 << 20).unwrap();
+        assert_eq!(s.len(), 16 << 20);
+        s.write_at((16 << 20) - 512, &[5; 512]).unwrap();
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A file-backed store. Writes go to the page cache (the drive's volatile write cache) unless
 /// write-through is on; `flush` is `fdatasync`.
@@ -20,7 +21,9 @@ pub struct FileStore {
     /// with no flush of the file's other cached writes (FUA, write-through).
     dsync: File,
     path: PathBuf,
-    len: u64,
+    /// Capacity in bytes; a resize changes it holding the range lock over the bytes that come
+    /// or go.
+    len: AtomicU64,
     /// An `fdatasync` failed: the kernel may have dropped the dirty pages and a later
     /// `fdatasync` reports success for what is left, so every later flush fails too (issue 11;
     /// the "fsyncgate" behaviour of Linux).
@@ -160,7 +163,7 @@ impl FileStore {
             file,
             dsync,
             path: path.to_owned(),
-            len,
+            len: AtomicU64::new(len),
             sync_failed: parking_lot::Mutex::new(None),
             direct: None,
             in_memory,
@@ -187,7 +190,7 @@ impl FileStore {
             file,
             dsync,
             path: path.to_owned(),
-            len,
+            len: AtomicU64::new(len),
             sync_failed: parking_lot::Mutex::new(None),
             direct: Some(direct),
             in_memory: false,
@@ -199,7 +202,8 @@ impl FileStore {
     /// direct one): a LUN smaller than its device.
     pub fn at_most(mut self, len: u64) -> Self {
         let block = u64::from(self.direct_block().unwrap_or(1));
-        self.len = self.len.min(len / block * block);
+        let len = self.len().min(len / block * block);
+        *self.len.get_mut() = len;
         self
     }
 
@@ -243,12 +247,12 @@ impl FileStore {
             .map_err(|e| context(e, "cannot open with O_DIRECT and O_DSYNC"))?;
         // One block at a block boundary that is no larger power of two, where the file has
         // two blocks: what every access will be at least.
-        let at = if store.len >= 2 * u64::from(block) {
+        let at = if store.len() >= 2 * u64::from(block) {
             u64::from(block)
         } else {
             0
         };
-        let len = (block as usize).min(store.len as usize);
+        let len = (block as usize).min(store.len() as usize);
         let mut probe = Aligned::default();
         if let Err(e) = file.read_exact_at(probe.get(len), at) {
             return Err(context(
@@ -274,7 +278,7 @@ impl FileStore {
     /// when it does not (or the file system cannot say, or on any error: the caller then
     /// reads the usual way, which reports it).
     pub fn read_cached(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> bool {
-        if self.direct.is_some() || check_range(self.len, offset, len).is_err() {
+        if self.direct.is_some() || check_range(self.len(), offset, len).is_err() {
             return false;
         }
         let start = out.len();
@@ -399,11 +403,11 @@ impl FileStore {
 
 impl Store for FileStore {
     fn len(&self) -> u64 {
-        self.len
+        self.len.load(Ordering::Acquire)
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        check_range(self.len, offset, buf.len())?;
+        check_range(self.len(), offset, buf.len())?;
         match &self.direct {
             Some(d) => Self::read_direct(d, offset, buf),
             None => self.file.read_exact_at(buf, offset),
@@ -411,12 +415,12 @@ impl Store for FileStore {
     }
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        check_range(self.len, offset, buf.len())?;
+        check_range(self.len(), offset, buf.len())?;
         self.write_fd(false, offset, buf)
     }
 
     fn write_durable(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        check_range(self.len, offset, buf.len())?;
+        check_range(self.len(), offset, buf.len())?;
         self.write_sync(offset, buf)
     }
 
@@ -427,7 +431,11 @@ impl Store for FileStore {
     /// Deallocate with `fallocate(PUNCH_HOLE | KEEP_SIZE)`; file systems without hole punching
     /// get zeroes written instead.
     fn punch_hole(&self, offset: u64, len: u64) -> io::Result<()> {
-        check_range(self.len, offset, usize::try_from(len).unwrap_or(usize::MAX))?;
+        check_range(
+            self.len(),
+            offset,
+            usize::try_from(len).unwrap_or(usize::MAX),
+        )?;
         if let Some((_, holes)) = &self.block {
             crate::block::zero(&self.file, offset, len)?;
             holes.insert(offset, offset + len);
@@ -454,7 +462,11 @@ impl Store for FileStore {
 
     /// Runs of data and holes, by `lseek(SEEK_DATA)` and `lseek(SEEK_HOLE)`.
     fn extent(&self, offset: u64, len: u64) -> io::Result<(bool, u64)> {
-        check_range(self.len, offset, usize::try_from(len).unwrap_or(usize::MAX))?;
+        check_range(
+            self.len(),
+            offset,
+            usize::try_from(len).unwrap_or(usize::MAX),
+        )?;
         if let Some((_, holes)) = &self.block {
             // A block device's lseek(SEEK_DATA) finds data everywhere: the LUN's own record.
             return Ok(holes.run(offset, offset + len));
@@ -497,6 +509,71 @@ impl Store for FileStore {
             .metadata()
             .ok()
             .map(|m| m.blocks().saturating_mul(512))
+    }
+
+    /// The file's length (`fstat`); a block device's size (`BLKGETSIZE64`), in whole blocks.
+    fn medium_len(&self) -> io::Result<u64> {
+        let context = |e: io::Error, what: &str| {
+            io::Error::new(e.kind(), format!("{}: {what}: {e}", self.path.display()))
+        };
+        if self.block.is_some() {
+            let size = crate::block::blkgetsize64(&self.file)
+                .map_err(|e| context(e.into(), "ioctl BLKGETSIZE64"))?;
+            let block = u64::from(self.direct_block().unwrap_or(1));
+            return Ok(size / block * block);
+        }
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|e| context(e, "cannot stat"))?
+            .len())
+    }
+
+    /// `ftruncate`, then `fsync`: the new length must survive a crash before a durable write
+    /// past the old end does, as at creation. A shrink stops accesses past the new end first.
+    /// A block device's size is the device's: it is only adopted, as `BLKGETSIZE64` says.
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let path = self.path.display();
+        if self.block.is_some() {
+            let size = self.medium_len()?;
+            if len != size {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!(
+                        "{path}: a block device's size is the device's ({size} bytes), not \
+                         {len}: resize the device (lvextend, losetup -c) and resize the LUN \
+                         without a size"
+                    ),
+                ));
+            }
+            self.len.store(len, Ordering::Release);
+            return Ok(());
+        }
+        if let Some(block) = self
+            .direct_block()
+            .filter(|&b| !len.is_multiple_of(b.into()))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{path}: {len} bytes is not a whole number of {block}-byte blocks"),
+            ));
+        }
+        let old = self.len();
+        if len < old {
+            self.len.store(len, Ordering::Release);
+        }
+        let changed = self.file.set_len(len).and_then(|()| self.file.sync_all());
+        if let Err(e) = changed {
+            // What the file holds of the old length (a cut that only failed to sync is done).
+            let kept = self.medium_len().map_or(old, |now| now.min(old));
+            self.len.store(kept, Ordering::Release);
+            return Err(io::Error::new(
+                e.kind(),
+                format!("{path}: cannot set the length to {len} bytes: {e}"),
+            ));
+        }
+        self.len.store(len, Ordering::Release);
+        Ok(())
     }
 
     /// Whether data (not a hole) starts before the end of the range, by `lseek(SEEK_DATA)`.
@@ -753,6 +830,55 @@ mod tests {
             "SKIPPED (not passed): no file system here holds a 22 TB sparse file: {}",
             refusals.join("; ")
         );
+    }
+
+    #[test]
+    fn a_file_grows_and_shrinks_and_adopts_a_length_set_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lun.img");
+        let s = FileStore::open(&path, Some(1 << 20)).unwrap();
+        s.write_at((1 << 20) - 512, &[3; 512]).unwrap();
+        s.set_len(4 << 20).unwrap();
+        assert_eq!(s.len(), 4 << 20);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 << 20);
+        let mut buf = [9u8; 1024];
+        s.read_at((1 << 20) - 512, &mut buf).unwrap();
+        assert_eq!(buf[..512], [3; 512]);
+        assert_eq!(buf[512..], [0; 512]);
+        s.write_at((4 << 20) - 512, &[4; 512]).unwrap();
+        // Cut mid-way through the written block, then grown again: the cut bytes read zero.
+        s.set_len((1 << 20) - 256).unwrap();
+        assert!(s.read_at((1 << 20) - 512, &mut buf[..512]).is_err());
+        assert!(s.write_at((1 << 20) - 256, &[1]).is_err());
+        s.set_len(1 << 20).unwrap();
+        s.read_at((1 << 20) - 512, &mut buf[..512]).unwrap();
+        assert_eq!(buf[..256], [3; 256]);
+        assert_eq!(buf[256..512], [0; 256]);
+        // Grown outside stint: re-read, not changed.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(2 << 20)
+            .unwrap();
+        assert_eq!(s.len(), 1 << 20);
+        assert_eq!(s.medium_len().unwrap(), 2 << 20);
+        s.set_len(s.medium_len().unwrap()).unwrap();
+        assert_eq!(s.len(), 2 << 20);
+    }
+
+    #[test]
+    fn a_direct_file_takes_whole_blocks_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let Ok(s) = FileStore::open_direct(&dir.path().join("lun.img"), Some(1 << 20), 4096) else {
+            return eprintln!("SKIPPED: no O_DIRECT here");
+        };
+        let e = s.set_len((2 << 20) + 512).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("4096-byte blocks"), "{e}");
+        assert_eq!(s.len(), 1 << 20);
+        s.set_len(2 << 20).unwrap();
+        assert_eq!(s.len(), 2 << 20);
     }
 
     #[test]

@@ -55,6 +55,10 @@ impl Plane for InlinePlane {
         geometry(&*self.store)
     }
 
+    fn resize(&self, bytes: Option<u64>) -> io::Result<u64> {
+        crate::resize::resize(&*self.store, &self.ranges, bytes)
+    }
+
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         self.ranges
             .read(offset, buf.len() as u64, || self.store.read_at(offset, buf))

@@ -1,8 +1,9 @@
 //! Where the bytes live, and the data plane that moves them.
 //!
-//! A [`Store`] is a flat byte array of fixed length addressed by offset: RAM or a sparse file.
-//! The device turns LBAs into offsets and checks ranges before calling, but every store checks
-//! again and answers a range error instead of panicking.
+//! A [`Store`] is a flat byte array addressed by offset, whose length changes only on request
+//! ([`Store::set_len`]): RAM or a sparse file. The device turns LBAs into offsets and checks
+//! ranges before calling, but every store checks again and answers a range error
+//! ([`BeyondEnd`]) instead of panicking.
 //!
 //! A [`Plane`] runs the device's data-plane operations ([`Op`]) on a store: inline for RAM,
 //! asynchronously for files and Ceph RBD images, not at all for the simulator (see `plane`).
@@ -23,6 +24,7 @@ mod pool_plane;
 mod ram;
 mod range_lock;
 mod rbd;
+mod resize;
 mod ring;
 mod run;
 
@@ -123,6 +125,25 @@ pub trait Store: Send + Sync {
     fn allocated_bytes(&self) -> Option<u64> {
         None
     }
+
+    /// The size its medium has now, which may have changed outside stint (a file grown, a
+    /// block device after `lvextend`, an RBD image after `rbd resize`): what a resize without
+    /// a size adopts. The default: the store's own length, which nothing outside changes.
+    fn medium_len(&self) -> io::Result<u64> {
+        Ok(self.len())
+    }
+
+    /// Make the store `len` bytes: grown, the new bytes reading as zeros (where the medium
+    /// is the store's to zero), or cut, the bytes past the new end gone. The caller holds
+    /// the range lock from the lower of the two ends to the end of the address space (see
+    /// [`Plane::resize`]), so no change is under way on bytes that come or go. A store whose
+    /// size cannot change answers `Unsupported`, saying why.
+    fn set_len(&self, _len: u64) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this store's size cannot change",
+        ))
+    }
 }
 
 /// The error for an access past the end of a store.
@@ -136,9 +157,37 @@ pub(crate) fn check_span(store_len: u64, offset: u64, len: u64) -> io::Result<()
         Some(end) if end <= store_len => Ok(()),
         _ => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!(
-                "access of {len} bytes at offset {offset} is beyond the store's {store_len} bytes"
-            ),
+            BeyondEnd {
+                offset,
+                len,
+                store_len,
+            },
         )),
     }
 }
+
+/// An access past the end of a store, inside the `InvalidInput` error every store answers it
+/// with: the device checked it against a capacity that a shrink has cut since
+/// ([`Plane::resize`]), so the device can answer it as the range error it is.
+#[derive(Debug)]
+pub struct BeyondEnd {
+    pub offset: u64,
+    pub len: u64,
+    pub store_len: u64,
+}
+
+impl std::fmt::Display for BeyondEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let BeyondEnd {
+            offset,
+            len,
+            store_len,
+        } = self;
+        write!(
+            f,
+            "access of {len} bytes at offset {offset} is beyond the store's {store_len} bytes"
+        )
+    }
+}
+
+impl std::error::Error for BeyondEnd {}

@@ -224,6 +224,19 @@ pub trait Plane: Send + Sync {
         None
     }
 
+    /// Change the store's capacity on request (`stint ctl lun resize`): with `Some(bytes)`,
+    /// make it that many bytes, grown (the new bytes read as zeros) or cut (the bytes past
+    /// the new end are gone); with `None`, adopt the size its medium has now (a file or block
+    /// device grown outside stint, an RBD image resized). Returns the new capacity. Changes
+    /// in flight to bytes that are cut off end before the cut or fail after it; none lands
+    /// past the new end. A store whose size cannot change answers `Unsupported`, saying why.
+    fn resize(&self, _bytes: Option<u64>) -> io::Result<u64> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this logical unit's data plane cannot change its store's size",
+        ))
+    }
+
     /// Read `buf.len()` bytes at `offset` now, on the caller's thread, seeing every atomic
     /// write whole: the source side of another unit's [`Op::Copy`].
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;

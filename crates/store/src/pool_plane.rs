@@ -252,6 +252,10 @@ impl Plane for PoolPlane {
         geometry(&*self.core.store)
     }
 
+    fn resize(&self, bytes: Option<u64>) -> io::Result<u64> {
+        crate::resize::resize(&*self.core.store, &self.core.ranges, bytes)
+    }
+
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         self.core.read_now(offset, buf)
     }

@@ -5,7 +5,14 @@
 //! allocation made up front: 20 KiB for 22 TB, 1 MiB for 1 PiB), each pointing, once the region
 //! is first written, to a second-level table of 16 384 chunk slots (256 KiB). A slot is a
 //! reader-writer lock around the chunk, so I/O to different chunks never contends, and a 4 KiB
-//! access costs one atomic load (the region's `OnceLock`) and one chunk lock.
+//! access costs two atomic loads (its segment's and its region's `OnceLock`, below) and one
+//! chunk lock.
+//!
+//! The store can be resized while served ([`Store::set_len`]). The top-level array is made of
+//! segments that never move: the first covers the capacity the store was made with; each one
+//! made later, when the store grows past what the earlier ones cover, holds as many regions as
+//! all before it together. So a grown store's top-level array is at most twice what its
+//! capacity needs, and no access ever waits for a resize or finds its entry moved.
 
 use crate::{check_range, check_span, Store};
 use parking_lot::RwLock;
@@ -25,6 +32,9 @@ const TABLE_SHIFT: u32 = 14;
 const TABLE_CHUNKS: usize = 1 << TABLE_SHIFT;
 /// Bytes of capacity covered by one second-level table.
 const TABLE_SPAN: u64 = 1 << (CHUNK_SHIFT + TABLE_SHIFT);
+/// Segments of the top-level array: with a first segment of at least one region, 21 cover
+/// the 2^20 regions of [`RamStore::MAX_LEN`].
+const SEGMENTS: usize = 21;
 
 type Chunk = Box<[u8; CHUNK]>;
 /// One chunk: `None` until first written and after a hole is punched over all of it.
@@ -33,10 +43,101 @@ type Table = [Slot; TABLE_CHUNKS];
 /// A top-level entry: the region's second-level table, created on the region's first write.
 type Region = OnceLock<Box<Table>>;
 
-/// A RAM store of fixed length; unwritten chunks read as zeroes and cost no memory.
+/// The top-level array, in segments made as the capacity first needs them.
+struct Regions {
+    /// Regions of the first segment (at least one); segment `k > 0` holds `first << (k - 1)`.
+    first: u64,
+    segments: [OnceLock<Box<[Region]>>; SEGMENTS],
+}
+
+impl Regions {
+    /// Regions for `len` bytes of capacity.
+    fn needed(len: u64) -> u64 {
+        len.div_ceil(TABLE_SPAN)
+    }
+
+    /// The segment of region `region`, and its index there.
+    fn locate(&self, region: u64) -> (usize, usize) {
+        if region < self.first {
+            return (0, region as usize);
+        }
+        // Segments 0..=k hold `first << k` regions together.
+        let k = 64 - (region / self.first).leading_zeros();
+        (k as usize, (region - (self.first << (k - 1))) as usize)
+    }
+
+    /// Regions segment `k` holds.
+    fn size(&self, k: usize) -> u64 {
+        match k {
+            0 => self.first,
+            k => self.first << (k - 1),
+        }
+    }
+
+    /// The top-level entry of region `region`, `None` when its segment is not made: it lies
+    /// beyond every capacity the store has had.
+    fn get(&self, region: u64) -> Option<&Region> {
+        let (k, i) = self.locate(region);
+        self.segments.get(k)?.get()?.get(i)
+    }
+
+    /// The top-level entry of region `region`, making its segment if needed. `None` only for
+    /// a region beyond [`RamStore::MAX_LEN`].
+    fn get_or_make(&self, region: u64) -> Option<&Region> {
+        let (k, i) = self.locate(region);
+        let segment = self.segments.get(k)?.get_or_init(|| {
+            (0..self.size(k))
+                .map(|_| OnceLock::new())
+                .collect::<Vec<_>>()
+                .into_boxed_slice()
+        });
+        segment.get(i)
+    }
+
+    /// Make the segments that cover `len` bytes, failing (not aborting) when memory runs out.
+    fn cover(&self, len: u64) -> io::Result<()> {
+        let needed = Self::needed(len);
+        let mut covered = 0;
+        for (k, segment) in self.segments.iter().enumerate() {
+            if covered >= needed {
+                break;
+            }
+            let size = self.size(k);
+            if segment.get().is_none() {
+                let mut regions = Vec::new();
+                regions.try_reserve_exact(size as usize).map_err(|e| {
+                    io::Error::new(
+                        io::ErrorKind::OutOfMemory,
+                        format!("cannot allocate the table of a RAM store of {len} bytes: {e}"),
+                    )
+                })?;
+                regions.resize_with(size as usize, OnceLock::new);
+                // Made by a racing access meanwhile: either is as good.
+                let _ = segment.set(regions.into_boxed_slice());
+            }
+            covered += size;
+        }
+        Ok(())
+    }
+
+    /// Bytes of the segments made.
+    fn bytes(&self) -> u64 {
+        let entries: usize = self
+            .segments
+            .iter()
+            .filter_map(|s| s.get())
+            .map(|s| s.len())
+            .sum();
+        (entries * size_of::<Region>()) as u64
+    }
+}
+
+/// A RAM store; unwritten chunks read as zeroes and cost no memory.
 pub struct RamStore {
-    len: u64,
-    regions: Box<[Region]>,
+    /// Capacity in bytes; a resize changes it holding the range lock over the bytes that
+    /// come or go.
+    len: AtomicU64,
+    regions: Regions,
     /// Chunks currently allocated.
     chunks: AtomicU64,
     /// Second-level tables created so far (they live as long as the store).
@@ -51,33 +152,33 @@ impl RamStore {
     /// A length above [`RamStore::MAX_LEN`] is an `InvalidInput` error, a top-level table that
     /// cannot be allocated an `OutOfMemory` one.
     pub fn new(len: u64) -> io::Result<Self> {
-        if len > Self::MAX_LEN {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "a RAM store of {len} bytes ({:.1} PiB) is larger than the {} PiB it can \
-                     address",
-                    len as f64 / (1u64 << 50) as f64,
-                    Self::MAX_LEN >> 50
-                ),
-            ));
-        }
-        // Fits: at most MAX_LEN / TABLE_SPAN = 2^20 regions.
-        let count = len.div_ceil(TABLE_SPAN) as usize;
-        let mut regions = Vec::new();
-        regions.try_reserve_exact(count).map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::OutOfMemory,
-                format!("cannot allocate the table of a RAM store of {len} bytes: {e}"),
-            )
-        })?;
-        regions.resize_with(count, OnceLock::new);
+        Self::fits(len)?;
+        let regions = Regions {
+            first: Regions::needed(len).max(1),
+            segments: Default::default(),
+        };
+        regions.cover(len)?;
         Ok(RamStore {
-            len,
-            regions: regions.into_boxed_slice(),
+            len: AtomicU64::new(len),
+            regions,
             chunks: AtomicU64::new(0),
             tables: AtomicU64::new(0),
         })
+    }
+
+    /// Whether a RAM store can be `len` bytes.
+    fn fits(len: u64) -> io::Result<()> {
+        if len <= Self::MAX_LEN {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a RAM store of {len} bytes ({:.1} PiB) is larger than the {} PiB it can address",
+                len as f64 / (1u64 << 50) as f64,
+                Self::MAX_LEN >> 50
+            ),
+        ))
     }
 
     /// Bytes of memory committed to written chunks (a multiple of the 1 MiB chunk size).
@@ -89,20 +190,28 @@ impl RamStore {
     /// far. Second-level tables are kept until the store is dropped, even when holes are punched
     /// over their whole region.
     pub fn table_bytes(&self) -> u64 {
-        (self.regions.len() * size_of::<Region>()) as u64
-            + self.tables.load(Ordering::Relaxed) * size_of::<Table>() as u64
+        self.regions.bytes() + self.tables.load(Ordering::Relaxed) * size_of::<Table>() as u64
     }
 
     /// The slot of chunk number `chunk`, or `None` when its region has never been written.
-    /// `chunk` must lie within the store.
     fn slot(&self, chunk: u64) -> Option<&Slot> {
-        let table = self.regions[(chunk >> TABLE_SHIFT) as usize].get()?;
+        let table = self.regions.get(chunk >> TABLE_SHIFT)?.get()?;
         Some(&table[chunk as usize & (TABLE_CHUNKS - 1)])
     }
 
-    /// The slot of chunk number `chunk`, creating its second-level table if needed.
-    fn slot_or_create(&self, chunk: u64) -> &Slot {
-        let table = self.regions[(chunk >> TABLE_SHIFT) as usize].get_or_init(|| {
+    /// The slot of chunk number `chunk`, creating its second-level table if needed. `chunk`
+    /// must lie below [`RamStore::MAX_LEN`].
+    fn slot_or_create(&self, chunk: u64) -> io::Result<&Slot> {
+        let region = self
+            .regions
+            .get_or_make(chunk >> TABLE_SHIFT)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("chunk {chunk} lies beyond what a RAM store can address"),
+                )
+            })?;
+        let table = region.get_or_init(|| {
             self.tables.fetch_add(1, Ordering::Relaxed);
             let slots: Vec<Slot> = (0..TABLE_CHUNKS).map(|_| RwLock::new(None)).collect();
             match slots.into_boxed_slice().try_into() {
@@ -110,9 +219,8 @@ impl RamStore {
                 Err(_) => unreachable!("a table has TABLE_CHUNKS slots"),
             }
         });
-        &table[chunk as usize & (TABLE_CHUNKS - 1)]
+        Ok(&table[chunk as usize & (TABLE_CHUNKS - 1)])
     }
-
     /// Split `[offset, offset + len)` into (chunk number, offset in chunk, length) pieces.
     /// The range must lie within the store.
     fn pieces(offset: u64, len: u64) -> impl Iterator<Item = (u64, usize, usize)> {
@@ -144,7 +252,7 @@ impl RamStore {
         while pos < end {
             let region = pos / TABLE_SPAN;
             let region_end = ((region + 1) * TABLE_SPAN).min(end);
-            if let Some(table) = self.regions[region as usize].get() {
+            if let Some(table) = self.regions.get(region).and_then(|r| r.get()) {
                 for (chunk, within, n) in Self::pieces(pos, region_end - pos) {
                     if f(
                         &table[chunk as usize & (TABLE_CHUNKS - 1)],
@@ -164,11 +272,11 @@ impl RamStore {
 
 impl Store for RamStore {
     fn len(&self) -> u64 {
-        self.len
+        self.len.load(Ordering::Acquire)
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        check_range(self.len, offset, buf.len())?;
+        check_range(self.len(), offset, buf.len())?;
         let mut done = 0;
         for (chunk, within, n) in Self::pieces(offset, buf.len() as u64) {
             let dst = &mut buf[done..done + n];
@@ -185,7 +293,7 @@ impl Store for RamStore {
     }
 
     fn read_append(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> io::Result<()> {
-        check_range(self.len, offset, len)?;
+        check_range(self.len(), offset, len)?;
         out.reserve(len);
         for (chunk, within, n) in Self::pieces(offset, len as u64) {
             match self.slot(chunk) {
@@ -200,10 +308,10 @@ impl Store for RamStore {
     }
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        check_range(self.len, offset, buf.len())?;
+        check_range(self.len(), offset, buf.len())?;
         let mut done = 0;
         for (chunk, within, n) in Self::pieces(offset, buf.len() as u64) {
-            let mut guard = self.slot_or_create(chunk).write();
+            let mut guard = self.slot_or_create(chunk)?.write();
             let data = guard.get_or_insert_with(|| {
                 self.chunks.fetch_add(1, Ordering::Relaxed);
                 // Zeroed allocation: the pages are committed as they are touched.
@@ -225,10 +333,10 @@ impl Store for RamStore {
     /// Frees the chunks the range covers entirely (the last one, partial when the length is not
     /// a multiple of 1 MiB, included) and zeroes the rest of it.
     fn punch_hole(&self, offset: u64, len: u64) -> io::Result<()> {
-        check_span(self.len, offset, len)?;
+        check_span(self.len(), offset, len)?;
         self.for_each_present(offset, len, |slot, chunk, within, n| {
             let whole =
-                within == 0 && (n == CHUNK || (chunk << CHUNK_SHIFT) + n as u64 == self.len);
+                within == 0 && (n == CHUNK || (chunk << CHUNK_SHIFT) + n as u64 == self.len());
             let mut guard = slot.write();
             if whole {
                 if guard.take().is_some() {
@@ -244,7 +352,7 @@ impl Store for RamStore {
 
     /// Runs of chunks: a chunk is allocated from its first write until a hole covers it.
     fn extent(&self, offset: u64, len: u64) -> io::Result<(bool, u64)> {
-        check_span(self.len, offset, len)?;
+        check_span(self.len(), offset, len)?;
         let end = offset + len;
         let allocated = |chunk: u64| self.slot(chunk).is_some_and(|slot| slot.read().is_some());
         let mapped = allocated(offset >> CHUNK_SHIFT);
@@ -252,9 +360,10 @@ impl Store for RamStore {
         while pos < end {
             let chunk = pos >> CHUNK_SHIFT;
             // A region without a table is deallocated as a whole.
-            let region_has_table = self.regions[(chunk >> TABLE_SHIFT) as usize]
-                .get()
-                .is_some();
+            let region_has_table = self
+                .regions
+                .get(chunk >> TABLE_SHIFT)
+                .is_some_and(|r| r.get().is_some());
             if !region_has_table && !mapped {
                 pos = ((chunk >> TABLE_SHIFT) + 1) * TABLE_SPAN;
                 continue;
@@ -279,9 +388,36 @@ impl Store for RamStore {
         Some(self.allocated())
     }
 
+    /// Grows by making the top-level segments the new capacity needs (the new bytes were
+    /// never written, or were freed or zeroed when a shrink cut them); shrinks by freeing the
+    /// chunks past the new end and zeroing the rest of the last one, so that growing again
+    /// reads zeros there.
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        Self::fits(len)?;
+        let old = self.len();
+        if len >= old {
+            self.regions.cover(len)?;
+            self.len.store(len, Ordering::Release);
+            return Ok(());
+        }
+        self.len.store(len, Ordering::Release);
+        self.for_each_present(len, old - len, |slot, _, within, n| {
+            let mut guard = slot.write();
+            if within == 0 {
+                if guard.take().is_some() {
+                    self.chunks.fetch_sub(1, Ordering::Relaxed);
+                }
+            } else if let Some(data) = guard.as_deref_mut() {
+                data[within..within + n].fill(0);
+            }
+            false
+        });
+        Ok(())
+    }
+
     /// Whether a chunk the range touches is allocated; `false` for a range beyond the end.
     fn is_mapped(&self, offset: u64, len: u64) -> bool {
-        if check_span(self.len, offset, len).is_err() {
+        if check_span(self.len(), offset, len).is_err() {
             return false;
         }
         self.for_each_present(offset, len, |slot, _, _, _| slot.read().is_some())
@@ -545,6 +681,95 @@ mod tests {
         assert!(read(&s, TB22 - 4096, 4096).iter().all(|&b| b == 0));
         // Tables stay; chunk memory is what was given back.
         assert_eq!(s.table_bytes(), 1281 * 16 + 3 * size_of::<Table>() as u64);
+    }
+
+    #[test]
+    fn growing_keeps_the_data_and_the_new_bytes_read_zero() {
+        let old = 3 * TABLE_SPAN + 4096;
+        let s = RamStore::new(old).unwrap();
+        assert_eq!(s.table_bytes(), 4 * 16);
+        let data = pattern(6, 8192);
+        s.write_at(old - 8192, &data).unwrap();
+        // Past the first segment's 4 regions: two more segments, of 4 and 8.
+        let new = 9 * TABLE_SPAN;
+        s.set_len(new).unwrap();
+        assert_eq!(s.len(), new);
+        // The write straddles regions 2 and 3: two second-level tables.
+        assert_eq!(s.table_bytes(), 16 * 16 + 2 * size_of::<Table>() as u64);
+        assert_eq!(read(&s, old - 8192, 8192), data);
+        assert!(read(&s, old, 1 << 20).iter().all(|&b| b == 0));
+        s.write_at(new - 4096, &data[..4096]).unwrap();
+        assert_eq!(read(&s, new - 4096, 4096), data[..4096]);
+        assert!(s.write_at(new, &[1]).is_err());
+        // From nothing, and up to the limit.
+        let s = RamStore::new(0).unwrap();
+        s.set_len(RamStore::MAX_LEN).unwrap();
+        s.write_at(RamStore::MAX_LEN - 1, &[9]).unwrap();
+        assert_eq!(read(&s, RamStore::MAX_LEN - 1, 1), [9]);
+        let e = s.set_len(RamStore::MAX_LEN + 1).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(s.len(), RamStore::MAX_LEN);
+    }
+
+    #[test]
+    fn shrinking_frees_the_cut_bytes_and_growing_again_reads_zeros() {
+        const M: u64 = CHUNK as u64;
+        let s = RamStore::new(8 * M).unwrap();
+        s.write_at(0, &vec![7u8; 8 * CHUNK]).unwrap();
+        // Mid-chunk: the chunks past it are freed, the rest of its own zeroed.
+        let cut = 2 * M + 4096;
+        s.set_len(cut).unwrap();
+        assert_eq!(s.len(), cut);
+        assert_eq!(s.allocated(), 3 * M);
+        assert!(s.read_at(cut, &mut [0]).is_err());
+        assert!(s.write_at(cut - 1, &[1, 1]).is_err());
+        assert!(read(&s, 0, cut as usize).iter().all(|&b| b == 7));
+        s.set_len(8 * M).unwrap();
+        let back = read(&s, 0, 8 * CHUNK);
+        assert!(back[..cut as usize].iter().all(|&b| b == 7));
+        assert!(back[cut as usize..].iter().all(|&b| b == 0));
+        assert_eq!(s.allocated(), 3 * M);
+        // To nothing.
+        s.set_len(0).unwrap();
+        assert_eq!(s.allocated(), 0);
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn growing_under_writes_keeps_every_write() {
+        let s = Arc::new(RamStore::new(3 * TABLE_SPAN).unwrap());
+        // Each writer in a region of its own below the first end, across chunks.
+        let writers: Vec<_> = (0..3u64)
+            .map(|t| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for i in 0..64 {
+                        let at = t * TABLE_SPAN + i * (CHUNK as u64 + 4096);
+                        s.write_at(at, &pattern(t * 64 + i, 4096)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        // Meanwhile, through seven more segments, each grown end written at once.
+        for k in 1..=7 {
+            let len = (3 << k) * TABLE_SPAN;
+            s.set_len(len).unwrap();
+            s.write_at(len - 4096, &pattern(k, 4096)).unwrap();
+        }
+        for w in writers {
+            w.join().unwrap();
+        }
+        for t in 0..3u64 {
+            for i in 0..64 {
+                let at = t * TABLE_SPAN + i * (CHUNK as u64 + 4096);
+                assert_eq!(read(&s, at, 4096), pattern(t * 64 + i, 4096));
+            }
+        }
+        for k in 1..=7u64 {
+            let len = (3 << k) * TABLE_SPAN;
+            assert_eq!(read(&s, len - 4096, 4096), pattern(k, 4096));
+        }
+        assert_eq!(s.table_bytes() % size_of::<Table>() as u64, 3 * 128 * 16);
     }
 
     #[test]

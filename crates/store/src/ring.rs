@@ -17,7 +17,7 @@ use crate::aligned::Aligned;
 use crate::plane::{Done, Failure, Op};
 use crate::pool_plane::{Core, Owned};
 use crate::range_lock::{Held, ReadStart};
-use crate::FileStore;
+use crate::{check_span, FileStore, Store};
 use io_uring::{opcode, squeue, types, IoUring};
 use parking_lot::Mutex;
 use slab::Slab;
@@ -193,10 +193,20 @@ impl Ring {
         self.core
             .ranges
             .lock_then(offset, len.into(), atomic, move |held| {
-                io.held = Some(held);
                 if let Dir::Write { .. } = io.dir {
+                    // A shrink may have cut the range while the write waited for it: the
+                    // kernel would extend the file past its new end.
+                    if let Err(error) = check_span(ring.store.len(), offset, len.into()) {
+                        drop(held);
+                        let failed = Failure::Write {
+                            at: Some(offset),
+                            error,
+                        };
+                        return ring.core.answer(io.owned, Done::Failed(failed));
+                    }
                     ring.store.written(offset, io.len);
                 }
+                io.held = Some(held);
                 ring.push(io);
             });
     }

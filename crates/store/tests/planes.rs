@@ -1029,3 +1029,100 @@ fn a_file_on_tmpfs_is_in_memory() {
         });
     assert_eq!(store.in_memory(), tmpfs);
 }
+
+/// Waits (at most 10 s) until `cond` holds.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A shrink (`Plane::resize`, issue 22) on every asynchronous plane, while a change holds a
+/// range it cuts: it waits for that change; a write checked against the old end before the
+/// cut and waiting behind it for its range fails, and lands nowhere (a file is not extended
+/// past its new end, by io_uring or the pool); writes below the new end go on meanwhile.
+#[test]
+fn a_shrink_waits_for_changes_in_flight_and_fails_those_that_waited() {
+    let dir = scratch();
+    let (answers, complete) = Answers::new();
+    let ram = PoolPlane::new(
+        Arc::new(RamStore::new(2 * MIB).unwrap()),
+        &Options::default(),
+        complete,
+    )
+    .unwrap();
+    let mut planes = vec![(ram.range_lock().clone(), None, "pool over RAM".to_string())];
+    let mut asyncs = vec![Async {
+        name: planes[0].2.clone(),
+        plane: Arc::new(ram),
+        answers,
+    }];
+    for engine in [Engine::Uring, Engine::Pool] {
+        let path = dir.path().join(format!("shrink-{engine:?}.img"));
+        let store = Arc::new(FileStore::open(&path, Some(2 * MIB)).unwrap());
+        let (answers, complete) = Answers::new();
+        let options = Options {
+            engine,
+            ..Options::default()
+        };
+        let plane = match FilePlane::new(store, &options, complete) {
+            Ok(plane) => plane,
+            Err(e) => {
+                eprintln!("SKIPPED {engine:?}: {e}");
+                continue;
+            }
+        };
+        planes.push((
+            plane.range_lock().clone(),
+            Some(path),
+            format!("{engine:?}"),
+        ));
+        asyncs.push(Async {
+            name: format!("{engine:?}"),
+            plane: Arc::new(plane),
+            answers,
+        });
+    }
+    for ((lock, path, name), p) in planes.into_iter().zip(asyncs) {
+        p.ok(write(MIB, 4096, false), vec![4; 4096]);
+        let held = lock.lock(MIB, 4096, false);
+        let plane = p.plane.clone();
+        let shrink = std::thread::spawn(move || plane.resize(Some(MIB)));
+        wait_until("the shrink waits", || lock.waiting() == 1);
+        let late = p.submit(write(MIB + 512, 4096, false), vec![5; 4096]);
+        wait_until("the late write waits", || lock.waiting() == 2);
+        p.ok(write(0, 4096, false), vec![6; 4096]);
+        drop(held);
+        assert_eq!(shrink.join().unwrap().unwrap(), MIB, "{name}");
+        match p.answers.wait(late).0 {
+            Done::Failed(Failure::Write { error, .. }) => {
+                assert!(
+                    error.to_string().contains("beyond the store"),
+                    "{name}: {error}"
+                )
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        assert_eq!(p.plane.geometry().capacity, MIB, "{name}");
+        if let Some(path) = &path {
+            assert_eq!(std::fs::metadata(path).unwrap().len(), MIB, "{name}");
+        }
+        assert!(matches!(
+            p.call(
+                Op::Read {
+                    offset: MIB,
+                    len: 512
+                },
+                Vec::new()
+            )
+            .0,
+            Done::Failed(_)
+        ));
+        // Grown back, the cut bytes read zero and the kept ones as written.
+        assert_eq!(p.plane.resize(Some(2 * MIB)).unwrap(), 2 * MIB, "{name}");
+        assert!(p.read(MIB, 8192).iter().all(|&b| b == 0), "{name}");
+        assert_eq!(p.read(0, 4096), vec![6; 4096], "{name}");
+    }
+}

@@ -21,7 +21,19 @@ pub struct Server {
 impl Server {
     /// Starts `stint serve --listen 127.0.0.1:0 <args>` and waits for its `expected_luns` URLs.
     pub fn start(args: &[&str], expected_luns: usize) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stint"))
+        Server::start_with_env(args, expected_luns, &[])
+    }
+
+    /// As [`Server::start`], with environment variables set (or removed, when empty).
+    pub fn start_with_env(args: &[&str], expected_luns: usize, env: &[(&str, &str)]) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_stint"));
+        for (name, value) in env {
+            match value.is_empty() {
+                true => command.env_remove(name),
+                false => command.env(name, value),
+            };
+        }
+        let mut child = command
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             // Logins and connections are logged at info: keep test output to what went wrong.

@@ -49,6 +49,7 @@ struct Api {
     rbd_open: unsafe extern "C" fn(IoctxT, *const c_char, *mut ImageT, *const c_char) -> c_int,
     rbd_close: unsafe extern "C" fn(ImageT) -> c_int,
     rbd_get_size: unsafe extern "C" fn(ImageT, *mut u64) -> c_int,
+    rbd_resize: unsafe extern "C" fn(ImageT, u64) -> c_int,
     rbd_get_stripe_unit: unsafe extern "C" fn(ImageT, *mut u64) -> c_int,
     rbd_get_features: unsafe extern "C" fn(ImageT, *mut u64) -> c_int,
     rbd_lock_acquire: unsafe extern "C" fn(ImageT, c_int) -> c_int,
@@ -128,6 +129,7 @@ fn api() -> io::Result<&'static Api> {
                 rbd_open: sym!(rbd, rbd_open),
                 rbd_close: sym!(rbd, rbd_close),
                 rbd_get_size: sym!(rbd, rbd_get_size),
+                rbd_resize: sym!(rbd, rbd_resize),
                 rbd_get_stripe_unit: sym!(rbd, rbd_get_stripe_unit),
                 rbd_get_features: sym!(rbd, rbd_get_features),
                 rbd_lock_acquire: sym!(rbd, rbd_lock_acquire),
@@ -388,6 +390,17 @@ impl Image {
     /// The image's size in bytes (`rbd_get_size`).
     pub(crate) fn size(&self) -> io::Result<u64> {
         self.get_u64(self.api.rbd_get_size, "rbd_get_size")
+    }
+
+    /// `rbd_resize`: the image becomes `size` bytes; a shrink removes the data past the new
+    /// end. Blocks until librbd has changed the header (holding the exclusive lock, which
+    /// this client holds) and, on a shrink, removed the objects past the end.
+    pub(crate) fn resize(&self, size: u64) -> io::Result<()> {
+        // SAFETY: an open image; `int rbd_resize(rbd_image_t image, uint64_t size)` takes no
+        // pointer. librbd runs it beside this image's other requests from any thread (it
+        // blocks the image's writes while it changes the size), as it does every call here.
+        let r = unsafe { (self.api.rbd_resize)(self.image, size) };
+        check(r as isize, &format!("rbd_resize to {size} bytes")).map(drop)
     }
 
     /// The image's object size for the default striping (`rbd_get_stripe_unit`).

@@ -125,6 +125,37 @@ impl Store for RbdStore {
             .map_or(true, |e| !e.is_empty())
     }
 
+    /// `rbd_get_size`: the image's size now, `rbd resize` outside stint included.
+    fn medium_len(&self) -> io::Result<u64> {
+        self.image.size()
+    }
+
+    /// `rbd_resize`, unless the image is `len` bytes already (resized outside: adopted). A
+    /// shrink stops accesses past the new end first.
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let old = self.len();
+        if len < old {
+            self.len.store(len, Ordering::Relaxed);
+        }
+        let changed = self.image.size().and_then(|size| match size == len {
+            true => Ok(()),
+            false => self.image.resize(len),
+        });
+        match changed {
+            Ok(()) => {
+                self.len.store(len, Ordering::Relaxed);
+                tracing::info!(bytes = len, was = old, "image resized");
+                Ok(())
+            }
+            Err(e) => {
+                // What the image holds of the old size (a shrink librbd did in part).
+                let kept = self.image.size().map_or(old, |now| now.min(old));
+                self.len.store(kept, Ordering::Relaxed);
+                Err(e)
+            }
+        }
+    }
+
     /// The first run from `offset`, looked for within at most `EXTENT_WINDOW` bytes (a longer
     /// run is reported in pieces): allocated where librbd's diff since creation has data.
     fn extent(&self, offset: u64, len: u64) -> io::Result<(bool, u64)> {
@@ -221,6 +252,10 @@ impl Plane for RbdPlane {
         self.shared.store.resized()
     }
 
+    fn resize(&self, bytes: Option<u64>) -> io::Result<u64> {
+        crate::resize::resize(&*self.shared.store, &self.shared.core.ranges, bytes)
+    }
+
     fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         self.shared.core.read_now(offset, buf)
     }
@@ -293,6 +328,10 @@ impl Shared {
                 self.core
                     .ranges
                     .lock_then(offset, len.into(), atomic, move |held| {
+                        let Some((owned, held)) = shared.within(offset, len.into(), owned, held)
+                        else {
+                            return;
+                        };
                         shared.change(request, owned, held, durable, offset)
                     });
             }
@@ -305,6 +344,10 @@ impl Shared {
                 self.core
                     .ranges
                     .lock_then(offset, len.into(), true, move |held| {
+                        let Some((owned, held)) = shared.within(offset, len.into(), owned, held)
+                        else {
+                            return;
+                        };
                         shared.compare_and_write(offset, len, durable, owned, held)
                     });
             }
@@ -333,6 +376,9 @@ impl Shared {
                     block: block as usize,
                 };
                 self.core.ranges.lock_then(offset, len, false, move |held| {
+                    let Some((owned, held)) = shared.within(offset, len, owned, held) else {
+                        return;
+                    };
                     shared.change(request, owned, held, durable, offset)
                 });
             }
@@ -346,6 +392,9 @@ impl Shared {
                 };
                 let shared = self.clone();
                 self.core.ranges.lock_then(start, len, false, move |held| {
+                    let Some((owned, held)) = shared.within(start, len, owned, held) else {
+                        return;
+                    };
                     shared.zero(ranges, durable, owned, held)
                 });
             }
@@ -357,6 +406,9 @@ impl Shared {
             } if pattern.iter().all(|&b| b == 0) => {
                 let shared = self.clone();
                 self.core.ranges.lock_then(offset, len, false, move |held| {
+                    let Some((owned, held)) = shared.within(offset, len, owned, held) else {
+                        return;
+                    };
                     shared.zero(vec![(offset, len)], durable, owned, held)
                 });
             }
@@ -364,6 +416,22 @@ impl Shared {
             // and a compare-and-write across objects: the synchronous path, on the pool.
             op => self.core.start(op, owned),
         }
+    }
+
+    /// A change's buffers and range once it holds the range, unless a shrink cut it while it
+    /// waited (librbd would silently clip a write across the new end): then the change fails
+    /// and its range goes.
+    fn within(&self, offset: u64, len: u64, owned: Owned, held: Held) -> Option<(Owned, Held)> {
+        let Err(error) = check_span(self.store.len(), offset, len) else {
+            return Some((owned, held));
+        };
+        drop(held);
+        let failed = Failure::Write {
+            at: Some(offset),
+            error,
+        };
+        self.core.answer(owned, Done::Failed(failed));
+        None
     }
 
     /// Hand `request` to librbd with the operation's buffers; `next` runs with the outcome on
