@@ -113,6 +113,8 @@ io_err=$(grep -iE "$BAD" dmesg-test.txt | grep -vc 'Power-on or device reset occ
 kv dmesg_lun_change_ua "$lunchg"; kv dmesg_capacity_ua "$capchg"; kv dmesg_io_errors "$io_err"
 # fio's next command on LUN 0 after the add gets REPORTED LUNS DATA HAS CHANGED
 check lun_change_ua_seen "$([ "$lunchg" -ge 1 ] && echo 0 || echo 1)" "($lunchg lines)"
+# the rescan's first command to LUN 1 after the grow gets CAPACITY DATA HAS CHANGED
+check capacity_ua_seen "$([ "$capchg" -ge 1 ] && echo 0 || echo 1)" "($capchg lines)"
 check no_io_errors "$([ "$io_err" = 0 ] && echo 0 || echo 1)" "($io_err lines)"
 grep -iE "$BAD" dmesg-test.txt | grep -v 'Power-on or device reset occurred' | head -5
 logout
