@@ -175,8 +175,12 @@ reconfigure_step() {   # A V CFG LUN0_IMG REQUEST LUN1_SIZE
         [ "$(grep -c 'reconfigured\|reload refused' "$A/target/target.log")" -gt "$before" ] && break
         sleep 0.2
     done
-    { echo "$(date +%T.%N) $req: target log after $((i / 5)) s:"
-      grep 'reconfigured\|reload refused' "$A/target/target.log" | tail -n +$((before + 1)); } >> "$E"
+    if [ "$(grep -c 'reconfigured\|reload refused' "$A/target/target.log")" -gt "$before" ]; then
+        { echo "$(date +%T.%N) $req: target log after $((i / 5)) s:"
+          grep 'reconfigured\|reload refused' "$A/target/target.log" | tail -n +$((before + 1)); } >> "$E"
+    else
+        echo "$(date +%T.%N) $req: the target logged no reconfiguration in 60 s" >> "$E"
+    fi
 }
 
 # ---- one attempt: target + VM -> status in $A/status ----------------------------------------
@@ -309,6 +313,10 @@ attempt() {
     if [ "$(cut -d' ' -f1 "$A/status")" != HARNESS ] && [ -e "$A/host-events.txt" ] && \
        ! grep -q '^killed' "$A/host-events.txt" && grep -q '^VMTEST-HOST: kill-target' "$V/results.txt"; then
         echo "HARNESS the host did not kill the target on request (previous: $(cat "$A/status"))" > "$A/status"
+    fi
+    # a reload the target refused is the likely cause of the checks that failed: say so
+    if [ "$(cut -d' ' -f1 "$A/status")" = FAIL ] && grep -q 'reload refused' "$A/host-events.txt" 2>/dev/null; then
+        echo "$(cat "$A/status"); target: $(grep -m1 -o 'reload refused.*' "$A/host-events.txt")" > "$A/status"
     fi
     local req
     for req in add-lun1 grow-lun1; do
