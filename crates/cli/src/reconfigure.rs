@@ -257,7 +257,7 @@ impl Live {
                     None => {
                         if state.targets[index].is_leaving(*id) {
                             bail!(
-                                "target {} LUN {id} was removed and still has tasks; try again once they end",
+                                "target {} LUN {id} was removed and is still finishing its tasks or closing its store; try again in a moment",
                                 t.name
                             );
                         }
@@ -478,7 +478,10 @@ impl Live {
                 while !target.leaving_idle(id) {
                     std::thread::sleep(LEAVING_POLL);
                 }
+                // Stopped before the LUN is forgotten: a LUN added again at this number
+                // starts its own driver only after that.
                 portal.drivers.stop(index, id);
+                target.forget(id);
                 if let Err(e) = crate::serve::flush(&unit) {
                     tracing::error!(target = %name, lun = id, error = %e, "flushing a removed LUN's store");
                 }

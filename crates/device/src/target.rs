@@ -136,7 +136,7 @@ impl Target {
         }
         if luns.leaving.contains_key(&lun) {
             return Err(format!(
-                "LUN {lun} was removed and still has tasks; add it again once they end"
+                "LUN {lun} was removed and is still finishing its tasks or closing its store"
             ));
         }
         luns.inventory_changed();
@@ -149,8 +149,9 @@ impl Target {
     }
 
     /// Removes the unit at `lun` while the target serves: new commands to it get LOGICAL UNIT
-    /// NOT SUPPORTED at once, the tasks it has finish ([`Self::leaving_idle`] tells when),
-    /// and the other units' nexuses get REPORTED LUNS DATA HAS CHANGED.
+    /// NOT SUPPORTED at once, the tasks it has finish ([`Self::leaving_idle`] tells when,
+    /// [`Self::forget`] lets it go), and the other units' nexuses get REPORTED LUNS DATA HAS
+    /// CHANGED.
     pub fn remove(&self, lun: u64) -> Option<Arc<Unit>> {
         let mut luns = self.luns.write();
         let unit = luns.units.remove(&lun)?;
@@ -161,18 +162,20 @@ impl Target {
         Some(unit)
     }
 
-    /// Whether the removed unit at `lun` has no task left; it is then forgotten (its store
-    /// closes once the caller's handles go).
+    /// Whether the removed unit at `lun` has no task left (none can come: commands no longer
+    /// reach it).
     pub fn leaving_idle(&self, lun: u64) -> bool {
-        let mut luns = self.luns.write();
-        let idle = luns
+        self.luns
+            .read()
             .leaving
             .get(&lun)
-            .is_none_or(|u| u.with(|core| core.tasks() == 0));
-        if idle {
-            luns.leaving.remove(&lun);
-        }
-        idle
+            .is_none_or(|u| u.with(|core| core.tasks() == 0))
+    }
+
+    /// Forgets the removed unit at `lun` (its store closes once the caller's handles go); the
+    /// LUN may be added again.
+    pub fn forget(&self, lun: u64) {
+        self.luns.write().leaving.remove(&lun);
     }
 
     /// Whether a removed unit at `lun` still finishes its tasks.
