@@ -316,7 +316,7 @@ attempt() {
     fi
     # a reload the target refused is the likely cause of the checks that failed: say so
     if [ "$(cut -d' ' -f1 "$A/status")" = FAIL ] && grep -q 'reload refused' "$A/host-events.txt" 2>/dev/null; then
-        echo "$(cat "$A/status"); target: $(grep -m1 -o 'reload refused.*' "$A/host-events.txt")" > "$A/status"
+        echo "$(sed 's/ *$//' "$A/status"); target: $(grep -m1 -o 'reload refused.*' "$A/host-events.txt")" > "$A/status"
     fi
     local req
     for req in add-lun1 grow-lun1; do
