@@ -156,7 +156,8 @@ run() { # variant round
   # Files of this run only: a reused one is truncated by the background child, which may run
   # after the loop below has read the last server's URL from it.
   local out=$work/serve.$1.$2.out err=$work/serve.$1.$2.err
-  "$stint" serve --config "$work/$1.toml" --listen 127.0.0.1:0 > "$out" 2> "$err" &
+  "$stint" serve --config "$work/$1.toml" --listen 127.0.0.1:0 --metrics 127.0.0.1:0 \
+    > "$out" 2> "$err" &
   pid=$!
   local url=""
   for _ in $(seq 100); do
@@ -173,6 +174,12 @@ run() { # variant round
     echo "$1: stint bench failed:" >&2; tail -3 "$work/bench.err" >&2
     echo "the server's log:" >&2; tail -5 "$err" >&2; exit 1
   fi
+  # The server's own view of the ends: how late after the limit a policy ended a read, and
+  # how long each hand-off back to a connection waited until its batch was written.
+  local metrics
+  metrics=$(grep -so 'http://[^ ]*/metrics' "$out" | head -1 || true)
+  timeout 10 python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+    "$metrics" > "$work/$1.$2.metrics" || { echo "$1: no metrics from the server" >&2; exit 1; }
   kill "$pid"; wait "$pid" || true; pid=""
 }
 
@@ -242,6 +249,27 @@ for v in ("abort", "priority"):
           f" p99 {lat(v, 'unlimited', 'p99') / lat('no-cdl', 'unlimited', 'p99'):.2f}x of no-cdl;"
           f" limited reads {share:.1%} of the reads served; limited p99"
           f" {lat(v, 'limited', 'p99'):.1f} ms, worst max {worst:.1f} ms: {bounded} 50 + 5 ms")
+def buckets(v, name):
+    """The histogram `name` of variant v's rounds, summed: (upper bound s, count in it)."""
+    total = {}
+    for r in range(1, rounds + 1):
+        for line in open(f"{work}/{v}.{r}.metrics"):
+            if line.startswith(name + "_bucket"):
+                le = line.split('le="')[1].split('"')[0]
+                total[le] = total.get(le, 0) + float(line.split()[-1])
+    cum = sorted(((float(k), n) for k, n in total.items()), key=lambda x: x[0])
+    return [(le, n - (cum[i - 1][1] if i else 0)) for i, (le, n) in enumerate(cum)]
+def spread(hist):
+    n = sum(c for _, c in hist)
+    if n == 0:
+        return "none"
+    within = lambda s: sum(c for le, c in hist if le <= s) / n
+    worst = max(le for le, c in hist if c > 0)
+    return (f"{n:.0f}, {within(0.001):.1%} within 1 ms, {within(0.005):.1%} within 5 ms,"
+            f" the last in the bucket up to {worst * 1e3:g} ms")
+for v in ("abort", "priority"):
+    print(f"{v}, server side: ends after the limit {spread(buckets(v, 'stint_cdl_end_lateness_seconds'))};"
+          f" hand-offs to a connection until written {spread(buckets(v, 'stint_delivery_seconds'))}")
 n, p50, p99, mx, over = open(f"{work}/sleeper.out").read().split()
 print(f"the machine meanwhile: a 1 ms sleep woke late by p50 {p50}, p99 {p99}, max {mx} ms"
       f" ({over} of {n} sleeps over 5 ms late)")

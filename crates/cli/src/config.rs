@@ -384,56 +384,45 @@ impl LunConfig {
             state_dir,
         } = self;
         let mut changed = Vec::new();
-        let mut differs = |key: &'static str, same: bool| {
-            if !same {
-                changed.push(key);
-            }
-        };
-        differs("store", *store == other.store);
-        differs("path", *path == other.path);
-        differs("direct", *direct == other.direct);
-        differs("store_delay_ms", *store_delay_ms == other.store_delay_ms);
-        differs("size", *size == other.size);
-        differs("block_size", *block_size == other.block_size);
-        differs(
-            "physical_block_exponent",
-            *physical_block_exponent == other.physical_block_exponent,
+        macro_rules! compare {
+            ($($key:ident),*) => {
+                $(if *$key != other.$key {
+                    changed.push(stringify!($key));
+                })*
+            };
+        }
+        compare!(
+            store,
+            path,
+            direct,
+            store_delay_ms,
+            size,
+            block_size,
+            physical_block_exponent,
+            product,
+            serial,
+            write_cache,
+            write_cache_changeable,
+            allowed_initiators,
+            read_only,
+            removable,
+            sanitize_pace_ms,
+            thin_provisioning,
+            inquiry_version,
+            drive,
+            queue,
+            cdl,
+            dh_completion,
+            seed,
+            alua_state,
+            pool,
+            image,
+            conf,
+            user,
+            keyring,
+            namespace,
+            state_dir
         );
-        differs("product", *product == other.product);
-        differs("serial", *serial == other.serial);
-        differs("write_cache", *write_cache == other.write_cache);
-        differs(
-            "write_cache_changeable",
-            *write_cache_changeable == other.write_cache_changeable,
-        );
-        differs(
-            "allowed_initiators",
-            *allowed_initiators == other.allowed_initiators,
-        );
-        differs("read_only", *read_only == other.read_only);
-        differs("removable", *removable == other.removable);
-        differs(
-            "sanitize_pace_ms",
-            *sanitize_pace_ms == other.sanitize_pace_ms,
-        );
-        differs(
-            "thin_provisioning",
-            *thin_provisioning == other.thin_provisioning,
-        );
-        differs("inquiry_version", *inquiry_version == other.inquiry_version);
-        differs("drive", *drive == other.drive);
-        differs("queue", *queue == other.queue);
-        differs("cdl", *cdl == other.cdl);
-        differs("dh_completion", *dh_completion == other.dh_completion);
-        differs("seed", *seed == other.seed);
-        differs("alua_state", *alua_state == other.alua_state);
-        differs("pool", *pool == other.pool);
-        differs("image", *image == other.image);
-        differs("conf", *conf == other.conf);
-        differs("user", *user == other.user);
-        differs("keyring", *keyring == other.keyring);
-        differs("namespace", *namespace == other.namespace);
-        differs("state_dir", *state_dir == other.state_dir);
         changed
     }
 

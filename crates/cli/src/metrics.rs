@@ -19,8 +19,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The text of one scrape of `units`.
-pub fn encode(units: &[Arc<Unit>]) -> String {
-    let families = families(units);
+pub fn encode(units: &[Arc<Unit>], delivery: &Histogram) -> String {
+    let mut families = families(units);
+    families.extend(Families::portal(delivery).0.into_values());
     let mut text = String::new();
     // Only a family without metrics or without a name fails, and none is built so.
     if let Err(e) = prometheus::TextEncoder::new().encode_utf8(&families, &mut text) {
@@ -173,6 +174,18 @@ impl Families {
         let mut m = proto::Metric::default();
         m.set_histogram(p);
         self.add(name, help, MetricType::HISTOGRAM, labels, m);
+    }
+
+    /// What the portal counts across its logical units.
+    fn portal(delivery: &Histogram) -> Families {
+        let mut families = Families::default();
+        families.histogram(
+            "stint_delivery_seconds",
+            "Hand-offs of tasks back to their connection (from a logical unit's clock or data plane) until the connection wrote the batch it handled them in.",
+            &[],
+            delivery,
+        );
+        families
     }
 
     fn logical_unit(&mut self, lu: &Labels, m: &Metrics) {

@@ -550,9 +550,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 }
                 tracing::info!(%addr, "metrics listening");
                 println!("http://{addr}/metrics");
-                let live = live.clone();
-                let units: crate::metrics::http::Units = Arc::new(move || live.units());
-                Some(tokio::spawn(crate::metrics::http::serve(listener, units)))
+                let (live, portal) = (live.clone(), portal.clone());
+                let scrape: crate::metrics::http::Scrape = Arc::new(move || {
+                    let delivery = *portal.delivery.lock();
+                    crate::metrics::encode(&live.units(), &delivery)
+                });
+                Some(tokio::spawn(crate::metrics::http::serve(listener, scrape)))
             }
             None => None,
         };

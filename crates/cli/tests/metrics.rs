@@ -413,6 +413,11 @@ async fn cdl_outcomes_are_counted_as_the_host_saw_them() {
     let good = count(&|k| k.1 == 0);
     let failed = count(&|k| k.1 == CHECK_CONDITION);
     assert_eq!(good + failed, 96.0, "{seen:?}");
+    // Each ended on the drive model's clock and was handed to its connection at least once
+    // (to run its store operation, then with its answer): every hand-off is timed until the
+    // connection wrote what followed (the portal-wide histogram, no labels).
+    let handed = delta("stint_delivery_seconds_count", &[]);
+    assert!(handed >= 96.0, "{handed} hand-offs timed");
     assert!(failed > 0.0, "some limited reads missed: {seen:?}");
     let read = |status| [("kind", "read"), ("status", status)];
     assert_eq!(delta("stint_commands_total", &read("good")), good);

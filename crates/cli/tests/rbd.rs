@@ -583,6 +583,18 @@ fn rbd_resize_while_served_raises_capacity_data_has_changed() {
     assert!(server.stop());
 }
 
+/// What an RBD plane opens: `image` in pool rbd of the cluster of `conf`, as admin.
+fn plane_target(conf: &str, image: &str) -> store::RbdTarget {
+    store::RbdTarget {
+        conf: Some(conf.to_owned()),
+        user: "admin".into(),
+        keyring: None,
+        pool: "rbd".into(),
+        namespace: None,
+        image: image.to_owned(),
+    }
+}
+
 /// The plane resizes its image on request (`stint ctl lun resize`, issue 22) through
 /// librbd's `rbd_resize`, which `rbd info` then reports: grown, the data below the old end
 /// kept and the new end written and read back; without a size, an `rbd resize` made outside
@@ -592,14 +604,7 @@ fn rbd_resize_while_served_raises_capacity_data_has_changed() {
 fn rbd_plane_resizes_its_image_on_request() {
     let conf = cluster("rbd_plane_resizes_its_image_on_request");
     let image = TestImage::new(&conf, "plane-resize");
-    let target = store::RbdTarget {
-        conf: Some(conf.clone()),
-        user: "admin".into(),
-        keyring: None,
-        pool: "rbd".into(),
-        namespace: None,
-        image: image.name.clone(),
-    };
+    let target = plane_target(&conf, &image.name);
     let complete: store::Complete = Arc::new(|_, _, _, _| {});
     let plane = store::RbdPlane::open(&target, &store::Options::default(), complete).unwrap();
     let data = pattern(9, 4096);
@@ -647,14 +652,7 @@ fn rbd_plane_shrink_fails_the_writes_that_waited_for_it() {
     use store::{Buffers, Done, Failure, Op};
     let conf = cluster("rbd_plane_shrink_fails_the_writes_that_waited_for_it");
     let image = TestImage::new(&conf, "plane-shrink");
-    let target = store::RbdTarget {
-        conf: Some(conf.clone()),
-        user: "admin".into(),
-        keyring: None,
-        pool: "rbd".into(),
-        namespace: None,
-        image: image.name.clone(),
-    };
+    let target = plane_target(&conf, &image.name);
     let (tx, rx) = std::sync::mpsc::channel();
     let tx = std::sync::Mutex::new(tx);
     let complete: store::Complete = Arc::new(move |id, done, _, _| {

@@ -49,6 +49,11 @@ pub struct Portal {
     pub drivers: Drivers,
     /// The sessions in full feature phase and the open connections.
     pub sessions: Sessions,
+    /// How long each hand-off of a task back to its connection (from a logical unit's clock or
+    /// its data plane: to run its store operation, or with its answer) waited until the
+    /// connection wrote the batch it handled it in: the server's share of the time a host
+    /// waits beyond the device's.
+    pub delivery: Mutex<device::latency::Histogram>,
 }
 
 /// Wakes a logical unit's driver.
@@ -161,6 +166,7 @@ impl Portal {
             router: Arc::new(Router::default()),
             drivers: Drivers::default(),
             sessions: Sessions::default(),
+            delivery: Mutex::default(),
         }
     }
 

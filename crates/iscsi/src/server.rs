@@ -188,11 +188,13 @@ async fn serve_stream(
     let send_timeout = portal.nop_in_interval.unwrap_or(SEND_TIMEOUT);
     let mut conn = Connection::new(portal, local, clock::now());
     // Tasks of this connection that finish on a logical unit's clock come back through here.
-    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Finished>();
+    // Each with the time it was handed over, for the portal's delivery histogram.
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<(device::Ns, Finished)>();
     conn.set_mailbox(Arc::new(move |f| {
         // A closed channel means the connection has ended: its nexus loss aborted the task.
-        let _closed = done_tx.send(f);
+        let _closed = done_tx.send((clock::now(), f));
     }));
+    let mut handed = Vec::new();
     let mut buf = vec![0u8; (2 * conn.frame_limits().max_pdu_len()).max(1 << 20)];
     let (mut start, mut end) = (0usize, 0usize);
     let mut out = Output::new();
@@ -241,18 +243,26 @@ async fn serve_stream(
                     conn.recycle(&mut out);
                     continue;
                 }
-                Some(f) = done_rx.recv() => {
+                Some((at, f)) = done_rx.recv() => {
                     let now = clock::now();
                     conn.complete(now, f, &mut out);
-                    while let Ok(f) = done_rx.try_recv() {
+                    handed.push(at);
+                    while let Ok((at, f)) = done_rx.try_recv() {
                         if out.is_full() {
                             break;
                         }
                         conn.complete(now, f, &mut out);
+                        handed.push(at);
                     }
                     if let Err(e) = send(stream, &out, send_timeout, handles, stop).await {
                         break Err(e);
                     }
+                    let written = clock::now();
+                    let mut delivery = shared.delivery.lock();
+                    for at in handed.drain(..) {
+                        delivery.record(written.saturating_sub(at));
+                    }
+                    drop(delivery);
                     conn.recycle(&mut out);
                     continue;
                 }

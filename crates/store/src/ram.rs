@@ -238,6 +238,18 @@ impl RamStore {
         })
     }
 
+    /// Frees the chunk in `slot` when `whole`, else zeroes `n` bytes of it from `within`.
+    fn clear(&self, slot: &Slot, whole: bool, within: usize, n: usize) {
+        let mut guard = slot.write();
+        if whole {
+            if guard.take().is_some() {
+                self.chunks.fetch_sub(1, Ordering::Relaxed);
+            }
+        } else if let Some(data) = guard.as_deref_mut() {
+            data[within..within + n].fill(0);
+        }
+    }
+
     /// Call `f(slot, chunk number, offset in chunk, length)` for each chunk of
     /// `[offset, offset + len)` whose region has a table, skipping regions without one at once;
     /// stop when `f` returns true. Returns whether `f` did. The range must lie within the store.
@@ -337,14 +349,7 @@ impl Store for RamStore {
         self.for_each_present(offset, len, |slot, chunk, within, n| {
             let whole =
                 within == 0 && (n == CHUNK || (chunk << CHUNK_SHIFT) + n as u64 == self.len());
-            let mut guard = slot.write();
-            if whole {
-                if guard.take().is_some() {
-                    self.chunks.fetch_sub(1, Ordering::Relaxed);
-                }
-            } else if let Some(data) = guard.as_deref_mut() {
-                data[within..within + n].fill(0);
-            }
+            self.clear(slot, whole, within, n);
             false
         });
         Ok(())
@@ -402,14 +407,7 @@ impl Store for RamStore {
         }
         self.len.store(len, Ordering::Release);
         self.for_each_present(len, old - len, |slot, _, within, n| {
-            let mut guard = slot.write();
-            if within == 0 {
-                if guard.take().is_some() {
-                    self.chunks.fetch_sub(1, Ordering::Relaxed);
-                }
-            } else if let Some(data) = guard.as_deref_mut() {
-                data[within..within + n].fill(0);
-            }
+            self.clear(slot, within == 0, within, n);
             false
         });
         Ok(())

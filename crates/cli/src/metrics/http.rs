@@ -5,7 +5,6 @@
 //! path; the request head is parsed by `httparse` (what hyper uses), which keeps an HTTP
 //! framework and its dependencies out of the binary.
 
-use device::Unit;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -52,11 +51,11 @@ fn request(head: &[u8]) -> Request {
     }
 }
 
-/// The logical units a scrape covers: those served at the time (LUNs come and go).
-pub type Units = Arc<dyn Fn() -> Vec<Arc<Unit>> + Send + Sync>;
+/// The text of one scrape, of what is served at the time (LUNs come and go).
+pub type Scrape = Arc<dyn Fn() -> String + Send + Sync>;
 
-/// Serves scrapes of `units` on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, units: Units) {
+/// Serves scrapes on `listener` until the task is dropped.
+pub async fn serve(listener: TcpListener, scrape: Scrape) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -72,9 +71,9 @@ pub async fn serve(listener: TcpListener, units: Units) {
             tracing::debug!(%peer, "metrics: too many connections, closing");
             continue;
         };
-        let units = units.clone();
+        let scrape = scrape.clone();
         tokio::spawn(async move {
-            if let Err(e) = answer(stream, &units).await {
+            if let Err(e) = answer(stream, &scrape).await {
                 tracing::debug!(%peer, error = %e, "metrics: connection ended");
             }
             drop(slot);
@@ -82,7 +81,7 @@ pub async fn serve(listener: TcpListener, units: Units) {
     }
 }
 
-async fn answer(mut stream: TcpStream, units: &Units) -> std::io::Result<()> {
+async fn answer(mut stream: TcpStream, scrape: &Scrape) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let asked = tokio::time::timeout(READ_TIMEOUT, async {
         let mut buf = [0u8; 1024];
@@ -102,7 +101,7 @@ async fn answer(mut stream: TcpStream, units: &Units) -> std::io::Result<()> {
     .await
     .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
     let (status, body) = match asked {
-        Request::Metrics => ("200 OK", super::encode(&units())),
+        Request::Metrics => ("200 OK", scrape()),
         Request::NotFound => ("404 Not Found", "only GET /metrics is served\n".to_owned()),
         Request::Bad(431) => (
             "431 Request Header Fields Too Large",
