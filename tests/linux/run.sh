@@ -3,7 +3,7 @@
 # sg3-utils, fio) under QEMU logs in to `stint serve` on the host's 127.0.0.1 and checks what a
 # host sees. See tests/linux/README.md.
 #   tests/linux/run.sh                    every suite: plain reconnect cdl fast-fail fast-fail-real-time
-#                                         cdl-reconnect chap
+#                                         cdl-reconnect chap reconfigure
 #   SUITES="plain cdl" tests/linux/run.sh  some of them
 #   STINT_CEPH_CONF=DIR/ceph.conf tests/linux/run.sh   every suite and plain-rbd (the plain suite
 #                                         against an RBD image on that cluster, pool "rbd")
@@ -28,7 +28,7 @@ if [ -n "$CEPH_CONF_FILE" ]; then
     [ -r "$CEPH_CONF_FILE" ] || { echo "STINT_CEPH_CONF=$CEPH_CONF_FILE cannot be read" >&2; exit 2; }
     CEPH_CONF_FILE=$(cd "$(dirname "$CEPH_CONF_FILE")" && pwd)/$(basename "$CEPH_CONF_FILE")
 fi
-SUITES=${SUITES:-plain reconnect cdl fast-fail fast-fail-real-time cdl-reconnect chap${CEPH_CONF_FILE:+ plain-rbd}}
+SUITES=${SUITES:-plain reconnect cdl fast-fail fast-fail-real-time cdl-reconnect chap reconfigure${CEPH_CONF_FILE:+ plain-rbd}}
 ATTEMPTS=${VM_ATTEMPTS:-3}
 BUDGET=${LINUX_VM_BUDGET:-2400}
 export VM_TIMEOUT=${VM_TIMEOUT:-480} VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-420}
@@ -42,9 +42,9 @@ FAST_FAIL_RT_CONFIG=$(abspath "$FAST_FAIL_RT_CONFIG")
 T_START=$(date +%s)
 log() { echo "[linux-vm $(date +%T)] $*"; }
 for s in $SUITES; do
-    case $s in plain|reconnect|cdl|fast-fail|cdl-reconnect|chap|fast-fail-real-time) ;;
+    case $s in plain|reconnect|cdl|fast-fail|cdl-reconnect|chap|fast-fail-real-time|reconfigure) ;;
     plain-rbd) [ -n "$CEPH_CONF_FILE" ] || { echo "suite plain-rbd needs a Ceph cluster: STINT_CEPH_CONF=DIR/ceph.conf" >&2; exit 2; } ;;
-    *) echo "unknown suite '$s' (plain reconnect cdl fast-fail cdl-reconnect chap plain-rbd fast-fail-real-time)" >&2; exit 2 ;; esac
+    *) echo "unknown suite '$s' (plain reconnect cdl fast-fail cdl-reconnect chap plain-rbd fast-fail-real-time reconfigure)" >&2; exit 2 ;; esac
 done
 
 # ---- host packages ------------------------------------------------------------------------
@@ -149,6 +149,40 @@ file_backed_config() {   # SRC DEST IMG
         END { if (n != 1) exit 1 }' "$1" > "$2"
 }
 
+# reconfigure: the target's configuration file, one target with LUN 0 a (sparse) file LUN and,
+# when LUN1_SIZE is given, LUN 1 a RAM LUN of that size. Written beside and renamed over the
+# file: a reload must never read half of it.
+reconfigure_config() {   # FILE LUN0_IMG [LUN1_SIZE]
+    { printf '%s\n' '[[target]]' 'name = "iqn.2026-11.dev.stint:reconfigure"' \
+          '[[target.lun]]' 'id = 0' 'store = "file"' "path = \"$2\"" 'size = "512MiB"'
+      if [ -n "${3:-}" ]; then printf '%s\n' '[[target.lun]]' 'id = 1' 'store = "ram"' "size = \"$3\""; fi
+    } > "$1.new" && mv "$1.new" "$1"
+}
+# reconfigure, the host half of one step: once the guest prints "VMTEST-HOST: REQUEST", write
+# the configuration with LUN 1 of LUN1_SIZE, SIGHUP the target (by its recorded PID) and wait
+# (60 s at most) for its log to answer: a new "reconfigured" line or "reload refused". Every
+# step goes to host-events.txt ("REQUEST: seen" tells run.sh the host acted). Returns 1 when
+# the VM ended first.
+reconfigure_step() {   # A V CFG LUN0_IMG REQUEST LUN1_SIZE
+    local A=$1 V=$2 cfg=$3 img=$4 req=$5 size=$6 E=$1/host-events.txt before i
+    while ! grep -q "^VMTEST-HOST: $req" "$V/results.txt" 2>/dev/null; do
+        kill -0 "$VMPID" 2>/dev/null || return 1; sleep 0.2; done
+    echo "$(date +%T.%N) $req: seen; LUN 1 size = \"$size\", SIGHUP" >> "$E"
+    before=$(grep -c 'reconfigured\|reload refused' "$A/target/target.log")
+    reconfigure_config "$cfg" "$img" "$size"
+    "$HERE/lib/target.sh" hup "$A/target" >> "$E" 2>&1 || { echo "$req: SIGHUP failed" >> "$E"; return 0; }
+    for i in $(seq 300); do
+        [ "$(grep -c 'reconfigured\|reload refused' "$A/target/target.log")" -gt "$before" ] && break
+        sleep 0.2
+    done
+    if [ "$(grep -c 'reconfigured\|reload refused' "$A/target/target.log")" -gt "$before" ]; then
+        { echo "$(date +%T.%N) $req: target log after $((i / 5)) s:"
+          grep 'reconfigured\|reload refused' "$A/target/target.log" | tail -n +$((before + 1)); } >> "$E"
+    else
+        echo "$(date +%T.%N) $req: the target logged no reconfiguration in 60 s" >> "$E"
+    fi
+}
+
 # ---- one attempt: target + VM -> status in $A/status ----------------------------------------
 # status: PASS | FAIL (a product check failed, or the target could not start) | HARNESS (retry)
 attempt() {
@@ -190,6 +224,11 @@ attempt() {
     reconnect)
         LUNDIR=$(lun_dir "$A"); lunimg=$LUNDIR/lun.img
         args=(serve --listen "127.0.0.1:$port" --lun "file:$lunimg:512MiB") ;;
+    reconfigure)
+        # LUN 0 only; the host adds LUN 1 (64 MiB) and grows it (128 MiB) on the guest's requests
+        LUNDIR=$(lun_dir "$A"); lunimg=$LUNDIR/lun0.img
+        reconfigure_config "$A/reconfigure.toml" "$lunimg"
+        args=(serve --config "$A/reconfigure.toml" --listen "127.0.0.1:$port") ;;
     cdl|fast-fail|fast-fail-real-time)
         # a file store's relative path: in this scratch directory, removed after the attempt
         LUNDIR=$A/lun; mkdir -p "$LUNDIR"; tcwd=$LUNDIR
@@ -230,6 +269,12 @@ attempt() {
           "$HERE/lib/target.sh" restart "$A/target" >> "$A/host-events.txt" 2>&1 && echo restarted >> "$A/host-events.txt"
           echo "$(date +%T.%N) done" >> "$A/host-events.txt" ) &
         WATCHPID=$!
+    elif [ "$suite" = reconfigure ]; then
+        : > "$A/host-events.txt"
+        # the host half: reload the target on the guest's requests, while fio runs on LUN 0
+        ( reconfigure_step "$A" "$V" "$A/reconfigure.toml" "$lunimg" add-lun1 64MiB &&
+          reconfigure_step "$A" "$V" "$A/reconfigure.toml" "$lunimg" grow-lun1 128MiB ) &
+        WATCHPID=$!
     fi
     if [ "${VERBOSE:-0}" = 1 ]; then tail -n +1 -f "$V/results.txt" --pid=$VMPID & fi
     wait $VMPID; rc=$?; VMPID=
@@ -269,6 +314,17 @@ attempt() {
        ! grep -q '^killed' "$A/host-events.txt" && grep -q '^VMTEST-HOST: kill-target' "$V/results.txt"; then
         echo "HARNESS the host did not kill the target on request (previous: $(cat "$A/status"))" > "$A/status"
     fi
+    # a reload the target refused is the likely cause of the checks that failed: say so
+    if [ "$(cut -d' ' -f1 "$A/status")" = FAIL ] && grep -q 'reload refused' "$A/host-events.txt" 2>/dev/null; then
+        echo "$(sed 's/ *$//' "$A/status"); target: $(grep -m1 -o 'reload refused.*' "$A/host-events.txt")" > "$A/status"
+    fi
+    local req
+    for req in add-lun1 grow-lun1; do
+        if [ "$(cut -d' ' -f1 "$A/status")" != HARNESS ] && grep -q "^VMTEST-HOST: $req" "$V/results.txt" && \
+           ! grep -q " $req: seen" "$A/host-events.txt" 2>/dev/null; then
+            echo "HARNESS the host did not reload the target on the request $req (previous: $(cat "$A/status"))" > "$A/status"
+        fi
+    done
 }
 
 # ---- the suites -----------------------------------------------------------------------------

@@ -5,11 +5,12 @@
 #   lib/target.sh stop RUNDIR                       SIGTERM (SIGKILL after 5 s), by recorded PID
 #   lib/target.sh kill RUNDIR                       SIGKILL by recorded PID (a simulated crash)
 #   lib/target.sh restart RUNDIR                    start again with the recorded port and args
+#   lib/target.sh hup RUNDIR                        SIGHUP by recorded PID (re-read --config)
 # RUNDIR holds the state (pid, port, args) and target.log (every start appends to it).
 # Exit status of start: 0 = listening; 1 = the target exited or did not listen in time (its
 # log's tail is printed); 2 = the port was already taken by something else.
 set -euo pipefail
-cmd=${1:?start|stop|kill|restart}; RUN=${2:?RUNDIR}; shift 2
+cmd=${1:?start|stop|kill|restart|hup}; RUN=${2:?RUNDIR}; shift 2
 mkdir -p "$RUN"
 listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q "127.0.0.1:$1 "; }
 alive() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [ "${st#Z}" = "$st" ]; }
@@ -50,6 +51,10 @@ case "$cmd" in
 start)   start "$@" ;;
 stop)    stop TERM ;;
 kill)    stop KILL ;;
+hup)     pid=$(cat "$RUN/pid" 2>/dev/null) || { echo "no target recorded in $RUN" >&2; exit 1; }
+         alive "$pid" || { echo "target pid $pid is not running" >&2; exit 1; }
+         echo "=== $(date +%T.%N) HUP pid $pid" >> "$RUN/target.log"
+         kill -HUP "$pid"; echo "target pid $pid: SIGHUP" ;;
 restart) port=$(cat "$RUN/port"); mapfile -d '' args < "$RUN/args"; start "$port" "${args[@]}" ;;
-*) echo "usage: $0 start RUNDIR PORT ARGS... | stop RUNDIR | kill RUNDIR | restart RUNDIR" >&2; exit 2 ;;
+*) echo "usage: $0 start RUNDIR PORT ARGS... | stop RUNDIR | kill RUNDIR | restart RUNDIR | hup RUNDIR" >&2; exit 2 ;;
 esac

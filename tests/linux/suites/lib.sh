@@ -3,6 +3,8 @@
 #   "CHECK NAME=PASS|FAIL detail"  one product check; any FAIL makes the suite fail (never retried)
 #   "KEY=VALUE"                    also appended to kv.txt (the summary)
 #   "VMTEST-HOST: kill-target"     asks the host to SIGKILL the target (reconnect suites)
+#   "VMTEST-HOST: add-lun1", "VMTEST-HOST: grow-lun1"   ask the host to reload the target with
+#                                  LUN 1 added, then grown (reconfigure suite)
 P=$VMTEST_PORTAL
 T0_UP=$(cut -d' ' -f1 /proc/uptime)
 FAIL=0; FAILED=
