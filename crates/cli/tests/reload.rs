@@ -245,3 +245,51 @@ fn a_reload_changes_cdl_descriptors_for_later_commands() {
     });
     assert!(server.stop());
 }
+
+/// The transcript as a test: a LUN added by reload while `stint bench --verify` runs on
+/// another; the bench's commands that meet the REPORTED LUNS DATA HAS CHANGED unit attention
+/// are sent again, as a host does, so it ends with no error and no mismatch.
+#[test]
+fn a_lun_added_while_a_verifying_bench_runs_costs_it_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("stint.toml");
+    let lun0 = "store = \"ram\"\nsize = \"64MiB\"";
+    write(&config, &target(FIRST, &[lun0]));
+    let server = Server::start(&["--config", config.to_str().unwrap()], 1);
+    let url = server.urls[0].clone();
+    let bench = std::thread::spawn(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_stint"))
+            .args(["bench", "--url", &url, "--rw", "randrw", "--iodepth", "8"])
+            .args(["--runtime", "4s", "--verify", "--json"])
+            .output()
+            .expect("run stint bench")
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    write(
+        &config,
+        &target(FIRST, &[lun0, "store = \"ram\"\nsize = \"8MiB\""]),
+    );
+    hangup(&server);
+    let out = bench.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let point = &report["points"][0];
+    assert!(point.get("errors").is_none(), "{point}");
+    assert!(point["total"]["ios"].as_u64().unwrap() > 0, "{point}");
+    assert_eq!(
+        report["verify"]["mismatches"],
+        serde_json::json!([]),
+        "{report}"
+    );
+    assert!(
+        report["verify"]["blocks_checked"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    // The unit attention came, and was answered by sending the command again.
+    assert!(
+        stderr.contains("REPORTED LUNS DATA HAS CHANGED"),
+        "{stderr}"
+    );
+    assert!(server.stop());
+}

@@ -9,7 +9,7 @@ use iscsi::url::IscsiUrl;
 use qos::{CdlPageKind, CdlPages};
 use rustc_hash::FxHashMap;
 use scsi::command::{Command, ModeSense, PageControl};
-use scsi::{form, Status};
+use scsi::{form, Asc, Status};
 use sim::meter::{Completed, Ended, Errors, Meter, Served};
 use sim::report::{PointReport, Report, Run, SimSpeed};
 use sim::{Experiment, PointResult, PointSetup};
@@ -308,6 +308,28 @@ async fn run_point(
     Ok(meter.finish())
 }
 
+/// Sends `io` on `s`: its CDB, and a write's data (stamped when verifying); returns its ITT and
+/// what to check when it completes.
+async fn issue(s: &mut Initiator, target: &Target, io: &Io) -> anyhow::Result<(u32, Check)> {
+    let bytes = io.bytes();
+    let lba = io.lba * SECTOR / target.block;
+    let blocks = u32::try_from(bytes / target.block).unwrap_or(u32::MAX);
+    let cdb = sim::engine::medium_cdb(io, target.block)?;
+    let len = u32::try_from(bytes).unwrap_or(u32::MAX);
+    let count = u64::from(blocks);
+    let (data_out, data_in, check) = match (&target.verifier, io.write) {
+        (Some(v), true) => {
+            let (data, generation) = v.write_data(lba, count);
+            (data, 0, Check::Write(generation))
+        }
+        (Some(v), false) => (Vec::new(), len, Check::Read(v.read_started(lba, count))),
+        (None, true) => (vec![0xA5; bytes as usize], 0, Check::None),
+        (None, false) => (Vec::new(), len, Check::None),
+    };
+    let itt = s.submit(target.url.lun, &cdb, data_out, data_in).await?;
+    Ok((itt, check))
+}
+
 /// One job instance: its own session, `iodepth` commands in flight until the point stops.
 async fn session(
     target: &Target,
@@ -316,10 +338,12 @@ async fn session(
     n: usize,
     shared: &Shared,
 ) -> anyhow::Result<()> {
-    let lun = target.url.lun;
     let mut s = target.login(n + 1).await?;
     let mut generator = Generator::new(job.clone(), seed);
     let mut in_flight: FxHashMap<u32, (Io, u64, Check)> = FxHashMap::default();
+    // Commands a unit attention turned away (SAM-5 §5.14: not executed), to send again as a
+    // host does, each with the time it was first sent.
+    let mut again: Vec<(Io, u64)> = Vec::new();
     let mut issued = 0u64;
     // The (class, DLD) groups this session told the meter of, by bit.
     let mut groups = 0u64;
@@ -327,6 +351,11 @@ async fn session(
         // Refill to the queue depth (within the target's CmdSN window), as rate_iops allows.
         let mut next_issue = None;
         while in_flight.len() < job.iodepth as usize && s.window_open() {
+            if let Some((io, at)) = again.pop() {
+                let (itt, check) = issue(&mut s, target, &io).await?;
+                in_flight.insert(itt, (io, at, check));
+                continue;
+            }
             let now = shared.now();
             let open = !shared.stop.load(Ordering::Relaxed)
                 && job.number_ios.is_none_or(|n| issued < n)
@@ -341,22 +370,7 @@ async fn session(
             }
             issued += 1;
             let io = generator.next_io();
-            let bytes = io.bytes();
-            let lba = io.lba * SECTOR / target.block;
-            let blocks = u32::try_from(bytes / target.block).unwrap_or(u32::MAX);
-            let cdb = sim::engine::medium_cdb(&io, target.block)?;
-            let len = u32::try_from(bytes).unwrap_or(u32::MAX);
-            let count = u64::from(blocks);
-            let (data_out, data_in, check) = match (&target.verifier, io.write) {
-                (Some(v), true) => {
-                    let (data, generation) = v.write_data(lba, count);
-                    (data, 0, Check::Write(generation))
-                }
-                (Some(v), false) => (Vec::new(), len, Check::Read(v.read_started(lba, count))),
-                (None, true) => (vec![0xA5; bytes as usize], 0, Check::None),
-                (None, false) => (Vec::new(), len, Check::None),
-            };
-            let itt = s.submit(lun, &cdb, data_out, data_in).await?;
+            let (itt, check) = issue(&mut s, target, &io).await?;
             in_flight.insert(itt, (io, now, check));
             let group = 1 << sim::engine::group(io.class, io.dld);
             if groups & group == 0 {
@@ -367,7 +381,7 @@ async fn session(
                 }
             }
         }
-        if in_flight.is_empty() && next_issue.is_none() {
+        if in_flight.is_empty() && next_issue.is_none() && again.is_empty() {
             break;
         }
         let deadline = next_issue.map(|due| (shared.t0 + Duration::from_nanos(due)).into());
@@ -378,6 +392,24 @@ async fn session(
         let Some((io, at, check)) = in_flight.remove(&itt) else {
             bail!("a response for a command never sent (ITT {itt:#x})");
         };
+        if let Some(sense) = r.parsed_sense().filter(|s| {
+            r.status == Status::CheckCondition as u8 && s.key == scsi::SenseKey::UnitAttention
+        }) {
+            // The LU told of a change (a LUN added, a capacity changed, a reset) instead of
+            // running the command: nothing was read or written.
+            if let (Some(v), Check::Write(generation)) = (&target.verifier, &check) {
+                let lba = io.lba * SECTOR / target.block;
+                v.write_done(lba, io.bytes() / target.block, *generation, false);
+            }
+            let Asc(asc, ascq) = sense.asc;
+            eprintln!(
+                "LUN {}: UNIT ATTENTION, {} ({asc:02X}h/{ascq:02X}h): the command is sent again",
+                target.url.lun,
+                sense.asc.name().unwrap_or("an additional sense code")
+            );
+            again.push((io, at));
+            continue;
+        }
         let latency = now.saturating_sub(at);
         let ended = Ended::read(r.status, r.parsed_sense().as_ref());
         if let Some(v) = &target.verifier {
