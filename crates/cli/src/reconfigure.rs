@@ -117,6 +117,16 @@ impl Live {
         served
     }
 
+    /// Every logical unit that may hold data not yet durable: those served now, and removed
+    /// ones still finishing their tasks (a stopping server flushes them all).
+    pub fn units_to_flush(&self) -> Vec<Arc<device::Unit>> {
+        let state = self.lock();
+        let mut units: Vec<_> = state.targets.iter().flat_map(|t| t.leaving()).collect();
+        drop(state);
+        units.extend(self.units());
+        units
+    }
+
     /// The logical units of the targets served now.
     pub fn units(&self) -> Vec<Arc<device::Unit>> {
         let state = self.lock();

@@ -510,7 +510,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
 
-    // The units served at the end, whose stores are flushed then.
+    // The units at the end, served or still leaving, whose stores are flushed then.
     let mut units = Vec::new();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -580,7 +580,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         // Stops accepting and removes the socket file.
         drop(admin);
-        units = live.units();
+        units = live.units_to_flush();
         served?;
         anyhow::Ok(())
     })?;

@@ -172,6 +172,11 @@ impl Target {
             .is_none_or(|u| u.with(|core| core.tasks() == 0))
     }
 
+    /// The removed units still finishing their tasks.
+    pub fn leaving(&self) -> Vec<Arc<Unit>> {
+        self.luns.read().leaving.values().cloned().collect()
+    }
+
     /// Forgets the removed unit at `lun` (its store closes once the caller's handles go); the
     /// LUN may be added again.
     pub fn forget(&self, lun: u64) {

@@ -70,9 +70,11 @@ fn a_removed_unit_is_gone_at_once_and_forgotten_when_idle() {
     );
     assert_eq!(reported(&t, &n), [0]);
     assert!(t.leaving_idle(1), "no task was left on it");
+    assert_eq!(t.leaving().len(), 1, "a stopping server still flushes it");
     let refused = t.insert(1, lu(1), vec![]).expect_err("still leaving");
     assert!(refused.contains("still finishing"), "{refused}");
     t.forget(1);
+    assert!(t.leaving().is_empty());
     assert_eq!(std::sync::Arc::strong_count(&unit), 1, "the target let go");
     t.insert(1, lu(1), vec![]).expect("the LUN is free again");
 }
