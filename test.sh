@@ -3,7 +3,7 @@
 # fuzz targets briefly (fuzz/run.sh, about 5 minutes: 1 for their lints, 2.5 for their build,
 # 1 for running; cargo-fuzz is installed once if missing), then libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
 # tests/conformance/libiscsi-expected.txt, then the Ceph RBD stage (a one-node cluster from
-# tests/ceph/cluster.sh, crates/cli/tests/rbd.rs, the crash test over RBD and the same
+# tests/ceph/cluster.sh, crates/cli/tests/rbd.rs and gateways.rs, the crash test over RBD and the same
 # conformance suite against RBD LUNs, the suites that reach the store; installs Debian's ceph
 # packages, or prints SKIPPED where they cannot be installed; the cluster stays up for the VM's
 # plain-rbd suite), then
@@ -60,6 +60,8 @@ else
   trap 'exit 130' INT TERM
   tests/ceph/cluster.sh start "$ceph_dir"
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test rbd -- --include-ignored
+  # Two gateways of one image (docs/gateways.md), libiscsi's multipath tests through them.
+  STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test gateways -- --include-ignored
   # The crash test's RBD runs only (its file runs ran above): about 40 s.
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test crash -- --ignored
   python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint" \

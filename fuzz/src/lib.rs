@@ -79,6 +79,7 @@ impl Sink for Collect {
 pub fn portal() -> Arc<Portal> {
     let open = TargetNode {
         retired: false,
+        gateways: Vec::new(),
         name: TARGET_NAME.into(),
         alias: Some("fuzz".into()),
         target: Arc::new(target()),
@@ -89,6 +90,7 @@ pub fn portal() -> Arc<Portal> {
     };
     let chap = TargetNode {
         retired: false,
+        gateways: Vec::new(),
         name: CHAP_TARGET_NAME.into(),
         alias: None,
         target: Arc::new(Target::default()),

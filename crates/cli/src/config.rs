@@ -65,6 +65,87 @@ pub struct TargetConfig {
     /// §5.16): "active/optimized" (default), "active/non-optimized", "standby" or
     /// "unavailable"; a LUN's own `alua_state` wins.
     pub alua_state: Option<AluaState>,
+    /// This server's `name` among `gateways`, when several `stint serve` export the target's
+    /// RBD images (docs/gateways.md).
+    pub gateway: Option<String>,
+    /// Every gateway exporting the target, this one included, the preferred one first.
+    #[serde(default)]
+    pub gateways: Vec<GatewayConfig>,
+}
+
+/// One gateway of a target: a `stint serve` that exports the same RBD images.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayConfig {
+    pub name: String,
+    /// Its iSCSI portal, "address:port", as hosts reach it (SendTargets reports it).
+    pub portal: std::net::SocketAddr,
+    /// Its target port group (SPC-4 §5.16) and portal group tag (RFC 7143 §4.4.1), 1..=65535,
+    /// one per gateway.
+    pub port_group: u16,
+}
+
+impl TargetConfig {
+    /// The target port groups its LUNs are reached through: every gateway's, or the lone
+    /// server's.
+    pub fn port_groups(&self) -> device::PortGroups {
+        let own = self.gateway.as_ref().and_then(|me| {
+            self.gateways
+                .iter()
+                .find(|g| &g.name == me)
+                .map(|g| g.port_group)
+        });
+        match own {
+            Some(own) => device::PortGroups {
+                own,
+                all: self.gateways.iter().map(|g| g.port_group).collect(),
+            },
+            None => device::PortGroups::default(),
+        }
+    }
+
+    /// The checks of `gateway` and `gateways` (`at` names the target).
+    fn validate_gateways(&self, at: &str) -> anyhow::Result<()> {
+        let Some(me) = &self.gateway else {
+            if !self.gateways.is_empty() {
+                bail!("{at}: gateways lists this target's gateways but gateway does not say which one this server is");
+            }
+            return Ok(());
+        };
+        if self.gateways.len() < 2 {
+            bail!("{at}: gateway {me:?} needs a gateways list of at least two (a target one server exports needs neither key)");
+        }
+        let mut names = std::collections::BTreeSet::new();
+        let mut groups = std::collections::BTreeSet::new();
+        let mut portals = std::collections::BTreeSet::new();
+        for g in &self.gateways {
+            if !names.insert(&g.name) {
+                bail!("{at}: gateway name {:?} is listed twice", g.name);
+            }
+            if g.port_group == 0 {
+                bail!("{at}: gateway {:?}: port_group must be 1..=65535", g.name);
+            }
+            if !groups.insert(g.port_group) {
+                bail!(
+                    "{at}: port_group {} is given to two gateways; each needs its own",
+                    g.port_group
+                );
+            }
+            if !portals.insert(g.portal) {
+                bail!("{at}: portal {} is given to two gateways", g.portal);
+            }
+        }
+        if !self.gateways.iter().any(|g| &g.name == me) {
+            bail!("{at}: gateway {me:?} is not among the names in gateways");
+        }
+        if self.alua_state.is_some() || self.luns.iter().any(|l| l.alua_state.is_some()) {
+            bail!("{at}: alua_state does not apply to gateways: the gateway holding an image is active/optimized and the others active/non-optimized");
+        }
+        if let Some(i) = self.luns.iter().position(|l| l.store != StoreKind::Rbd) {
+            bail!("{at}.lun[{i}]: a target with gateways exports rbd stores only (the image is what the gateways share)");
+        }
+        Ok(())
+    }
 }
 
 /// An ALUA access state by its name, as `alua_state` takes it.
@@ -611,7 +692,12 @@ impl LunConfig {
     }
 
     /// The image an rbd LUN names, with relative paths taken from `base`.
-    pub fn rbd_target(&self, base: &Path) -> anyhow::Result<store::RbdTarget> {
+    /// `gateway`: this server among the gateways that export the image, if several do.
+    pub fn rbd_target(
+        &self,
+        base: &Path,
+        gateway: Option<store::RbdGateway>,
+    ) -> anyhow::Result<store::RbdTarget> {
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| base.join(p).display().to_string());
         Ok(store::RbdTarget {
             conf: path(&self.conf),
@@ -620,6 +706,7 @@ impl LunConfig {
             pool: self.pool.clone().context("an rbd store needs a pool")?,
             namespace: self.namespace.clone(),
             image: self.image.clone().context("an rbd store needs an image")?,
+            gateway,
         })
     }
 }
@@ -681,6 +768,7 @@ impl Config {
             if target.luns.is_empty() {
                 bail!("{at}: no [[target.lun]] defined");
             }
+            target.validate_gateways(&at)?;
             let mut ids = std::collections::BTreeSet::new();
             for (i, lun) in target.luns.iter().enumerate() {
                 let id = lun.id.unwrap_or(i as u64);
@@ -961,6 +1049,33 @@ mod tests {
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"ram\"\nsize = 512\nstore_delay_ms = 5", "store_delay_ms applies to a file or block store only"),
             ("[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n[[target.lun]]\nstore = \"file\"\npath = \"x.img\"\nstore_delay_ms = 20000", "store_delay_ms 20000 is more than 10000 (10 s)"),
         ];
+        const GW: &str = "[[target]]\nname = \"iqn.2026-11.dev.stint:a\"\n";
+        let rbd = "[[target.lun]]\nstore = \"rbd\"\npool = \"rbd\"\nimage = \"i\"\n";
+        let pair = "[[target.gateways]]\nname = \"a\"\nportal = \"127.0.0.1:3261\"\nport_group = 1\n[[target.gateways]]\nname = \"b\"\nportal = \"127.0.0.1:3262\"\nport_group = 2\n";
+        let ok = format!("{GW}gateway = \"b\"\n{rbd}{pair}");
+        let c = parse(&ok).expect("two gateways");
+        assert_eq!(
+            c.targets[0].port_groups(),
+            device::PortGroups {
+                own: 2,
+                all: vec![1, 2]
+            }
+        );
+        let gateway_cases = [
+            (format!("{GW}{rbd}{pair}"), "gateway does not say which one this server is"),
+            (format!("{GW}gateway = \"c\"\n{rbd}{pair}"), "gateway \"c\" is not among the names in gateways"),
+            (format!("{GW}gateway = \"a\"\n{rbd}[[target.gateways]]\nname = \"a\"\nportal = \"127.0.0.1:1\"\nport_group = 1\n"), "needs a gateways list of at least two"),
+            (ok.replace("port_group = 2", "port_group = 1"), "port_group 1 is given to two gateways"),
+            (ok.replace("port_group = 2", "port_group = 0"), "port_group must be 1..=65535"),
+            (ok.replace("3262", "3261"), "portal 127.0.0.1:3261 is given to two gateways"),
+            (ok.replace("name = \"b\"", "name = \"a\""), "gateway name \"a\" is listed twice"),
+            (ok.replace("store = \"rbd\"\npool = \"rbd\"\nimage = \"i\"", "store = \"ram\"\nsize = 512"), "a target with gateways exports rbd stores only"),
+            (format!("{GW}gateway = \"b\"\nalua_state = \"standby\"\n{rbd}{pair}"), "alua_state does not apply to gateways"),
+        ];
+        for (text, want) in gateway_cases {
+            let err = format!("{:#}", parse(&text).unwrap_err());
+            assert!(err.contains(want), "{text:?}: {err}");
+        }
         for (text, want) in cases {
             let err = format!("{:#}", parse(text).unwrap_err());
             assert!(err.contains(want), "{text:?}: {err}");
@@ -1040,6 +1155,23 @@ mod doc_examples {
     #[test]
     fn cdl_md_examples_load() {
         assert!(check("docs/cdl.md") >= 1);
+    }
+
+    #[test]
+    fn gateways_md_examples_load() {
+        assert_eq!(check("docs/gateways.md"), 1);
+    }
+
+    #[test]
+    fn the_gateway_examples_load_and_pair() {
+        let load = |name: &str| {
+            Config::load(&repository().join("examples/gateways").join(name))
+                .unwrap_or_else(|e| panic!("examples/gateways/{name}: {e:#}"))
+        };
+        let (a, b) = (load("gw-a.toml"), load("gw-b.toml"));
+        let (a, b) = (&a.targets[0], &b.targets[0]);
+        assert_eq!((&a.name, &a.gateways), (&b.name, &b.gateways));
+        assert_eq!((a.port_groups().own, b.port_groups().own), (1, 2));
     }
 
     #[test]

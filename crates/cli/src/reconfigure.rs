@@ -257,6 +257,12 @@ impl Live {
             if before.alua_state != t.alua_state {
                 bail!("target {}: alua_state changes need a restart", t.name);
             }
+            if (&before.gateway, &before.gateways) != (&t.gateway, &t.gateways) {
+                bail!(
+                    "target {}: gateway and gateways changes need a restart",
+                    t.name
+                );
+            }
             if node_changed(before, t) {
                 let node = node_of(t, state.targets[index].clone(), &new.base)?;
                 steps.push(Step::ReplaceNode(index, Box::new(node)));

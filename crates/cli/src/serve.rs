@@ -114,6 +114,8 @@ impl ServeArgs {
                     chap: None,
                     mutual_chap: None,
                     alua_state: None,
+                    gateway: None,
+                    gateways: Vec::new(),
                 };
                 let config = Config {
                     listen: DEFAULT_LISTEN.parse()?,
@@ -259,7 +261,12 @@ pub(crate) fn build_lun(
             }
         }
         StoreKind::Rbd => {
-            let image = lun.rbd_target(base).with_context(at)?;
+            let groups = t.port_groups();
+            let gateway = groups.shared().then(|| store::RbdGateway {
+                own: groups.own,
+                all: groups.all.clone(),
+            });
+            let image = lun.rbd_target(base, gateway).with_context(at)?;
             let completions = iscsi::clock::Completions::default();
             let options = store::Options {
                 kept: kept.clone(),
@@ -288,6 +295,7 @@ pub(crate) fn build_lun(
     if let Some(state) = lun.alua_state.or(t.alua_state) {
         config.alua_state = state.0;
     }
+    config.port_groups = t.port_groups();
     if let Some(product) = &lun.product {
         config.product = product.clone();
     }
@@ -367,6 +375,15 @@ pub(crate) fn node_of(
 ) -> anyhow::Result<iscsi::TargetNode> {
     Ok(iscsi::TargetNode {
         retired: false,
+        gateways: t
+            .gateways
+            .iter()
+            .map(|g| iscsi::GatewayPortal {
+                address: g.portal.to_string(),
+                portal_group_tag: g.port_group,
+                own: t.gateway.as_ref() == Some(&g.name),
+            })
+            .collect(),
         name: t.name.clone(),
         alias: t.alias.clone(),
         target,

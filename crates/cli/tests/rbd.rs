@@ -592,6 +592,7 @@ fn plane_target(conf: &str, image: &str) -> store::RbdTarget {
         pool: "rbd".into(),
         namespace: None,
         image: image.to_owned(),
+        gateway: None,
     }
 }
 

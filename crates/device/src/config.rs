@@ -58,6 +58,36 @@ pub struct LuConfig {
     /// The access state of the logical unit's one target port group (implicit ALUA, SPC-4
     /// §5.16): standby and unavailable refuse what the command table does not let through.
     pub alua_state: scsi::alua::AccessState,
+    /// The target port groups the logical unit is reached through.
+    pub port_groups: PortGroups,
+}
+
+/// This server's target port group and, when several gateways export the logical unit
+/// (docs/gateways.md), every gateway's. Each group has one target port, whose relative
+/// identifier is the group's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortGroups {
+    /// This server's group.
+    pub own: u16,
+    /// Every gateway's group, in the configuration's order: the first is the one a host is
+    /// steered to while no gateway holds the store. `[own]` for a lone server.
+    pub all: Vec<u16>,
+}
+
+impl Default for PortGroups {
+    fn default() -> Self {
+        PortGroups {
+            own: crate::TARGET_PORT_GROUP,
+            all: vec![crate::TARGET_PORT_GROUP],
+        }
+    }
+}
+
+impl PortGroups {
+    /// Whether other gateways export the logical unit too.
+    pub fn shared(&self) -> bool {
+        self.all.len() > 1
+    }
 }
 
 impl LuConfig {
@@ -89,6 +119,7 @@ impl LuConfig {
             persistent_reservations_path: None,
             sanitize_pace: std::time::Duration::ZERO,
             alua_state: scsi::alua::AccessState::ActiveOptimized,
+            port_groups: PortGroups::default(),
         }
     }
 

@@ -12,8 +12,8 @@ use crate::mode_state::Medium;
 use crate::read_write_long;
 use crate::sanitize::{self, Started};
 use crate::task::After;
-use crate::{saved_mode, Completion, Nexus, Ns, RELATIVE_TARGET_PORT, TARGET_PORT_GROUP};
-use scsi::alua::{self, TargetPortGroup};
+use crate::{saved_mode, Completion, Nexus, Ns};
+use scsi::alua;
 use scsi::command::{Command, Inquiry, StartStopUnit};
 use scsi::inquiry::{self, vpd};
 use scsi::third_party_copy::{self as tpc, ExtendedCopy};
@@ -407,12 +407,8 @@ impl LogicalUnit {
                 extended,
                 allocation_length,
             } => {
-                let group = TargetPortGroup {
-                    id: TARGET_PORT_GROUP,
-                    state: self.config().alua_state,
-                    relative_target_port: RELATIVE_TARGET_PORT,
-                };
-                alua::report_target_port_groups(&[group], extended, data_in);
+                let groups = self.target_port_groups();
+                alua::report_target_port_groups(&groups, extended, data_in);
                 truncate(data_in, start, allocation_length);
                 done(Completion::GOOD)
             }

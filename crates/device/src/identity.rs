@@ -49,15 +49,22 @@ pub(crate) fn designators(key: &[u8]) -> ([u8; 16], [u8; 8]) {
     (naa, eui)
 }
 
-pub(crate) fn device_identifiers(vendor: [u8; 8], serial: &str, key: &[u8]) -> DeviceIdentifiers {
+/// The identifiers of a logical unit reached through target port group `group`, whose one
+/// target port has the same relative identifier.
+pub(crate) fn device_identifiers(
+    vendor: [u8; 8],
+    serial: &str,
+    key: &[u8],
+    group: u16,
+) -> DeviceIdentifiers {
     let (naa, eui64) = designators(key);
     DeviceIdentifiers {
         naa,
         eui64,
         vendor,
         serial: serial.to_owned(),
-        relative_target_port: crate::RELATIVE_TARGET_PORT,
-        target_port_group: crate::TARGET_PORT_GROUP,
+        relative_target_port: group,
+        target_port_group: group,
     }
 }
 

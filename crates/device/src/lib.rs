@@ -11,6 +11,7 @@
 //! covers a data copy or a store call, and its data plane. [`Target`] is the SCSI target
 //! device: the LUN map, REPORT LUNS, absent LUNs, task management across logical units.
 
+mod alua;
 mod aptpl;
 mod block;
 mod config;
@@ -41,7 +42,7 @@ mod timestamp;
 mod unit;
 mod unit_attention;
 
-pub use config::{ConfigError, LuConfig};
+pub use config::{ConfigError, LuConfig, PortGroups};
 pub use copy_manager::CopyManager;
 pub use device_queue::{DeviceQueue, DhCompletion};
 pub use drive::Ns;
@@ -56,10 +57,9 @@ pub use unit::{backing, Finished, Next, Sink, Submitted, Unit};
 
 use scsi::{Sense, Status};
 
-/// The one target port of a target and its target port group (SPC-4 §5.16): stint serves a
-/// target through one portal group, whose tag (1) names the group.
+/// The target port group of a lone server (SPC-4 §5.16), which names its one target port
+/// too: stint serves a target through one portal group, whose tag (1) names the group.
 pub const TARGET_PORT_GROUP: u16 = 1;
-pub const RELATIVE_TARGET_PORT: u16 = 1;
 
 /// An I_T nexus (SAM-5 §4.7.4): one initiator port attached to this target port.
 /// Unit attentions and reservations are kept per nexus.

@@ -103,6 +103,9 @@ pub struct LogicalUnit {
     releasing: bool,
     /// Whether the task that ended last exceeded a duration limit (its event says so).
     missed: bool,
+    /// The target port group of the preferred gateway, as the data plane last told
+    /// (docs/gateways.md); `None` while none is known, or for a lone server.
+    pub(crate) preferred: Option<u16>,
 }
 
 /// Complete with CHECK CONDITION.
@@ -154,7 +157,8 @@ impl LogicalUnit {
             .clone()
             .unwrap_or_else(|| identity::derived_serial(&key));
         let vendor = inquiry::ascii_field(&config.vendor);
-        let identifiers = identity::device_identifiers(vendor, &serial, &key);
+        let identifiers =
+            identity::device_identifiers(vendor, &serial, &key, config.port_groups.own);
         let inquiry = StandardInquiry {
             peripheral: inquiry::DIRECT_ACCESS_BLOCK_DEVICE,
             removable: config.removable,
@@ -239,6 +243,7 @@ impl LogicalUnit {
             released: Vec::new(),
             releasing: false,
             missed: false,
+            preferred: None,
         };
         let current = *lu.mode.current();
         lu.follow_mode(0, current);

@@ -215,9 +215,13 @@ impl Unit {
         sink: &mut dyn Sink,
     ) -> (Option<Transfer>, Submitted) {
         let resized = self.plane.resized().filter(|_| self.follows_store);
+        let preferred = self.plane.preferred_gateway();
         let arrived = self.call(now, sink, |core| {
             if let Some(bytes) = resized {
                 core.resize(bytes);
+            }
+            if let Some(group) = preferred.filter(|&g| g != core.preferred_gateway()) {
+                core.set_preferred_gateway(group);
             }
             core.command(now, a, data_in)
         });

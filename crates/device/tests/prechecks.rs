@@ -271,6 +271,67 @@ fn report_target_port_groups_gives_the_configured_state() {
     }
 }
 
+/// Group id and ASYMMETRIC ACCESS STATE of each descriptor of REPORT TARGET PORT GROUPS
+/// parameter data (length only header), with its relative target port.
+fn groups_of(data: &[u8]) -> Vec<(u16, u8, u16)> {
+    data[4..]
+        .chunks(12)
+        .map(|d| {
+            (
+                u16::from_be_bytes([d[2], d[3]]),
+                d[0] & 0x0F,
+                u16::from_be_bytes([d[10], d[11]]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn gateways_report_every_group_with_the_preferred_optimized_and_announce_a_change() {
+    let mut cfg = config();
+    cfg.port_groups = device::PortGroups {
+        own: 2,
+        all: vec![3, 2],
+    };
+    let t = target_with(cfg);
+    let n = nexus(1);
+    run(&t, &n, 0, &TEST_UNIT_READY, &[]);
+    // While none is known alive, the first listed is the one to use.
+    let (c, data) = run(&t, &n, 0, &RTPG, &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(groups_of(&data), [(3, 0, 3), (2, 1, 2)]);
+    // VPD 83h names this gateway's group and port.
+    let (_, page) = run(&t, &n, 0, &[0x12, 1, 0x83, 0, 255, 0], &[]);
+    // Designation descriptors: ASSOCIATION 01b (target port), DESIGNATOR TYPE 4 (relative
+    // target port) and 5 (target port group), each four bytes.
+    for kind in [0x14, 0x15] {
+        assert!(
+            page.windows(8)
+                .any(|w| w[1] & 0x3F == kind && w[2..] == [0, 4, 0, 0, 0, 2]),
+            "designator {kind:#x} names 2"
+        );
+    }
+    let unit = &t.units()[0].1;
+    unit.with(|core| core.set_preferred_gateway(Some(2)));
+    let (c, _) = run(&t, &n, 0, &TEST_UNIT_READY, &[]);
+    assert_eq!(
+        sense_of(&c),
+        Some((
+            SenseKey::UnitAttention,
+            Asc::ASYMMETRIC_ACCESS_STATE_CHANGED
+        ))
+    );
+    let (_, data) = run(&t, &n, 0, &RTPG, &[]);
+    assert_eq!(groups_of(&data), [(3, 1, 3), (2, 0, 2)]);
+    // The same holder again changes nothing: no condition.
+    unit.with(|core| core.set_preferred_gateway(Some(2)));
+    assert_eq!(run(&t, &n, 0, &TEST_UNIT_READY, &[]).0, Completion::GOOD);
+    // Both active states run medium commands.
+    unit.with(|core| core.set_preferred_gateway(Some(3)));
+    run(&t, &n, 0, &TEST_UNIT_READY, &[]);
+    assert_eq!(run(&t, &n, 0, &READ_10, &[]).0, Completion::GOOD);
+}
+
 #[test]
 fn standby_runs_the_management_commands_and_refuses_the_medium() {
     let (t, n) = alua_target(AccessState::Standby);

@@ -12,6 +12,7 @@ async fn main() -> std::io::Result<()> {
     println!("iscsi://{}/{name}/0", listener.local_addr()?);
     let node = iscsi::TargetNode {
         retired: false,
+        gateways: Vec::new(),
         name,
         alias: None,
         target: Arc::new(device::Target::default()),

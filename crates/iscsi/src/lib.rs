@@ -38,5 +38,5 @@ pub mod tmf;
 pub mod url;
 
 pub use connection::Connection;
-pub use node::{ScsiTarget, TargetNode};
+pub use node::{GatewayPortal, ScsiTarget, TargetNode};
 pub use portal::Portal;

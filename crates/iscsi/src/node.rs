@@ -177,9 +177,32 @@ pub struct TargetNode {
     /// Removed from the configuration while serving: no new logins, absent from SendTargets
     /// (its index stays, see [`crate::Portal::update_nodes`]).
     pub retired: bool,
+    /// Every gateway's portal when several servers export the node (docs/gateways.md),
+    /// this server's own included; empty for a lone server.
+    pub gateways: Vec<GatewayPortal>,
+}
+
+/// One gateway's network portal and its portal group (RFC 7143 §4.4.1): each gateway is a
+/// portal group of its own, so that no session spans two of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GatewayPortal {
+    /// "address:port", as SendTargets' TargetAddress gives it.
+    pub address: String,
+    pub portal_group_tag: u16,
+    /// Whether it is this server's.
+    pub own: bool,
 }
 
 impl TargetNode {
+    /// The portal group tag this server declares for the node: its gateway's, else the
+    /// portal's `default`.
+    pub fn portal_group_tag(&self, default: u16) -> u16 {
+        self.gateways
+            .iter()
+            .find(|g| g.own)
+            .map_or(default, |g| g.portal_group_tag)
+    }
+
     /// Whether `initiator` may log in (and see this node in SendTargets).
     pub fn allows(&self, initiator: &str) -> bool {
         !self.retired

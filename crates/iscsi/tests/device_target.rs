@@ -40,6 +40,7 @@ async fn pattern_written_in_one_session_reads_back_in_another() {
         device::Unit::build(device::LuConfig::new(TARGET, 0, BLOCKS * 512), plane, None).unwrap();
     let node = TargetNode {
         retired: false,
+        gateways: Vec::new(),
         name: TARGET.into(),
         alias: None,
         target: Arc::new(device::Target::new(vec![(0, Arc::new(lu))])),

@@ -30,6 +30,7 @@ impl Server {
         let addr = listener.local_addr().unwrap();
         let node = |name: &str, allowed: Vec<String>, privileged: Vec<String>| TargetNode {
             retired: false,
+            gateways: Vec::new(),
             name: name.into(),
             alias: None,
             target: common::RamDisk::new(8),
@@ -377,6 +378,7 @@ async fn test_portal(
     let addr = listener.local_addr().unwrap();
     let mut portal = iscsi::Portal::new(vec![TargetNode {
         retired: false,
+        gateways: Vec::new(),
         name: TARGET.into(),
         alias: None,
         target: common::RamDisk::new(blocks),

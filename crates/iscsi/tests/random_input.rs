@@ -30,6 +30,7 @@ impl XorShift {
 fn portal() -> Arc<Portal> {
     Arc::new(Portal::new(vec![TargetNode {
         retired: false,
+        gateways: Vec::new(),
         name: "iqn.2026-01.org.stint:fuzz".into(),
         alias: None,
         target: Arc::new(device::Target::default()),

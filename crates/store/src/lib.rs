@@ -40,7 +40,7 @@ pub use plane::{
 pub use pool_plane::PoolPlane;
 pub use ram::RamStore;
 pub use range_lock::{Held, RangeLock, ReadStart};
-pub use rbd::{RbdPlane, RbdStore, RbdTarget};
+pub use rbd::{RbdGateway, RbdPlane, RbdStore, RbdTarget};
 pub use run::run;
 
 use std::io;

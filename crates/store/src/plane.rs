@@ -218,6 +218,14 @@ pub trait Plane: Send + Sync {
     /// at start.
     fn geometry(&self) -> Geometry;
 
+    /// Where several gateways share the store (docs/gateways.md): `Some` with the target
+    /// port group of the first gateway, in the configuration's order, that has the store
+    /// open, as last seen, or `Some(None)` while none is known; `None` for a store this
+    /// server alone serves. Asked before every command, so an atomic load.
+    fn preferred_gateway(&self) -> Option<Option<u16>> {
+        None
+    }
+
     /// The store's new capacity in bytes, once, after something outside stint resized it (an
     /// RBD image's `rbd resize`); `None` while it keeps its size. Asked before each command.
     fn resized(&self) -> Option<u64> {

@@ -26,6 +26,16 @@ impl Server {
 
     /// As [`Server::start`], with environment variables set (or removed, when empty).
     pub fn start_with_env(args: &[&str], expected_luns: usize, env: &[(&str, &str)]) -> Server {
+        Server::start_listening("127.0.0.1:0", args, expected_luns, env)
+    }
+
+    /// As [`Server::start_with_env`], listening on `listen`.
+    pub fn start_listening(
+        listen: &str,
+        args: &[&str],
+        expected_luns: usize,
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut command = Command::new(env!("CARGO_BIN_EXE_stint"));
         for (name, value) in env {
             match value.is_empty() {
@@ -34,7 +44,7 @@ impl Server {
             };
         }
         let mut child = command
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["serve", "--listen", listen])
             .args(args)
             // Logins and connections are logged at info: keep test output to what went wrong.
             .env(
@@ -99,6 +109,13 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A loopback port free now (bound, then released): for a server whose port others must
+/// know before it starts.
+pub fn free_port() -> u16 {
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    socket.local_addr().expect("local address").port()
 }
 
 /// Runs a libiscsi tool with a timeout; returns (success, stdout + stderr).

@@ -81,6 +81,7 @@ pub fn serve() {
     let unit = Arc::new(device::Unit::build(config, Arc::new(plane), None).expect("a valid LUN"));
     let node = iscsi::TargetNode {
         retired: false,
+        gateways: Vec::new(),
         name: TARGET.into(),
         alias: None,
         target: Arc::new(device::Target::new(vec![(0, unit.clone())])),

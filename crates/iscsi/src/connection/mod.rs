@@ -477,6 +477,7 @@ mod tests {
         let nodes = (0..nodes)
             .map(|i| TargetNode {
                 retired: false,
+                gateways: Vec::new(),
                 name: format!("iqn.2026-01.org.stint.example:a-rather-long-target-name-{i:03}"),
                 alias: None,
                 target: Arc::new(device::Target::default()),
@@ -672,6 +673,7 @@ mod tests {
     fn a_full_batch_stops_handling_until_written() {
         let portal = Arc::new(Portal::new(vec![TargetNode {
             retired: false,
+            gateways: Vec::new(),
             name: "iqn.2026-01.org.stint:firehose".into(),
             alias: None,
             target: Arc::new(Firehose),

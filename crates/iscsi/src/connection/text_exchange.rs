@@ -105,7 +105,14 @@ impl Session {
             };
             if wanted && node.allows(&self.initiator_name) {
                 text::push(answer, "TargetName", &node.name);
-                text::push(answer, "TargetAddress", &address);
+                if node.gateways.is_empty() {
+                    text::push(answer, "TargetAddress", &address);
+                }
+                // Every gateway's portal, so that a host discovers each path at once.
+                for g in &node.gateways {
+                    let at = format!("{},{}", g.address, g.portal_group_tag);
+                    text::push(answer, "TargetAddress", &at);
+                }
             }
         }
     }

@@ -133,7 +133,11 @@ impl Declaration {
                         ),
                     ));
                 }
-                *answers = declare_target(cx.settings.portal_group_tag, node, answers);
+                *answers = declare_target(
+                    node.portal_group_tag(cx.settings.portal_group_tag),
+                    node,
+                    answers,
+                );
                 (self.node, node.chap.clone())
             }
             SessionType::Discovery => (None, cx.settings.discovery_chap.clone()),

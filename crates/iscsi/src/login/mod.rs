@@ -581,6 +581,7 @@ mod tests {
     fn nodes() -> Vec<TargetNode> {
         vec![TargetNode {
             retired: false,
+            gateways: Vec::new(),
             name: "iqn.2026-01.test:disk".into(),
             alias: None,
             target: Arc::new(device::Target::default()),

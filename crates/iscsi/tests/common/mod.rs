@@ -209,6 +209,7 @@ impl Server {
         let addr = listener.local_addr().unwrap();
         let node = TargetNode {
             retired: false,
+            gateways: Vec::new(),
             name: TARGET.into(),
             alias: Some("loop disk".into()),
             target,

@@ -27,6 +27,16 @@ type UpdateCallbackT = unsafe extern "C" fn(*mut c_void);
 /// `int (*cb)(uint64_t, size_t, int, void *)` of `rbd_diff_iterate2`.
 type DiffCallbackT = unsafe extern "C" fn(u64, usize, c_int, *mut c_void) -> c_int;
 
+/// `rbd_image_watcher_t`: one client watching the image's header (every client that has
+/// the image open).
+#[repr(C)]
+struct Watcher {
+    addr: *mut c_char,
+    /// The client's global id, as `rados_get_instance_id` gives it to the client itself.
+    id: i64,
+    cookie: u64,
+}
+
 /// `RBD_LOCK_MODE_EXCLUSIVE` of `rbd_lock_mode_t`.
 const RBD_LOCK_MODE_EXCLUSIVE: c_int = 0;
 /// `RBD_FEATURE_EXCLUSIVE_LOCK` (`rbd/features.h`).
@@ -53,6 +63,13 @@ struct Api {
     rbd_get_stripe_unit: unsafe extern "C" fn(ImageT, *mut u64) -> c_int,
     rbd_get_features: unsafe extern "C" fn(ImageT, *mut u64) -> c_int,
     rbd_lock_acquire: unsafe extern "C" fn(ImageT, c_int) -> c_int,
+    rbd_watchers_list: unsafe extern "C" fn(ImageT, *mut Watcher, *mut usize) -> c_int,
+    rbd_watchers_list_cleanup: unsafe extern "C" fn(*mut Watcher, usize),
+    rados_get_instance_id: unsafe extern "C" fn(RadosT) -> u64,
+    rados_setxattr:
+        unsafe extern "C" fn(IoctxT, *const c_char, *const c_char, *const c_char, usize) -> c_int,
+    rados_getxattr:
+        unsafe extern "C" fn(IoctxT, *const c_char, *const c_char, *mut c_char, usize) -> c_int,
     rbd_update_watch: unsafe extern "C" fn(ImageT, *mut u64, UpdateCallbackT, *mut c_void) -> c_int,
     rbd_update_unwatch: unsafe extern "C" fn(ImageT, u64) -> c_int,
     rbd_diff_iterate2: unsafe extern "C" fn(
@@ -133,6 +150,11 @@ fn api() -> io::Result<&'static Api> {
                 rbd_get_stripe_unit: sym!(rbd, rbd_get_stripe_unit),
                 rbd_get_features: sym!(rbd, rbd_get_features),
                 rbd_lock_acquire: sym!(rbd, rbd_lock_acquire),
+                rbd_watchers_list: sym!(rbd, rbd_watchers_list),
+                rbd_watchers_list_cleanup: sym!(rbd, rbd_watchers_list_cleanup),
+                rados_get_instance_id: sym!(rados, rados_get_instance_id),
+                rados_setxattr: sym!(rados, rados_setxattr),
+                rados_getxattr: sym!(rados, rados_getxattr),
                 rbd_update_watch: sym!(rbd, rbd_update_watch),
                 rbd_update_unwatch: sym!(rbd, rbd_update_unwatch),
                 rbd_diff_iterate2: sym!(rbd, rbd_diff_iterate2),
@@ -195,10 +217,23 @@ pub struct Target {
     pub pool: String,
     pub namespace: Option<String>,
     pub image: String,
+    /// Where several gateways export the image (docs/gateways.md): the exclusive lock is
+    /// then librbd's cooperative one, handed to whichever gateway writes, and librbd's cache
+    /// is off so that every gateway reads what any other acknowledged. `None`: this server
+    /// alone holds the lock.
+    pub gateway: Option<Gateway>,
+}
+
+/// This server among the gateways of an image, by target port group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gateway {
+    pub own: u16,
+    /// Every gateway's group, in the configuration's order (the preferred first).
+    pub all: Vec<u16>,
 }
 
 /// A connected cluster handle and an I/O context on the pool; an open image with its
-/// exclusive lock held.
+/// exclusive lock held (by a lone server) or taken as writes need it (by a gateway).
 pub(crate) struct Image {
     api: &'static Api,
     cluster: RadosT,
@@ -275,6 +310,9 @@ impl Image {
         if let Some(keyring) = &target.keyring {
             image.conf_set("keyring", keyring)?;
         }
+        if target.gateway.is_some() {
+            image.conf_set("rbd_cache", "false")?;
+        }
         for (option, default, value) in timeouts {
             if image.conf_get(option)?.parse::<f64>().ok() == default.parse::<f64>().ok() {
                 image.conf_set(option, value)?;
@@ -320,15 +358,17 @@ impl Image {
                 ),
             ));
         }
-        // SAFETY: an open image.
-        let r = unsafe { (api.rbd_lock_acquire)(image.image, RBD_LOCK_MODE_EXCLUSIVE) };
-        check(
-            r as isize,
-            &format!(
-                "taking the exclusive lock of image {:?} (another client holds it?)",
-                target.image
-            ),
-        )?;
+        if target.gateway.is_none() {
+            // SAFETY: an open image.
+            let r = unsafe { (api.rbd_lock_acquire)(image.image, RBD_LOCK_MODE_EXCLUSIVE) };
+            check(
+                r as isize,
+                &format!(
+                    "taking the exclusive lock of image {:?} (another client holds it?)",
+                    target.image
+                ),
+            )?;
+        }
         let mut handle = 0u64;
         let flag: *const AtomicBool = &*image.header_changed;
         // SAFETY: an open image and a valid out-pointer; `flag` points into a box the image
@@ -352,6 +392,93 @@ impl Image {
         // Asked before every command: a load, and a write only when it is set.
         self.header_changed.load(Ordering::Acquire)
             && self.header_changed.swap(false, Ordering::AcqRel)
+    }
+
+    /// This client's global id in the cluster (`rados_get_instance_id`), by which the
+    /// image's watchers name it.
+    pub(crate) fn instance_id(&self) -> u64 {
+        // SAFETY: a connected cluster handle.
+        unsafe { (self.api.rados_get_instance_id)(self.cluster) }
+    }
+
+    /// The global ids of the clients that have the image open now (`rbd_watchers_list`: the
+    /// watches on its header object, which the OSD drops once a client stops renewing its
+    /// own, `osd_client_watch_timeout` after it died).
+    pub(crate) fn watchers(&self) -> io::Result<Vec<u64>> {
+        const ERANGE: isize = 34;
+        let mut room = 8usize;
+        loop {
+            let mut list: Vec<Watcher> = Vec::with_capacity(room);
+            let mut n = room;
+            // SAFETY: an open image; `list` has room for `n` watchers, the capacity passed,
+            // and librbd writes at most that many (else it answers -ERANGE with the count
+            // needed, writing none).
+            let r = unsafe { (self.api.rbd_watchers_list)(self.image, list.as_mut_ptr(), &mut n) }
+                as isize;
+            if r == -ERANGE && n > room {
+                room = n;
+                continue;
+            }
+            check(r, "rbd_watchers_list")?;
+            let n = n.min(room);
+            // SAFETY: librbd initialised the first `n` entries (n ≤ capacity); they are read
+            // once, then released once by rbd_watchers_list_cleanup (which frees their
+            // strings), after which the vector's memory holds no live pointers and is freed
+            // by Rust as plain bytes (`Watcher` has no Drop).
+            let ids = unsafe {
+                list.set_len(n);
+                let ids = list
+                    .iter()
+                    .filter_map(|w| u64::try_from(w.id).ok())
+                    .collect();
+                (self.api.rbd_watchers_list_cleanup)(list.as_mut_ptr(), n);
+                ids
+            };
+            return Ok(ids);
+        }
+    }
+
+    /// Sets extended attribute `name` of RADOS object `object` in the image's pool (and
+    /// namespace) to `value`, creating the object if need be (`rados_setxattr`).
+    pub(crate) fn set_xattr(&self, object: &str, name: &str, value: &[u8]) -> io::Result<()> {
+        let (o, n) = (cstring(object, "object")?, cstring(name, "attribute")?);
+        // SAFETY: a valid I/O context; the names are NUL-terminated and `value` is readable
+        // for its length, all only read during the (blocking) call.
+        let r = unsafe {
+            (self.api.rados_setxattr)(
+                self.ioctx,
+                o.as_ptr(),
+                n.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+            )
+        };
+        check(r as isize, &format!("setting {name} of {object}")).map(drop)
+    }
+
+    /// Extended attribute `name` of RADOS object `object` (`rados_getxattr`), at most 64
+    /// bytes; `None` when the object or the attribute does not exist.
+    pub(crate) fn get_xattr(&self, object: &str, name: &str) -> io::Result<Option<Vec<u8>>> {
+        const ENOENT: isize = 2;
+        const ENODATA: isize = 61;
+        let (o, n) = (cstring(object, "object")?, cstring(name, "attribute")?);
+        let mut buf = [0u8; 64];
+        // SAFETY: a valid I/O context; the names are NUL-terminated; `buf` is writable for
+        // the length passed, and librados writes at most that many bytes.
+        let r = unsafe {
+            (self.api.rados_getxattr)(
+                self.ioctx,
+                o.as_ptr(),
+                n.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        } as isize;
+        if r == -ENOENT || r == -ENODATA {
+            return Ok(None);
+        }
+        let n = check(r, &format!("reading {name} of {object}"))?;
+        Ok(Some(buf[..n.min(buf.len())].to_vec()))
     }
 
     fn conf_set(&self, option: &str, value: &str) -> io::Result<()> {

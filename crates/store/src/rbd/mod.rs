@@ -28,7 +28,7 @@
 
 mod ffi;
 
-pub use ffi::Target as RbdTarget;
+pub use ffi::{Gateway as RbdGateway, Target as RbdTarget};
 
 use crate::plane::{Buffers, Complete, Done, Failure, Geometry, KeptFile, Op, Options};
 use crate::pool_plane::{Core, Owned};
@@ -36,8 +36,9 @@ use crate::run::write_failed;
 use crate::{check_range, check_span, Held, Plane, Store};
 use ffi::{Finished, Image, Refused, Request};
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 /// `EILSEQ` on Linux: librbd's answer to a compare-and-write whose data differ.
 const EILSEQ: i32 = 84;
@@ -189,6 +190,22 @@ struct Shared {
     core: Arc<Core>,
     image: Arc<Image>,
     store: Arc<RbdStore>,
+    /// Whether other gateways share the image.
+    gateway: bool,
+    /// The target port group of the first gateway, in the configuration's order, that has
+    /// the image open, as last seen; 0 while none is known.
+    preferred: AtomicU32,
+}
+
+/// How often a gateway looks at which gateways are alive: a host learns of a change within
+/// this much (and a few RADOS reads) of the OSD's noticing it.
+const GATEWAYS_POLL: Duration = Duration::from_millis(250);
+
+/// The RADOS object, beside the image in its pool and namespace, on which each gateway
+/// writes its client's global id (extended attribute `gateway.GROUP`): the image's watchers
+/// are named by that id, not by gateway.
+fn gateways_object(image: &str) -> String {
+    format!("stint.gateways.{image}")
 }
 
 /// The data plane of an RBD image.
@@ -221,9 +238,25 @@ impl RbdPlane {
             "data plane: librbd, asynchronous"
         );
         let core = Core::new(store.clone(), options, complete)?;
-        Ok(RbdPlane {
-            shared: Arc::new(Shared { core, image, store }),
-        })
+        let shared = Arc::new(Shared {
+            core,
+            image,
+            store,
+            gateway: target.gateway.is_some(),
+            preferred: AtomicU32::new(0),
+        });
+        if let Some(gateway) = target.gateway.clone() {
+            let object = gateways_object(&target.image);
+            let id = shared.image.instance_id().to_string();
+            shared
+                .image
+                .set_xattr(&object, &format!("gateway.{}", gateway.own), id.as_bytes())?;
+            let weak = Arc::downgrade(&shared);
+            std::thread::Builder::new()
+                .name(format!("rbd-gateways-{}", target.image))
+                .spawn(move || watch_gateways(&weak, &gateway, &object))?;
+        }
+        Ok(RbdPlane { shared })
     }
 
     /// The plane's range lock (its waiting operations, for tests and metrics).
@@ -252,6 +285,14 @@ impl Plane for RbdPlane {
         self.shared.store.resized()
     }
 
+    fn preferred_gateway(&self) -> Option<Option<u16>> {
+        self.shared.gateway.then(|| {
+            u16::try_from(self.shared.preferred.load(Ordering::Relaxed))
+                .ok()
+                .filter(|&g| g != 0)
+        })
+    }
+
     fn resize(&self, bytes: Option<u64>) -> io::Result<u64> {
         crate::resize::resize(&*self.shared.store, &self.shared.core.ranges, bytes)
     }
@@ -267,6 +308,50 @@ impl Plane for RbdPlane {
     fn load(&self, file: KeptFile) -> io::Result<Option<Vec<u8>>> {
         self.shared.core.kept.load(file)
     }
+}
+
+/// A gateway's watch of which gateways are alive, until its plane is dropped: the first in
+/// the configuration's order whose client has the image open (its registered id among the
+/// image's watchers) is the preferred one. This gateway counts as alive throughout.
+fn watch_gateways(plane: &Weak<Shared>, gateway: &RbdGateway, object: &str) {
+    while let Some(shared) = plane.upgrade() {
+        let was = shared.preferred.load(Ordering::Relaxed);
+        let now = match preferred(&shared.image, gateway, object) {
+            Ok(group) => u32::from(group),
+            Err(e) => {
+                tracing::warn!(error = %e, "looking at which gateways have the image open");
+                was
+            }
+        };
+        if now != was {
+            shared.preferred.store(now, Ordering::Relaxed);
+            tracing::info!(
+                preferred = now,
+                this_gateway = gateway.own,
+                "the preferred gateway changed"
+            );
+        }
+        drop(shared);
+        std::thread::sleep(GATEWAYS_POLL);
+    }
+}
+
+/// The group of the first gateway alive, in `gateway.all`'s order.
+fn preferred(image: &Image, gateway: &RbdGateway, object: &str) -> io::Result<u16> {
+    let watchers = image.watchers()?;
+    for &group in &gateway.all {
+        if group == gateway.own {
+            return Ok(group);
+        }
+        let id = image.get_xattr(object, &format!("gateway.{group}"))?;
+        let alive = id
+            .and_then(|id| String::from_utf8(id).ok()?.parse::<u64>().ok())
+            .is_some_and(|id| watchers.contains(&id));
+        if alive {
+            return Ok(group);
+        }
+    }
+    Ok(gateway.own)
 }
 
 /// How many of one command's `rbd_aio_write_zeroes` requests librbd holds at once: all of an

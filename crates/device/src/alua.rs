@@ -1,0 +1,58 @@
+//! The access state of each target port group (SPC-4 §5.16, implicit ALUA). A lone server
+//! reports its one group in the configured `alua_state`. Where several gateways export the
+//! logical unit (docs/gateways.md), the preferred gateway is active/optimized and the others
+//! active/non-optimized, so every gateway runs every command; the preferred one is the first
+//! in the configuration's order that is alive, as the data plane sees the store's clients.
+
+use crate::logical_unit::LogicalUnit;
+use scsi::alua::{AccessState, TargetPortGroup};
+use scsi::Asc;
+
+impl LogicalUnit {
+    /// The state of target port group `group`.
+    fn access_state(&self, group: u16) -> AccessState {
+        let groups = &self.config().port_groups;
+        if !groups.shared() {
+            return self.config().alua_state;
+        }
+        if self.preferred.or(groups.all.first().copied()) == Some(group) {
+            AccessState::ActiveOptimized
+        } else {
+            AccessState::ActiveNonOptimized
+        }
+    }
+
+    /// Every target port group with its state, as REPORT TARGET PORT GROUPS lists them.
+    pub(crate) fn target_port_groups(&self) -> Vec<TargetPortGroup> {
+        self.config()
+            .port_groups
+            .all
+            .iter()
+            .map(|&id| TargetPortGroup {
+                id,
+                state: self.access_state(id),
+                relative_target_port: id,
+            })
+            .collect()
+    }
+
+    /// The preferred gateway is now the one of target port group `group` (or none known):
+    /// where that changes a group's state, every nexus gets ASYMMETRIC ACCESS STATE CHANGED
+    /// (SPC-4 §5.16.2.3, an implicit transition), on which a host reads the states again.
+    pub fn set_preferred_gateway(&mut self, group: Option<u16>) {
+        if group == self.preferred {
+            return;
+        }
+        let before = self.target_port_groups();
+        self.preferred = group;
+        if self.target_port_groups() != before {
+            self.unit_attentions
+                .raise(Asc::ASYMMETRIC_ACCESS_STATE_CHANGED, None);
+        }
+    }
+
+    /// The preferred gateway this logical unit last heard of.
+    pub fn preferred_gateway(&self) -> Option<u16> {
+        self.preferred
+    }
+}
