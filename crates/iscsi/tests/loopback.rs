@@ -131,6 +131,51 @@ async fn discovery_lists_allowed_targets() {
 }
 
 #[tokio::test]
+async fn a_gateway_node_lists_every_gateway_and_declares_its_own_portal_group() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let gateway = |address: String, tag: u16, own: bool| iscsi::GatewayPortal {
+        address,
+        portal_group_tag: tag,
+        own,
+    };
+    let node = TargetNode {
+        retired: false,
+        gateways: vec![
+            gateway("192.0.2.1:3260".into(), 1, false),
+            gateway(addr.to_string(), 2, true),
+        ],
+        name: TARGET.into(),
+        alias: None,
+        target: common::RamDisk::new(8),
+        allowed_initiators: Vec::new(),
+        initiator_classes: Vec::new(),
+        chap: None,
+        privileged_initiators: Vec::new(),
+    };
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(iscsi::server::serve(listener, vec![node], async {
+        let _ = rx.await;
+    }));
+    let mut d = Initiator::connect(addr, &LoginOptions::new(INITIATOR, None))
+        .await
+        .unwrap();
+    let listed = vec!["192.0.2.1:3260,1".to_string(), format!("{addr},2")];
+    assert_eq!(
+        d.send_targets().await.unwrap(),
+        vec![(TARGET.to_string(), listed)]
+    );
+    d.logout().await.unwrap();
+    let s = Initiator::connect(addr, &LoginOptions::new(INITIATOR, Some(TARGET)))
+        .await
+        .unwrap();
+    assert_eq!(key(&s, "TargetPortalGroupTag").as_deref(), Some("2"));
+    s.logout().await.unwrap();
+    let _ = tx.send(());
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
 async fn digests_can_be_negotiated() {
     let server = Server::start().await;
     let mut opts = LoginOptions::new(INITIATOR, Some(TARGET));
