@@ -169,7 +169,7 @@ async fn a_gateway_node_lists_every_gateway_and_declares_its_own_portal_group() 
     let s = Initiator::connect(addr, &LoginOptions::new(INITIATOR, Some(TARGET)))
         .await
         .unwrap();
-    assert_eq!(key(&s, "TargetPortalGroupTag").as_deref(), Some("2"));
+    assert_eq!(key(&s, "TargetPortalGroupTag"), Some("2"));
     s.logout().await.unwrap();
     let _ = tx.send(());
     task.await.unwrap().unwrap();
