@@ -109,7 +109,7 @@ fn lun_info(served: &ServedLun) -> LunInfo {
             core.blocks() * u64::from(core.block_size()),
             core.block_size(),
             core.features().cdl,
-            core.config().alua_state.name().to_owned(),
+            core.own_access_state().name().to_owned(),
             core.write_protected(),
         )
     });

@@ -9,6 +9,11 @@ use scsi::alua::{AccessState, TargetPortGroup};
 use scsi::Asc;
 
 impl LogicalUnit {
+    /// The state of this server's target port group now.
+    pub fn own_access_state(&self) -> AccessState {
+        self.access_state(self.config().port_groups.own)
+    }
+
     /// The state of target port group `group`.
     fn access_state(&self, group: u16) -> AccessState {
         let groups = &self.config().port_groups;
