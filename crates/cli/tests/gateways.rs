@@ -1,6 +1,7 @@
 //! Two `stint serve` gateways exporting one RBD image (docs/gateways.md): one disk with two
 //! paths (the same identity, a target port group each), the first gateway active/optimized
-//! while it lives; what one acknowledged the other reads, whichever wrote last; a gateway
+//! while it lives; what one acknowledged the other reads, whichever wrote last; a LOGICAL
+//! UNIT RESET through one gateway reaches the nexuses of the other; a gateway
 //! killed under writes loses no acknowledged block, the other takes the image over and
 //! becomes the optimized one (ASYMMETRIC ACCESS STATE CHANGED), and the first takes that
 //! back when it returns; libiscsi's multipath tests through both.
@@ -272,6 +273,17 @@ fn two_gateways_are_one_disk_and_either_reads_what_the_other_wrote() {
         }
         assert_eq!(groups(&mut sa, lun).await, (vec![(1, 0), (2, 1)], vec![]));
         assert_eq!(groups(&mut sb, lun).await, (vec![(1, 0), (2, 1)], vec![]));
+
+        // A LOGICAL UNIT RESET through A resets the one logical unit: B's nexus is told too.
+        let reset = sa
+            .task_management(iscsi::tmf::Function::LogicalUnitReset, lun, 0)
+            .await
+            .expect("LOGICAL UNIT RESET");
+        assert_eq!(reset, iscsi::tmf::Response::FunctionComplete);
+        for s in [&mut sa, &mut sb] {
+            let (_, met) = groups(s, lun).await;
+            assert_eq!(met, [Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED]);
+        }
         sa.logout().await.expect("logout");
         sb.logout().await.expect("logout");
     });

@@ -56,6 +56,13 @@ impl LogicalUnit {
         }
     }
 
+    /// What another gateway of the logical unit announced happened there.
+    pub fn peer_event(&mut self, now: crate::Ns, event: crate::PeerEvent) {
+        match event {
+            crate::PeerEvent::Reset(asc) => self.reset(now, asc),
+        }
+    }
+
     /// The preferred gateway this logical unit last heard of.
     pub fn preferred_gateway(&self) -> Option<u16> {
         self.preferred

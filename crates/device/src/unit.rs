@@ -12,7 +12,7 @@ use crate::event::{Event, Step, TaskId, Then};
 use crate::sanitize::Phase;
 use crate::{
     Arrival, Backing, Completion, ConfigError, DeviceQueue, Kept, LogicalUnit, LuConfig, Nexus, Ns,
-    ResizeError, TaskManagement, TmfResponse, Transfer,
+    PeerEvent, ResizeError, TaskManagement, TmfResponse, Transfer,
 };
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -216,7 +216,11 @@ impl Unit {
     ) -> (Option<Transfer>, Submitted) {
         let resized = self.plane.resized().filter(|_| self.follows_store);
         let preferred = self.plane.preferred_gateway();
+        let news = self.plane.announced();
         let arrived = self.call(now, sink, |core| {
+            for event in news.iter().filter_map(|m| PeerEvent::decode(m)) {
+                core.peer_event(now, event);
+            }
             if let Some(bytes) = resized {
                 core.resize(bytes);
             }
@@ -495,7 +499,17 @@ impl Unit {
         tmf: TaskManagement,
         sink: &mut dyn Sink,
     ) -> TmfResponse {
-        self.call(now, sink, |core| core.task_management(now, nexus, tmf))
+        let response = self.call(now, sink, |core| core.task_management(now, nexus, tmf));
+        // A reset is the logical unit's, on every gateway that exports it: they have it
+        // before the function's response goes out.
+        if let Some(event) =
+            PeerEvent::of(tmf).filter(|_| response == TmfResponse::FunctionComplete)
+        {
+            if let Err(e) = self.plane.announce(&event.encode()) {
+                tracing::warn!(error = %e, lun = self.lun, "telling the other gateways of a reset");
+            }
+        }
+        response
     }
 
     /// The nexus logged out or its connection dropped (SAM-5 §6.3.4).

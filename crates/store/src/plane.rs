@@ -226,6 +226,19 @@ pub trait Plane: Send + Sync {
         None
     }
 
+    /// Where several gateways share the store: sends `message` to the other gateways' planes
+    /// of the store, returning once they have it (or after a bounded wait for one that does
+    /// not answer). Nothing to do for a store this server alone serves.
+    fn announce(&self, _message: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// What the other gateways announced since the last call, oldest first. Asked before
+    /// every command, so a load while there is none.
+    fn announced(&self) -> Vec<Vec<u8>> {
+        Vec::new()
+    }
+
     /// The store's new capacity in bytes, once, after something outside stint resized it (an
     /// RBD image's `rbd resize`); `None` while it keeps its size. Asked before each command.
     fn resized(&self) -> Option<u64> {

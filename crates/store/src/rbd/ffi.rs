@@ -24,6 +24,11 @@ type CompletionT = *mut c_void;
 type CallbackT = unsafe extern "C" fn(CompletionT, *mut c_void);
 /// `rbd_update_callback_t`: `void (*)(void *arg)`.
 type UpdateCallbackT = unsafe extern "C" fn(*mut c_void);
+/// `rados_watchcb2_t`: `void (*)(void *arg, uint64_t notify_id, uint64_t handle,
+/// uint64_t notifier_id, void *data, size_t data_len)`.
+type WatchCallbackT = unsafe extern "C" fn(*mut c_void, u64, u64, u64, *mut c_void, usize);
+/// `rados_watcherrcb_t`: `void (*)(void *pre, uint64_t cookie, int err)`.
+type WatchErrorCallbackT = unsafe extern "C" fn(*mut c_void, u64, c_int);
 /// `int (*cb)(uint64_t, size_t, int, void *)` of `rbd_diff_iterate2`.
 type DiffCallbackT = unsafe extern "C" fn(u64, usize, c_int, *mut c_void) -> c_int;
 
@@ -66,6 +71,28 @@ struct Api {
     rbd_watchers_list: unsafe extern "C" fn(ImageT, *mut Watcher, *mut usize) -> c_int,
     rbd_watchers_list_cleanup: unsafe extern "C" fn(*mut Watcher, usize),
     rados_get_instance_id: unsafe extern "C" fn(RadosT) -> u64,
+    rados_watch2: unsafe extern "C" fn(
+        IoctxT,
+        *const c_char,
+        *mut u64,
+        WatchCallbackT,
+        WatchErrorCallbackT,
+        *mut c_void,
+    ) -> c_int,
+    rados_unwatch2: unsafe extern "C" fn(IoctxT, u64) -> c_int,
+    rados_watch_flush: unsafe extern "C" fn(RadosT) -> c_int,
+    rados_notify2: unsafe extern "C" fn(
+        IoctxT,
+        *const c_char,
+        *const c_char,
+        c_int,
+        u64,
+        *mut *mut c_char,
+        *mut usize,
+    ) -> c_int,
+    rados_notify_ack:
+        unsafe extern "C" fn(IoctxT, *const c_char, u64, u64, *const c_char, c_int) -> c_int,
+    rados_buffer_free: unsafe extern "C" fn(*mut c_char),
     rados_setxattr:
         unsafe extern "C" fn(IoctxT, *const c_char, *const c_char, *const c_char, usize) -> c_int,
     rados_getxattr:
@@ -153,6 +180,12 @@ fn api() -> io::Result<&'static Api> {
                 rbd_watchers_list: sym!(rbd, rbd_watchers_list),
                 rbd_watchers_list_cleanup: sym!(rbd, rbd_watchers_list_cleanup),
                 rados_get_instance_id: sym!(rados, rados_get_instance_id),
+                rados_watch2: sym!(rados, rados_watch2),
+                rados_unwatch2: sym!(rados, rados_unwatch2),
+                rados_watch_flush: sym!(rados, rados_watch_flush),
+                rados_notify2: sym!(rados, rados_notify2),
+                rados_notify_ack: sym!(rados, rados_notify_ack),
+                rados_buffer_free: sym!(rados, rados_buffer_free),
                 rados_setxattr: sym!(rados, rados_setxattr),
                 rados_getxattr: sym!(rados, rados_getxattr),
                 rbd_update_watch: sym!(rbd, rbd_update_watch),
@@ -246,6 +279,19 @@ pub(crate) struct Image {
     header_changed: Box<AtomicBool>,
     /// The update watch's handle, once registered.
     watch: Option<u64>,
+    /// The watch on a RADOS object that other gateways notify (see [`Image::listen`]), and
+    /// its mailbox, boxed so that its address, given to librados, stays put.
+    listening: Option<(u64, Box<Mailbox>)>,
+}
+
+/// What other clients sent through notifies on the watched object, until taken.
+pub(crate) struct Mailbox {
+    api: &'static Api,
+    ioctx: IoctxT,
+    object: CString,
+    messages: parking_lot::Mutex<Vec<Vec<u8>>>,
+    /// Whether `messages` holds any: asked before every command, so a load.
+    any: AtomicBool,
 }
 
 #[derive(Default)]
@@ -286,6 +332,7 @@ impl Image {
             in_flight: Arc::default(),
             header_changed: Box::default(),
             watch: None,
+            listening: None,
         };
         let conf = target
             .conf
@@ -479,6 +526,80 @@ impl Image {
         }
         let n = check(r, &format!("reading {name} of {object}"))?;
         Ok(Some(buf[..n.min(buf.len())].to_vec()))
+    }
+
+    /// Watches RADOS object `object` (in the image's pool and namespace, created if need be):
+    /// from now on what any client sends with [`Image::notify`] on it is kept for
+    /// [`Image::messages`]. Once per image.
+    pub(crate) fn listen(&mut self, object: &str) -> io::Result<()> {
+        let o = cstring(object, "object")?;
+        self.set_xattr(object, "created", b"")?;
+        let mailbox = Box::new(Mailbox {
+            api: self.api,
+            ioctx: self.ioctx,
+            object: o,
+            messages: parking_lot::Mutex::default(),
+            any: AtomicBool::new(false),
+        });
+        let mut cookie = 0u64;
+        let arg: *const Mailbox = &*mailbox;
+        // SAFETY: a valid I/O context, a NUL-terminated name, a valid out-pointer; `arg` points
+        // into a box the image owns, which `Drop` frees only after rados_unwatch2 and
+        // rados_watch_flush have returned, after which librados runs no callback of the watch.
+        let r = unsafe {
+            (self.api.rados_watch2)(
+                self.ioctx,
+                mailbox.object.as_ptr(),
+                &mut cookie,
+                notified,
+                watch_failed,
+                arg.cast_mut().cast(),
+            )
+        };
+        check(r as isize, &format!("watching {object} (rados_watch2)"))?;
+        self.listening = Some((cookie, mailbox));
+        Ok(())
+    }
+
+    /// Sends `message` to every client watching `object`, waiting at most `timeout_ms` for
+    /// them to have it (`rados_notify2`; a client that died but whose watch the OSD has not
+    /// dropped yet makes it wait the whole timeout, and answer -ETIMEDOUT).
+    pub(crate) fn notify(&self, object: &str, message: &[u8], timeout_ms: u64) -> io::Result<()> {
+        let o = cstring(object, "object")?;
+        let len =
+            c_int::try_from(message.len()).map_err(|_| io::Error::other("message too long"))?;
+        let mut reply: *mut c_char = std::ptr::null_mut();
+        let mut reply_len = 0usize;
+        // SAFETY: a valid I/O context; `o` and `message` are readable for the (blocking) call;
+        // `reply` and `reply_len` are valid out-pointers; the reply buffer librados allocates
+        // is freed once below with rados_buffer_free, as librados.h asks.
+        let r = unsafe {
+            let r = (self.api.rados_notify2)(
+                self.ioctx,
+                o.as_ptr(),
+                message.as_ptr().cast(),
+                len,
+                timeout_ms,
+                &mut reply,
+                &mut reply_len,
+            );
+            if !reply.is_null() {
+                (self.api.rados_buffer_free)(reply);
+            }
+            r
+        };
+        check(r as isize, &format!("notifying {object} (rados_notify2)")).map(drop)
+    }
+
+    /// What other clients sent since the last call (see [`Image::listen`]).
+    pub(crate) fn messages(&self) -> Vec<Vec<u8>> {
+        match &self.listening {
+            Some((_, m)) if m.any.load(Ordering::Acquire) => {
+                m.any.store(false, Ordering::Release);
+                std::mem::take(&mut *m.messages.lock())
+            }
+            _ => Vec::new(),
+        }
     }
 
     fn conf_set(&self, option: &str, value: &str) -> io::Result<()> {
@@ -740,6 +861,12 @@ impl Drop for Image {
         // SAFETY: each handle is released once, the watch before its image, image before I/O
         // context before cluster, and no operation on them is in flight (waited for above).
         unsafe {
+            if let Some((cookie, _)) = &self.listening {
+                // After rados_unwatch2 no new callback starts; rados_watch_flush waits for
+                // those under way, so the mailbox may be freed after it.
+                (self.api.rados_unwatch2)(self.ioctx, *cookie);
+                (self.api.rados_watch_flush)(self.cluster);
+            }
             if let Some(handle) = self.watch {
                 (self.api.rbd_update_unwatch)(self.image, handle);
             }
@@ -837,6 +964,53 @@ unsafe extern "C" fn header_updated(arg: *mut c_void) {
     // unwatched (see `Image::open`).
     let flag = unsafe { &*arg.cast::<AtomicBool>() };
     flag.store(true, Ordering::Release);
+}
+
+/// The watch's notify callback (`rados_watchcb2_t`), on a librados thread: keeps the
+/// message and acknowledges it, so that the notifier's `rados_notify2` returns.
+unsafe extern "C" fn notified(
+    arg: *mut c_void,
+    notify_id: u64,
+    cookie: u64,
+    _notifier: u64,
+    data: *mut c_void,
+    len: usize,
+) {
+    // SAFETY: `arg` is the `Mailbox` registered with the watch, alive until after it is
+    // unwatched and flushed (see `Image::listen`); `data` is readable for `len` bytes for the
+    // duration of the callback (librados.h), or null with 0.
+    let mailbox = unsafe { &*arg.cast::<Mailbox>() };
+    let message = if data.is_null() || len == 0 {
+        Vec::new()
+    } else {
+        unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec()
+    };
+    mailbox.messages.lock().push(message);
+    mailbox.any.store(true, Ordering::Release);
+    // SAFETY: the mailbox's I/O context and object name, valid while the watch is; no reply
+    // payload.
+    let r = unsafe {
+        (mailbox.api.rados_notify_ack)(
+            mailbox.ioctx,
+            mailbox.object.as_ptr(),
+            notify_id,
+            cookie,
+            std::ptr::null(),
+            0,
+        )
+    };
+    if r < 0 {
+        tracing::warn!(errno = -r, "acknowledging a gateway's notify");
+    }
+}
+
+/// The watch's error callback (`rados_watcherrcb_t`): the watch is gone (the client lost
+/// the OSD long enough); messages sent meanwhile are lost.
+unsafe extern "C" fn watch_failed(_arg: *mut c_void, _cookie: u64, err: c_int) {
+    tracing::error!(
+        errno = -err,
+        "the watch other gateways notify through failed"
+    );
 }
 
 /// The completion callback (`rbd_callback_t`), on a librbd thread.

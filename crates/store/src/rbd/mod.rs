@@ -190,12 +190,18 @@ struct Shared {
     core: Arc<Core>,
     image: Arc<Image>,
     store: Arc<RbdStore>,
-    /// Whether other gateways share the image.
-    gateway: bool,
+    /// This server's target port group, when other gateways share the image.
+    gateway: Option<u16>,
+    /// The object the gateways of the image register and notify on.
+    object: String,
     /// The target port group of the first gateway, in the configuration's order, that has
     /// the image open, as last seen; 0 while none is known.
     preferred: AtomicU32,
 }
+
+/// How long an announcement waits for the other gateways to have it: a gateway that died
+/// keeps its watch until the OSD drops it, and makes the announcement wait this long.
+const ANNOUNCE_TIMEOUT_MS: u64 = 2000;
 
 /// How often a gateway looks at which gateways are alive: a host learns of a change within
 /// this much (and a few RADOS reads) of the OSD's noticing it.
@@ -222,7 +228,11 @@ impl RbdPlane {
     /// `complete`. `options.threads` sizes the pool of the operations librbd has no request
     /// for; `options.kept` is where the logical unit's state files are kept.
     pub fn open(target: &RbdTarget, options: &Options, complete: Complete) -> io::Result<Self> {
-        let image = Arc::new(Image::open(target, TIMEOUTS)?);
+        let mut image = Image::open(target, TIMEOUTS)?;
+        if target.gateway.is_some() {
+            image.listen(&gateways_object(&target.image))?;
+        }
+        let image = Arc::new(image);
         let len = image.size()?;
         let object = image.stripe_unit()?;
         let store = Arc::new(RbdStore {
@@ -242,7 +252,8 @@ impl RbdPlane {
             core,
             image,
             store,
-            gateway: target.gateway.is_some(),
+            gateway: target.gateway.as_ref().map(|g| g.own),
+            object: gateways_object(&target.image),
             preferred: AtomicU32::new(0),
         });
         if let Some(gateway) = target.gateway.clone() {
@@ -285,8 +296,29 @@ impl Plane for RbdPlane {
         self.shared.store.resized()
     }
 
+    /// A message framed with this gateway's group, so that its own copy (it watches the
+    /// object too) is told apart.
+    fn announce(&self, message: &[u8]) -> io::Result<()> {
+        let Some(own) = self.shared.gateway else {
+            return Ok(());
+        };
+        let framed = [&own.to_be_bytes()[..], message].concat();
+        self.shared
+            .image
+            .notify(&self.shared.object, &framed, ANNOUNCE_TIMEOUT_MS)
+    }
+
+    fn announced(&self) -> Vec<Vec<u8>> {
+        let Some(own) = self.shared.gateway else {
+            return Vec::new();
+        };
+        let mut messages = self.shared.image.messages();
+        messages.retain(|m| m.len() >= 2 && m[..2] != own.to_be_bytes());
+        messages.into_iter().map(|m| m[2..].to_vec()).collect()
+    }
+
     fn preferred_gateway(&self) -> Option<Option<u16>> {
-        self.shared.gateway.then(|| {
+        self.shared.gateway.map(|_| {
             u16::try_from(self.shared.preferred.load(Ordering::Relaxed))
                 .ok()
                 .filter(|&g| g != 0)
