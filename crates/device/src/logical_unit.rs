@@ -781,6 +781,9 @@ impl LogicalUnit {
     }
 
     /// A step of a task other than the one a call was about becomes an event for its nexus.
+    /// Never inlined: a command's start and its end both come out through it, and one copy
+    /// of it in the instruction cache serves both.
+    #[inline(never)]
     fn emit(&mut self, nexus: u64, tag: u64, task: TaskId, step: Step, data_in: Vec<u8>) {
         let then = match step {
             Step::Io(_, op) => Then::Io(op),
