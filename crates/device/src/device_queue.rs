@@ -103,6 +103,17 @@ impl Scheduled {
     }
 
     /// A started task's store operation ended at `now`.
+    /// Whether [`Self::advance`] at `now` has anything to do.
+    #[inline]
+    pub(crate) fn due(&self, now: Ns) -> bool {
+        self.queue.due(now)
+    }
+
+    /// [`Self::advance`] at `now` when nothing is due: no task leaves or starts.
+    pub(crate) fn advance_idle(&mut self, now: Ns) {
+        self.queue.advance_idle(now);
+    }
+
     pub(crate) fn store_done(&mut self, now: Ns, started: qos::Started) {
         self.queue.store_done(now, started);
     }

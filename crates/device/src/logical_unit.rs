@@ -108,9 +108,23 @@ pub struct LogicalUnit {
     pub(crate) preferred: Option<u16>,
 }
 
-/// Complete with CHECK CONDITION.
+/// Complete with CHECK CONDITION. Out of line and cold: every caller is an error path, kept
+/// out of the command path's instruction cache.
+#[cold]
+#[inline(never)]
 pub(crate) fn check(sense: Sense) -> Completion {
     Completion::check_condition(sense)
+}
+
+/// An overlapped command's status (SAM-5 §5.10): ABORTED COMMAND, OVERLAPPED COMMANDS
+/// ATTEMPTED. Out of line: an initiator's error.
+#[cold]
+#[inline(never)]
+fn overlapped() -> Completion {
+    check(Sense::new(
+        SenseKey::AbortedCommand,
+        Asc::OVERLAPPED_COMMANDS_ATTEMPTED,
+    ))
 }
 
 /// Keep at most `allocation_length` bytes of what was appended after `start` (SPC-5 §4.2.5.6).
@@ -456,13 +470,17 @@ impl LogicalUnit {
         let mut transfer = None;
         let step = match self.arrive(now, a, &found, &mut transfer, data_in) {
             Ok(step) => step,
-            Err(refused) => {
-                // Refused before it entered the task set.
-                self.counters.count(kind, &refused, 0);
-                Step::Done(refused)
-            }
+            Err(refused) => self.refused(kind, refused),
         };
         Arrived { transfer, step }
+    }
+
+    /// A command refused before it entered the task set: counted, and answered.
+    #[cold]
+    #[inline(never)]
+    fn refused(&mut self, kind: Kind, refused: Completion) -> Step {
+        self.counters.count(kind, &refused, 0);
+        Step::Done(refused)
     }
 
     /// The task a command becomes, or the status it is refused with; `transfer` is set once
@@ -478,10 +496,7 @@ impl LogicalUnit {
         if self.tasks.tag_in_use(a.nexus.id, a.tag) {
             // The tag of a task still in progress (SAM-5 §5.10, overlapped commands). The new
             // command ends; the older one goes on.
-            return Err(check(Sense::new(
-                SenseKey::AbortedCommand,
-                Asc::OVERLAPPED_COMMANDS_ATTEMPTED,
-            )));
+            return Err(overlapped());
         }
         let (info, cmd) = self.decode(found, a.cdb).map_err(check)?;
         self.geometry().check_data_out(info, &cmd).map_err(check)?;
@@ -612,25 +627,10 @@ impl LogicalUnit {
     /// A task's data-plane operation ended with `done` (read data appended to `data_in`).
     pub fn io_done(&mut self, now: Ns, id: TaskId, done: Done, data_in: &mut Vec<u8>) -> Step {
         self.clock.observe(now);
-        if let Some(c) = self.ended.done(id) {
-            // A CDL policy answered it while the store worked: the late data is dropped. The
-            // answer is repeated for a transport that ran the operation after it learnt of
-            // the end (it ignores an answer for a task it no longer has).
-            data_in.clear();
-            self.unblock(now);
-            return Step::Done(c);
-        }
-        if self.tasks.is_aborted(id) {
-            // Task management aborted it while the operation ran: no status (TAS = 0).
-            if let Some(task) = self.tasks.remove(id) {
-                self.counters.aborted(task.kind);
-                if let State::Io(crate::task::After::Copy(job, _)) = task.state {
-                    // A held copy's results say it was aborted.
-                    self.copy_aborted(&job);
-                }
+        if !self.ended.is_empty() || self.tasks.is_aborted(id) {
+            if let Some(step) = self.io_done_ended(now, id, data_in) {
+                return step;
             }
-            self.release(now);
-            return Step::Aborted;
         }
         let Some(task) = self.tasks.get_mut(id) else {
             return Step::Aborted;
@@ -654,6 +654,34 @@ impl LogicalUnit {
             }
             ran => self.ran(now, id, ran),
         }
+    }
+
+    /// [`Self::io_done`] of a task that a CDL policy or task management ended while its
+    /// operation ran (`None`: neither did, it goes on as usual). Out of line: rare.
+    #[cold]
+    #[inline(never)]
+    fn io_done_ended(&mut self, now: Ns, id: TaskId, data_in: &mut Vec<u8>) -> Option<Step> {
+        if let Some(c) = self.ended.done(id) {
+            // A CDL policy answered it while the store worked: the late data is dropped. The
+            // answer is repeated for a transport that ran the operation after it learnt of
+            // the end (it ignores an answer for a task it no longer has).
+            data_in.clear();
+            self.unblock(now);
+            return Some(Step::Done(c));
+        }
+        if self.tasks.is_aborted(id) {
+            // Task management aborted it while the operation ran: no status (TAS = 0).
+            if let Some(task) = self.tasks.remove(id) {
+                self.counters.aborted(task.kind);
+                if let State::Io(crate::task::After::Copy(job, _)) = task.state {
+                    // A held copy's results say it was aborted.
+                    self.copy_aborted(&job);
+                }
+            }
+            self.release(now);
+            return Some(Step::Aborted);
+        }
+        None
     }
 
     /// A data-plane operation delivered for task `id` that its transport did not run: the
@@ -704,17 +732,24 @@ impl LogicalUnit {
         self.counters.count(kind, &c, moved);
         self.missed = missed;
         if missed {
-            // The operator's trace of a missed duration limit (the counters say how many).
-            tracing::debug!(
-                lun = self.config.lun,
-                dld,
-                status = ?c.status,
-                sense = ?c.sense.as_ref().map(|s| (s.key, s.asc)),
-                "duration limit missed"
-            );
+            self.trace_missed(dld, &c);
         }
         self.release(now);
         Step::Done(c)
+    }
+
+    /// The operator's trace of a missed duration limit (the counters say how many): out of
+    /// line, so the tracing machinery stays out of the command path's instruction cache.
+    #[cold]
+    #[inline(never)]
+    fn trace_missed(&self, dld: u8, c: &Completion) {
+        tracing::debug!(
+            lun = self.config.lun,
+            dld,
+            status = ?c.status,
+            sense = ?c.sense.as_ref().map(|s| (s.key, s.asc)),
+            "duration limit missed"
+        );
     }
 
     /// Starts held tasks that no longer have to wait, oldest first; what they do comes out as
@@ -751,6 +786,9 @@ impl LogicalUnit {
     }
 
     /// A step of a task other than the one a call was about becomes an event for its nexus.
+    /// Never inlined: a command's start and its end both come out through it, and one copy
+    /// of it in the instruction cache serves both.
+    #[inline(never)]
     fn emit(&mut self, nexus: u64, tag: u64, task: TaskId, step: Step, data_in: Vec<u8>) {
         let then = match step {
             Step::Io(_, op) => Then::Io(op),
@@ -823,7 +861,22 @@ impl LogicalUnit {
     /// CDL policy or the drive's error recovery gave. What happens to them comes out as
     /// events, except for `caller`'s (a task whose store operation just ended): its step
     /// and read data come back.
+    #[inline]
     fn advance_queue(&mut self, now: Ns, caller: Option<TaskId>) -> Option<(Step, Vec<u8>)> {
+        // Nothing due (a store's end before the model's, the common case in `io_done`): the
+        // queue's round would start and let go of no task.
+        match &mut self.queue {
+            Some(q) if !q.due(now) => {
+                q.advance_idle(now);
+                None
+            }
+            Some(_) => self.advance_queue_due(now, caller),
+            None => None,
+        }
+    }
+
+    /// [`Self::advance_queue`] when the queue has something due at `now`.
+    fn advance_queue_due(&mut self, now: Ns, caller: Option<TaskId>) -> Option<(Step, Vec<u8>)> {
         let mut answer = None;
         let mut left = std::mem::take(&mut self.left);
         let mut started = std::mem::take(&mut self.started);
@@ -845,10 +898,7 @@ impl LogicalUnit {
                 } else {
                     self.emit(nexus, tag, id, step, data_in);
                     if self.events.len() > before + 1 {
-                        // Its answer goes before those of the tasks its end released.
-                        if let Some(moved) = self.events.make_contiguous().get_mut(before..) {
-                            moved.rotate_right(1);
-                        }
+                        self.answer_first(before);
                     }
                 }
             }
@@ -859,6 +909,16 @@ impl LogicalUnit {
         self.left = left;
         self.started = started;
         answer
+    }
+
+    /// A task's answer, the last event, goes before those of the tasks its end released
+    /// (the events from `before` on). Out of line: only when its end released some.
+    #[cold]
+    #[inline(never)]
+    fn answer_first(&mut self, before: usize) {
+        if let Some(moved) = self.events.make_contiguous().get_mut(before..) {
+            moved.rotate_right(1);
+        }
     }
 
     /// The device queue let a medium task go with `l`: its step, and its read data.
@@ -879,6 +939,23 @@ impl LogicalUnit {
         }
         match (q.completion(l.outcome, &m.op), state) {
             (None, State::Serviced(s)) => (self.finish(now, id, s.completion()), s.data_in),
+            (ended, state) => self.left_unserviced(now, id, &m, ended, state),
+        }
+    }
+
+    /// [`Self::left_queue`] of a task its CDL policy or the drive's error recovery ended
+    /// (`ended`), or that left before its store operation was done. Out of line: rare.
+    #[cold]
+    #[inline(never)]
+    fn left_unserviced(
+        &mut self,
+        now: Ns,
+        id: TaskId,
+        m: &MediumTask,
+        ended: Option<Completion>,
+        state: State,
+    ) -> (Step, Vec<u8>) {
+        match (ended, state) {
             (Some(c), State::Io(_)) => {
                 // Ended while the store works on it: answered now, the operation finishes
                 // in the background.
@@ -953,10 +1030,16 @@ impl LogicalUnit {
 
     /// Hands the sanitize's next step, when one is due, to the background; ends it when its
     /// work is done and its pace passed.
+    #[inline]
     pub(crate) fn pump_background(&mut self, now: Ns) {
         if self.background.is_some() || self.sanitizer.is_idle() {
             return;
         }
+        self.pump_sanitize(now);
+    }
+
+    /// [`Self::pump_background`] with a sanitize under way.
+    fn pump_sanitize(&mut self, now: Ns) {
         match self.sanitizer.next(now) {
             Some(sanitize::Next::Step(op)) => self.background = Some(op),
             Some(sanitize::Next::Ended(waiting, c)) => self.sanitized(now, waiting, c),

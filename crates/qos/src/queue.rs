@@ -312,6 +312,23 @@ impl<D: Drive> Queue<D> {
         }
     }
 
+    /// True when [`Queue::advance`] at `now` has something to do (a dispatch, a completion
+    /// or an expiry is due).
+    #[inline]
+    pub fn due(&self, now: Ns) -> bool {
+        self.next_event().is_some_and(|t| t <= now)
+    }
+
+    /// [`Queue::advance`] at `now` when nothing is due ([`Queue::due`] is false): it only
+    /// brings the queue's time up and drops the events that no longer apply, so the caller
+    /// skips the rest of its round (a store's end the model has not reached yet).
+    pub fn advance_idle(&mut self, now: Ns) {
+        debug_assert!(!self.due(now), "advance_idle with something due");
+        self.now = self.now.max(now);
+        self.drop_stale_events();
+        self.check();
+    }
+
     /// Processes everything due up to and including `now`, appending the commands that left
     /// the queue to `done` in time order.
     pub fn advance(&mut self, now: Ns, done: &mut Vec<Completion>) {
