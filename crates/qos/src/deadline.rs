@@ -18,7 +18,9 @@
 //!   guideline) is met when it finishes, so its own service time counts, and each has its own
 //!   value of waiting. A max active time runs from the start: waiting cannot make it late,
 //!   so it only adds the price of an overrun to an offer whose service would not fit in it
-//!   (a command with no other limit is left to the base policy).
+//!   (a command with no other limit is left to the base policy). A start limit without a
+//!   completion limit is planned [`START_ROOM`] dispatch intervals early, since a host judges
+//!   the completion ([`DeadlineAware::start_room`]).
 //! - **Ties by positioning.** Of those worth taking, the one that must start first goes,
 //!   counted in whole dispatch intervals; within one interval the cheapest offer: commands
 //!   with equal limits go by positioning, not by arrival, and late ones latest first (EDF
@@ -108,6 +110,11 @@ const INITIAL_SERVICE_NS: f64 = 12e6;
 /// What missing a limit costs, in mean service times: taking a command this much dearer to
 /// keep a limit is worth it (each dispatch interval late then costs more, see [`stopping`]).
 const PRICE_OF_A_MISS: f64 = 4.0;
+/// The room a start limit alone is planned with, in dispatch intervals beyond the
+/// aggressiveness margin (see [`DeadlineAware::start_room`]).
+const START_ROOM: f64 = 6.0;
+/// How many of the cheapest candidates a look-ahead tries as the way to a limited command.
+const FIRSTS: usize = 8;
 /// Weight of one observation in the running means of service time, dispatch interval and
 /// best positioning time (about the last 64 commands).
 const GAIN: f64 = 1.0 / 64.0;
@@ -258,8 +265,11 @@ impl DeadlineAware {
         if self.limited.is_empty() {
             return None;
         }
+        // Each command's value of waiting, from the tables as they are: it bounds what a
+        // look-ahead may cost (worked out again below if this pick's offers refresh them).
+        self.weigh(now, queue);
         let ahead = ops.is_some_and(|ops| self.look_ahead(now, times, best, ops, drive));
-        // The offers seen teach the value of waiting, before it is used.
+        // The offers seen teach the value of waiting (from the next refresh of its tables on).
         let typical = self.mean_best as Ns;
         if ahead {
             let n = self.limited.len();
@@ -277,20 +287,12 @@ impl DeadlineAware {
             interval: self.interval,
             price: PRICE_OF_A_MISS * self.mean_service,
         };
+        let mut refreshed = false;
         for l in &self.limited {
-            self.stopping.record(l.offer, l.direct, l.service, plan);
+            refreshed |= self.stopping.record(l.offer, l.direct, l.service, plan);
         }
-        for i in 0..self.limited.len() {
-            let Some(l) = self.limited.get(i).copied() else {
-                break;
-            };
-            let limits = &queue[l.index].limits;
-            let (wait, late) = self.waiting(now, limits, 0.0, l.service as f64);
-            let regret = wait - self.stopping.now(l.direct, late);
-            let urgency = self.urgency(now, limits);
-            if let Some(m) = self.limited.get_mut(i) {
-                (m.wait, m.regret, m.urgency) = (wait, regret, urgency);
-            }
+        if refreshed {
+            self.weigh(now, queue);
         }
         if ahead {
             self.weigh_look_ahead(now, queue, times, best);
@@ -305,6 +307,23 @@ impl DeadlineAware {
             .copied()?;
         self.budget.spend(pick.spends(times, best));
         Some(pick.via.unwrap_or(pick.index))
+    }
+
+    /// Each limited candidate's value of waiting, the regret of not starting it now, and its
+    /// urgency.
+    fn weigh(&mut self, now: Ns, queue: &[Candidate]) {
+        for i in 0..self.limited.len() {
+            let Some(l) = self.limited.get(i).copied() else {
+                break;
+            };
+            let limits = &queue[l.index].limits;
+            let (wait, late) = self.waiting(now, limits, 0.0, l.service as f64);
+            let regret = wait - self.stopping.now(l.direct, late);
+            let urgency = self.urgency(now, limits);
+            if let Some(m) = self.limited.get_mut(i) {
+                (m.wait, m.regret, m.urgency) = (wait, regret, urgency);
+            }
+        }
     }
 
     /// Asks the drive, if it can tell, where each limited candidate would be after each
@@ -323,13 +342,39 @@ impl DeadlineAware {
         if ops.len() != times.len() {
             return false;
         }
-        let dearest = self.limited.iter().map(|l| l.direct).max().unwrap_or(0);
+        // A way through another command is only taken if it costs less than starting the
+        // command now and than waiting (weigh_look_ahead): no first dearer than that can lead
+        // to a limited command usefully, and asking the drive about it costs most of the time
+        // of a pick (issue 21, speed).
+        let learned = self.stopping.learned();
+        let dearest = self
+            .limited
+            .iter()
+            .map(|l| match learned {
+                true => (l.direct as f64).min(l.wait.max(0.0)).ceil() as Ns,
+                false => l.direct,
+            })
+            .max()
+            .unwrap_or(0);
         self.firsts.clear();
         self.first_ops.clear();
         self.first_times.clear();
-        for (i, (q, &t)) in ops.iter().zip(times).enumerate() {
-            if t - best < dearest {
-                self.firsts.push(i);
+        // Only the cheapest few can lead anywhere for less than the others cost alone: keep
+        // the [`FIRSTS`] cheapest below the bound (by time, then index), in queue order.
+        let mut cheapest = [(Ns::MAX, usize::MAX); FIRSTS];
+        for (i, &t) in times.iter().enumerate() {
+            let key = (t, i);
+            if t - best < dearest && key < cheapest[FIRSTS - 1] {
+                let at = cheapest.partition_point(|c| *c < key);
+                cheapest.copy_within(at..FIRSTS - 1, at + 1);
+                cheapest[at] = key;
+            }
+        }
+        self.firsts
+            .extend(cheapest.iter().filter(|c| c.1 != usize::MAX).map(|c| c.1));
+        self.firsts.sort_unstable();
+        for &i in &self.firsts {
+            if let (Some(q), Some(&t)) = (ops.get(i), times.get(i)) {
                 self.first_ops.push(*q);
                 self.first_times.push(t);
             }
@@ -384,7 +429,9 @@ impl DeadlineAware {
     /// The dispatch interval, counted from now, in which the command must start to meet its
     /// limits (by the service time of a start at no cost); negative when that is past.
     fn urgency(&self, now: Ns, limits: &Limits) -> i64 {
-        let start = limits.start_by().map_or(f64::INFINITY, |t| t as f64);
+        let start = limits
+            .start_by()
+            .map_or(f64::INFINITY, |t| t as f64 - self.start_room(limits));
         let finish = limits
             .finish_by()
             .map_or(f64::INFINITY, |t| t as f64 - self.stopping.base_service());
@@ -401,8 +448,9 @@ impl DeadlineAware {
         let mut wait = 0.0f64;
         let mut late = f64::NEG_INFINITY;
         if let Some(t) = limits.start_by() {
-            wait = wait.max(self.stopping.wait(Kind::Start, left(t)));
-            late = late.max(start - left(t));
+            let left = left(t) - self.start_room(limits);
+            wait = wait.max(self.stopping.wait(Kind::Start, left));
+            late = late.max(start - left);
         }
         if let Some(t) = limits.finish_by() {
             wait = wait.max(self.stopping.wait(Kind::Completion, left(t)));
@@ -412,6 +460,23 @@ impl DeadlineAware {
             late = late.max(finish - start - a as f64);
         }
         (wait, late)
+    }
+}
+
+impl DeadlineAware {
+    /// The room a start limit (max inactive time) alone is planned with, before the
+    /// aggressiveness margin: [`START_ROOM`] dispatch intervals. A host measures completions
+    /// (Seagate's SLA, experiments/README.md A4, counts R1's latency against its 100 ms
+    /// inactive limit), so a command met just at its start limit is late by its service and
+    /// by the other commands due at the same time; a completion limit counts the command's
+    /// own service already ([`stopping`]), and with one in the same descriptor the start
+    /// limit needs no room.
+    fn start_room(&self, limits: &Limits) -> f64 {
+        if limits.finish_by().is_some() {
+            0.0
+        } else {
+            START_ROOM * self.interval
+        }
     }
 }
 

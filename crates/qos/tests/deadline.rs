@@ -78,9 +78,12 @@ fn a_command_short_of_slack_beats_a_closer_one() {
 fn start_and_completion_limits_differ() {
     // 13 ms left, picks 12 ms apart, 10 ms of service, no margin. A start limit is still met
     // at the next pick, so the closer command goes first; a completion limit is not (the
-    // command would finish 9 ms late), so it goes now.
+    // command would finish 9 ms late), so it goes now. (The start limit's descriptor has a
+    // far completion limit too, so the start limit is planned without room; see
+    // a_start_limit_alone_is_planned_with_room.)
+    let far = Some(NOW + 10_000 * MS);
     let drive = FixedDrive::new(10 * MS);
-    let start = Limits::new(Some(NOW + 13 * MS), None, None);
+    let start = Limits::new(Some(NOW + 13 * MS), far, None);
     let queue = [cand(1, 100, None), with_limits(2, 5_000, start)];
     assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 0);
     let queue = [cand(1, 100, None), cand(2, 5_000, Some(NOW + 13 * MS))];
@@ -88,8 +91,23 @@ fn start_and_completion_limits_differ() {
     // Only the start counts against a start limit: 2 ms before it, a command that takes
     // 40 ms still meets it by starting now, and goes.
     let drive = FixedDrive::new(40 * MS);
-    let soon = Limits::new(Some(NOW + 2 * MS), None, None);
+    let soon = Limits::new(Some(NOW + 2 * MS), far, None);
     let queue = [cand(1, 100, None), with_limits(2, 5_000, soon)];
+    assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 1);
+}
+
+#[test]
+fn a_start_limit_alone_is_planned_with_room() {
+    // 60 ms to a start limit, picks 12 ms apart, no margin: with a far completion limit in
+    // the same descriptor four more picks may pass before it must start, and the closer
+    // command goes first. A start limit alone is planned six dispatch intervals (72 ms)
+    // earlier, so that the command has finished by then: it is due, and goes now.
+    let drive = FixedDrive::new(10 * MS);
+    let both = Limits::new(Some(NOW + 60 * MS), Some(NOW + 10_000 * MS), None);
+    let queue = [cand(1, 100, None), with_limits(2, 5_000, both)];
+    assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 0);
+    let alone = Limits::new(Some(NOW + 60 * MS), None, None);
+    let queue = [cand(1, 100, None), with_limits(2, 5_000, alone)];
     assert_eq!(policy_with(config(0.0)).pick(NOW, &queue, &drive), 1);
 }
 
@@ -107,10 +125,13 @@ fn aggressiveness_is_a_margin_before_the_limit() {
 fn an_offer_that_overruns_the_max_active_time_is_priced_as_a_miss() {
     // Two commands that must start now (5 ms to their start limits). The closer one would
     // overrun its 1 ms max active time (10 ms of service), a miss either way; the other one
-    // goes instead. Without that limit the closer one goes.
+    // goes instead. Without that limit the closer one goes. (A far completion limit in
+    // both descriptors plans the start limits without room, so that the max active time
+    // decides.)
     let drive = FixedDrive::new(10 * MS);
-    let start = Limits::new(Some(NOW + 5 * MS), None, None);
-    let active = Limits::new(Some(NOW + 5 * MS), None, Some(MS));
+    let far = Some(NOW + 10_000 * MS);
+    let start = Limits::new(Some(NOW + 5 * MS), far, None);
+    let active = Limits::new(Some(NOW + 5 * MS), far, Some(MS));
     let queue = [
         cand(1, 100, None),
         with_limits(2, 4_000, active),
