@@ -210,6 +210,12 @@ sleep 5
 sec "the end: one map, two paths, a's active"
 multipath -ll | tee multipath-ll-after.txt
 check multipath_after "$(one_map_two_paths && echo 0 || echo 1)" "($(mp_state | tr '\n' ' '))"
+# both gateways were restarted: each still reports CDL (READ(16)'s CDLP names the T2A page)
+for g in a b; do
+    d=$([ $g = a ] && echo "$DA" || echo "$DB")
+    page=$(sg_opcodes -o 0x88 "/dev/$d" 2>&1 | grep -oE 'Command duration limit (T2)?[AB] mode page' | head -1)
+    check "cdl_after_restart_$g" "$([ -n "$page" ] && echo 0 || echo 1)" "(sg_opcodes -o 0x88 /dev/$d: ${page:-no CDL page})"
+done
 fio_running=$(kill -0 $FIOPID 2>/dev/null && echo 1 || echo 0)
 check fio_ran_through_the_failovers "$([ "$fio_running" = 1 ] && echo 0 || echo 1)" "(fio must still run here; it ended early: raise FIO_MAX)"
 touch /tmp/writer-stop; wait $WRITER
