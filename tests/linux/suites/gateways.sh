@@ -11,7 +11,8 @@
 # ("restart-gw-a"; a is the preferred gateway again, multipath fails back to it), then kills b
 # ("kill-gw-b") and restarts it ("restart-gw-b"). fio must see no I/O or verify error, every
 # file its sha256, e2fsck a clean file system; the pause of each failover (the longest time
-# without a completed fio I/O) is reported. Both member disks must report CDL (cdl_supported).
+# without a completed fio I/O, and without a completed write) is reported. Both member disks
+# must report CDL (cdl_supported; after the restarts, CDLP in REPORT SUPPORTED OPERATION CODES).
 . /job/lib.sh
 read -r PA PB _ <<< "$VMTEST_PORTALS"
 WAIT_S=${WAIT_S:-150}     # one step of the sequence, at most (a slow, shared machine)
