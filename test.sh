@@ -6,11 +6,11 @@
 # tests/ceph/cluster.sh, crates/cli/tests/rbd.rs and gateways.rs, the crash test over RBD and the same
 # conformance suite against RBD LUNs, the suites that reach the store; installs Debian's ceph
 # packages, or prints SKIPPED where they cannot be installed; the cluster stays up for the VM's
-# plain-rbd suite), then
+# plain-rbd and gateways suites), then
 # the README followed as a newcomer would
 # (tests/newcomer.py: the install step, the examples, bad inputs, a 100 TiB LUN's memory), then
 # the Linux kernel initiator in a QEMU VM against `stint serve` (tests/linux/run.sh, about 10
-# minutes; with the Ceph cluster, plain-rbd too), then the cluster is stopped. Installs what the
+# minutes; with the Ceph cluster, plain-rbd and gateways too), then the cluster is stopped. Installs what the
 # tests need (Debian's libiscsi-bin; qemu-system-x86 and debootstrap for the VM, whose guest
 # image is cached in /tmp).
 set -euo pipefail
@@ -54,7 +54,7 @@ if [ "$ceph_ok" = 0 ] || ! command -v ceph-mon >/dev/null || ! command -v rbd >/
 else
   ceph_dir=$(mktemp -d /tmp/stint-ceph.XXXXXX)
   # The cluster's daemons are stopped by their PIDs when test.sh ends, however it ends: after
-  # the VM stage (whose plain-rbd suite uses the cluster), a failure (set -e) or an interrupt
+  # the VM stage (whose plain-rbd and gateways suites use the cluster), a failure (set -e) or an interrupt
   # (INT, TERM: exit, which runs the EXIT trap).
   trap 'tests/ceph/cluster.sh stop "$ceph_dir" || true; rm -rf "$ceph_dir"' EXIT
   trap 'exit 130' INT TERM
@@ -71,6 +71,7 @@ fi
 echo "== the README as a newcomer follows it (tests/newcomer.py)"
 python3 tests/newcomer.py
 echo "== Linux initiator in a VM (tests/linux/run.sh)"
-# With a cluster, run.sh adds plain-rbd (the plain suite on an RBD image) to its suites.
-[ -n "$ceph_conf" ] || echo "NOT RUN: the VM's plain-rbd suite (no Ceph cluster: the Ceph stage was SKIPPED)"
+# With a cluster, run.sh adds plain-rbd (the plain suite on an RBD image) and gateways (two
+# gateways of one image, dm-multipath, failovers) to its suites.
+[ -n "$ceph_conf" ] || echo "NOT RUN: the VM's plain-rbd and gateways suites (no Ceph cluster: the Ceph stage was SKIPPED)"
 STINT="${CARGO_TARGET_DIR:-target}/debug/stint" STINT_CEPH_CONF="$ceph_conf" tests/linux/run.sh

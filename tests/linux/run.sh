@@ -5,13 +5,15 @@
 #   tests/linux/run.sh                    every suite: plain reconnect cdl fast-fail fast-fail-real-time
 #                                         cdl-reconnect chap reconfigure
 #   SUITES="plain cdl" tests/linux/run.sh  some of them
-#   STINT_CEPH_CONF=DIR/ceph.conf tests/linux/run.sh   every suite and plain-rbd (the plain suite
-#                                         against an RBD image on that cluster, pool "rbd")
+#   STINT_CEPH_CONF=DIR/ceph.conf tests/linux/run.sh   every suite, plain-rbd (the plain suite
+#                                         against an RBD image on that cluster, pool "rbd") and
+#                                         gateways (two gateways of one image, dm-multipath, failovers)
 # Env: STINT (stint binary; default: cargo build -p stint, then ${CARGO_TARGET_DIR:-target}/debug/stint)
 #      STINT_VM_DIR (/tmp/stint-vm: image cache, results)  OUT (results of this run)
 #      VM_ATTEMPTS (3: boots per suite when the VM or the harness breaks; a failed check is final)
-#      STINT_CEPH_CONF (a Ceph cluster's conf file, user admin, pool "rbd": adds plain-rbd to
-#        the default SUITES; each attempt creates its own image with `rbd create` and removes it)
+#      STINT_CEPH_CONF (a Ceph cluster's conf file, user admin, pool "rbd": adds plain-rbd and
+#        gateways to the default SUITES; each attempt creates its own image with `rbd create`
+#        and removes it)
 #      CDL_CONFIG (examples/hdd-cdl.toml)  FAST_FAIL_CONFIG (examples/fast-fail.toml)
 #      FAST_FAIL_RT_CONFIG (examples/fast-fail-real-time.toml: suite fast-fail-real-time, the
 #        fast-fail suite with limits on the wall clock over a store slowed to 20 ms an operation)
@@ -28,7 +30,7 @@ if [ -n "$CEPH_CONF_FILE" ]; then
     [ -r "$CEPH_CONF_FILE" ] || { echo "STINT_CEPH_CONF=$CEPH_CONF_FILE cannot be read" >&2; exit 2; }
     CEPH_CONF_FILE=$(cd "$(dirname "$CEPH_CONF_FILE")" && pwd)/$(basename "$CEPH_CONF_FILE")
 fi
-SUITES=${SUITES:-plain reconnect cdl fast-fail fast-fail-real-time cdl-reconnect chap reconfigure${CEPH_CONF_FILE:+ plain-rbd}}
+SUITES=${SUITES:-plain reconnect cdl fast-fail fast-fail-real-time cdl-reconnect chap reconfigure${CEPH_CONF_FILE:+ plain-rbd gateways}}
 ATTEMPTS=${VM_ATTEMPTS:-3}
 BUDGET=${LINUX_VM_BUDGET:-2400}
 export VM_TIMEOUT=${VM_TIMEOUT:-480} VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-420}
@@ -43,8 +45,8 @@ T_START=$(date +%s)
 log() { echo "[linux-vm $(date +%T)] $*"; }
 for s in $SUITES; do
     case $s in plain|reconnect|cdl|fast-fail|cdl-reconnect|chap|fast-fail-real-time|reconfigure) ;;
-    plain-rbd) [ -n "$CEPH_CONF_FILE" ] || { echo "suite plain-rbd needs a Ceph cluster: STINT_CEPH_CONF=DIR/ceph.conf" >&2; exit 2; } ;;
-    *) echo "unknown suite '$s' (plain reconnect cdl fast-fail cdl-reconnect chap plain-rbd fast-fail-real-time reconfigure)" >&2; exit 2 ;; esac
+    plain-rbd|gateways) [ -n "$CEPH_CONF_FILE" ] || { echo "suite $s needs a Ceph cluster: STINT_CEPH_CONF=DIR/ceph.conf" >&2; exit 2; } ;;
+    *) echo "unknown suite '$s' (plain reconnect cdl fast-fail cdl-reconnect chap plain-rbd fast-fail-real-time reconfigure gateways)" >&2; exit 2 ;; esac
 done
 
 # ---- host packages ------------------------------------------------------------------------
@@ -73,7 +75,8 @@ VMPID=; WATCHPID=; TARGETRUN=; LUNDIR=; RBDIMG=
 cleanup() {
     [ -n "$WATCHPID" ] && kill "$WATCHPID" 2>/dev/null
     [ -n "$VMPID" ] && kill "$VMPID" 2>/dev/null && wait "$VMPID" 2>/dev/null
-    [ -n "$TARGETRUN" ] && "$HERE/lib/target.sh" stop "$TARGETRUN" >/dev/null 2>&1
+    local t
+    for t in $TARGETRUN; do "$HERE/lib/target.sh" stop "$t" >/dev/null 2>&1; done   # gateways: two
     [ -n "$LUNDIR" ] && rm -rf "$LUNDIR"
     [ -n "$RBDIMG" ] && rbd_cli rm --no-progress "rbd/$RBDIMG" >/dev/null 2>&1   # once: interrupted
     VMPID=; WATCHPID=; TARGETRUN=; LUNDIR=; RBDIMG=
@@ -183,12 +186,40 @@ reconfigure_step() {   # A V CFG LUN0_IMG REQUEST LUN1_SIZE
     fi
 }
 
+# gateways: gateway ME's configuration, the README's CDL disk in front of Ceph
+# (examples/ceph-cdl.toml: a device queue, CDL descriptors) on image IMG, as gateway ME of the
+# pair gw-a (port group 1, the preferred) and gw-b (port group 2) on ports PA and PB.
+gateway_config() {   # FILE ME IMG PA PB
+    sed -e "s|^image = \"stint-disk\"$|image = \"$3\"|" -e "s|^# conf = .*|conf = \"$CEPH_CONF_FILE\"|" \
+        -e "s|^name = \"iqn.2026-11.dev.stint:ceph\"$|&\ngateway = \"$2\"|" "$ROOT/examples/ceph-cdl.toml" > "$1"
+    printf '%s\n' '' '[[target.gateways]]' 'name = "gw-a"' "portal = \"127.0.0.1:$4\"" 'port_group = 1' \
+        '[[target.gateways]]' 'name = "gw-b"' "portal = \"127.0.0.1:$5\"" 'port_group = 2' >> "$1"
+    grep -q "^image = \"$3\"" "$1" && grep -q '^conf = ' "$1" && grep -q "^gateway = \"$2\"" "$1"
+}
+# gateways, the host half: SIGKILL and restart each gateway (by its recorded PID) on the guest's
+# requests, in the suite's order. host-events.txt: "REQ: seen", then "REQ: done" (or "REQ:
+# failed": a gateway that does not start again is the product's failure).
+GATEWAY_REQUESTS="kill-gw-a restart-gw-a kill-gw-b restart-gw-b"
+gateways_host() {   # A V
+    local A=$1 V=$2 E=$1/host-events.txt req
+    for req in $GATEWAY_REQUESTS; do
+        while ! grep -q "^VMTEST-HOST: $req" "$V/results.txt" 2>/dev/null; do
+            kill -0 "$VMPID" 2>/dev/null || return 0; sleep 0.2; done
+        echo "$(date +%T.%N) $req: seen" >> "$E"
+        if "$HERE/lib/target.sh" "${req%%-*}" "$A/${req#*-}" >> "$E" 2>&1; then
+            echo "$(date +%T.%N) $req: done" >> "$E"
+        else
+            echo "$(date +%T.%N) $req: failed" >> "$E"
+        fi
+    done
+}
+
 # ---- one attempt: target + VM -> status in $A/status ----------------------------------------
 # status: PASS | FAIL (a product check failed, or the target could not start) | HARNESS (retry)
 attempt() {
-    local suite=$1 A=$2 port script env=() args=() lunimg cfg= tcwd=.
+    local suite=$1 A=$2 port ports script env=() args=() lunimg cfg= tcwd=. extra=()
     mkdir -p "$A"; TARGETRUN=$A/target
-    port=$(free_port)
+    port=$(free_port); ports=$port
     script=$HERE/suites/$suite.sh
     case $suite in
     cdl|cdl-reconnect) cfg=$CDL_CONFIG ;;
@@ -234,6 +265,19 @@ attempt() {
         LUNDIR=$A/lun; mkdir -p "$LUNDIR"; tcwd=$LUNDIR
         args=(serve --config "$cfg" --listen "127.0.0.1:$port")
         [ "$suite" = fast-fail-real-time ] && script=$HERE/suites/fast-fail.sh ;;
+    gateways)
+        # One fresh image, two gateways of it on two ports (gw-a's first: the guest's portal)
+        RBDIMG=stint-vm-$$-gw-$(basename "$A")
+        if ! rbd_cli create --size 512M "rbd/$RBDIMG" > "$A/rbd-create.txt" 2>&1; then
+            echo "HARNESS rbd create rbd/$RBDIMG failed: $(tail -1 "$A/rbd-create.txt")" > "$A/status"; RBDIMG=; return; fi
+        echo "  rbd image rbd/$RBDIMG (512 MiB) on $CEPH_CONF_FILE"
+        local pb; pb=$(free_port); while [ "$pb" = "$port" ]; do pb=$(free_port); done
+        ports=$port,$pb
+        if ! gateway_config "$A/gw-a.toml" gw-a "$RBDIMG" "$port" "$pb" ||
+           ! gateway_config "$A/gw-b.toml" gw-b "$RBDIMG" "$port" "$pb"; then
+            echo "FAIL target: examples/ceph-cdl.toml has no name/image = \"stint-disk\"/# conf = line to set" > "$A/status"; return; fi
+        TARGETRUN="$A/gw-a $A/gw-b"
+        extra=("$ROOT/examples/gateways/multipath.conf") ;;
     cdl-reconnect)
         LUNDIR=$(lun_dir "$A"); lunimg=$LUNDIR/hdd.img
         if ! file_backed_config "$cfg" "$A/hdd-cdl-file.toml" "$lunimg"; then
@@ -241,20 +285,25 @@ attempt() {
         args=(serve --config "$A/hdd-cdl-file.toml" --listen "127.0.0.1:$port")
         script=$HERE/suites/reconnect.sh; env=(CDL=1) ;;
     esac
-    local trc
-    (cd "$tcwd" && exec "$HERE/lib/target.sh" start "$A/target" "$port" "${args[@]}") > "$A/target-start.txt" 2>&1; trc=$?
-    if [ $trc = 2 ]; then echo "HARNESS port $port taken" > "$A/status"; return; fi
-    if [ $trc != 0 ]; then
-        echo "FAIL target: stint ${args[*]} did not start: $(grep -m1 -iE 'error|panick' "$A/target/target.log")" > "$A/status"
-        return
-    fi
-    echo "  target: pid $(cat "$A/target-start.txt") on 127.0.0.1:$port: stint ${args[*]}"
+    local trc t p plist i=0
+    read -ra plist <<< "${ports//,/ }"
+    for t in $TARGETRUN; do
+        p=${plist[$i]}; i=$((i + 1))
+        if [ "$suite" = gateways ]; then args=(serve --config "$A/$(basename "$t").toml" --listen "127.0.0.1:$p"); fi
+        (cd "$tcwd" && exec "$HERE/lib/target.sh" start "$t" "$p" "${args[@]}") > "$A/target-start.txt" 2>&1; trc=$?
+        if [ $trc = 2 ]; then echo "HARNESS port $p taken" > "$A/status"; return; fi
+        if [ $trc != 0 ]; then
+            echo "FAIL target: stint ${args[*]} did not start: $(grep -m1 -iE 'error|panick' "$t/target.log")" > "$A/status"
+            return
+        fi
+        echo "  target: pid $(cat "$A/target-start.txt") on 127.0.0.1:$p: stint ${args[*]}"
+    done
     local V=$A/vm; mkdir -p "$V"; : > "$V/results.txt"
     local rc
     (
         flock -w 1800 8 || exit 125                  # one VM at a time on this machine
-        VMTEST_ENV=$(printf '%s\n' "${env[@]}") exec "$HERE/lib/vm.sh" "$IMG" "$V" "$port" "$script" \
-            "$HERE/suites/lib.sh" "$HERE/suites/cdltool.py" "$HERE/suites/lbastatus.py"
+        VMTEST_ENV=$(printf '%s\n' "${env[@]}") exec "$HERE/lib/vm.sh" "$IMG" "$V" "$ports" "$script" \
+            "$HERE/suites/lib.sh" "$HERE/suites/cdltool.py" "$HERE/suites/lbastatus.py" "${extra[@]}"
     ) 8> "$VMDIR/.vm.lock" &
     VMPID=$!
     if [ "$suite" = reconnect ] || [ "$suite" = cdl-reconnect ]; then
@@ -269,6 +318,10 @@ attempt() {
           "$HERE/lib/target.sh" restart "$A/target" >> "$A/host-events.txt" 2>&1 && echo restarted >> "$A/host-events.txt"
           echo "$(date +%T.%N) done" >> "$A/host-events.txt" ) &
         WATCHPID=$!
+    elif [ "$suite" = gateways ]; then
+        : > "$A/host-events.txt"
+        gateways_host "$A" "$V" &
+        WATCHPID=$!
     elif [ "$suite" = reconfigure ]; then
         : > "$A/host-events.txt"
         # the host half: reload the target on the guest's requests, while fio runs on LUN 0
@@ -279,7 +332,7 @@ attempt() {
     if [ "${VERBOSE:-0}" = 1 ]; then tail -n +1 -f "$V/results.txt" --pid=$VMPID & fi
     wait $VMPID; rc=$?; VMPID=
     if [ -n "$WATCHPID" ]; then wait "$WATCHPID" 2>/dev/null; WATCHPID=; fi
-    "$HERE/lib/target.sh" stop "$A/target" > "$A/target-stop.txt" 2>&1; TARGETRUN=
+    for t in $TARGETRUN; do "$HERE/lib/target.sh" stop "$t"; done > "$A/target-stop.txt" 2>&1; TARGETRUN=
     [ -n "$LUNDIR" ] && rm -rf "$LUNDIR"; LUNDIR=
     if [ -n "$RBDIMG" ]; then
         rbd_rm "$RBDIMG" > "$A/rbd-rm.txt" 2>&1 || echo "  could not remove rbd/$RBDIMG: $(tail -1 "$A/rbd-rm.txt")"
@@ -319,6 +372,14 @@ attempt() {
         echo "$(sed 's/ *$//' "$A/status"); target: $(grep -m1 -o 'reload refused.*' "$A/host-events.txt")" > "$A/status"
     fi
     local req
+    for req in $GATEWAY_REQUESTS; do
+        [ "$suite" = gateways ] && grep -q "^VMTEST-HOST: $req" "$V/results.txt" || continue
+        if grep -q " $req: failed" "$A/host-events.txt"; then
+            echo "FAIL the host could not $req (the gateway did not start again; previous: $(cat "$A/status"))" > "$A/status"
+        elif [ "$(cut -d' ' -f1 "$A/status")" != HARNESS ] && ! grep -q " $req: done" "$A/host-events.txt"; then
+            echo "HARNESS the host did not act on the request $req (previous: $(cat "$A/status"))" > "$A/status"
+        fi
+    done
     for req in add-lun1 grow-lun1; do
         if [ "$(cut -d' ' -f1 "$A/status")" != HARNESS ] && grep -q "^VMTEST-HOST: $req" "$V/results.txt" && \
            ! grep -q " $req: seen" "$A/host-events.txt" 2>/dev/null; then

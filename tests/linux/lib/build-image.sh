@@ -18,8 +18,9 @@ if [ -z "${MIRROR:-}" ]; then
     MIRROR=${MIRROR:-http://deb.debian.org/debian}
 fi
 # Guest packages: the initiator (open-iscsi), the SCSI tools (sg3-utils, lsscsi), fio (3.39 in
-# trixie: cmdprio_hint), python3-minimal (guest half of the mux, page decoding), e2fsprogs.
-PKGS=udev,kmod,linux-image-amd64,initramfs-tools,zstd,open-iscsi,sg3-utils,fio,lsscsi,util-linux,iproute2,python3-minimal,procps,e2fsprogs
+# trixie: cmdprio_hint), python3-minimal (guest half of the mux, page decoding), e2fsprogs,
+# multipath-tools (dm-multipath over the gateways suite's two paths).
+PKGS=udev,kmod,linux-image-amd64,initramfs-tools,zstd,open-iscsi,sg3-utils,fio,lsscsi,util-linux,iproute2,python3-minimal,procps,e2fsprogs,multipath-tools
 KEY=$(printf '%s %s\n' "$SUITE" "$PKGS" | sha256sum | cut -c1-12)
 R=$VMDIR/rootfs-$KEY
 # rootfs trees of other package lists, unused for a day

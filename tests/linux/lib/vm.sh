@@ -1,9 +1,11 @@
 #!/bin/bash
 # Boots the test VM once: it runs TESTSCRIPT against the iSCSI target that listens on the HOST
 # at 127.0.0.1:PORT, then powers off; the results are collected into OUTDIR.
-# Usage: lib/vm.sh IMAGEDIR OUTDIR PORT TESTSCRIPT [EXTRA_FILE...]
+# Usage: lib/vm.sh IMAGEDIR OUTDIR PORT[,PORT...] TESTSCRIPT [EXTRA_FILE...]
 #   Inside the VM the target is reachable at the same address, 127.0.0.1:PORT ($VMTEST_PORTAL),
-#   through a virtio-serial multiplexer (lib/vmmux.py; the guest has no NIC). EXTRA_FILEs are
+#   through a virtio-serial multiplexer (lib/vmmux.py; the guest has no NIC). Several ports
+#   (several targets, e.g. gateways): each is reachable in the VM at its own address, the
+#   first is $VMTEST_PORTAL, all of them are in $VMTEST_PORTALS. EXTRA_FILEs are
 #   copied next to the test script (/job in the VM). Lines KEY=VALUE in $VMTEST_ENV (a string)
 #   are exported to the test.
 # Env: VM_MEM (MiB, 1024)  VM_SMP (2)  VM_CPU (max)  VM_TIMEOUT (s, 900: the whole VM)
@@ -17,19 +19,23 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 IMG=${1:?IMAGEDIR}; OUT=${2:?OUTDIR}; PORT=${3:?PORT}; SCRIPT=${4:?TESTSCRIPT}; shift 4
-case "$PORT" in [1-9][0-9][0-9][0-9]|[1-9][0-9][0-9][0-9][0-9]) ;; *) echo "PORT must be a number 1000-65535" >&2; exit 125;; esac
+PORTS=${PORT//,/ }; PORT=${PORTS%% *}; TARGETS=(); PORTALS=
+for p in $PORTS; do
+    case "$p" in [1-9][0-9][0-9][0-9]|[1-9][0-9][0-9][0-9][0-9]) ;; *) echo "PORT must be a number 1000-65535" >&2; exit 125;; esac
+    TARGETS+=(--target "127.0.0.1:$p"); PORTALS="${PORTALS:+$PORTALS }127.0.0.1:$p"
+done
 [ -e "$IMG/root.img" ] || { echo "no $IMG/root.img" >&2; exit 125; }
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 JOB=$(mktemp -d "$OUT/.job.XXXXXX")
 cp "$SCRIPT" "$JOB/test.sh"; for f in "$@"; do cp -r "$f" "$JOB/"; done
-{ echo "VMTEST_PORTAL=127.0.0.1:$PORT"; echo "VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-600}"
+{ echo "VMTEST_PORTAL=127.0.0.1:$PORT"; echo "VMTEST_PORTALS=\"$PORTALS\""; echo "VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-600}"
   [ -n "${VMTEST_MUX_VERBOSE:-}" ] && echo "VMTEST_MUX_VERBOSE=1"
   printf '%s\n' "${VMTEST_ENV:-}" | grep -E '^[A-Z_][A-Z0-9_]*=' | sed 's/^/export /'; } > "$JOB/env"
 rm -f "$OUT/job.img"
 mkfs.ext4 -q -F -L vmjob -d "$JOB" "$OUT/job.img" 256M >/dev/null || exit 125
 rm -rf "$JOB"
 SOCK=$OUT/.mux.sock; rm -f "$SOCK" "$OUT/.mux-ready"
-python3 "$HERE/vmmux.py" host ${VMTEST_MUX_VERBOSE:+-v} --unix "$SOCK" --target "127.0.0.1:$PORT" \
+python3 "$HERE/vmmux.py" host ${VMTEST_MUX_VERBOSE:+-v} --unix "$SOCK" "${TARGETS[@]}" \
     --ready "$OUT/.mux-ready" 2> "$OUT/mux-host.log" &
 MUXPID=$!
 for i in $(seq 200); do [ -e "$OUT/.mux-ready" ] && break; sleep 0.05; done

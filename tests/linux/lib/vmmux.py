@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """vmmux: carry many TCP connections over ONE byte stream (a virtio-serial port).
-Guest: listens on 127.0.0.1:PORT in the VM; each accepted connection is a channel.
+Guest: listens on 127.0.0.1:PORT in the VM (--listen, once per target); each accepted
+       connection is a channel.
 Host:  listens on a UNIX socket that QEMU's chardev connects to; per channel it
        opens a TCP connection to the target (127.0.0.1:PORT) and relays both ways.
-Frame: type:u8 chan:u32 len:u32 payload  (OPEN guest->host, DATA, EOF=half close, CLOSE)
+       With several --target (one per gateway), a channel goes to the target whose port
+       is the one the guest accepted it on.
+Frame: type:u8 chan:u32 len:u32 payload  (OPEN guest->host, whose payload is the port
+       the guest accepted on; DATA, EOF=half close, CLOSE)
 Only loopback targets are accepted.
 """
 import argparse, os, queue, socket, struct, sys, threading, time
@@ -131,7 +135,7 @@ class Mux:
             if n and payload is None:
                 return
             if typ == OPEN:
-                on_open(cid)
+                on_open(cid, payload)
                 continue
             ch = self.chans.get(cid)
             if ch is None:              # late frame for a closed channel
@@ -151,50 +155,61 @@ def guest(a):
                 return b
             time.sleep(0.05)
     mux = Mux(Stream(rd, lambda mv: os.write(fd, mv)))
-    lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    host, port = a.listen.rsplit(":", 1)
-    lst.bind((host, int(port)))
-    lst.listen(16)
-    log("listening on", a.listen, "via", a.dev)
-    if a.ready:
-        open(a.ready, "w").close()
     nxt = [0]
-    def acceptor():
+    nlock = threading.Lock()
+    def acceptor(lst, port):
         while True:
             s, peer = lst.accept()
-            nxt[0] += 1
-            cid = nxt[0]
-            log("chan %d open from %s:%d" % (cid, *peer))
+            with nlock:
+                nxt[0] += 1
+                cid = nxt[0]
+            log("chan %d open from %s:%d to port %d" % (cid, *peer, port))
             ch = Chan(mux, cid, s)          # registered: a fast CLOSE reply is not lost
-            mux.stream.send(OPEN, cid)      # OPEN must precede any DATA
+            mux.stream.send(OPEN, cid, b"%d" % port)   # OPEN must precede any DATA
             ch.start()
-    threading.Thread(target=acceptor, daemon=True).start()
-    mux.dispatch(lambda cid: None)
+    for addr in a.listen:
+        lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        host, port = addr.rsplit(":", 1)
+        lst.bind((host, int(port)))
+        lst.listen(16)
+        log("listening on", addr, "via", a.dev)
+        threading.Thread(target=acceptor, args=(lst, int(port)), daemon=True).start()
+    if a.ready:
+        open(a.ready, "w").close()
+    mux.dispatch(lambda cid, payload: None)
 
 def host(a):
-    thost, tport = a.target.rsplit(":", 1)
+    targets = [t.rsplit(":", 1) for t in a.target]
     if os.path.exists(a.unix):
         os.unlink(a.unix)
     lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     lst.bind(a.unix)
     lst.listen(1)
-    log("waiting for QEMU on", a.unix, "-> target", a.target)
+    log("waiting for QEMU on", a.unix, "-> targets", " ".join(a.target))
     if a.ready:
         open(a.ready, "w").close()
     conn, _ = lst.accept()
     lst.close()
     log("QEMU connected")
     mux = Mux(Stream(conn.recv, conn.send))
-    def on_open(cid):
+    def on_open(cid, payload):
+        # the target the guest's port stands for; the first when the guest named none
+        port = payload.decode() if payload else targets[0][1]
+        match = [t for t in targets if t[1] == port]
+        if not match:
+            log("chan %d: no target for guest port %s" % (cid, port))
+            mux.stream.send(CLOSE, cid)
+            return
+        thost, tport = match[0]
         try:
             s = socket.create_connection((thost, int(tport)), timeout=10)
             s.settimeout(None)
         except OSError as e:
-            log("chan %d: connect %s failed: %s" % (cid, a.target, e))
+            log("chan %d: connect %s:%s failed: %s" % (cid, thost, tport, e))
             mux.stream.send(CLOSE, cid)
             return
-        log("chan %d open -> %s (local port %d)" % (cid, a.target, s.getsockname()[1]))
+        log("chan %d open -> %s:%s (local port %d)" % (cid, thost, tport, s.getsockname()[1]))
         Chan(mux, cid, s).start()
     mux.dispatch(on_open)
     log("QEMU disconnected; exiting")
@@ -203,13 +218,15 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("role", choices=["host", "guest"])
     p.add_argument("--dev", help="guest: the virtio-serial port")
-    p.add_argument("--listen", help="guest: 127.0.0.1:PORT to listen on")
+    p.add_argument("--listen", action="append", help="guest: 127.0.0.1:PORT to listen on (repeatable)")
     p.add_argument("--unix", help="host: UNIX socket that QEMU connects to")
-    p.add_argument("--target", default="127.0.0.1:3260", help="host: the target's address")
+    p.add_argument("--target", action="append", help="host: a target's address, 127.0.0.1:PORT (repeatable; default 127.0.0.1:3260)")
     p.add_argument("--ready", help="touch this file once listening")
     p.add_argument("-v", action="store_true")
     a = p.parse_args()
     ROLE, verbose = a.role, a.v
-    if not a.target.split(":")[0].startswith("127."):
-        sys.exit("refusing non-loopback target " + a.target)
+    a.target = a.target or ["127.0.0.1:3260"]
+    for t in a.target:
+        if not t.split(":")[0].startswith("127."):
+            sys.exit("refusing non-loopback target " + t)
     (host if a.role == "host" else guest)(a)

@@ -5,6 +5,8 @@
 #   "VMTEST-HOST: kill-target"     asks the host to SIGKILL the target (reconnect suites)
 #   "VMTEST-HOST: add-lun1", "VMTEST-HOST: grow-lun1"   ask the host to reload the target with
 #                                  LUN 1 added, then grown (reconfigure suite)
+#   "VMTEST-HOST: kill-gw-a", "restart-gw-a", "kill-gw-b", "restart-gw-b"   ask the host to
+#                                  SIGKILL or restart a gateway (gateways suite)
 P=$VMTEST_PORTAL
 T0_UP=$(cut -d' ' -f1 /proc/uptime)
 FAIL=0; FAILED=
