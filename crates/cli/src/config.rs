@@ -430,49 +430,18 @@ const HDD_CDL_EXAMPLE: &str = include_str!("../../../examples/hdd-cdl.toml");
 impl LunConfig {
     /// The keys whose values differ between `self` and `other`, the LUN number aside.
     pub fn changed_keys(&self, other: &LunConfig) -> Vec<&'static str> {
-        // Spelled out whole, so that a new key cannot be missed here.
-        let LunConfig {
-            id: _,
-            store,
-            path,
-            direct,
-            store_delay_ms,
-            size,
-            block_size,
-            physical_block_exponent,
-            product,
-            serial,
-            write_cache,
-            write_cache_changeable,
-            allowed_initiators,
-            read_only,
-            removable,
-            sanitize_pace_ms,
-            thin_provisioning,
-            inquiry_version,
-            drive,
-            queue,
-            cdl,
-            dh_completion,
-            seed,
-            alua_state,
-            pool,
-            image,
-            conf,
-            user,
-            keyring,
-            namespace,
-            state_dir,
-        } = self;
-        let mut changed = Vec::new();
-        macro_rules! compare {
-            ($($key:ident),*) => {
+        // The pattern names every field (no `..`), so a new key cannot be missed here.
+        macro_rules! changed {
+            ($($key:ident),*) => {{
+                let LunConfig { id: _, $($key),* } = self;
+                let mut changed = Vec::new();
                 $(if *$key != other.$key {
                     changed.push(stringify!($key));
                 })*
-            };
+                changed
+            }};
         }
-        compare!(
+        changed!(
             store,
             path,
             direct,
@@ -503,8 +472,7 @@ impl LunConfig {
             keyring,
             namespace,
             state_dir
-        );
-        changed
+        )
     }
 
     /// The logical block length as configured, or the default (512); a block store without
@@ -909,6 +877,18 @@ mod tests {
         for bad in ["ram", "ram:", "ram:lots", "disk:1G", "file:", "file::1G"] {
             assert!(LunConfig::parse_flag(bad).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn changed_keys_name_what_differs_and_not_the_lun_number() {
+        let a = LunConfig::parse_flag("file:/tmp/a.img:64MiB").unwrap();
+        let mut b = LunConfig::parse_flag("file:/tmp/b.img:128MiB").unwrap();
+        assert_eq!(a.changed_keys(&b), ["path", "size"]);
+        b = a.clone();
+        b.id = a.id.map_or(Some(7), |n| Some(n + 1));
+        assert!(a.changed_keys(&b).is_empty());
+        b.read_only = !a.read_only;
+        assert_eq!(b.changed_keys(&a), ["read_only"]);
     }
 
     fn parse(text: &str) -> anyhow::Result<Config> {
