@@ -15,26 +15,28 @@
 # image is cached in /tmp).
 set -euo pipefail
 cd "$(dirname "$0")"
+# A stage's heading, with the time spent so far (CI's limit is on the whole run).
+stage() { echo "== $* [$(date -u +%T), ${SECONDS} s in]"; }
 
 if ! command -v iscsi-test-cu >/dev/null || ! command -v iscsi-inq >/dev/null; then
-  echo "== installing libiscsi-bin"
+  stage "installing libiscsi-bin"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libiscsi-bin >/dev/null
 fi
 
-echo "== cargo fmt --check"
+stage "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
+stage "cargo clippy"
 cargo clippy --workspace --all-targets -q -- -D warnings
-echo "== cargo test"
+stage "cargo test"
 cargo test --workspace
-echo "== fuzz targets: lints, then 6 s each from the committed corpus (fuzz/run.sh, docs/fuzzing.md)"
+stage "fuzz targets: lints, then 6 s each from the committed corpus (fuzz/run.sh, docs/fuzzing.md)"
 (cd fuzz && cargo fmt -- --check && cargo clippy --all-targets -q -- -D warnings)
 fuzz/run.sh --seconds 6
-echo "== libiscsi conformance (iscsi-test-cu, one suite per process)"
+stage "libiscsi conformance (iscsi-test-cu, one suite per process)"
 cargo build -q -p stint
 python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint"
-echo "== Ceph RBD: a one-node cluster (tests/ceph/cluster.sh), the RBD tests, the crash test over RBD, libiscsi against RBD LUNs"
+stage "Ceph RBD: a one-node cluster (tests/ceph/cluster.sh), the RBD tests, the crash test over RBD, libiscsi against RBD LUNs"
 # Debian's ceph packages (about 250 MB; tgt-rbd for bench/vs-tgt-rbd.sh), installed when missing;
 # where they cannot be, the stage says SKIPPED and the rest goes on. Once the cluster is up,
 # every failure fails.
@@ -45,7 +47,7 @@ ldconfig -p | grep -q 'librbd\.so\.1 ' || ceph_pkgs+=(librbd1)
 ceph_ok=1
 ceph_conf=
 if [ ${#ceph_pkgs[@]} -gt 0 ]; then
-  echo "== installing ${ceph_pkgs[*]}"
+  stage "installing ${ceph_pkgs[*]}"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     --no-install-recommends "${ceph_pkgs[@]}" >/dev/null) || ceph_ok=0
 fi
@@ -59,19 +61,24 @@ else
   trap 'tests/ceph/cluster.sh stop "$ceph_dir" || true; rm -rf "$ceph_dir"' EXIT
   trap 'exit 130' INT TERM
   tests/ceph/cluster.sh start "$ceph_dir"
+  stage "Ceph: the RBD tests"
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test rbd -- --include-ignored
+  stage "Ceph: the gateway tests"
   # Two gateways of one image (docs/gateways.md), libiscsi's multipath tests through them.
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test gateways -- --include-ignored
+  stage "Ceph: the crash test over RBD"
   # The crash test's RBD runs only (its file runs ran above): about 40 s.
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test crash -- --ignored
+  stage "Ceph: libiscsi against RBD LUNs"
   python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint" \
     --rbd "$ceph_dir/ceph.conf"
   ceph_conf=$ceph_dir/ceph.conf
 fi
-echo "== the README as a newcomer follows it (tests/newcomer.py)"
+stage "the README as a newcomer follows it (tests/newcomer.py)"
 python3 tests/newcomer.py
-echo "== Linux initiator in a VM (tests/linux/run.sh)"
+stage "Linux initiator in a VM (tests/linux/run.sh)"
 # With a cluster, run.sh adds plain-rbd (the plain suite on an RBD image) and gateways (two
 # gateways of one image, dm-multipath, failovers) to its suites.
 [ -n "$ceph_conf" ] || echo "NOT RUN: the VM's plain-rbd and gateways suites (no Ceph cluster: the Ceph stage was SKIPPED)"
 STINT="${CARGO_TARGET_DIR:-target}/debug/stint" STINT_CEPH_CONF="$ceph_conf" tests/linux/run.sh
+stage "done: every stage that ran passed"

@@ -56,14 +56,20 @@ grep -q "^$PA,1 " discovery.txt; check discovery_lists_a $? "($PA,1)"
 grep -q "^$PB,2 " discovery.txt; check discovery_lists_b $? "($PB,2)"
 # a dead path gives up its commands to dm-multipath after 5 s (open-iscsi's default: 120 s)
 iscsiadm -m node -o update -n node.session.timeo.replacement_timeout -v 5
-sec "login to both portals"
-iscsiadm -m node --login; rc=$?
-check login "$rc" "(rc=$rc)"
 disk_of() {   # PORTAL: the sdX of the session through it
     iscsiadm -m session -P 3 2>/dev/null | awk -v p="$1," '
         /Current Portal:/ { cur = (index($3, p) == 1) }
         cur && /Attached scsi disk/ { print $4; exit }'
 }
+# b's path first: multipathd makes the map with the non-optimized path alone, and I/O (udev's
+# probe of the map) starts there; when a's path joins, the map must move to it (failback
+# immediate). The other order, a first, needs no move.
+sec "login to b's portal, then a's"
+iscsiadm -m node -p "$PB" --login; rb=$?
+for _ in $(seq 300); do d=$(disk_of "$PB"); [ -n "$d" ] && [ -b "/dev/$d" ] && break; sleep 0.2; done
+udevadm settle -t 30
+iscsiadm -m node -p "$PA" --login; ra=$?
+check login "$([ $rb = 0 ] && [ $ra = 0 ] && echo 0 || echo 1)" "(b: rc=$rb, a: rc=$ra)"
 DA=; DB=
 for _ in $(seq 300); do
     DA=$(disk_of "$PA"); DB=$(disk_of "$PB")
@@ -114,10 +120,27 @@ path() { mp_state | awk -v d="$1" '$1 == "PATH" && $2 == d { print $3, $4, $5, $
 wait_for() {
     local name=$1 t; shift; t=$(now)
     while ! "$@"; do
-        [ $(( ${t%.*} + WAIT_S )) -gt "$(date +%s)" ] || { kv "${name}_s" "timeout"; return 1; }
+        [ $(( ${t%.*} + WAIT_S )) -gt "$(date +%s)" ] || {
+            kv "${name}_s" "timeout"; kv "${name}_seen" "$(mp_state | tr '\n' ';')"
+            kv "${name}_kernel_states" "a: $(cat "/sys/block/$DA/device/access_state" 2>&1), b: $(cat "/sys/block/$DB/device/access_state" 2>&1)"
+            multipathd_alive "$name"; return 1; }
         sleep 0.2
     done
     kv "${name}_s" "$(el "$t")"
+}
+# multipathd_alive STEP: multipathd moves I/O between the paths (reinstates a path, fails
+# back, follows the priorities): without it no path state changes, whatever the gateways
+# answer. A daemon that died or stopped answering is the guest's failure, not the target's:
+# run.sh retries the attempt ("VMTEST-HARNESS").
+multipathd_alive() {
+    if ! kill -0 "$MPD" 2>/dev/null; then
+        wait "$MPD"; kv multipathd_exit "$?"
+        echo "VMTEST-HARNESS: multipathd exited during $1 ($(tail -2 multipathd.log | tr '\n' ' '))"
+        return 1
+    elif ! timeout 20 multipathd show daemon > /dev/null 2>&1; then
+        echo "VMTEST-HARNESS: multipathd did not answer during $1 ($(tail -2 multipathd.log | tr '\n' ' '))"
+        return 1
+    fi
 }
 # STATUS: a's group "active" (the one I/O goes to; a group is "enabled" until I/O chose it)
 a_preferred() { [ "$(path "$DA")" = "50 ${1:-active} active ready" ] && [ "$(path "$DB")" = "10 enabled active ready" ]; }
@@ -308,6 +331,7 @@ kv dmesg_conn_errors "$(grep -c 'detected conn error' dmesg-test.txt)"
 kv dmesg_failed_paths "$(grep -c 'Failing path' dmesg-test.txt)"
 check no_io_errors_on_map "$([ "$map_err" = 0 ] && echo 0 || echo 1)" "($map_err lines)"
 
+multipathd_alive "the test" && kv multipathd_alive_at_end 1
 sec "flush the map, log out"
 multipath -f "$MAP"; check multipath_flush $? ""
 iscsiadm -m node --logoutall=all; check logout $? ""

@@ -2,6 +2,8 @@
 # Output conventions the host (run.sh) relies on:
 #   "CHECK NAME=PASS|FAIL detail"  one product check; any FAIL makes the suite fail (never retried)
 #   "KEY=VALUE"                    also appended to kv.txt (the summary)
+#   "VMTEST-HARNESS: WHY"          a tool of the guest the suite relies on broke: the attempt
+#                                  is the harness's failure and is retried (WHY in the summary)
 #   "VMTEST-HOST: kill-target"     asks the host to SIGKILL the target (reconnect suites)
 #   "VMTEST-HOST: add-lun1", "VMTEST-HOST: grow-lun1"   ask the host to reload the target with
 #                                  LUN 1 added, then grown (reconfigure suite)
@@ -20,7 +22,10 @@ kv() { echo "$1=$2"; echo "$1=$2" >> kv.txt; }
 check() {
     local name=$1 ok=$2; shift 2
     if [ "$ok" = 0 ]; then echo "CHECK $name=PASS $*"; echo "check_$name=PASS" >> kv.txt
-    else echo "CHECK $name=FAIL $*"; echo "check_$name=FAIL" >> kv.txt; FAIL=1; FAILED="$FAILED $name"; fi
+    else echo "CHECK $name=FAIL $*"; echo "check_$name=FAIL" >> kv.txt; FAIL=1; FAILED="$FAILED $name"
+        # what was seen, in the summary too: a CI run keeps only the summary
+        if [ $# -gt 0 ]; then echo "why_$name=$*" >> kv.txt; fi
+    fi
 }
 # expect NAME ACTUAL EXPECTED: string equality
 expect() { local r=1; [ "$2" = "$3" ] && r=0; check "$1" $r "(got '$2', want '$3')"; }
