@@ -3,6 +3,7 @@
 
 use anyhow::{bail, Context};
 use profile::{CdlSpec, DeviceSpec, DriveSetup, QueueSpec};
+use scsi::alua::AccessState;
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -63,7 +64,8 @@ pub struct TargetConfig {
     pub mutual_chap: Option<ChapConfig>,
     /// ALUA access state of the target's port group for its LUNs (implicit ALUA, SPC-4
     /// §5.16): "active/optimized" (default), "active/non-optimized", "standby" or
-    /// "unavailable"; a LUN's own `alua_state` wins.
+    /// "unavailable"; a LUN's own `alua_state` wins. With `gateways`, the state of the
+    /// gateways that are not preferred: "active/non-optimized" (default) or "standby".
     pub alua_state: Option<AluaState>,
     /// This server's `name` among `gateways`, when several `stint serve` export the target's
     /// RBD images (docs/gateways.md).
@@ -138,8 +140,13 @@ impl TargetConfig {
         if !self.gateways.iter().any(|g| &g.name == me) {
             bail!("{at}: gateway {me:?} is not among the names in gateways");
         }
-        if self.alua_state.is_some() || self.luns.iter().any(|l| l.alua_state.is_some()) {
-            bail!("{at}: alua_state does not apply to gateways: the gateway holding an image is active/optimized and the others active/non-optimized");
+        // the preferred gateway is active/optimized; alua_state is the others' state, in
+        // which they must still answer (docs/gateways.md)
+        let states = std::iter::once(self.alua_state).chain(self.luns.iter().map(|l| l.alua_state));
+        if let Some(AluaState(s)) = states.flatten().find(|AluaState(s)| {
+            !matches!(s, AccessState::ActiveNonOptimized | AccessState::Standby)
+        }) {
+            bail!("{at}: alua_state {:?} does not apply to gateways: it is the state of the gateways that are not preferred, \"active/non-optimized\" (the default) or \"standby\"", s.name());
         }
         if let Some(i) = self.luns.iter().position(|l| l.store != StoreKind::Rbd) {
             bail!("{at}.lun[{i}]: a target with gateways exports rbd stores only (the image is what the gateways share)");
@@ -1050,8 +1057,16 @@ mod tests {
             (ok.replace("3262", "3261"), "portal 127.0.0.1:3261 is given to two gateways"),
             (ok.replace("name = \"b\"", "name = \"a\""), "gateway name \"a\" is listed twice"),
             (ok.replace("store = \"rbd\"\npool = \"rbd\"\nimage = \"i\"", "store = \"ram\"\nsize = 512"), "a target with gateways exports rbd stores only"),
-            (format!("{GW}gateway = \"b\"\nalua_state = \"standby\"\n{rbd}{pair}"), "alua_state does not apply to gateways"),
+            (format!("{GW}gateway = \"b\"\nalua_state = \"unavailable\"\n{rbd}{pair}"), "alua_state \"unavailable\" does not apply to gateways"),
+            (format!("{GW}gateway = \"b\"\n{}{pair}", rbd.replace("image", "alua_state = \"active/optimized\"\nimage")), "alua_state \"active/optimized\" does not apply to gateways"),
         ];
+        for state in ["standby", "active/non-optimized"] {
+            let c = parse(&format!(
+                "{GW}gateway = \"b\"\nalua_state = \"{state}\"\n{rbd}{pair}"
+            ))
+            .expect("the others' state");
+            assert_eq!(c.targets[0].alua_state.map(|s| s.0.name()), Some(state));
+        }
         for (text, want) in gateway_cases {
             let err = format!("{:#}", parse(&text).unwrap_err());
             assert!(err.contains(want), "{text:?}: {err}");

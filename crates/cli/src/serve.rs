@@ -6,6 +6,7 @@ use crate::config::{
     DEFAULT_TARGET,
 };
 use anyhow::Context;
+use scsi::alua::AccessState;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -292,10 +293,12 @@ pub(crate) fn build_lun(
     config.sanitize_pace = std::time::Duration::from_millis(lun.sanitize_pace_ms);
     config.thin_provisioning = thin_provisioning;
     config.inquiry_version = lun.inquiry_version;
+    config.port_groups = t.port_groups();
     if let Some(state) = lun.alua_state.or(t.alua_state) {
         config.alua_state = state.0;
+    } else if config.port_groups.shared() {
+        config.alua_state = AccessState::ActiveNonOptimized;
     }
-    config.port_groups = t.port_groups();
     if let Some(product) = &lun.product {
         config.product = product.clone();
     }

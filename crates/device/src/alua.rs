@@ -1,8 +1,9 @@
 //! The access state of each target port group (SPC-4 §5.16, implicit ALUA). A lone server
 //! reports its one group in the configured `alua_state`. Where several gateways export the
 //! logical unit (docs/gateways.md), the preferred gateway is active/optimized and the others
-//! active/non-optimized, so every gateway runs every command; the preferred one is the first
-//! in the configuration's order that is alive, as the data plane sees the store's clients.
+//! in the configured `alua_state`: active/non-optimized (they run every command) or standby
+//! (they refuse media access until they are preferred); the preferred one is the first in the
+//! configuration's order that is alive, as the data plane sees the store's clients.
 
 use crate::logical_unit::LogicalUnit;
 use scsi::alua::{AccessState, TargetPortGroup};
@@ -23,7 +24,7 @@ impl LogicalUnit {
         if self.preferred.or(groups.all.first().copied()) == Some(group) {
             AccessState::ActiveOptimized
         } else {
-            AccessState::ActiveNonOptimized
+            self.config().alua_state
         }
     }
 

@@ -57,6 +57,8 @@ pub struct LuConfig {
     pub sanitize_pace: std::time::Duration,
     /// The access state of the logical unit's one target port group (implicit ALUA, SPC-4
     /// §5.16): standby and unavailable refuse what the command table does not let through.
+    /// Where several gateways export the logical unit, the state of every gateway's group but
+    /// the preferred one's (active/non-optimized or standby; docs/gateways.md).
     pub alua_state: scsi::alua::AccessState,
     /// The target port groups the logical unit is reached through.
     pub port_groups: PortGroups,

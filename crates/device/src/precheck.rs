@@ -48,7 +48,7 @@ impl LogicalUnit {
 
     /// Whether the unit's state lets a command with `flags` run.
     fn check_state(&self, flags: Flags) -> Result<(), Sense> {
-        self.config().alua_state.admits(flags)?;
+        self.own_access_state().admits(flags)?;
         if flags.contains(Flags::MEDIUM) && !self.medium_present {
             return Err(Sense::new(SenseKey::NotReady, Asc::MEDIUM_NOT_PRESENT));
         }

@@ -293,6 +293,7 @@ fn gateways_report_every_group_with_the_preferred_optimized_and_announce_a_chang
         own: 2,
         all: vec![3, 2],
     };
+    cfg.alua_state = AccessState::ActiveNonOptimized;
     let t = target_with(cfg);
     let n = nexus(1);
     run(&t, &n, 0, &TEST_UNIT_READY, &[]);
@@ -330,6 +331,41 @@ fn gateways_report_every_group_with_the_preferred_optimized_and_announce_a_chang
     unit.with(|core| core.set_preferred_gateway(Some(3)));
     run(&t, &n, 0, &TEST_UNIT_READY, &[]);
     assert_eq!(run(&t, &n, 0, &READ_10, &[]).0, Completion::GOOD);
+}
+
+#[test]
+fn gateways_in_standby_refuse_the_medium_until_preferred() {
+    let mut cfg = config();
+    cfg.port_groups = device::PortGroups {
+        own: 2,
+        all: vec![1, 2],
+    };
+    cfg.alua_state = AccessState::Standby;
+    let t = target_with(cfg);
+    let n = nexus(1);
+    run(&t, &n, 0, &TEST_UNIT_READY, &[]);
+    let standby = Some((
+        SenseKey::NotReady,
+        Asc::LOGICAL_UNIT_NOT_ACCESSIBLE_TARGET_PORT_IN_STANDBY_STATE,
+    ));
+    assert_eq!(sense_of(&run(&t, &n, 0, &READ_10, &[]).0), standby);
+    let (c, data) = run(&t, &n, 0, &RTPG, &[]);
+    assert_eq!(c, Completion::GOOD);
+    assert_eq!(groups_of(&data), [(1, 0, 1), (2, 2, 2)]);
+    // Gateway 1 died: this one is preferred, and says so before it serves.
+    t.units()[0]
+        .1
+        .with(|core| core.set_preferred_gateway(Some(2)));
+    assert_eq!(
+        sense_of(&run(&t, &n, 0, &READ_10, &[]).0),
+        Some((
+            SenseKey::UnitAttention,
+            Asc::ASYMMETRIC_ACCESS_STATE_CHANGED
+        ))
+    );
+    assert_eq!(run(&t, &n, 0, &READ_10, &[]).0, Completion::GOOD);
+    let (_, data) = run(&t, &n, 0, &RTPG, &[]);
+    assert_eq!(groups_of(&data), [(1, 2, 1), (2, 0, 2)]);
 }
 
 #[test]
