@@ -105,6 +105,30 @@ expect alua_a_optimized_via_a "$(tpg_state "$DA" 1)" active/optimized
 expect alua_b_non_optimized_via_a "$(tpg_state "$DA" 2)" "active/non optimized"   # sg_rtpg 1.48's words
 expect alua_a_optimized_via_b "$(tpg_state "$DB" 1)" active/optimized
 
+sec "persistent reservations through both paths: one registration set (sg_persist)"
+# A registration is for one I_T nexus (SPC-4 §5.13.7): the guest's nexus through a, then its
+# nexus through b; both gateways answer from the one state kept in the cluster.
+K=0x4757  # "GW"
+expect_cmd pr_register_via_a sg_persist --out --register --param-sark=$K "/dev/$DA"
+sg_persist --in --read-keys "/dev/$DB" | tee pr-keys-b.txt
+check pr_key_via_b "$(grep -qi "^ *$K\$" pr-keys-b.txt && echo 0 || echo 1)" "($(tr '\n' ' ' < pr-keys-b.txt))"
+sg_persist --out --reserve --param-rk=$K --prout-type=1 "/dev/$DB" > /dev/null 2>&1; rc=$?
+check pr_reserve_unregistered_nexus_conflicts "$([ $rc = 24 ] && echo 0 || echo 1)" "(rc=$rc, want 24: reservation conflict)"
+expect_cmd pr_register_via_b sg_persist --out --register --param-sark=$K "/dev/$DB"
+sg_persist --in --read-full-status "/dev/$DA" | tee pr-full-a.txt
+check pr_full_status_two_nexuses "$([ "$(grep -ci "Key=$K" pr-full-a.txt)" = 2 ] && \
+    grep -qi 'relative port address: 0x1' pr-full-a.txt && grep -qi 'relative port address: 0x2' pr-full-a.txt && echo 0 || echo 1)" \
+    "($(tr -s ' \n' ' ' < pr-full-a.txt))"
+expect_cmd pr_reserve_via_b sg_persist --out --reserve --param-rk=$K --prout-type=1 "/dev/$DB"
+sg_persist --in --read-reservation "/dev/$DA" | tee pr-reservation-a.txt
+check pr_reservation_via_a "$(grep -qi "Key=$K" pr-reservation-a.txt && grep -q 'Write Exclusive' pr-reservation-a.txt && echo 0 || echo 1)" \
+    "($(tr '\n' ' ' < pr-reservation-a.txt))"
+expect_cmd pr_release_via_b sg_persist --out --release --param-rk=$K --prout-type=1 "/dev/$DB"
+expect_cmd pr_unregister_via_a sg_persist --out --register --param-rk=$K --param-sark=0 "/dev/$DA"
+expect_cmd pr_unregister_via_b sg_persist --out --register --param-rk=$K --param-sark=0 "/dev/$DB"
+sg_persist --in --read-keys "/dev/$DA" | tee pr-keys-a.txt
+check pr_no_keys_left "$(grep -qi 'no registered reservation keys' pr-keys-a.txt && echo 0 || echo 1)" "($(tr '\n' ' ' < pr-keys-a.txt))"
+
 # multipath -ll, one line per map ("MAP name dm-N") and per path ("PATH sdX group_prio
 # group_status dm_state checker_state")
 mp_state() {
