@@ -725,20 +725,37 @@ impl LogicalUnit {
         prepared: crate::reservations::Prepared,
     ) -> Completion {
         let effects = self.reservations.commit(prepared);
-        for (port, asc) in &effects.unit_attentions {
-            self.unit_attentions.raise_for_port(port, *asc, me);
+        self.reservation_effects(now, &effects, Some(me));
+        Completion::GOOD
+    }
+
+    /// What a PERSISTENT RESERVE OUT asks of the nexuses here (this server's target port),
+    /// whether it came through this server (`me`, its nexus, spared) or another gateway.
+    pub(crate) fn reservation_effects(
+        &mut self,
+        now: Ns,
+        effects: &crate::persistent_reservation::Effects,
+        me: Option<u64>,
+    ) {
+        let here = self.reservations.target_port();
+        let except = me.unwrap_or(u64::MAX);
+        for (whom, asc) in &effects.unit_attentions {
+            if whom.reaches(here) {
+                self.unit_attentions
+                    .raise_for_port(&whom.initiator_port, *asc, except);
+            }
         }
         let preempted: Vec<u64> = effects
             .aborted
             .iter()
-            .flat_map(|port| self.unit_attentions.nexuses_of(port))
-            .filter(|&n| n != me)
+            .filter(|whom| whom.reaches(here))
+            .flat_map(|whom| self.unit_attentions.nexuses_of(&whom.initiator_port))
+            .filter(|&n| Some(n) != me)
             .collect();
         if !preempted.is_empty() {
             let _lost = self.abort_where(now, |n| preempted.contains(&n));
         }
         self.publish();
-        Completion::GOOD
     }
 
     /// Operation code 83h: EXTENDED COPY (LID1)/(LID4), COPY OPERATION ABORT, POPULATE TOKEN,

@@ -208,7 +208,7 @@ impl LogicalUnit {
         )
         .map_err(|e| ConfigError::SavedMode(corrupt(&config.saved_mode_path, e)))?;
         let persistent = match &kept.reservations {
-            Some(bytes) => Some(aptpl::decode(bytes).map_err(|e| {
+            Some(bytes) => Some(aptpl::decode_kept(bytes).map_err(|e| {
                 ConfigError::PersistentReservations(corrupt(
                     &config.persistent_reservations_path,
                     e,
@@ -216,8 +216,11 @@ impl LogicalUnit {
             })?),
             None => None,
         };
-        let reservations =
-            Reservations::new(persistent, config.persistent_reservations_path.is_some());
+        let reservations = Reservations::new(
+            persistent,
+            config.persistent_reservations_path.is_some(),
+            &config.port_groups,
+        );
         let queue = queue
             .map(Scheduled::new)
             .transpose()
@@ -432,6 +435,7 @@ impl LogicalUnit {
                 write_protected: self.write_protected(),
                 spc2_holder,
                 persistent,
+                target_port: self.reservations.target_port(),
             });
         }
     }

@@ -3,7 +3,7 @@
 //! §5.5.1 with the exceptions of SPC-4 §5.13.3, CRH = 1), and which commands they refuse
 //! (the command table's [`ReservationAccess`]). A value the core owns.
 
-use crate::persistent_reservation::{Effects, PersistentReservations, Refusal};
+use crate::persistent_reservation::{Effects, It, PersistentReservations, Refusal};
 use crate::{aptpl, Completion, Nexus};
 use scsi::command::{PersistentReserveIn, PersistentReserveOut};
 use scsi::table::ReservationAccess;
@@ -21,6 +21,11 @@ pub(crate) struct Reservations {
     /// The state can be kept through power loss when APTPL is set (PTPL_C): the logical unit
     /// has somewhere to keep it.
     ptpl_capable: bool,
+    /// The relative target port identifier of this server's target port, through which
+    /// every nexus here came (its port group's, as VPD page 83h reports it).
+    target_port: u16,
+    /// Every target port's: this server's, or every gateway's (docs/gateways.md).
+    target_ports: Vec<u16>,
 }
 
 /// A PERSISTENT RESERVE OUT performed on a copy of the state: made current by
@@ -37,12 +42,32 @@ pub(crate) struct Prepared {
 impl Reservations {
     /// A logical unit's reservations at power on: `kept`, the state kept through the last
     /// power loss, if any.
-    pub(crate) fn new(kept: Option<PersistentReservations>, ptpl_capable: bool) -> Self {
+    /// `groups`: this server's target port group and every one's.
+    pub(crate) fn new(
+        kept: Option<PersistentReservations>,
+        ptpl_capable: bool,
+        groups: &crate::PortGroups,
+    ) -> Self {
         Reservations {
             spc2_holder: None,
             persistent: kept.unwrap_or_default(),
             ptpl_capable,
+            target_port: groups.own,
+            target_ports: groups.all.clone(),
         }
+    }
+
+    /// `nexus` as registrations name it: its initiator port, this server's target port.
+    fn it<'a>(&self, nexus: &'a Nexus) -> It<'a> {
+        It {
+            initiator_port: &nexus.initiator_port,
+            target_port: self.target_port,
+        }
+    }
+
+    /// The relative target port identifier of this server's target port.
+    pub(crate) fn target_port(&self) -> u16 {
+        self.target_port
     }
 
     /// Whether another nexus's reservation refuses `cdb` from `nexus`. A RESERVE (6)/(10)
@@ -63,7 +88,7 @@ impl Reservations {
                         ReservationAccess::Unrestricted | ReservationAccess::OwnRules
                     )
             }
-            None => self.persistent.conflicts(&nexus.initiator_port, access),
+            None => self.persistent.conflicts(self.it(nexus), access),
         }
     }
 
@@ -96,7 +121,7 @@ impl Reservations {
     }
 
     fn spc2_exception(&self, nexus: &Nexus) -> Completion {
-        if self.persistent.exempts_spc2(&nexus.initiator_port) {
+        if self.persistent.exempts_spc2(self.it(nexus)) {
             Completion::GOOD
         } else {
             CONFLICT
@@ -139,7 +164,13 @@ impl Reservations {
             })?;
         let mut next = self.persistent.clone();
         let effects = next
-            .perform(&nexus.initiator_port, cmd, list, self.ptpl_capable)
+            .perform(
+                self.it(nexus),
+                cmd,
+                list,
+                self.ptpl_capable,
+                &self.target_ports,
+            )
             .map_err(|r| match r {
                 Refusal::Conflict => CONFLICT,
                 Refusal::Check(sense) => Completion::check_condition(sense),
