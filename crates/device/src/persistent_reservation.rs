@@ -29,7 +29,7 @@ pub(crate) struct It<'a> {
 /// The nexuses an effect is for: an initiator port's at one target port, or at every one
 /// (`None`: its registration was made with ALL_TG_PT).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Whom {
+pub struct Whom {
     pub(crate) initiator_port: String,
     pub(crate) target_port: Option<u16>,
 }
@@ -137,7 +137,7 @@ impl From<Sense> for Refusal {
 
 /// What a performed service action asks of the logical unit besides the new state.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Effects {
+pub struct Effects {
     /// Unit attentions for these nexuses (never the issuing nexus).
     pub(crate) unit_attentions: Vec<(Whom, Asc)>,
     /// PREEMPT AND ABORT: the nexuses whose commands are aborted (§5.13.11.2.6).

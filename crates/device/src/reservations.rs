@@ -26,6 +26,9 @@ pub(crate) struct Reservations {
     target_port: u16,
     /// Every target port's: this server's, or every gateway's (docs/gateways.md).
     target_ports: Vec<u16>,
+    /// Where the gateways share the state (docs/gateways.md): the version of the cluster's
+    /// copy this one is, which a change must still find there to be written.
+    shared: Option<u64>,
 }
 
 /// A PERSISTENT RESERVE OUT performed on a copy of the state: made current by
@@ -37,6 +40,57 @@ pub(crate) struct Prepared {
     /// What to keep through power loss first: the new state's file contents (`Some(None)`:
     /// remove the file, APTPL went off).
     pub(crate) keep: Option<Option<Vec<u8>>>,
+    /// Where the gateways share the state: the write of the new state, guarded by the
+    /// version it was prepared on ([`store::Op::Share`]).
+    pub(crate) share: Option<store::Op>,
+}
+
+/// How many times a PERSISTENT RESERVE OUT is prepared again on the state another gateway
+/// changed meanwhile before it gives up.
+pub(crate) const SHARE_ATTEMPTS: u32 = 8;
+
+/// The gateways' state at start: when no other gateway had the logical unit open (its power
+/// on, as the hosts see it), a state whose APTPL is 0 does not survive (SPC-4 §5.13.5.1),
+/// and PRgeneration restarts at zero (SPC-4 §6.15.2); written back so that every gateway
+/// starting later finds it so.
+pub(crate) fn power_on(
+    plane: &dyn store::Plane,
+    state: store::SharedState,
+) -> std::io::Result<store::SharedState> {
+    let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+    let Some(bytes) = state.contents.as_deref().filter(|_| state.first) else {
+        return Ok(state);
+    };
+    let old = aptpl::decode(bytes).map_err(invalid)?;
+    let new = if old.aptpl {
+        PersistentReservations {
+            generation: 0,
+            ..old.clone()
+        }
+    } else {
+        PersistentReservations::default()
+    };
+    if new == old {
+        return Ok(state);
+    }
+    if !old.aptpl {
+        tracing::info!(
+            registrations = old.registrations.len(),
+            "persistent reservations with APTPL = 0 dropped: no other gateway is alive"
+        );
+    }
+    let contents = aptpl::encode(&new);
+    match plane.share_now(store::KeptFile::Reservations, &contents, state.version)? {
+        store::Done::Shared(version) => Ok(store::SharedState {
+            contents: Some(contents),
+            version,
+            first: true,
+        }),
+        // Another gateway came up and changed it meanwhile: its state stands.
+        store::Done::Stale(now) => Ok(now),
+        store::Done::Failed(f) => Err(std::io::Error::new(f.error().kind(), f.error().to_string())),
+        other => Err(std::io::Error::other(format!("{other:?}"))),
+    }
 }
 
 impl Reservations {
@@ -47,6 +101,7 @@ impl Reservations {
         kept: Option<PersistentReservations>,
         ptpl_capable: bool,
         groups: &crate::PortGroups,
+        shared: Option<u64>,
     ) -> Self {
         Reservations {
             spc2_holder: None,
@@ -54,7 +109,27 @@ impl Reservations {
             ptpl_capable,
             target_port: groups.own,
             target_ports: groups.all.clone(),
+            shared,
         }
+    }
+
+    /// The gateways' state as another gateway (or a lost race) left it: made current when
+    /// it is newer than this one (RADOS object versions only grow).
+    pub(crate) fn reload(&mut self, state: &store::SharedState) -> Result<(), String> {
+        if self.shared.is_some_and(|v| v > state.version) {
+            return Ok(());
+        }
+        self.persistent = match state.contents.as_deref() {
+            Some(bytes) => aptpl::decode(bytes)?,
+            None => PersistentReservations::default(),
+        };
+        self.shared = Some(state.version);
+        Ok(())
+    }
+
+    /// The gateways' state was written: this is its version now.
+    pub(crate) fn shared_as(&mut self, version: u64) {
+        self.shared = Some(version);
     }
 
     /// `nexus` as registrations name it: its initiator port, this server's target port.
@@ -175,12 +250,20 @@ impl Reservations {
                 Refusal::Conflict => CONFLICT,
                 Refusal::Check(sense) => Completion::check_condition(sense),
             })?;
-        let keep = (self.ptpl_capable && (next.aptpl || self.persistent.aptpl))
+        // Every change goes to the gateways' copy, whatever APTPL says: every gateway must
+        // see it; a lone server keeps a file under APTPL only.
+        let share = self.shared.map(|version| store::Op::Share {
+            file: store::KeptFile::Reservations,
+            contents: aptpl::encode(&next),
+            version,
+        });
+        let keep = (share.is_none() && self.ptpl_capable && (next.aptpl || self.persistent.aptpl))
             .then(|| next.aptpl.then(|| aptpl::encode(&next)));
         Ok(Prepared {
             next,
             effects,
             keep,
+            share,
         })
     }
 
