@@ -310,7 +310,7 @@ impl LogicalUnit {
                                 prepared: Box::new(prepared),
                                 cmd: p,
                                 list,
-                                attempts: 1,
+                                attempts: 0,
                             },
                         )
                     }
@@ -771,7 +771,8 @@ impl LogicalUnit {
     /// Another gateway changed the shared persistent reservations after this PERSISTENT
     /// RESERVE OUT was prepared (its write found another version): the state as it is now
     /// becomes current and the command is prepared on it again, which may now refuse it.
-    /// After [`SHARE_ATTEMPTS`](crate::reservations::SHARE_ATTEMPTS) lost races it ends
+    /// After [`SHARE_ATTEMPTS`](crate::reservations::SHARE_ATTEMPTS) races lost to other
+    /// gateways it ends
     /// with ABORTED COMMAND, which asks the host to send it again (SPC-6 §4.4.3, table 52).
     fn reservations_stale(
         &mut self,
@@ -781,6 +782,11 @@ impl LogicalUnit {
         list: Vec<u8>,
         attempts: u32,
     ) -> Ran {
+        let attempts = if self.reservations.written_here(state.version) {
+            attempts
+        } else {
+            attempts + 1
+        };
         if let Err(e) = self.reservations.reload(state) {
             tracing::error!(error = %e, "the gateways' persistent reservations");
             return Ran::Done(check(Sense::new(
@@ -814,7 +820,7 @@ impl LogicalUnit {
                         prepared: Box::new(prepared),
                         cmd,
                         list,
-                        attempts: attempts + 1,
+                        attempts,
                     },
                 ),
                 None => Ran::Done(check(Sense::new(

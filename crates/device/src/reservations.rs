@@ -29,6 +29,8 @@ pub(crate) struct Reservations {
     /// Where the gateways share the state (docs/gateways.md): the version of the cluster's
     /// copy this one is, which a change must still find there to be written.
     shared: Option<u64>,
+    /// The version this gateway's last PERSISTENT RESERVE OUT wrote.
+    written: Option<u64>,
 }
 
 /// A PERSISTENT RESERVE OUT performed on a copy of the state: made current by
@@ -45,9 +47,11 @@ pub(crate) struct Prepared {
     pub(crate) share: Option<store::Op>,
 }
 
-/// How many times a PERSISTENT RESERVE OUT is prepared again on the state another gateway
-/// changed meanwhile before it gives up.
-pub(crate) const SHARE_ATTEMPTS: u32 = 8;
+/// How many races with other gateways a PERSISTENT RESERVE OUT may lose (its write found
+/// the state changed by another gateway since it was prepared) before it gives up. A race
+/// lost to a command of this gateway is not counted: the commands of one gateway run one
+/// after the other in the end, and only the other gateways' could starve it.
+pub(crate) const SHARE_ATTEMPTS: u32 = 16;
 
 /// The gateways' state at start: when no other gateway had the logical unit open (its power
 /// on, as the hosts see it), a state whose APTPL is 0 does not survive (SPC-4 §5.13.5.1),
@@ -110,6 +114,7 @@ impl Reservations {
             target_port: groups.own,
             target_ports: groups.all.clone(),
             shared,
+            written: None,
         }
     }
 
@@ -130,6 +135,13 @@ impl Reservations {
     /// The gateways' state was written: this is its version now.
     pub(crate) fn shared_as(&mut self, version: u64) {
         self.shared = Some(version);
+        self.written = Some(version);
+    }
+
+    /// Whether the state at `version` is what this gateway wrote last: a race lost to it
+    /// was lost to a command of this gateway.
+    pub(crate) fn written_here(&self, version: u64) -> bool {
+        self.written == Some(version)
     }
 
     /// `nexus` as registrations name it: its initiator port, this server's target port.

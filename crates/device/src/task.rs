@@ -109,7 +109,8 @@ pub(crate) enum After {
     Reservations(Box<Prepared>),
     /// PERSISTENT RESERVE OUT where the gateways share the state: the new state is written
     /// with its version guard, then made current; on a lost race the command is prepared
-    /// again on the state as it is (`attempts` so far), so it needs its CDB and parameters.
+    /// again on the state as it is (`attempts`: races lost to other gateways so far), so it
+    /// needs its CDB and parameters.
     SharedReservations {
         prepared: Box<Prepared>,
         cmd: scsi::command::PersistentReserveOut,
