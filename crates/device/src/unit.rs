@@ -381,7 +381,13 @@ impl Unit {
             return;
         }
         let task = TaskId::from_u64(id);
+        // What the other gateways announced applies before this completion: a task that
+        // PREEMPT AND ABORT there ended gets no status here (a load while there is none).
+        let (news, shared) = self.peer_news();
         let (owner, step) = self.call(now, sink, |core| {
+            for event in &news {
+                core.peer_event(now, event, shared.as_ref());
+            }
             let owner = core.owner(task);
             (owner, core.io_done(now, task, done, &mut data_in))
         });
