@@ -4,7 +4,10 @@
 //! UNIT RESET through one gateway reaches the nexuses of the other; a gateway
 //! killed under writes loses no acknowledged block, the other takes the image over and
 //! becomes the optimized one (ASYMMETRIC ACCESS STATE CHANGED), and the first takes that
-//! back when it returns; libiscsi's multipath tests through both.
+//! back when it returns; libiscsi's multipath tests through both; persistent reservations,
+//! one state through both gateways (registrations per target port, ALL_TG_PT, PREEMPT AND
+//! ABORT's unit attentions and aborts on the other gateway, racing REGISTERs, APTPL when the
+//! last gateway goes).
 //!
 //! Needs a cluster, as crates/cli/tests/rbd.rs does: `STINT_CEPH_CONF` names its ceph.conf.
 
@@ -693,5 +696,55 @@ fn reservations_without_aptpl_end_when_the_last_gateway_goes() {
     assert!(a.stop());
     let b = pair.start(1);
     assert_eq!(keys_through(&b), [0x6], "APTPL = 1 kept through power loss");
+    assert!(b.stop());
+}
+
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other() {
+    let conf = cluster("preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other");
+    let pair = Pair::new(&conf, "prabort");
+    let (a, b) = (pair.start(0), pair.start(1));
+    runtime().block_on(async {
+        let (mut a1, lun) = session(&a.urls[0], "iqn.2026-11.dev.stint:abort-host1").await;
+        let (mut b2, _) = session(&b.urls[0], "iqn.2026-11.dev.stint:abort-host2").await;
+        assert_eq!(pr_out(&mut a1, lun, REGISTER, 0, 0, 0xA1, 0).await.0, 0);
+        assert_eq!(pr_out(&mut b2, lun, REGISTER, 0, 0, 0xB2, 0).await.0, 0);
+        // A WRITE SAME of 32 MiB through B: long enough to be under way when host 1
+        // preempts host 2 through A. Aborted (TAS = 0), it never gets a status.
+        let blocks: u32 = 65535;
+        let mut cdb = [0u8; 16];
+        cdb[0] = 0x93;
+        cdb[10..14].copy_from_slice(&blocks.to_be_bytes());
+        let started = Instant::now();
+        let long = tokio::spawn(async move {
+            let r = b2.scsi_command(lun, &cdb, &pattern(9, BLOCK), 0).await;
+            (r.map(|r| r.status), started.elapsed())
+        });
+        // It takes 80-110 ms here; the preemption reaches B well within it.
+        tokio::time::sleep(Duration::from_millis(15)).await;
+        let (s, _) = pr_out(
+            &mut a1,
+            lun,
+            PREEMPT_AND_ABORT,
+            EXCLUSIVE_ACCESS,
+            0xA1,
+            0xB2,
+            0,
+        )
+        .await;
+        assert_eq!(s, 0);
+        let preempted = started.elapsed();
+        // The initiator gives up on a task without response after its 10 s timeout.
+        let (r, took) = long.await.unwrap();
+        assert!(
+            matches!(r, Err(iscsi::initiator::Error::Timeout)),
+            "the WRITE SAME ended with {r:?} after {took:?} (PREEMPT AND ABORT done at \
+             {preempted:?}): not aborted"
+        );
+        assert_eq!(keys(&mut a1, lun).await, [0xA1]);
+        a1.logout().await.expect("logout");
+    });
+    assert!(a.stop());
     assert!(b.stop());
 }
