@@ -51,20 +51,28 @@ struct Pair {
     image: String,
     dir: tempfile::TempDir,
     ports: [u16; 2],
+    /// Extra keys of the LUN's table.
+    lun_keys: String,
 }
 
 impl Pair {
     fn new(conf: &str, test: &str) -> Pair {
+        Pair::sized(conf, test, "64M", "")
+    }
+
+    /// A pair over an image of `size` (`rbd create --size`), the LUN with `lun_keys` too.
+    fn sized(conf: &str, test: &str, size: &str, lun_keys: &str) -> Pair {
         let image = format!("stint-gw-{test}-{}", std::process::id());
         let _ = std::process::Command::new("rbd")
             .args(["-c", conf, "rm", "--no-progress", &format!("rbd/{image}")])
             .output();
-        rbd(conf, &["create", "--size", "64M", &format!("rbd/{image}")]);
+        rbd(conf, &["create", "--size", size, &format!("rbd/{image}")]);
         Pair {
             conf: conf.to_owned(),
             image,
             dir: tempfile::tempdir().unwrap(),
             ports: [free_port(), free_port()],
+            lun_keys: lun_keys.to_owned(),
         }
     }
 
@@ -101,9 +109,11 @@ store = "rbd"
 pool = "rbd"
 image = "{image}"
 conf = "{conf}"
+{keys}
 "#,
                 image = self.image,
-                conf = self.conf
+                conf = self.conf,
+                keys = self.lun_keys
             ),
         )
         .unwrap();
@@ -724,14 +734,16 @@ fn reservations_without_aptpl_end_when_the_last_gateway_goes() {
 #[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
 fn preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other() {
     let conf = cluster("preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other");
-    let pair = Pair::new(&conf, "prabort");
+    // 4096-byte blocks: the longest WRITE SAME is 256 MiB, long enough to be under way when
+    // the preemption comes, even on a loaded machine.
+    let pair = Pair::sized(&conf, "prabort", "256M", "block_size = 4096");
     let (a, b) = (pair.start(0), pair.start(1));
     runtime().block_on(async {
         let (mut a1, lun) = session(&a.urls[0], "iqn.2026-11.dev.stint:abort-host1").await;
         let (mut b2, _) = session(&b.urls[0], "iqn.2026-11.dev.stint:abort-host2").await;
         assert_eq!(pr_out(&mut a1, lun, REGISTER, 0, 0, 0xA1, 0).await.0, 0);
         assert_eq!(pr_out(&mut b2, lun, REGISTER, 0, 0, 0xB2, 0).await.0, 0);
-        // A WRITE SAME of 32 MiB through B: long enough to be under way when host 1
+        // A WRITE SAME of 256 MiB through B: long enough to be under way when host 1
         // preempts host 2 through A. Aborted (TAS = 0), it never gets a status.
         let blocks: u32 = 65535;
         let mut cdb = [0u8; 16];
@@ -739,11 +751,11 @@ fn preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other() {
         cdb[10..14].copy_from_slice(&blocks.to_be_bytes());
         let started = Instant::now();
         let long = tokio::spawn(async move {
-            let r = b2.scsi_command(lun, &cdb, &pattern(9, BLOCK), 0).await;
+            let r = b2.scsi_command(lun, &cdb, &pattern(9, 4096), 0).await;
             (r.map(|r| r.status), started.elapsed())
         });
-        // It takes 80-110 ms here; the preemption reaches B well within it.
-        tokio::time::sleep(Duration::from_millis(15)).await;
+        // Under way before the preemption is sent.
+        tokio::time::sleep(Duration::from_millis(50)).await;
         let (s, _) = pr_out(
             &mut a1,
             lun,
