@@ -773,7 +773,7 @@ impl LogicalUnit {
     /// becomes current and the command is prepared on it again, which may now refuse it.
     /// After [`SHARE_ATTEMPTS`](crate::reservations::SHARE_ATTEMPTS) races lost to other
     /// gateways it ends
-    /// with ABORTED COMMAND, which asks the host to send it again (SPC-6 §4.4.3, table 52).
+    /// with ABORTED COMMAND, which asks the host to send it again (SPC-6, sense key descriptions).
     fn reservations_stale(
         &mut self,
         id: TaskId,
