@@ -4,7 +4,10 @@
 //! UNIT RESET through one gateway reaches the nexuses of the other; a gateway
 //! killed under writes loses no acknowledged block, the other takes the image over and
 //! becomes the optimized one (ASYMMETRIC ACCESS STATE CHANGED), and the first takes that
-//! back when it returns; libiscsi's multipath tests through both.
+//! back when it returns; libiscsi's multipath tests through both; persistent reservations,
+//! one state through both gateways (registrations per target port, ALL_TG_PT, PREEMPT AND
+//! ABORT's unit attentions and aborts on the other gateway, racing REGISTERs, APTPL when the
+//! last gateway goes).
 //!
 //! Needs a cluster, as crates/cli/tests/rbd.rs does: `STINT_CEPH_CONF` names its ceph.conf.
 
@@ -48,20 +51,28 @@ struct Pair {
     image: String,
     dir: tempfile::TempDir,
     ports: [u16; 2],
+    /// Extra keys of the LUN's table.
+    lun_keys: String,
 }
 
 impl Pair {
     fn new(conf: &str, test: &str) -> Pair {
+        Pair::sized(conf, test, "64M", "")
+    }
+
+    /// A pair over an image of `size` (`rbd create --size`), the LUN with `lun_keys` too.
+    fn sized(conf: &str, test: &str, size: &str, lun_keys: &str) -> Pair {
         let image = format!("stint-gw-{test}-{}", std::process::id());
         let _ = std::process::Command::new("rbd")
             .args(["-c", conf, "rm", "--no-progress", &format!("rbd/{image}")])
             .output();
-        rbd(conf, &["create", "--size", "64M", &format!("rbd/{image}")]);
+        rbd(conf, &["create", "--size", size, &format!("rbd/{image}")]);
         Pair {
             conf: conf.to_owned(),
             image,
             dir: tempfile::tempdir().unwrap(),
             ports: [free_port(), free_port()],
+            lun_keys: lun_keys.to_owned(),
         }
     }
 
@@ -98,13 +109,34 @@ store = "rbd"
 pool = "rbd"
 image = "{image}"
 conf = "{conf}"
+{keys}
 "#,
                 image = self.image,
-                conf = self.conf
+                conf = self.conf,
+                keys = self.lun_keys
             ),
         )
         .unwrap();
         path
+    }
+}
+
+impl Pair {
+    /// Waits until no client has the image open (`rbd status`: "Watchers: none").
+    fn until_unwatched(&self, limit: Duration) {
+        let started = Instant::now();
+        loop {
+            let out = std::process::Command::new("rbd")
+                .args(["-c", &self.conf, "status", &format!("rbd/{}", self.image)])
+                .output()
+                .expect("run rbd status");
+            let text = String::from_utf8_lossy(&out.stdout);
+            if out.status.success() && text.contains("Watchers: none") {
+                return;
+            }
+            assert!(started.elapsed() < limit, "still watched: {text}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 }
 
@@ -437,6 +469,315 @@ fn libiscsi_multipath_tests_pass_through_the_two_gateways() {
         }
     }
     eprintln!("libiscsi ALL.MultipathIO through two gateways: {results:?}");
+    assert!(a.stop());
+    assert!(b.stop());
+}
+
+// Persistent reservations through two gateways: one state in the cluster (docs/gateways.md).
+
+/// PERSISTENT RESERVE OUT service actions and types (SPC-4 tables 213 and 214).
+const REGISTER: u8 = 0x00;
+const RESERVE: u8 = 0x01;
+const PREEMPT_AND_ABORT: u8 = 0x05;
+const EXCLUSIVE_ACCESS: u8 = 0x03;
+/// Parameter list byte 20.
+const ALL_TG_PT: u8 = 0x04;
+const APTPL: u8 = 0x01;
+const RESERVATION_CONFLICT: u8 = 0x18;
+
+/// PERSISTENT RESERVE OUT with the basic parameter list: (status, unit attentions met).
+async fn pr_out(
+    s: &mut Initiator,
+    lun: u64,
+    action: u8,
+    kind: u8,
+    key: u64,
+    sa_key: u64,
+    flags: u8,
+) -> (u8, Vec<Asc>) {
+    let cdb = [0x5F, action, kind, 0, 0, 0, 0, 0, 24, 0];
+    let mut list = vec![0u8; 24];
+    list[..8].copy_from_slice(&key.to_be_bytes());
+    list[8..16].copy_from_slice(&sa_key.to_be_bytes());
+    list[20] = flags;
+    let (r, met) = command(s, lun, &cdb, &list, 0).await;
+    (r.status, met)
+}
+
+/// PERSISTENT RESERVE IN `action`'s parameter data, and the unit attentions met.
+async fn pr_in(s: &mut Initiator, lun: u64, action: u8) -> (Vec<u8>, Vec<Asc>) {
+    let cdb = [0x5E, action, 0, 0, 0, 0, 0, 0x20, 0, 0];
+    let (r, met) = command(s, lun, &cdb, &[], 0x2000).await;
+    assert_eq!(
+        r.status,
+        0,
+        "PERSISTENT RESERVE IN {action}: {:?}",
+        r.parsed_sense()
+    );
+    (r.data_in, met)
+}
+
+/// READ KEYS: the registered keys.
+async fn keys(s: &mut Initiator, lun: u64) -> Vec<u64> {
+    let (d, _) = pr_in(s, lun, 0).await;
+    let len = u32::from_be_bytes(d[4..8].try_into().unwrap()) as usize;
+    d[8..8 + len]
+        .chunks(8)
+        .map(|k| u64::from_be_bytes(k.try_into().unwrap()))
+        .collect()
+}
+
+/// READ FULL STATUS: (key, ALL_TG_PT, holder, relative target port identifier) each.
+async fn full_status(s: &mut Initiator, lun: u64) -> Vec<(u64, bool, bool, u16)> {
+    let (d, _) = pr_in(s, lun, 3).await;
+    let end = 8 + u32::from_be_bytes(d[4..8].try_into().unwrap()) as usize;
+    let mut at = 8;
+    let mut out = Vec::new();
+    while at < end {
+        let x = &d[at..];
+        out.push((
+            u64::from_be_bytes(x[..8].try_into().unwrap()),
+            x[12] & 2 != 0,
+            x[12] & 1 != 0,
+            u16::from_be_bytes([x[18], x[19]]),
+        ));
+        at += 24 + u32::from_be_bytes(x[20..24].try_into().unwrap()) as usize;
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn persistent_reservations_are_one_state_through_both_gateways() {
+    let conf = cluster("persistent_reservations_are_one_state_through_both_gateways");
+    let pair = Pair::new(&conf, "pr");
+    let (a, b) = (pair.start(0), pair.start(1));
+    runtime().block_on(async {
+        let host = |n: u8| format!("iqn.2026-11.dev.stint:pr-host{n}");
+        // Each host logs in through both gateways: one initiator port, two I_T nexuses.
+        let (mut a1, lun) = session(&a.urls[0], &host(1)).await;
+        let (mut b1, _) = session(&b.urls[0], &host(1)).await;
+        let (mut a2, _) = session(&a.urls[0], &host(2)).await;
+        let (mut b2, _) = session(&b.urls[0], &host(2)).await;
+        let (mut a3, _) = session(&a.urls[0], &host(3)).await;
+        let (mut b3, _) = session(&b.urls[0], &host(3)).await;
+        for s in [&mut a1, &mut b1, &mut a2, &mut b2, &mut a3, &mut b3] {
+            assert_eq!(keys(s, lun).await, Vec::<u64>::new());
+        }
+
+        // Host 1 registers through A alone: B reads the key, through port 1.
+        assert_eq!(pr_out(&mut a1, lun, REGISTER, 0, 0, 0xA1, 0).await.0, 0);
+        assert_eq!(keys(&mut b2, lun).await, [0xA1]);
+        assert_eq!(full_status(&mut b2, lun).await, [(0xA1, false, false, 1)]);
+        // Through B host 1 is another, unregistered I_T nexus: its RESERVE conflicts.
+        let (status, _) = pr_out(&mut b1, lun, RESERVE, EXCLUSIVE_ACCESS, 0xA1, 0, 0).await;
+        assert_eq!(
+            status, RESERVATION_CONFLICT,
+            "host 1 through B is not registered"
+        );
+
+        // Host 3 registers through A with ALL_TG_PT: it reserves through B.
+        assert_eq!(
+            pr_out(&mut a3, lun, REGISTER, 0, 0, 0xC3, ALL_TG_PT)
+                .await
+                .0,
+            0
+        );
+        let (status, _) = pr_out(&mut b3, lun, RESERVE, EXCLUSIVE_ACCESS, 0xC3, 0, 0).await;
+        assert_eq!(status, 0, "host 3 registered for every target port");
+        // The reservation holds on both gateways: host 1 cannot write through either.
+        for s in [&mut a1, &mut b1] {
+            let cdb = write(form::WRITE_16, rw(0, 1));
+            let (r, _) = command(s, lun, &cdb, &pattern(1, BLOCK), 0).await;
+            assert_eq!(r.status, RESERVATION_CONFLICT);
+        }
+        let cdb = write(form::WRITE_16, rw(0, 1));
+        let (r, _) = command(&mut a3, lun, &cdb, &pattern(1, BLOCK), 0).await;
+        assert_eq!(r.status, 0, "the holder writes through A too");
+        let status = full_status(&mut a1, lun).await;
+        assert_eq!(status, [(0xA1, false, false, 1), (0xC3, true, true, 1)]);
+
+        // Host 2 registers through B alone; host 1 preempts it (and aborts its tasks)
+        // through A: host 2's nexus on B is told, its nexus on A (never registered) is not.
+        assert_eq!(pr_out(&mut b2, lun, REGISTER, 0, 0, 0xB2, 0).await.0, 0);
+        let status = full_status(&mut a1, lun).await;
+        assert_eq!(status[2], (0xB2, false, false, 2), "{status:?}");
+        let (s, met) = pr_out(
+            &mut a1,
+            lun,
+            PREEMPT_AND_ABORT,
+            EXCLUSIVE_ACCESS,
+            0xA1,
+            0xB2,
+            0,
+        )
+        .await;
+        assert_eq!((s, met), (0, vec![]));
+        let (_, met) = pr_in(&mut b2, lun, 0).await;
+        assert_eq!(met, [Asc::REGISTRATIONS_PREEMPTED], "host 2 through B");
+        let (_, met) = pr_in(&mut a2, lun, 0).await;
+        assert_eq!(met, [], "host 2 through A had no registration");
+        assert_eq!(keys(&mut b1, lun).await, [0xA1, 0xC3]);
+        for s in [a1, b1, a2, b2, a3, b3] {
+            s.logout().await.expect("logout");
+        }
+    });
+    assert!(a.stop(), "gateway a did not stop cleanly");
+    assert!(b.stop(), "gateway b did not stop cleanly");
+}
+
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn registers_racing_through_both_gateways_all_end_registered() {
+    const HOSTS: u64 = 16;
+    let conf = cluster("registers_racing_through_both_gateways_all_end_registered");
+    let pair = Pair::new(&conf, "prrace");
+    let (a, b) = (pair.start(0), pair.start(1));
+    runtime().block_on(async {
+        // Half the hosts through each gateway, all logged in and past their power-on unit
+        // attention first, then every REGISTER at once.
+        let mut sessions = Vec::new();
+        for i in 0..HOSTS {
+            let url = if i % 2 == 0 { &a.urls[0] } else { &b.urls[0] };
+            let (mut s, lun) = session(url, &format!("iqn.2026-11.dev.stint:race{i}")).await;
+            keys(&mut s, lun).await;
+            sessions.push((s, lun, i));
+        }
+        let racing = sessions.into_iter().map(|(mut s, lun, i)| {
+            tokio::spawn(async move {
+                let cdb = [0x5F, REGISTER, 0, 0, 0, 0, 0, 0, 24, 0];
+                let mut list = vec![0u8; 24];
+                list[8..16].copy_from_slice(&(0x100 + i).to_be_bytes());
+                let r = s.scsi_command(lun, &cdb, &list, 0).await.expect("REGISTER");
+                let status = (r.status, sense(&r));
+                (s, lun, status)
+            })
+        });
+        let mut done = Vec::new();
+        for r in racing.collect::<Vec<_>>() {
+            done.push(r.await.unwrap());
+        }
+        let statuses: Vec<_> = done.iter().map(|d| d.2).collect();
+        assert!(
+            statuses.iter().all(|s| s.0 == 0),
+            "every REGISTER GOOD: {statuses:?}"
+        );
+        let (s, lun, _) = &mut done[0];
+        let mut got = keys(s, *lun).await;
+        got.sort_unstable();
+        let want: Vec<u64> = (0..HOSTS).map(|i| 0x100 + i).collect();
+        assert_eq!(got, want, "no registration lost to a race");
+        let (d, _) = pr_in(s, *lun, 0).await;
+        let generation = u32::from_be_bytes(d[..4].try_into().unwrap());
+        assert_eq!(
+            generation, HOSTS as u32,
+            "one PRgeneration step per REGISTER"
+        );
+        for (s, _, _) in done {
+            s.logout().await.expect("logout");
+        }
+    });
+    assert!(a.stop());
+    assert!(b.stop());
+}
+
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn reservations_without_aptpl_end_when_the_last_gateway_goes() {
+    let conf = cluster("reservations_without_aptpl_end_when_the_last_gateway_goes");
+    let pair = Pair::new(&conf, "praptpl");
+    let host = "iqn.2026-11.dev.stint:aptpl-host";
+    let keys_through = |server: &Server| {
+        let url = server.urls[0].clone();
+        runtime().block_on(async move {
+            let (mut s, lun) = session(&url, host).await;
+            let k = keys(&mut s, lun).await;
+            s.logout().await.expect("logout");
+            k
+        })
+    };
+    let register = |server: &Server, key: u64, flags: u8| {
+        let url = server.urls[0].clone();
+        runtime().block_on(async move {
+            let (mut s, lun) = session(&url, host).await;
+            let (status, _) = pr_out(&mut s, lun, REGISTER, 0, 0, key, flags | ALL_TG_PT).await;
+            s.logout().await.expect("logout");
+            status
+        })
+    };
+    // APTPL = 0 through A while B lives: A restarted finds it (B kept the logical unit on).
+    let (a, b) = (pair.start(0), pair.start(1));
+    assert_eq!(register(&a, 0x5, 0), 0);
+    assert!(a.stop());
+    let a = pair.start(0);
+    assert_eq!(keys_through(&a), [0x5], "B was alive: no power loss");
+    // Both gone, then A alone: the power loss ends APTPL = 0 registrations. A gateway whose
+    // watch the OSD still keeps counts as alive (docs/gateways.md): first none is left.
+    assert!(a.stop());
+    assert!(b.stop());
+    pair.until_unwatched(Duration::from_secs(30));
+    let a = pair.start(0);
+    assert_eq!(
+        keys_through(&a),
+        Vec::<u64>::new(),
+        "APTPL = 0 lost at power on"
+    );
+    // APTPL = 1 survives it.
+    assert_eq!(register(&a, 0x6, APTPL), 0);
+    assert!(a.stop());
+    let b = pair.start(1);
+    assert_eq!(keys_through(&b), [0x6], "APTPL = 1 kept through power loss");
+    assert!(b.stop());
+}
+
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other() {
+    let conf = cluster("preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other");
+    // 4096-byte blocks: the longest WRITE SAME is 256 MiB, long enough to be under way when
+    // the preemption comes, even on a loaded machine.
+    let pair = Pair::sized(&conf, "prabort", "256M", "block_size = 4096");
+    let (a, b) = (pair.start(0), pair.start(1));
+    runtime().block_on(async {
+        let (mut a1, lun) = session(&a.urls[0], "iqn.2026-11.dev.stint:abort-host1").await;
+        let (mut b2, _) = session(&b.urls[0], "iqn.2026-11.dev.stint:abort-host2").await;
+        assert_eq!(pr_out(&mut a1, lun, REGISTER, 0, 0, 0xA1, 0).await.0, 0);
+        assert_eq!(pr_out(&mut b2, lun, REGISTER, 0, 0, 0xB2, 0).await.0, 0);
+        // A WRITE SAME of 256 MiB through B: long enough to be under way when host 1
+        // preempts host 2 through A. Aborted (TAS = 0), it never gets a status.
+        let blocks: u32 = 65535;
+        let mut cdb = [0u8; 16];
+        cdb[0] = 0x93;
+        cdb[10..14].copy_from_slice(&blocks.to_be_bytes());
+        let started = Instant::now();
+        let long = tokio::spawn(async move {
+            let r = b2.scsi_command(lun, &cdb, &pattern(9, 4096), 0).await;
+            (r.map(|r| r.status), started.elapsed())
+        });
+        // Under way before the preemption is sent.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (s, _) = pr_out(
+            &mut a1,
+            lun,
+            PREEMPT_AND_ABORT,
+            EXCLUSIVE_ACCESS,
+            0xA1,
+            0xB2,
+            0,
+        )
+        .await;
+        assert_eq!(s, 0);
+        let preempted = started.elapsed();
+        // The initiator gives up on a task without response after its 10 s timeout.
+        let (r, took) = long.await.unwrap();
+        assert!(
+            matches!(r, Err(iscsi::initiator::Error::Timeout)),
+            "the WRITE SAME ended with {r:?} after {took:?} (PREEMPT AND ABORT done at \
+             {preempted:?}): not aborted"
+        );
+        assert_eq!(keys(&mut a1, lun).await, [0xA1]);
+        a1.logout().await.expect("logout");
+    });
     assert!(a.stop());
     assert!(b.stop());
 }

@@ -57,11 +57,32 @@ impl LogicalUnit {
         }
     }
 
-    /// What another gateway of the logical unit announced happened there.
-    pub fn peer_event(&mut self, now: crate::Ns, event: crate::PeerEvent) {
+    /// What another gateway of the logical unit announced happened there. `shared`: for a
+    /// change of the persistent reservations, their state as read from the cluster after
+    /// the announcement (`None`: the read failed, the state here stays as it was).
+    pub fn peer_event(
+        &mut self,
+        now: crate::Ns,
+        event: &crate::PeerEvent,
+        shared: Option<&store::SharedState>,
+    ) {
         match event {
-            crate::PeerEvent::Reset(asc) => self.reset(now, asc),
+            crate::PeerEvent::Reset(asc) => self.reset(now, *asc),
+            crate::PeerEvent::Reservations(effects) => {
+                if let Some(state) = shared {
+                    if let Err(e) = self.reservations.reload(state) {
+                        tracing::error!(error = %e, "the gateways' persistent reservations");
+                    }
+                }
+                self.reservation_effects(now, effects, None);
+            }
         }
+    }
+
+    /// What the other gateways must hear of, taken once: the caller announces it through
+    /// the data plane before the command that did it completes.
+    pub fn take_announcements(&mut self) -> Vec<crate::PeerEvent> {
+        std::mem::take(&mut self.announcements)
     }
 
     /// The preferred gateway this logical unit last heard of.

@@ -1,35 +1,48 @@
-//! Persistent reservations kept through power loss (APTPL = 1, SPC-4 §5.13.5.1): the contents
-//! of the small file a logical unit's data plane keeps beside its data (`store::KeptFile`),
-//! holding every registration (initiator port, key,
-//! ALL_TG_PT) and the reservation (holder, type). PRgeneration is not kept: it is zero at
-//! power on (SPC-4 §6.15.2).
+//! Persistent reservations kept through power loss (APTPL = 1, SPC-4 §5.13.5.1), and, where
+//! several gateways export the logical unit, in the cluster (docs/gateways.md): the contents
+//! of the small file a logical unit's data plane keeps beside its data (`store::KeptFile`), or
+//! of the RADOS object the gateways share, holding every registration (initiator port, target
+//! port, key, ALL_TG_PT), the reservation (holder, type), PRgeneration and APTPL. A kept file
+//! restarts PRgeneration at zero at power on (SPC-4 §6.15.2); the gateways' object keeps it,
+//! since the logical unit lives on while any gateway does.
 
 use crate::persistent_reservation::{
     PersistentReservations, Registration, Reservation, MAX_REGISTRATIONS,
 };
 use scsi::persistent_reserve::ReservationType;
 
-const MAGIC: &[u8] = b"stint persistent reservations v1\n";
+/// The first version: no target ports (a lone server's one, 1), no PRgeneration, APTPL set.
+const MAGIC_V1: &[u8] = b"stint persistent reservations v1\n";
+const MAGIC: &[u8] = b"stint persistent reservations v2\n";
 
-/// The file's contents: MAGIC; the number of registrations (u16), each as its key (u64),
-/// flags (bit 0 ALL_TG_PT) and initiator port (u16 length, bytes); then 0, or 1 and the
-/// reservation's TYPE code and holder (u16 length, bytes). Big-endian, no padding.
+/// The target port of every registration of a version 1 file: a lone server's.
+const V1_TARGET_PORT: u16 = 1;
+
+/// The contents: MAGIC; PRgeneration (u32); flags (bit 0 APTPL); the number of
+/// registrations (u16), each as its key (u64), flags (bit 0 ALL_TG_PT), relative target port
+/// identifier (u16) and initiator port (u16 length, bytes); then 0, or 1 and the reservation's
+/// TYPE code, its holder's relative target port identifier (u16) and initiator port (u16
+/// length, bytes). Big-endian, no padding.
 pub(crate) fn encode(state: &PersistentReservations) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     let text = |s: &str, out: &mut Vec<u8>| {
         out.extend_from_slice(&(s.len() as u16).to_be_bytes());
         out.extend_from_slice(s.as_bytes());
     };
+    out.extend_from_slice(&state.generation.to_be_bytes());
+    out.push(u8::from(state.aptpl));
     out.extend_from_slice(&(state.registrations.len() as u16).to_be_bytes());
     for r in &state.registrations {
         out.extend_from_slice(&r.key.to_be_bytes());
         out.push(u8::from(r.all_tg_pt));
+        out.extend_from_slice(&r.target_port.to_be_bytes());
         text(&r.initiator_port, &mut out);
     }
     match &state.reservation {
         None => out.push(0),
         Some(r) => {
             out.extend_from_slice(&[1, r.kind.code()]);
+            out.extend_from_slice(&r.holder_target_port.to_be_bytes());
             text(&r.holder, &mut out);
         }
     }
@@ -55,6 +68,11 @@ impl<'a> Reader<'a> {
         Ok(u16::from_be_bytes([b[0], b[1]]))
     }
 
+    fn u32(&mut self) -> Result<u32, String> {
+        let b = self.take(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
     fn u64(&mut self) -> Result<u64, String> {
         let mut b = [0; 8];
         b.copy_from_slice(self.take(8)?);
@@ -68,11 +86,27 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A kept file's state at power on: PRgeneration zero (SPC-4 §6.15.2).
+pub(crate) fn decode_kept(bytes: &[u8]) -> Result<PersistentReservations, String> {
+    decode(bytes).map(|state| PersistentReservations {
+        generation: 0,
+        ..state
+    })
+}
+
+/// The state `bytes` hold, either version.
 pub(crate) fn decode(bytes: &[u8]) -> Result<PersistentReservations, String> {
-    let rest = bytes
-        .strip_prefix(MAGIC)
-        .ok_or("not a persistent reservations file")?;
+    let (v1, rest) = match (bytes.strip_prefix(MAGIC), bytes.strip_prefix(MAGIC_V1)) {
+        (Some(rest), _) => (false, rest),
+        (None, Some(rest)) => (true, rest),
+        (None, None) => return Err("not a persistent reservations file".into()),
+    };
     let mut r = Reader(rest);
+    let (generation, aptpl) = if v1 {
+        (0, true)
+    } else {
+        (r.u32()?, r.u8()? & 1 != 0)
+    };
     let count = usize::from(r.u16()?);
     if count > MAX_REGISTRATIONS {
         return Err(format!(
@@ -83,19 +117,21 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<PersistentReservations, String> {
     for _ in 0..count {
         let key = r.u64()?;
         let all_tg_pt = r.u8()? & 1 != 0;
+        let target_port = if v1 { V1_TARGET_PORT } else { r.u16()? };
         let initiator_port = r.text()?;
-        if key == 0
-            || registrations
-                .iter()
-                .any(|x| x.initiator_port == initiator_port)
-        {
-            return Err(format!("a bad registration of {initiator_port}"));
-        }
-        registrations.push(Registration {
+        let registration = Registration {
             initiator_port,
+            target_port,
             key,
             all_tg_pt,
-        });
+        };
+        if key == 0 || registrations.iter().any(|x| x.overlaps(&registration)) {
+            return Err(format!(
+                "a bad registration of {}",
+                registration.initiator_port
+            ));
+        }
+        registrations.push(registration);
     }
     let reservation = match r.u8()? {
         0 => None,
@@ -103,20 +139,27 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<PersistentReservations, String> {
             let code = r.u8()?;
             let kind = ReservationType::from_code(code)
                 .ok_or_else(|| format!("reservation type {code:X}h is not defined"))?;
+            let holder_target_port = if v1 { V1_TARGET_PORT } else { r.u16()? };
             let holder = r.text()?;
             // A holder is registered; all registrants reservations need a registrant.
-            let registered = |port: &str| registrations.iter().any(|x| x.initiator_port == port);
+            let registered = registrations.iter().any(|x| {
+                x.initiator_port == holder && (x.all_tg_pt || x.target_port == holder_target_port)
+            });
             let held = if kind.all_registrants() {
                 !registrations.is_empty()
             } else {
-                registered(&holder)
+                registered
             };
             if !held {
                 return Err(format!(
                     "the reservation's holder {holder} is not registered"
                 ));
             }
-            Some(Reservation { holder, kind })
+            Some(Reservation {
+                holder,
+                holder_target_port,
+                kind,
+            })
         }
         _ => return Err("a bad reservation flag".into()),
     };
@@ -124,10 +167,10 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<PersistentReservations, String> {
         return Err("trailing bytes".into());
     }
     Ok(PersistentReservations {
-        generation: 0,
+        generation,
         registrations,
         reservation,
-        aptpl: true,
+        aptpl,
     })
 }
 
@@ -141,17 +184,20 @@ mod tests {
             registrations: vec![
                 Registration {
                     initiator_port: "iqn.2026-11.dev.stint:a,i,0x000000000001".into(),
+                    target_port: 1,
                     key: 0xA,
                     all_tg_pt: true,
                 },
                 Registration {
                     initiator_port: "iqn.2026-11.dev.stint:b,i,0x000000000002".into(),
+                    target_port: 2,
                     key: 0xB,
                     all_tg_pt: false,
                 },
             ],
             reservation: Some(Reservation {
                 holder: "iqn.2026-11.dev.stint:b,i,0x000000000002".into(),
+                holder_target_port: 2,
                 kind: ReservationType::ExclusiveAccessRegistrantsOnly,
             }),
             aptpl: true,
@@ -159,8 +205,14 @@ mod tests {
     }
 
     #[test]
-    fn the_state_round_trips_and_prgeneration_restarts() {
-        let loaded = decode(&encode(&state())).unwrap();
+    fn the_state_round_trips_and_prgeneration_restarts_from_a_file() {
+        assert_eq!(decode(&encode(&state())).unwrap(), state());
+        let not_kept = PersistentReservations {
+            aptpl: false,
+            ..state()
+        };
+        assert_eq!(decode(&encode(&not_kept)).unwrap(), not_kept);
+        let loaded = decode_kept(&encode(&state())).unwrap();
         assert_eq!(loaded.generation, 0, "PRgeneration restarts at power on");
         assert_eq!(
             loaded,
@@ -169,6 +221,50 @@ mod tests {
                 ..state()
             }
         );
+    }
+
+    /// A file of the first version (no target ports, no PRgeneration): a lone server's, its
+    /// registrations through target port 1.
+    #[test]
+    fn a_version_1_file_is_read_as_target_port_1() {
+        let port = b"iqn.2026-11.dev.stint:a,i,0x000000000001";
+        let mut v1 = MAGIC_V1.to_vec();
+        v1.extend_from_slice(&1u16.to_be_bytes());
+        v1.extend_from_slice(&0xAu64.to_be_bytes());
+        v1.push(0);
+        v1.extend_from_slice(&(port.len() as u16).to_be_bytes());
+        v1.extend_from_slice(port);
+        v1.extend_from_slice(&[1, ReservationType::WriteExclusive.code()]);
+        v1.extend_from_slice(&(port.len() as u16).to_be_bytes());
+        v1.extend_from_slice(port);
+        let s = decode_kept(&v1).unwrap();
+        assert!(s.aptpl);
+        assert_eq!(s.registrations[0].target_port, 1);
+        assert_eq!(s.reservation.unwrap().holder_target_port, 1);
+    }
+
+    #[test]
+    fn overlapping_registrations_are_refused() {
+        let mut twice = state();
+        let mut second = twice.registrations[0].clone();
+        second.all_tg_pt = false;
+        second.target_port = 2;
+        second.key = 7;
+        // A is registered with ALL_TG_PT: also through port 2 would be one nexus twice.
+        twice.registrations.push(second);
+        let e = decode(&encode(&twice)).unwrap_err();
+        assert!(e.contains("bad registration"), "{e}");
+        // Through another target port alone it is another I_T nexus.
+        twice.registrations[0].all_tg_pt = false;
+        assert_eq!(decode(&encode(&twice)).unwrap(), twice);
+    }
+
+    #[test]
+    fn the_holder_must_be_registered_through_its_target_port() {
+        let mut s = state();
+        s.reservation.as_mut().unwrap().holder_target_port = 1;
+        let e = decode(&encode(&s)).unwrap_err();
+        assert!(e.contains("not registered"), "{e}");
     }
 
     #[test]

@@ -671,7 +671,9 @@ pub(crate) fn completion(done: &Done, lba: Option<u64>, writes: bool) -> Complet
             };
             store_failure(f.error(), SenseKey::MediumError, asc, lba)
         }
-        Done::Ok | Done::Extents(_) | Done::Usage(_) => Completion::GOOD,
+        Done::Ok | Done::Extents(_) | Done::Usage(_) | Done::Shared(_) | Done::Stale(_) => {
+            Completion::GOOD
+        }
     }
 }
 

@@ -30,6 +30,8 @@ pub(crate) struct Published {
     /// The nexus holding a RESERVE (6)/(10) reservation, and the persistent reservations.
     pub(crate) spc2_holder: Option<u64>,
     pub(crate) persistent: PersistentReservations,
+    /// The relative target port identifier of the server's target port.
+    pub(crate) target_port: u16,
 }
 
 /// A logical unit as other units' copies see it.
@@ -104,7 +106,13 @@ impl UnitView {
         };
         match p.spc2_holder {
             Some(holder) => holder == nexus.id,
-            None => !p.persistent.conflicts(&nexus.initiator_port, access),
+            None => !p.persistent.conflicts(
+                crate::persistent_reservation::It {
+                    initiator_port: &nexus.initiator_port,
+                    target_port: p.target_port,
+                },
+                access,
+            ),
         }
     }
 

@@ -300,6 +300,20 @@ impl LogicalUnit {
                 };
                 match self.reservations.prepare_out(&n, &p, data_out) {
                     Err(c) => done(c),
+                    Ok(mut prepared) if prepared.share.is_some() => {
+                        let share = prepared.share.take().expect("checked");
+                        let n = usize::try_from(p.parameter_list_length).unwrap_or(usize::MAX);
+                        let list = data_out[..n.min(data_out.len())].to_vec();
+                        Ran::Io(
+                            share,
+                            After::SharedReservations {
+                                prepared: Box::new(prepared),
+                                cmd: p,
+                                list,
+                                attempts: 0,
+                            },
+                        )
+                    }
                     Ok(mut prepared) => match prepared.keep.take() {
                         Some(contents) => Ran::Io(
                             Op::Keep {
@@ -539,6 +553,31 @@ impl LogicalUnit {
                 )),
                 _ => Ran::Done(self.reservations_changed(now, nexus, *prepared)),
             },
+            After::SharedReservations {
+                prepared,
+                cmd,
+                list,
+                attempts,
+            } => match done {
+                Done::Shared(version) => {
+                    self.reservations.shared_as(version);
+                    // The other gateways hear of it before the command completes.
+                    self.announcements
+                        .push(crate::PeerEvent::Reservations(prepared.effects.clone()));
+                    Ran::Done(self.reservations_changed(now, nexus, *prepared))
+                }
+                Done::Stale(state) => self.reservations_stale(id, &state, cmd, list, attempts),
+                Done::Failed(f) => Ran::Done(block::store_failure(
+                    f.error(),
+                    SenseKey::MediumError,
+                    Asc::WRITE_ERROR,
+                    None,
+                )),
+                _ => Ran::Done(check(Sense::new(
+                    SenseKey::HardwareError,
+                    Asc::INTERNAL_TARGET_FAILURE,
+                ))),
+            },
             After::Copy(mut job, blocks) => match job.chunk_done(&done, blocks) {
                 Some(Next::Done(c)) => Ran::Done(self.copy_ended(&job, c)),
                 _ => self.copy_next(job),
@@ -725,20 +764,100 @@ impl LogicalUnit {
         prepared: crate::reservations::Prepared,
     ) -> Completion {
         let effects = self.reservations.commit(prepared);
-        for (port, asc) in &effects.unit_attentions {
-            self.unit_attentions.raise_for_port(port, *asc, me);
+        self.reservation_effects(now, &effects, Some(me));
+        Completion::GOOD
+    }
+
+    /// Another gateway changed the shared persistent reservations after this PERSISTENT
+    /// RESERVE OUT was prepared (its write found another version): the state as it is now
+    /// becomes current and the command is prepared on it again, which may now refuse it.
+    /// After [`SHARE_ATTEMPTS`](crate::reservations::SHARE_ATTEMPTS) races lost to other
+    /// gateways it ends
+    /// with ABORTED COMMAND, which asks the host to send it again (SPC-6, sense key descriptions).
+    fn reservations_stale(
+        &mut self,
+        id: TaskId,
+        state: &store::SharedState,
+        cmd: scsi::command::PersistentReserveOut,
+        list: Vec<u8>,
+        attempts: u32,
+    ) -> Ran {
+        let attempts = if self.reservations.written_here(state.version) {
+            attempts
+        } else {
+            attempts + 1
+        };
+        if let Err(e) = self.reservations.reload(state) {
+            tracing::error!(error = %e, "the gateways' persistent reservations");
+            return Ran::Done(check(Sense::new(
+                SenseKey::HardwareError,
+                Asc::INTERNAL_TARGET_FAILURE,
+            )));
+        }
+        self.publish();
+        if attempts >= crate::reservations::SHARE_ATTEMPTS {
+            tracing::warn!(
+                attempts,
+                "PERSISTENT RESERVE OUT lost every race with other gateways"
+            );
+            return Ran::Done(check(Sense::new(
+                SenseKey::AbortedCommand,
+                Asc::NO_ADDITIONAL_SENSE,
+            )));
+        }
+        let Some(n) = self.nexus_of(id) else {
+            return Ran::Done(check(Sense::new(
+                SenseKey::HardwareError,
+                Asc::INTERNAL_TARGET_FAILURE,
+            )));
+        };
+        match self.reservations.prepare_out(&n, &cmd, &list) {
+            Err(c) => Ran::Done(c),
+            Ok(mut prepared) => match prepared.share.take() {
+                Some(share) => Ran::Io(
+                    share,
+                    After::SharedReservations {
+                        prepared: Box::new(prepared),
+                        cmd,
+                        list,
+                        attempts,
+                    },
+                ),
+                None => Ran::Done(check(Sense::new(
+                    SenseKey::HardwareError,
+                    Asc::INTERNAL_TARGET_FAILURE,
+                ))),
+            },
+        }
+    }
+
+    /// What a PERSISTENT RESERVE OUT asks of the nexuses here (this server's target port),
+    /// whether it came through this server (`me`, its nexus, spared) or another gateway.
+    pub(crate) fn reservation_effects(
+        &mut self,
+        now: Ns,
+        effects: &crate::persistent_reservation::Effects,
+        me: Option<u64>,
+    ) {
+        let here = self.reservations.target_port();
+        let except = me.unwrap_or(u64::MAX);
+        for (whom, asc) in &effects.unit_attentions {
+            if whom.reaches(here) {
+                self.unit_attentions
+                    .raise_for_port(&whom.initiator_port, *asc, except);
+            }
         }
         let preempted: Vec<u64> = effects
             .aborted
             .iter()
-            .flat_map(|port| self.unit_attentions.nexuses_of(port))
-            .filter(|&n| n != me)
+            .filter(|whom| whom.reaches(here))
+            .flat_map(|whom| self.unit_attentions.nexuses_of(&whom.initiator_port))
+            .filter(|&n| Some(n) != me)
             .collect();
         if !preempted.is_empty() {
             let _lost = self.abort_where(now, |n| preempted.contains(&n));
         }
         self.publish();
-        Completion::GOOD
     }
 
     /// Operation code 83h: EXTENDED COPY (LID1)/(LID4), COPY OPERATION ABORT, POPULATE TOKEN,

@@ -43,6 +43,10 @@ pub struct Kept {
     pub mode_pages: Option<Vec<u8>>,
     /// Persistent reservations under APTPL (SPC-4 §5.13.5.1).
     pub reservations: Option<Vec<u8>>,
+    /// Where several gateways export the logical unit: the persistent reservations they
+    /// share, as the plane read them at start (docs/gateways.md); `reservations` is then
+    /// unused.
+    pub shared_reservations: Option<store::SharedState>,
 }
 
 /// What the core knows of its store, from the data plane.
@@ -106,6 +110,9 @@ pub struct LogicalUnit {
     /// The target port group of the preferred gateway, as the data plane last told
     /// (docs/gateways.md); `None` while none is known, or for a lone server.
     pub(crate) preferred: Option<u16>,
+    /// What the other gateways must hear of before the command that did it completes
+    /// ([`Self::take_announcements`]).
+    pub(crate) announcements: Vec<crate::PeerEvent>,
 }
 
 /// Complete with CHECK CONDITION. Out of line and cold: every caller is an error path, kept
@@ -207,17 +214,31 @@ impl LogicalUnit {
             config.thin_provisioning,
         )
         .map_err(|e| ConfigError::SavedMode(corrupt(&config.saved_mode_path, e)))?;
-        let persistent = match &kept.reservations {
-            Some(bytes) => Some(aptpl::decode(bytes).map_err(|e| {
-                ConfigError::PersistentReservations(corrupt(
-                    &config.persistent_reservations_path,
-                    e,
-                ))
-            })?),
-            None => None,
+        let (persistent, shared) = match (&kept.shared_reservations, &kept.reservations) {
+            (Some(s), _) => {
+                let state = s.contents.as_deref().map(aptpl::decode).transpose();
+                let state = state.map_err(|e| {
+                    ConfigError::PersistentReservations(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("the gateways' persistent reservations: {e}"),
+                    ))
+                })?;
+                (state, Some(s.version))
+            }
+            (None, Some(bytes)) => (
+                Some(aptpl::decode_kept(bytes).map_err(|e| {
+                    ConfigError::PersistentReservations(corrupt(
+                        &config.persistent_reservations_path,
+                        e,
+                    ))
+                })?),
+                None,
+            ),
+            (None, None) => (None, None),
         };
-        let reservations =
-            Reservations::new(persistent, config.persistent_reservations_path.is_some());
+        // The gateways' state outlives any one of them: APTPL = 1 is honoured there.
+        let ptpl_capable = config.persistent_reservations_path.is_some() || shared.is_some();
+        let reservations = Reservations::new(persistent, ptpl_capable, &config.port_groups, shared);
         let queue = queue
             .map(Scheduled::new)
             .transpose()
@@ -258,6 +279,7 @@ impl LogicalUnit {
             releasing: false,
             missed: false,
             preferred: None,
+            announcements: Vec::new(),
         };
         let current = *lu.mode.current();
         lu.follow_mode(0, current);
@@ -432,6 +454,7 @@ impl LogicalUnit {
                 write_protected: self.write_protected(),
                 spc2_holder,
                 persistent,
+                target_port: self.reservations.target_port(),
             });
         }
     }

@@ -33,7 +33,13 @@ fn out(
     key: u64,
     sa_key: u64,
 ) -> Performed {
-    s.perform(port, &cmd(action, kind), &list(key, sa_key, 0), true)
+    s.perform(
+        n(port),
+        &cmd(action, kind),
+        &list(key, sa_key, 0),
+        true,
+        &[1],
+    )
 }
 
 fn register(s: &mut PersistentReservations, port: &str, key: u64) {
@@ -44,8 +50,23 @@ fn reserve(s: &mut PersistentReservations, port: &str, key: u64, kind: Reservati
     out(s, port, PrOutAction::Reserve, Some(kind), key, 0).unwrap();
 }
 
-fn ua(port: &str, asc: Asc) -> (String, Asc) {
-    (port.to_owned(), asc)
+fn whom(port: &str) -> Whom {
+    Whom {
+        initiator_port: port.to_owned(),
+        target_port: Some(1),
+    }
+}
+
+fn ua(port: &str, asc: Asc) -> (Whom, Asc) {
+    (whom(port), asc)
+}
+
+/// `port`'s I_T nexus through a lone server's one target port.
+fn n(port: &str) -> It<'_> {
+    It {
+        initiator_port: port,
+        target_port: 1,
+    }
 }
 
 fn check(r: Performed) -> Sense {
@@ -59,7 +80,7 @@ fn check(r: Performed) -> Sense {
 fn register_change_and_unregister() {
     let mut s = PersistentReservations::default();
     register(&mut s, A, 0xA1);
-    assert_eq!(s.key_of(A), Some(0xA1));
+    assert_eq!(s.key_of(n(A)), Some(0xA1));
     assert_eq!(s.generation, 1);
     // A registered nexus must give its key; an unregistered one zero.
     let r = out(&mut s, A, PrOutAction::Register, None, 0xBAD, 0xA2);
@@ -69,7 +90,7 @@ fn register_change_and_unregister() {
         Err(Refusal::Conflict)
     );
     out(&mut s, A, PrOutAction::Register, None, 0xA1, 0xA2).unwrap();
-    assert_eq!(s.key_of(A), Some(0xA2));
+    assert_eq!(s.key_of(n(A)), Some(0xA2));
     // REGISTER AND IGNORE EXISTING KEY takes any RESERVATION KEY.
     out(
         &mut s,
@@ -80,9 +101,9 @@ fn register_change_and_unregister() {
         0xA3,
     )
     .unwrap();
-    assert_eq!(s.key_of(A), Some(0xA3));
+    assert_eq!(s.key_of(n(A)), Some(0xA3));
     out(&mut s, A, PrOutAction::Register, None, 0xA3, 0).unwrap();
-    assert_eq!(s.key_of(A), None);
+    assert_eq!(s.key_of(n(A)), None);
     // Registering zero from an unregistered nexus changes nothing but PRgeneration.
     out(
         &mut s,
@@ -106,7 +127,7 @@ fn duplicate_keys_are_separate_registrations() {
     s.read(PrInAction::ReadKeys, false, &mut data);
     assert_eq!(&data[4..8], &[0, 0, 0, 16], "both keys reported");
     out(&mut s, A, PrOutAction::Register, None, 7, 0).unwrap();
-    assert_eq!(s.key_of(B), Some(7), "unregistering A leaves B");
+    assert_eq!(s.key_of(n(B)), Some(7), "unregistering A leaves B");
 }
 
 fn spec_i_pt(ports: &[&str]) -> Vec<u8> {
@@ -124,24 +145,29 @@ fn spec_i_pt(ports: &[&str]) -> Vec<u8> {
 fn spec_i_pt_registers_the_named_ports_too() {
     let mut s = PersistentReservations::default();
     let register = cmd(PrOutAction::Register, None);
-    s.perform(A, &register, &spec_i_pt(&[B, C]), true).unwrap();
-    assert_eq!([s.key_of(A), s.key_of(B), s.key_of(C)], [Some(5); 3]);
+    s.perform(n(A), &register, &spec_i_pt(&[B, C]), true, &[1])
+        .unwrap();
+    assert_eq!(
+        [s.key_of(n(A)), s.key_of(n(B)), s.key_of(n(C))],
+        [Some(5); 3]
+    );
     // A named port that is registered already (or named twice) refuses the whole list.
     let mut t = PersistentReservations::default();
-    t.perform(C, &register, &list(0, 9, 0), true).unwrap();
-    let e = check(t.perform(A, &register, &spec_i_pt(&[B, C]), true));
+    t.perform(n(C), &register, &list(0, 9, 0), true, &[1])
+        .unwrap();
+    let e = check(t.perform(n(A), &register, &spec_i_pt(&[B, C]), true, &[1]));
     assert_eq!(e.asc, Asc::INVALID_FIELD_IN_PARAMETER_LIST);
     assert_eq!(e.field.map(|f| f.byte), Some(28 + 48), "C's TransportID");
-    assert_eq!(t.key_of(A), None, "nothing registered");
-    let e = check(t.perform(A, &register, &spec_i_pt(&[B, B]), true));
+    assert_eq!(t.key_of(n(A)), None, "nothing registered");
+    let e = check(t.perform(n(A), &register, &spec_i_pt(&[B, B]), true, &[1]));
     assert_eq!(e.asc, Asc::INVALID_FIELD_IN_PARAMETER_LIST);
     // SPEC_I_PT from a registered nexus, or with another service action, is refused.
     let mut from_registered = spec_i_pt(&[B]);
     from_registered[..8].copy_from_slice(&9u64.to_be_bytes());
-    let e = check(t.perform(C, &register, &from_registered, true));
+    let e = check(t.perform(n(C), &register, &from_registered, true, &[1]));
     assert_eq!(e, Sense::invalid_field_in_parameter_list(20, Some(3)));
     let ignore = cmd(PrOutAction::RegisterAndIgnoreExistingKey, None);
-    let e = check(t.perform(A, &ignore, &spec_i_pt(&[B]), true));
+    let e = check(t.perform(n(A), &ignore, &spec_i_pt(&[B]), true, &[1]));
     assert_eq!(e, Sense::invalid_field_in_parameter_list(20, Some(3)));
 }
 
@@ -173,8 +199,8 @@ fn reserve_every_type() {
         let r = out(&mut s, A, PrOutAction::Reserve, Some(kind), 2, 0);
         assert_eq!(r, Err(Refusal::Conflict), "{kind:?}");
         reserve(&mut s, A, 1, kind);
-        assert!(s.holds(A));
-        assert_eq!(s.holds(B), kind.all_registrants(), "{kind:?}");
+        assert!(s.holds(n(A)));
+        assert_eq!(s.holds(n(B)), kind.all_registrants(), "{kind:?}");
         assert_eq!(s.generation, 2, "RESERVE leaves PRgeneration alone");
         // The holder may repeat it, not change its type; nobody else may reserve.
         reserve(&mut s, A, 1, kind);
@@ -200,22 +226,23 @@ fn scope_and_type_are_checked_before_anything_else() {
         scope_type: 0x02,
         ..cmd(PrOutAction::Reserve, None)
     };
-    let e = check(s.perform(A, &bad_type, &list(0, 0, 0), true));
+    let e = check(s.perform(n(A), &bad_type, &list(0, 0, 0), true, &[1]));
     assert_eq!(e, Sense::invalid_field_in_cdb(2, Some(3)));
     let bad_scope = PersistentReserveOut {
         scope_type: 0x11,
         ..cmd(PrOutAction::Preempt, None)
     };
-    let e = check(s.perform(A, &bad_scope, &list(0, 0, 0), true));
+    let e = check(s.perform(n(A), &bad_scope, &list(0, 0, 0), true, &[1]));
     assert_eq!(e, Sense::invalid_field_in_cdb(2, Some(7)));
     // REGISTER and CLEAR ignore them.
     let register = PersistentReserveOut {
         scope_type: 0xFF,
         ..cmd(PrOutAction::Register, None)
     };
-    s.perform(A, &register, &list(0, 1, 0), true).unwrap();
+    s.perform(n(A), &register, &list(0, 1, 0), true, &[1])
+        .unwrap();
     // The parameter list is 24 bytes.
-    let e = check(s.perform(A, &cmd(PrOutAction::Clear, None), &[0; 23], true));
+    let e = check(s.perform(n(A), &cmd(PrOutAction::Clear, None), &[0; 23], true, &[1]));
     assert_eq!(e.asc, Asc::PARAMETER_LIST_LENGTH_ERROR);
 }
 
@@ -238,7 +265,7 @@ fn access_under_every_type() {
         register(&mut s, A, 1);
         register(&mut s, B, 2);
         reserve(&mut s, A, 1, kind);
-        let can = |port, access| !s.conflicts(port, access);
+        let can = |port, access| !s.conflicts(n(port), access);
         assert!(can(A, Read) && can(A, Write), "{kind:?}: the holder");
         assert_eq!(
             (can(B, Read), can(B, Write)),
@@ -257,7 +284,7 @@ fn access_under_every_type() {
     // No reservation, no conflict, registered or not.
     let mut s = PersistentReservations::default();
     register(&mut s, A, 1);
-    assert!(!s.conflicts(C, ReservationAccess::Write));
+    assert!(!s.conflicts(n(C), ReservationAccess::Write));
 }
 
 #[test]
@@ -345,8 +372,8 @@ fn preempt_the_holder() {
         ]
     );
     assert!(effects.aborted.is_empty(), "PREEMPT aborts nothing");
-    assert_eq!(s.key_of(A), None);
-    assert!(s.holds(B));
+    assert_eq!(s.key_of(n(A)), None);
+    assert!(s.holds(n(B)));
     assert_eq!(
         s.reservation.as_ref().map(|r| r.kind),
         Some(ExclusiveAccess)
@@ -367,10 +394,10 @@ fn preempt_the_holder() {
     );
     assert_eq!(
         effects.aborted,
-        [B],
+        [whom(B)],
         "PREEMPT AND ABORT aborts the preempted"
     );
-    assert!(s.holds(C));
+    assert!(s.holds(n(C)));
     // The holder may preempt itself to change the type, keeping its registration.
     out(
         &mut s,
@@ -381,8 +408,8 @@ fn preempt_the_holder() {
         3,
     )
     .unwrap();
-    assert_eq!(s.key_of(C), Some(3));
-    assert!(s.holds(C));
+    assert_eq!(s.key_of(n(C)), Some(3));
+    assert!(s.holds(n(C)));
 }
 
 #[test]
@@ -408,7 +435,7 @@ fn preempt_registrations_only() {
             ua(C, Asc::REGISTRATIONS_PREEMPTED)
         ]
     );
-    assert_eq!(effects.aborted, [B, C]);
+    assert_eq!(effects.aborted, [whom(B), whom(C)]);
     assert_eq!(s.reservation, None, "no reservation is made");
     assert_eq!(s.registrations.len(), 1);
     // A key nobody holds is RESERVATION CONFLICT; zero is an invalid field.
@@ -428,13 +455,13 @@ fn preempt_registrations_only() {
     reserve(&mut s, A, 1, WriteExclusive);
     register(&mut s, C, 3);
     out(&mut s, B, PrOutAction::Preempt, Some(ExclusiveAccess), 2, 3).unwrap();
-    assert_eq!(s.key_of(C), None);
+    assert_eq!(s.key_of(n(C)), None);
     assert_eq!(s.reservation.as_ref().map(|r| r.kind), Some(WriteExclusive));
-    assert!(s.holds(A));
+    assert!(s.holds(n(A)));
     // Preempting one's own key removes one's own registration, with no unit attention.
     let effects = out(&mut s, B, PrOutAction::Preempt, Some(ExclusiveAccess), 2, 2).unwrap();
     assert!(effects.unit_attentions.is_empty());
-    assert_eq!(s.key_of(B), None);
+    assert_eq!(s.key_of(n(B)), None);
 }
 
 #[test]
@@ -447,7 +474,7 @@ fn preempt_all_registrants() {
         reserve(&mut s, A, 1, kind);
         // A non-zero key removes registrations and leaves the reservation.
         out(&mut s, A, PrOutAction::Preempt, Some(kind), 1, 3).unwrap();
-        assert_eq!(s.key_of(C), None);
+        assert_eq!(s.key_of(n(C)), None);
         assert_eq!(s.reservation.as_ref().map(|r| r.kind), Some(kind));
         // Zero preempts the reservation and removes every other registration.
         let effects = out(&mut s, B, PrOutAction::Preempt, Some(WriteExclusive), 2, 0).unwrap();
@@ -457,7 +484,7 @@ fn preempt_all_registrants() {
             "{kind:?}: nobody else is registered to be told of the new type"
         );
         assert_eq!(s.registrations.len(), 1);
-        assert!(s.holds(B) && !s.holds(A));
+        assert!(s.holds(n(B)) && !s.holds(n(A)));
         assert_eq!(s.reservation.as_ref().map(|r| r.kind), Some(WriteExclusive));
     }
 }
@@ -514,42 +541,46 @@ fn register_and_move_hands_the_reservation_over() {
     register(&mut s, A, 1);
     register(&mut s, B, 2);
     // No reservation: INVALID FIELD IN CDB (SPC-4 §5.13.8).
-    let e = check(s.perform(A, &mv, &register_and_move(1, 7, 0, 1, C), true));
+    let e = check(s.perform(n(A), &mv, &register_and_move(1, 7, 0, 1, C), true, &[1]));
     assert_eq!(e.asc, Asc::INVALID_FIELD_IN_CDB);
     reserve(&mut s, A, 1, ExclusiveAccess);
     // Only the holder, with its key, to another nexus of this target port, with a key.
-    let r = s.perform(B, &mv, &register_and_move(2, 7, 0, 1, C), true);
+    let r = s.perform(n(B), &mv, &register_and_move(2, 7, 0, 1, C), true, &[1]);
     assert_eq!(r, Err(Refusal::Conflict));
-    let r = s.perform(A, &mv, &register_and_move(2, 7, 0, 1, C), true);
+    let r = s.perform(n(A), &mv, &register_and_move(2, 7, 0, 1, C), true, &[1]);
     assert_eq!(r, Err(Refusal::Conflict));
-    let e = check(s.perform(A, &mv, &register_and_move(1, 0, 0, 1, C), true));
+    let e = check(s.perform(n(A), &mv, &register_and_move(1, 0, 0, 1, C), true, &[1]));
     assert_eq!(e, Sense::invalid_field_in_parameter_list(8, None));
-    let e = check(s.perform(A, &mv, &register_and_move(1, 7, 0, 2, C), true));
+    let e = check(s.perform(n(A), &mv, &register_and_move(1, 7, 0, 2, C), true, &[1]));
     assert_eq!(e, Sense::invalid_field_in_parameter_list(18, None));
-    let e = check(s.perform(A, &mv, &register_and_move(1, 7, 0, 1, A), true));
+    let e = check(s.perform(n(A), &mv, &register_and_move(1, 7, 0, 1, A), true, &[1]));
     assert_eq!(e, Sense::invalid_field_in_parameter_list(24, None));
     let generation = s.generation;
-    s.perform(A, &mv, &register_and_move(1, 7, 0, 1, C), true)
+    s.perform(n(A), &mv, &register_and_move(1, 7, 0, 1, C), true, &[1])
         .unwrap();
-    assert_eq!(s.key_of(C), Some(7));
-    assert!(s.holds(C) && !s.holds(A));
-    assert_eq!(s.key_of(A), Some(1), "UNREG = 0 keeps the mover registered");
+    assert_eq!(s.key_of(n(C)), Some(7));
+    assert!(s.holds(n(C)) && !s.holds(n(A)));
+    assert_eq!(
+        s.key_of(n(A)),
+        Some(1),
+        "UNREG = 0 keeps the mover registered"
+    );
     assert_eq!(
         s.reservation.as_ref().map(|r| r.kind),
         Some(ExclusiveAccess)
     );
     assert_eq!(s.generation, generation + 1);
     // UNREG = 1, and to a registered nexus (whose key is replaced).
-    s.perform(C, &mv, &register_and_move(7, 8, 0x02, 1, B), true)
+    s.perform(n(C), &mv, &register_and_move(7, 8, 0x02, 1, B), true, &[1])
         .unwrap();
-    assert_eq!(s.key_of(C), None);
-    assert_eq!(s.key_of(B), Some(8));
-    assert!(s.holds(B));
+    assert_eq!(s.key_of(n(C)), None);
+    assert_eq!(s.key_of(n(B)), Some(8));
+    assert!(s.holds(n(B)));
     // Not for all registrants reservations.
     let mut s = PersistentReservations::default();
     register(&mut s, A, 1);
     reserve(&mut s, A, 1, WriteExclusiveAllRegistrants);
-    let r = s.perform(A, &mv, &register_and_move(1, 7, 0, 1, C), true);
+    let r = s.perform(n(A), &mv, &register_and_move(1, 7, 0, 1, C), true, &[1]);
     assert_eq!(r, Err(Refusal::Conflict));
 }
 
@@ -557,17 +588,19 @@ fn register_and_move_hands_the_reservation_over() {
 fn aptpl_needs_a_place_to_persist() {
     let mut s = PersistentReservations::default();
     let register = cmd(PrOutAction::Register, None);
-    let e = check(s.perform(A, &register, &list(0, 1, 0x01), false));
+    let e = check(s.perform(n(A), &register, &list(0, 1, 0x01), false, &[1]));
     assert_eq!(e, Sense::invalid_field_in_parameter_list(20, Some(0)));
     assert!(s.registrations.is_empty());
-    s.perform(A, &register, &list(0, 1, 0x01), true).unwrap();
+    s.perform(n(A), &register, &list(0, 1, 0x01), true, &[1])
+        .unwrap();
     assert!(s.aptpl);
     // The last APTPL received decides.
-    s.perform(A, &register, &list(1, 2, 0x00), true).unwrap();
+    s.perform(n(A), &register, &list(1, 2, 0x00), true, &[1])
+        .unwrap();
     assert!(!s.aptpl);
     let mv = cmd(PrOutAction::RegisterAndMove, None);
     reserve(&mut s, A, 2, WriteExclusive);
-    let e = check(s.perform(A, &mv, &register_and_move(2, 7, 0x01, 1, B), false));
+    let e = check(s.perform(n(A), &mv, &register_and_move(2, 7, 0x01, 1, B), false, &[1]));
     assert_eq!(e, Sense::invalid_field_in_parameter_list(17, Some(0)));
 }
 
@@ -576,13 +609,13 @@ fn spc2_exemptions_follow_the_holder() {
     let mut s = PersistentReservations::default();
     register(&mut s, A, 1);
     register(&mut s, B, 2);
-    assert!(!s.exempts_spc2(A), "registered, no reservation");
+    assert!(!s.exempts_spc2(n(A)), "registered, no reservation");
     reserve(&mut s, A, 1, WriteExclusive);
-    assert!(s.exempts_spc2(A) && !s.exempts_spc2(B) && !s.exempts_spc2(C));
+    assert!(s.exempts_spc2(n(A)) && !s.exempts_spc2(n(B)) && !s.exempts_spc2(n(C)));
     out(&mut s, A, PrOutAction::Release, Some(WriteExclusive), 1, 0).unwrap();
     reserve(&mut s, A, 1, ExclusiveAccessRegistrantsOnly);
-    assert!(s.exempts_spc2(B), "a registrant under registrants only");
-    assert!(!s.exempts_spc2(C));
+    assert!(s.exempts_spc2(n(B)), "a registrant under registrants only");
+    assert!(!s.exempts_spc2(n(C)));
 }
 
 #[test]
@@ -620,4 +653,178 @@ fn read_reservation_and_full_status() {
     s.read(PrInAction::ReportCapabilities, true, &mut data);
     assert_eq!(data[2] & 1, 1, "PTPL_C");
     assert_eq!(data[3] & 1, 0, "PTPL_A");
+}
+
+/// `port`'s I_T nexus through the target port of gateway `t` (port groups 1 and 2).
+fn at(port: &str, t: u16) -> It<'_> {
+    It {
+        initiator_port: port,
+        target_port: t,
+    }
+}
+
+const GATEWAYS: &[u16] = &[1, 2];
+
+fn out_at(
+    s: &mut PersistentReservations,
+    it: It<'_>,
+    action: PrOutAction,
+    kind: Option<ReservationType>,
+    key: u64,
+    sa_key: u64,
+    flags: u8,
+) -> Performed {
+    s.perform(
+        it,
+        &cmd(action, kind),
+        &list(key, sa_key, flags),
+        true,
+        GATEWAYS,
+    )
+}
+
+const ALL_TG_PT: u8 = 0x04;
+
+#[test]
+fn a_registration_is_for_one_target_port_unless_all_tg_pt() {
+    use PrOutAction::*;
+    let mut s = PersistentReservations::default();
+    // A through port 1 only: registered there, not through port 2.
+    out_at(&mut s, at(A, 1), Register, None, 0, 0xA, 0).unwrap();
+    assert_eq!(s.key_of(at(A, 1)), Some(0xA));
+    assert_eq!(s.key_of(at(A, 2)), None);
+    // Through port 2 it reserves as an unregistered nexus: RESERVATION CONFLICT, and gives
+    // zero to register.
+    let r = out_at(&mut s, at(A, 2), Reserve, Some(ExclusiveAccess), 0xA, 0, 0);
+    assert_eq!(r, Err(Refusal::Conflict));
+    out_at(&mut s, at(A, 2), Register, None, 0, 0xA2, 0).unwrap();
+    assert_eq!(
+        s.registrations.len(),
+        2,
+        "two I_T nexuses, two registrations"
+    );
+    // A reservation through port 1 is held there: port 2's nexus of A is another one.
+    out_at(&mut s, at(A, 1), Reserve, Some(ExclusiveAccess), 0xA, 0, 0).unwrap();
+    assert!(s.holds(at(A, 1)) && !s.holds(at(A, 2)));
+    assert!(s.conflicts(at(A, 2), ReservationAccess::Write));
+    // READ FULL STATUS reports each registration's target port.
+    let mut data = Vec::new();
+    s.read(PrInAction::ReadFullStatus, false, &mut data);
+    let first = &data[8..];
+    assert_eq!(&first[18..20], &1u16.to_be_bytes(), "A through port 1");
+    assert_eq!(first[12] & 1, 1, "the holder");
+    let len = 24 + u32::from_be_bytes(first[20..24].try_into().unwrap()) as usize;
+    assert_eq!(
+        &first[len + 18..len + 20],
+        &2u16.to_be_bytes(),
+        "A through port 2"
+    );
+    assert_eq!(first[len + 12] & 1, 0, "not the holder");
+    // Unregistering through port 2 leaves port 1's registration and its reservation.
+    let effects = out_at(&mut s, at(A, 2), Register, None, 0xA2, 0, 0).unwrap();
+    assert_eq!(effects, Effects::default());
+    assert!(s.holds(at(A, 1)));
+    assert_eq!(s.key_of(at(A, 2)), None);
+}
+
+#[test]
+fn all_tg_pt_registers_and_holds_through_every_target_port() {
+    use PrOutAction::*;
+    let mut s = PersistentReservations::default();
+    out_at(&mut s, at(A, 1), Register, None, 0, 0xA, ALL_TG_PT).unwrap();
+    assert_eq!(s.key_of(at(A, 2)), Some(0xA));
+    assert_eq!(
+        s.registrations.len(),
+        1,
+        "one registration for every target port"
+    );
+    // Reserved through port 2, held through both.
+    out_at(&mut s, at(A, 2), Reserve, Some(WriteExclusive), 0xA, 0, 0).unwrap();
+    assert!(s.holds(at(A, 1)) && s.holds(at(A, 2)));
+    assert!(!s.holds(at(B, 1)));
+    // B registered through port 2 alone; one with ALL_TG_PT through port 1 would register
+    // B's nexus of port 2 twice.
+    out_at(&mut s, at(B, 2), Register, None, 0, 0xB, 0).unwrap();
+    let e = check(out_at(&mut s, at(B, 1), Register, None, 0, 0xB1, ALL_TG_PT));
+    assert_eq!(e, Sense::invalid_field_in_parameter_list(20, Some(2)));
+    // PREEMPT AND ABORT: B's effects name port 2, A's (ALL_TG_PT) every port.
+    out_at(&mut s, at(C, 1), Register, None, 0, 0xC, ALL_TG_PT).unwrap();
+    let effects = out_at(
+        &mut s,
+        at(C, 1),
+        PreemptAndAbort,
+        Some(ExclusiveAccess),
+        0xC,
+        0xB,
+        0,
+    )
+    .unwrap();
+    assert_eq!(
+        effects.aborted,
+        [Whom {
+            initiator_port: B.to_owned(),
+            target_port: Some(2)
+        }]
+    );
+    assert!(effects.aborted[0].reaches(2) && !effects.aborted[0].reaches(1));
+    let effects = out_at(
+        &mut s,
+        at(C, 2),
+        PreemptAndAbort,
+        Some(ExclusiveAccess),
+        0xC,
+        0xA,
+        0,
+    )
+    .unwrap();
+    assert_eq!(
+        effects.aborted,
+        [Whom {
+            initiator_port: A.to_owned(),
+            target_port: None
+        }]
+    );
+    assert!(effects.aborted[0].reaches(1) && effects.aborted[0].reaches(2));
+    assert!(
+        s.holds(at(C, 1)) && s.holds(at(C, 2)),
+        "C's ALL_TG_PT registration holds"
+    );
+}
+
+#[test]
+fn register_and_move_names_any_target_port_of_the_unit() {
+    let mv = cmd(PrOutAction::RegisterAndMove, None);
+    let mut s = PersistentReservations::default();
+    out_at(&mut s, at(A, 1), PrOutAction::Register, None, 0, 1, 0).unwrap();
+    out_at(
+        &mut s,
+        at(A, 1),
+        PrOutAction::Reserve,
+        Some(ExclusiveAccess),
+        1,
+        0,
+        0,
+    )
+    .unwrap();
+    // Port 3 is no target port of the unit.
+    let e = check(s.perform(
+        at(A, 1),
+        &mv,
+        &register_and_move(1, 7, 0, 3, B),
+        true,
+        GATEWAYS,
+    ));
+    assert_eq!(e, Sense::invalid_field_in_parameter_list(18, None));
+    // A through port 2 is another I_T nexus than the mover's.
+    s.perform(
+        at(A, 1),
+        &mv,
+        &register_and_move(1, 7, 0, 2, A),
+        true,
+        GATEWAYS,
+    )
+    .unwrap();
+    assert!(s.holds(at(A, 2)) && !s.holds(at(A, 1)));
+    assert_eq!(s.key_of(at(A, 2)), Some(7));
+    assert_eq!(s.key_of(at(A, 1)), Some(1));
 }

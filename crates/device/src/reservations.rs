@@ -3,7 +3,7 @@
 //! §5.5.1 with the exceptions of SPC-4 §5.13.3, CRH = 1), and which commands they refuse
 //! (the command table's [`ReservationAccess`]). A value the core owns.
 
-use crate::persistent_reservation::{Effects, PersistentReservations, Refusal};
+use crate::persistent_reservation::{Effects, It, PersistentReservations, Refusal};
 use crate::{aptpl, Completion, Nexus};
 use scsi::command::{PersistentReserveIn, PersistentReserveOut};
 use scsi::table::ReservationAccess;
@@ -21,6 +21,16 @@ pub(crate) struct Reservations {
     /// The state can be kept through power loss when APTPL is set (PTPL_C): the logical unit
     /// has somewhere to keep it.
     ptpl_capable: bool,
+    /// The relative target port identifier of this server's target port, through which
+    /// every nexus here came (its port group's, as VPD page 83h reports it).
+    target_port: u16,
+    /// Every target port's: this server's, or every gateway's (docs/gateways.md).
+    target_ports: Vec<u16>,
+    /// Where the gateways share the state (docs/gateways.md): the version of the cluster's
+    /// copy this one is, which a change must still find there to be written.
+    shared: Option<u64>,
+    /// The version this gateway's last PERSISTENT RESERVE OUT wrote.
+    written: Option<u64>,
 }
 
 /// A PERSISTENT RESERVE OUT performed on a copy of the state: made current by
@@ -32,17 +42,119 @@ pub(crate) struct Prepared {
     /// What to keep through power loss first: the new state's file contents (`Some(None)`:
     /// remove the file, APTPL went off).
     pub(crate) keep: Option<Option<Vec<u8>>>,
+    /// Where the gateways share the state: the write of the new state, guarded by the
+    /// version it was prepared on ([`store::Op::Share`]).
+    pub(crate) share: Option<store::Op>,
+}
+
+/// How many races with other gateways a PERSISTENT RESERVE OUT may lose (its write found
+/// the state changed by another gateway since it was prepared) before it gives up. A race
+/// lost to a command of this gateway is not counted: the commands of one gateway run one
+/// after the other in the end, and only the other gateways' could starve it.
+pub(crate) const SHARE_ATTEMPTS: u32 = 16;
+
+/// The gateways' state at start: when no other gateway had the logical unit open (its power
+/// on, as the hosts see it), a state whose APTPL is 0 does not survive (SPC-4 §5.13.5.1),
+/// and PRgeneration restarts at zero (SPC-4 §6.15.2); written back so that every gateway
+/// starting later finds it so.
+pub(crate) fn power_on(
+    plane: &dyn store::Plane,
+    state: store::SharedState,
+) -> std::io::Result<store::SharedState> {
+    let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+    let Some(bytes) = state.contents.as_deref().filter(|_| state.first) else {
+        return Ok(state);
+    };
+    let old = aptpl::decode(bytes).map_err(invalid)?;
+    let new = if old.aptpl {
+        PersistentReservations {
+            generation: 0,
+            ..old.clone()
+        }
+    } else {
+        PersistentReservations::default()
+    };
+    if new == old {
+        return Ok(state);
+    }
+    if !old.aptpl {
+        tracing::info!(
+            registrations = old.registrations.len(),
+            "persistent reservations with APTPL = 0 dropped: no other gateway is alive"
+        );
+    }
+    let contents = aptpl::encode(&new);
+    match plane.share_now(store::KeptFile::Reservations, &contents, state.version)? {
+        store::Done::Shared(version) => Ok(store::SharedState {
+            contents: Some(contents),
+            version,
+            first: true,
+        }),
+        // Another gateway came up and changed it meanwhile: its state stands.
+        store::Done::Stale(now) => Ok(now),
+        store::Done::Failed(f) => Err(std::io::Error::new(f.error().kind(), f.error().to_string())),
+        other => Err(std::io::Error::other(format!("{other:?}"))),
+    }
 }
 
 impl Reservations {
     /// A logical unit's reservations at power on: `kept`, the state kept through the last
     /// power loss, if any.
-    pub(crate) fn new(kept: Option<PersistentReservations>, ptpl_capable: bool) -> Self {
+    /// `groups`: this server's target port group and every one's.
+    pub(crate) fn new(
+        kept: Option<PersistentReservations>,
+        ptpl_capable: bool,
+        groups: &crate::PortGroups,
+        shared: Option<u64>,
+    ) -> Self {
         Reservations {
             spc2_holder: None,
             persistent: kept.unwrap_or_default(),
             ptpl_capable,
+            target_port: groups.own,
+            target_ports: groups.all.clone(),
+            shared,
+            written: None,
         }
+    }
+
+    /// The gateways' state as another gateway (or a lost race) left it: made current when
+    /// it is newer than this one (RADOS object versions only grow).
+    pub(crate) fn reload(&mut self, state: &store::SharedState) -> Result<(), String> {
+        if self.shared.is_some_and(|v| v > state.version) {
+            return Ok(());
+        }
+        self.persistent = match state.contents.as_deref() {
+            Some(bytes) => aptpl::decode(bytes)?,
+            None => PersistentReservations::default(),
+        };
+        self.shared = Some(state.version);
+        Ok(())
+    }
+
+    /// The gateways' state was written: this is its version now.
+    pub(crate) fn shared_as(&mut self, version: u64) {
+        self.shared = Some(version);
+        self.written = Some(version);
+    }
+
+    /// Whether the state at `version` is what this gateway wrote last: a race lost to it
+    /// was lost to a command of this gateway.
+    pub(crate) fn written_here(&self, version: u64) -> bool {
+        self.written == Some(version)
+    }
+
+    /// `nexus` as registrations name it: its initiator port, this server's target port.
+    fn it<'a>(&self, nexus: &'a Nexus) -> It<'a> {
+        It {
+            initiator_port: &nexus.initiator_port,
+            target_port: self.target_port,
+        }
+    }
+
+    /// The relative target port identifier of this server's target port.
+    pub(crate) fn target_port(&self) -> u16 {
+        self.target_port
     }
 
     /// Whether another nexus's reservation refuses `cdb` from `nexus`. A RESERVE (6)/(10)
@@ -63,7 +175,7 @@ impl Reservations {
                         ReservationAccess::Unrestricted | ReservationAccess::OwnRules
                     )
             }
-            None => self.persistent.conflicts(&nexus.initiator_port, access),
+            None => self.persistent.conflicts(self.it(nexus), access),
         }
     }
 
@@ -96,7 +208,7 @@ impl Reservations {
     }
 
     fn spc2_exception(&self, nexus: &Nexus) -> Completion {
-        if self.persistent.exempts_spc2(&nexus.initiator_port) {
+        if self.persistent.exempts_spc2(self.it(nexus)) {
             Completion::GOOD
         } else {
             CONFLICT
@@ -139,17 +251,31 @@ impl Reservations {
             })?;
         let mut next = self.persistent.clone();
         let effects = next
-            .perform(&nexus.initiator_port, cmd, list, self.ptpl_capable)
+            .perform(
+                self.it(nexus),
+                cmd,
+                list,
+                self.ptpl_capable,
+                &self.target_ports,
+            )
             .map_err(|r| match r {
                 Refusal::Conflict => CONFLICT,
                 Refusal::Check(sense) => Completion::check_condition(sense),
             })?;
-        let keep = (self.ptpl_capable && (next.aptpl || self.persistent.aptpl))
+        // Every change goes to the gateways' copy, whatever APTPL says: every gateway must
+        // see it; a lone server keeps a file under APTPL only.
+        let share = self.shared.map(|version| store::Op::Share {
+            file: store::KeptFile::Reservations,
+            contents: aptpl::encode(&next),
+            version,
+        });
+        let keep = (share.is_none() && self.ptpl_capable && (next.aptpl || self.persistent.aptpl))
             .then(|| next.aptpl.then(|| aptpl::encode(&next)));
         Ok(Prepared {
             next,
             effects,
             keep,
+            share,
         })
     }
 

@@ -107,6 +107,16 @@ pub(crate) enum After {
     ArmThresholds,
     /// PERSISTENT RESERVE OUT with APTPL: the new state is kept, then made current.
     Reservations(Box<Prepared>),
+    /// PERSISTENT RESERVE OUT where the gateways share the state: the new state is written
+    /// with its version guard, then made current; on a lost race the command is prepared
+    /// again on the state as it is (`attempts`: races lost to other gateways so far), so it
+    /// needs its CDB and parameters.
+    SharedReservations {
+        prepared: Box<Prepared>,
+        cmd: scsi::command::PersistentReserveOut,
+        list: Vec<u8>,
+        attempts: u32,
+    },
     /// A chunk of a third-party copy, moving `blocks` destination blocks.
     Copy(Box<CopyJob>, u64),
 }

@@ -113,6 +113,14 @@ impl Unit {
         plane: Arc<dyn Plane>,
         queue: Option<DeviceQueue>,
     ) -> Result<Unit, ConfigError> {
+        let shared_reservations = match plane.load_shared(KeptFile::Reservations) {
+            Some(loaded) => Some(
+                loaded
+                    .and_then(|state| crate::reservations::power_on(&*plane, state))
+                    .map_err(ConfigError::PersistentReservations)?,
+            ),
+            None => None,
+        };
         let kept = Kept {
             mode_pages: plane
                 .load(KeptFile::ModePages)
@@ -120,6 +128,7 @@ impl Unit {
             reservations: plane
                 .load(KeptFile::Reservations)
                 .map_err(ConfigError::PersistentReservations)?,
+            shared_reservations,
         };
         let core = LogicalUnit::new(config, backing(&*plane), kept, queue)?;
         Ok(Unit::new(core, plane))
@@ -158,9 +167,10 @@ impl Unit {
     /// after it is released.
     fn call<R>(&self, now: Ns, sink: &mut dyn Sink, f: impl FnOnce(&mut LogicalUnit) -> R) -> R {
         let mut events = Vec::new();
-        let (r, wake) = {
+        let (r, wake, announce) = {
             let mut core = self.core.lock();
             let r = f(&mut core);
+            let announce = core.take_announcements();
             if core.poll_timeout().is_some_and(|t| t <= now) {
                 // A device queue without drive timing ends a command's queueing the instant
                 // it starts: run it on this thread, not after a wake-up of the driver's.
@@ -173,8 +183,16 @@ impl Unit {
             (
                 r,
                 next.is_some_and(|t| t < self.armed.load(Ordering::Relaxed)),
+                announce,
             )
         };
+        // The other gateways have it (or a bounded wait passed) before any completion of
+        // this call goes out.
+        for event in announce {
+            if let Err(e) = self.plane.announce(&event.encode()) {
+                tracing::warn!(error = %e, lun = self.lun, "telling the other gateways of a change");
+            }
+        }
         for Event {
             nexus,
             tag,
@@ -216,10 +234,10 @@ impl Unit {
     ) -> (Option<Transfer>, Submitted) {
         let resized = self.plane.resized().filter(|_| self.follows_store);
         let preferred = self.plane.preferred_gateway();
-        let news = self.plane.announced();
+        let (news, shared) = self.peer_news();
         let arrived = self.call(now, sink, |core| {
-            for event in news.iter().filter_map(|m| PeerEvent::decode(m)) {
-                core.peer_event(now, event);
+            for event in &news {
+                core.peer_event(now, event, shared.as_ref());
             }
             if let Some(bytes) = resized {
                 core.resize(bytes);
@@ -234,6 +252,35 @@ impl Unit {
             arrived.transfer,
             self.drive(now, arrived.step, data_out, data_in, sink),
         )
+    }
+
+    /// What the other gateways announced since the last call and, when one changed the
+    /// persistent reservations, their state read from the cluster once, outside the lock (a
+    /// RADOS read only after such an announcement; a load otherwise).
+    fn peer_news(&self) -> (Vec<PeerEvent>, Option<store::SharedState>) {
+        let news: Vec<PeerEvent> = self
+            .plane
+            .announced()
+            .iter()
+            .filter_map(|m| PeerEvent::decode(m))
+            .collect();
+        let shared = news
+            .iter()
+            .any(|e| matches!(e, PeerEvent::Reservations(_)))
+            .then(|| self.plane.load_shared(KeptFile::Reservations))
+            .flatten()
+            .and_then(|loaded| {
+                loaded
+                    .inspect_err(|e| {
+                        tracing::error!(
+                            error = %e,
+                            lun = self.lun,
+                            "reading the gateways' persistent reservations"
+                        )
+                    })
+                    .ok()
+            });
+        (news, shared)
     }
 
     /// All Data-Out of a task that asked for it came.
@@ -334,7 +381,13 @@ impl Unit {
             return;
         }
         let task = TaskId::from_u64(id);
+        // What the other gateways announced applies before this completion: a task that
+        // PREEMPT AND ABORT there ended gets no status here (a load while there is none).
+        let (news, shared) = self.peer_news();
         let (owner, step) = self.call(now, sink, |core| {
+            for event in &news {
+                core.peer_event(now, event, shared.as_ref());
+            }
             let owner = core.owner(task);
             (owner, core.io_done(now, task, done, &mut data_in))
         });
@@ -367,6 +420,16 @@ impl Unit {
     /// inline plane's here, an asynchronous one's handed to it); returns when the driver must
     /// call again (`None`: only when woken).
     pub fn advance(&self, now: Ns, sink: &mut dyn Sink) -> Option<Ns> {
+        // Whatever the other gateways announced meanwhile applies here too: PREEMPT AND ABORT
+        // ends this gateway's tasks of the preempted nexuses without waiting for a command.
+        let (news, shared) = self.peer_news();
+        if !news.is_empty() {
+            self.call(now, sink, |core| {
+                for event in &news {
+                    core.peer_event(now, event, shared.as_ref());
+                }
+            });
+        }
         loop {
             let (background, next) = self.call(now, sink, |core| {
                 core.handle_timeout(now);

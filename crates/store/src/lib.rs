@@ -35,7 +35,8 @@ pub use inline::InlinePlane;
 pub use kept::KeptFiles;
 pub use null::NullPlane;
 pub use plane::{
-    Buffers, Complete, Done, Engine, Failure, Geometry, KeptFile, Op, Options, Plane, Source,
+    Buffers, Complete, Done, Engine, Failure, Geometry, KeptFile, Op, Options, Plane, SharedState,
+    Source,
 };
 pub use pool_plane::PoolPlane;
 pub use ram::RamStore;

@@ -98,6 +98,26 @@ pub enum Op {
         file: KeptFile,
         contents: Option<Vec<u8>>,
     },
+    /// Where several gateways share `file` ([`Plane::load_shared`], docs/gateways.md):
+    /// replace its contents with `contents` if they are still at `version` (0: there are none
+    /// yet), all or nothing. [`Done::Shared`] with the new version, or [`Done::Stale`] with
+    /// the contents another gateway wrote meanwhile.
+    Share {
+        file: KeptFile,
+        contents: Vec<u8>,
+        version: u64,
+    },
+}
+
+/// A state the gateways of a store share, as read: its contents (`None`: none written yet)
+/// and their version.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SharedState {
+    pub contents: Option<Vec<u8>>,
+    pub version: u64,
+    /// No other gateway had the store open when this one opened it (the logical unit's power
+    /// on, as the hosts see it), as the plane's first load answers; `false` after.
+    pub first: bool,
 }
 
 /// The state files a logical unit keeps beside its data (docs/durability.md).
@@ -137,6 +157,10 @@ pub enum Done {
     Miscompare(u64),
     Extents(Vec<(bool, u64)>),
     Usage(Option<u64>),
+    /// [`Op::Share`] wrote the state: its version now.
+    Shared(u64),
+    /// [`Op::Share`] lost a race with another gateway: nothing written; the state as it is.
+    Stale(SharedState),
     /// The store failed.
     Failed(Failure),
 }
@@ -270,6 +294,21 @@ pub trait Plane: Send + Sync {
     /// The contents of a kept state file, as the last run left it (`None`: there is none).
     fn load(&self, _file: KeptFile) -> io::Result<Option<Vec<u8>>> {
         Ok(None)
+    }
+
+    /// Where several gateways share `file` (docs/gateways.md): its contents and version now,
+    /// read from the cluster (a blocking call, never on a command's path but after a peer's
+    /// announcement); `None` when this server alone keeps it.
+    fn load_shared(&self, _file: KeptFile) -> Option<io::Result<SharedState>> {
+        None
+    }
+
+    /// [`Op::Share`] on the caller's thread (blocking): at start, before any command.
+    fn share_now(&self, file: KeptFile, _contents: &[u8], _version: u64) -> io::Result<Done> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("this logical unit's data plane shares no {file:?} state"),
+        ))
     }
 }
 

@@ -104,7 +104,7 @@ pub(crate) fn check(capacity: u64, op: &Op, data_out: usize) -> Result<(), Failu
             read(check_span(len_of(source), from, len))?;
             write(check_span(len_of(destination), to, len))
         }
-        Op::Flush | Op::Usage | Op::Keep { .. } => Ok(()),
+        Op::Flush | Op::Usage | Op::Keep { .. } | Op::Share { .. } => Ok(()),
     }
 }
 
@@ -136,7 +136,8 @@ pub(crate) fn changes(op: &Op) -> Option<(u64, u64, bool)> {
         | Op::Extents { .. }
         | Op::Usage
         | Op::Copy { .. }
-        | Op::Keep { .. } => None,
+        | Op::Keep { .. }
+        | Op::Share { .. } => None,
     }
 }
 
@@ -213,7 +214,7 @@ pub(crate) fn exec(store: &dyn Store, op: &Op, data_out: &[u8]) -> Done {
             at: None,
             error: invalid("reads and copies do not run holding a range".into()),
         }),
-        Op::Keep { .. } => Err(Failure::Write {
+        Op::Keep { .. } | Op::Share { .. } => Err(Failure::Write {
             at: None,
             error: invalid("a kept file is its plane's, not its store's".into()),
         }),

@@ -21,6 +21,8 @@ type RadosT = *mut c_void;
 type IoctxT = *mut c_void;
 type ImageT = *mut c_void;
 type CompletionT = *mut c_void;
+/// `rados_write_op_t`: `void *`.
+type WriteOpT = *mut c_void;
 type CallbackT = unsafe extern "C" fn(CompletionT, *mut c_void);
 /// `rbd_update_callback_t`: `void (*)(void *arg)`.
 type UpdateCallbackT = unsafe extern "C" fn(*mut c_void);
@@ -46,6 +48,12 @@ struct Watcher {
 const RBD_LOCK_MODE_EXCLUSIVE: c_int = 0;
 /// `RBD_FEATURE_EXCLUSIVE_LOCK` (`rbd/features.h`).
 const RBD_FEATURE_EXCLUSIVE_LOCK: u64 = 1 << 2;
+/// `LIBRADOS_CREATE_EXCLUSIVE` (`rados/librados.h`): a create fails with -EEXIST when the
+/// object exists.
+const LIBRADOS_CREATE_EXCLUSIVE: c_int = 1;
+/// The largest shared state object read: persistent reservations are at most 128
+/// registrations of a few hundred bytes each.
+const SHARED_OBJECT_MAX: usize = 1 << 20;
 /// `LIBRADOS_OP_FLAG_FADVISE_FUA` (`rados/librados.h`): a hint the OSD may honour; stint
 /// still flushes for durability (see [`Request::Flush`]).
 pub(crate) const FADVISE_FUA: c_int = 0x80;
@@ -97,6 +105,17 @@ struct Api {
         unsafe extern "C" fn(IoctxT, *const c_char, *const c_char, *const c_char, usize) -> c_int,
     rados_getxattr:
         unsafe extern "C" fn(IoctxT, *const c_char, *const c_char, *mut c_char, usize) -> c_int,
+    rados_read: unsafe extern "C" fn(IoctxT, *const c_char, *mut c_char, usize, u64) -> c_int,
+    rados_get_last_version: unsafe extern "C" fn(IoctxT) -> u64,
+    rados_create_write_op: unsafe extern "C" fn() -> WriteOpT,
+    rados_release_write_op: unsafe extern "C" fn(WriteOpT),
+    rados_write_op_assert_version: unsafe extern "C" fn(WriteOpT, u64),
+    rados_write_op_create: unsafe extern "C" fn(WriteOpT, c_int, *const c_char),
+    rados_write_op_write_full: unsafe extern "C" fn(WriteOpT, *const c_char, usize),
+    /// `int rados_write_op_operate(rados_write_op_t, rados_ioctx_t, const char *oid,
+    /// time_t *mtime, int flags)`; `time_t` is only passed as a null pointer.
+    rados_write_op_operate:
+        unsafe extern "C" fn(WriteOpT, IoctxT, *const c_char, *mut c_void, c_int) -> c_int,
     rbd_update_watch: unsafe extern "C" fn(ImageT, *mut u64, UpdateCallbackT, *mut c_void) -> c_int,
     rbd_update_unwatch: unsafe extern "C" fn(ImageT, u64) -> c_int,
     rbd_diff_iterate2: unsafe extern "C" fn(
@@ -188,6 +207,14 @@ fn api() -> io::Result<&'static Api> {
                 rados_buffer_free: sym!(rados, rados_buffer_free),
                 rados_setxattr: sym!(rados, rados_setxattr),
                 rados_getxattr: sym!(rados, rados_getxattr),
+                rados_read: sym!(rados, rados_read),
+                rados_get_last_version: sym!(rados, rados_get_last_version),
+                rados_create_write_op: sym!(rados, rados_create_write_op),
+                rados_release_write_op: sym!(rados, rados_release_write_op),
+                rados_write_op_assert_version: sym!(rados, rados_write_op_assert_version),
+                rados_write_op_create: sym!(rados, rados_write_op_create),
+                rados_write_op_write_full: sym!(rados, rados_write_op_write_full),
+                rados_write_op_operate: sym!(rados, rados_write_op_operate),
                 rbd_update_watch: sym!(rbd, rbd_update_watch),
                 rbd_update_unwatch: sym!(rbd, rbd_update_unwatch),
                 rbd_diff_iterate2: sym!(rbd, rbd_diff_iterate2),
@@ -282,7 +309,15 @@ pub(crate) struct Image {
     /// The watch on a RADOS object that other gateways notify (see [`Image::listen`]), and
     /// its mailbox, boxed so that its address, given to librados, stays put.
     listening: Option<(u64, Box<Mailbox>)>,
+    /// An I/O context of its own for the objects the gateways share (null: none), used one
+    /// call at a time under the lock: `rados_get_last_version` answers for the last
+    /// operation of its context, which no other thread's may come between.
+    objects: parking_lot::Mutex<IoctxT>,
 }
+
+/// What a versioned write found: the object was at another version (or, for version 0,
+/// existed), and nothing was written.
+pub(crate) struct Stale;
 
 /// What other clients sent through notifies on the watched object, until taken.
 pub(crate) struct Mailbox {
@@ -333,6 +368,7 @@ impl Image {
             header_changed: Box::default(),
             watch: None,
             listening: None,
+            objects: parking_lot::Mutex::new(std::ptr::null_mut()),
         };
         let conf = target
             .conf
@@ -376,10 +412,25 @@ impl Image {
             unsafe { (api.rados_ioctx_create)(cluster, pool.as_ptr(), &mut image.ioctx) } as isize,
             &format!("opening pool {:?}", target.pool),
         )?;
+        if target.gateway.is_some() {
+            let objects = image.objects.get_mut();
+            // SAFETY: a connected handle, a NUL-terminated pool name, a valid out-pointer.
+            check(
+                unsafe { (api.rados_ioctx_create)(cluster, pool.as_ptr(), objects) } as isize,
+                &format!("opening pool {:?}", target.pool),
+            )?;
+        }
         if let Some(ns) = &target.namespace {
             let ns = cstring(ns, "namespace")?;
-            // SAFETY: a valid I/O context; the string is copied by librados.
-            unsafe { (api.rados_ioctx_set_namespace)(image.ioctx, ns.as_ptr()) };
+            // SAFETY: valid I/O contexts (the second only when created above); the string is
+            // copied by librados.
+            unsafe {
+                (api.rados_ioctx_set_namespace)(image.ioctx, ns.as_ptr());
+                let objects = *image.objects.get_mut();
+                if !objects.is_null() {
+                    (api.rados_ioctx_set_namespace)(objects, ns.as_ptr());
+                }
+            }
         }
         let name = cstring(&target.image, "image")?;
         // SAFETY: a valid I/O context, a NUL-terminated name, a valid out-pointer, no snapshot.
@@ -589,6 +640,91 @@ impl Image {
             r
         };
         check(r as isize, &format!("notifying {object} (rados_notify2)")).map(drop)
+    }
+
+    /// RADOS object `object` (in the image's pool and namespace) whole, and its version
+    /// (`rados_read`, `rados_get_last_version`); `(None, 0)` when it does not exist. Only on
+    /// a gateway's image (the objects' I/O context).
+    pub(crate) fn read_versioned(&self, object: &str) -> io::Result<(Option<Vec<u8>>, u64)> {
+        const ENOENT: c_int = 2;
+        let o = cstring(object, "object")?;
+        let io = self.objects.lock();
+        if io.is_null() {
+            return Err(io::Error::other(
+                "no shared objects on a lone server's image",
+            ));
+        }
+        let mut buf = vec![0u8; SHARED_OBJECT_MAX];
+        // SAFETY: a valid I/O context, held alone under the lock; a NUL-terminated name;
+        // `buf` is writable for the length passed, and librados writes at most that many.
+        let (r, version) = unsafe {
+            let r = (self.api.rados_read)(*io, o.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), 0);
+            (r, (self.api.rados_get_last_version)(*io))
+        };
+        if r == -ENOENT {
+            return Ok((None, 0));
+        }
+        let n = check(r as isize, &format!("reading {object} (rados_read)"))?;
+        if n >= buf.len() {
+            return Err(io::Error::other(format!(
+                "{object} is larger than {SHARED_OBJECT_MAX} bytes"
+            )));
+        }
+        buf.truncate(n);
+        Ok((Some(buf), version))
+    }
+
+    /// Replaces RADOS object `object` with `data` if it is at `version` (0: creates it if it
+    /// does not exist), in one write operation (`rados_write_op_assert_version` or an
+    /// exclusive `rados_write_op_create`, then `rados_write_op_write_full`): the new version,
+    /// or [`Stale`] when another client changed it since.
+    pub(crate) fn write_versioned(
+        &self,
+        object: &str,
+        data: &[u8],
+        version: u64,
+    ) -> io::Result<Result<u64, Stale>> {
+        const EEXIST: c_int = 17;
+        const ERANGE: c_int = 34;
+        const EOVERFLOW: c_int = 75;
+        let o = cstring(object, "object")?;
+        let io = self.objects.lock();
+        if io.is_null() {
+            return Err(io::Error::other(
+                "no shared objects on a lone server's image",
+            ));
+        }
+        // SAFETY: a valid I/O context, held alone under the lock. The operation is created,
+        // given its steps (which copy nothing: `data` and `o` stay alive and unchanged until
+        // rados_write_op_operate, blocking, has returned), performed, and released once; a
+        // null mtime asks for the current time, a null category is ignored by librados.
+        let (r, new) = unsafe {
+            let op = (self.api.rados_create_write_op)();
+            if op.is_null() {
+                return Err(io::Error::other("rados_create_write_op failed"));
+            }
+            if version == 0 {
+                (self.api.rados_write_op_create)(op, LIBRADOS_CREATE_EXCLUSIVE, std::ptr::null());
+            } else {
+                (self.api.rados_write_op_assert_version)(op, version);
+            }
+            (self.api.rados_write_op_write_full)(op, data.as_ptr().cast(), data.len());
+            let r = (self.api.rados_write_op_operate)(op, *io, o.as_ptr(), std::ptr::null_mut(), 0);
+            (self.api.rados_release_write_op)(op);
+            (r, (self.api.rados_get_last_version)(*io))
+        };
+        match -r {
+            // -EEXIST: created meanwhile; -ERANGE: a newer version; -EOVERFLOW: an older
+            // one (the object was removed and written again).
+            EEXIST | ERANGE | EOVERFLOW => Ok(Err(Stale)),
+            _ => {
+                check(
+                    r as isize,
+                    &format!("writing {object} (rados_write_op_operate)"),
+                )?;
+                Ok(Ok(new))
+            }
+        }
     }
 
     /// What other clients sent since the last call (see [`Image::listen`]).
@@ -875,6 +1011,10 @@ impl Drop for Image {
             }
             if !self.ioctx.is_null() {
                 (self.api.rados_ioctx_destroy)(self.ioctx);
+            }
+            let objects = *self.objects.get_mut();
+            if !objects.is_null() {
+                (self.api.rados_ioctx_destroy)(objects);
             }
             (self.api.rados_shutdown)(self.cluster);
         }

@@ -30,13 +30,15 @@ mod ffi;
 
 pub use ffi::{Gateway as RbdGateway, Target as RbdTarget};
 
-use crate::plane::{Buffers, Complete, Done, Failure, Geometry, KeptFile, Op, Options};
+use crate::plane::{
+    Buffers, Complete, Done, Failure, Geometry, KeptFile, Op, Options, SharedState,
+};
 use crate::pool_plane::{Core, Owned};
 use crate::run::write_failed;
 use crate::{check_range, check_span, Held, Plane, Store};
 use ffi::{Finished, Image, Refused, Request};
 use std::io;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -197,6 +199,11 @@ struct Shared {
     /// The target port group of the first gateway, in the configuration's order, that has
     /// the image open, as last seen; 0 while none is known.
     preferred: AtomicU32,
+    /// The RADOS object the gateways keep the persistent reservations in.
+    reservations: String,
+    /// No other gateway had the image open when this one opened it; taken by the first
+    /// [`Plane::load_shared`].
+    first: AtomicBool,
 }
 
 /// How long an announcement waits for the other gateways to have it: a gateway that died
@@ -212,6 +219,12 @@ const GATEWAYS_POLL: Duration = Duration::from_millis(250);
 /// are named by that id, not by gateway.
 fn gateways_object(image: &str) -> String {
     format!("stint.gateways.{image}")
+}
+
+/// The RADOS object, beside the image, that holds its persistent reservations when gateways
+/// share it: every gateway reads and writes the one state (docs/gateways.md).
+fn reservations_object(image: &str) -> String {
+    format!("stint.reservations.{image}")
 }
 
 /// The data plane of an RBD image.
@@ -255,9 +268,14 @@ impl RbdPlane {
             gateway: target.gateway.as_ref().map(|g| g.own),
             object: gateways_object(&target.image),
             preferred: AtomicU32::new(0),
+            reservations: reservations_object(&target.image),
+            first: AtomicBool::new(false),
         });
         if let Some(gateway) = target.gateway.clone() {
             let object = gateways_object(&target.image);
+            // Before this gateway registers: whether any other is alive now.
+            let others = alive_others(&shared.image, &gateway, &object)?;
+            shared.first.store(!others, Ordering::Relaxed);
             let id = shared.image.instance_id().to_string();
             shared
                 .image
@@ -337,9 +355,80 @@ impl Plane for RbdPlane {
         self.shared.core.write_now(offset, buf, durable)
     }
 
+    /// A gateway's persistent reservations are the cluster's ([`Plane::load_shared`]), never
+    /// a local file's.
     fn load(&self, file: KeptFile) -> io::Result<Option<Vec<u8>>> {
+        if self.shared.shares(file) {
+            return Ok(None);
+        }
         self.shared.core.kept.load(file)
     }
+
+    fn load_shared(&self, file: KeptFile) -> Option<io::Result<SharedState>> {
+        if !self.shared.shares(file) {
+            return None;
+        }
+        Some(self.shared.load_shared())
+    }
+
+    fn share_now(&self, file: KeptFile, contents: &[u8], version: u64) -> io::Result<Done> {
+        if !self.shared.shares(file) {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a lone server's image shares no state",
+            ));
+        }
+        self.shared.share(contents, version)
+    }
+}
+
+impl Shared {
+    /// Whether `file` is the gateways' (in the cluster) rather than this server's.
+    fn shares(&self, file: KeptFile) -> bool {
+        self.gateway.is_some() && file == KeptFile::Reservations
+    }
+
+    fn load_shared(&self) -> io::Result<SharedState> {
+        let (contents, version) = self.image.read_versioned(&self.reservations)?;
+        Ok(SharedState {
+            contents,
+            version,
+            first: self.first.swap(false, Ordering::Relaxed),
+        })
+    }
+
+    /// [`Op::Share`]: the versioned write; on a lost race, the state as it is now.
+    fn share(&self, contents: &[u8], version: u64) -> io::Result<Done> {
+        match self
+            .image
+            .write_versioned(&self.reservations, contents, version)?
+        {
+            Ok(version) => Ok(Done::Shared(version)),
+            Err(ffi::Stale) => {
+                let (contents, version) = self.image.read_versioned(&self.reservations)?;
+                Ok(Done::Stale(SharedState {
+                    contents,
+                    version,
+                    first: false,
+                }))
+            }
+        }
+    }
+}
+
+/// Whether a gateway other than this one has the image open now.
+fn alive_others(image: &Image, gateway: &RbdGateway, object: &str) -> io::Result<bool> {
+    let watchers = image.watchers()?;
+    for &group in gateway.all.iter().filter(|&&g| g != gateway.own) {
+        let id = image.get_xattr(object, &format!("gateway.{group}"))?;
+        let alive = id
+            .and_then(|id| String::from_utf8(id).ok()?.parse::<u64>().ok())
+            .is_some_and(|id| watchers.contains(&id));
+        if alive {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// A gateway's watch of which gateways are alive, until its plane is dropped: the first in
@@ -429,6 +518,20 @@ impl Shared {
     /// else on the pool over the synchronous store.
     fn start(self: &Arc<Self>, op: Op, owned: Owned) {
         match op {
+            Op::Share {
+                file,
+                ref contents,
+                version,
+            } if self.shares(file) => {
+                let shared = self.clone();
+                let contents = contents.clone();
+                self.core.pool.spawn(move || {
+                    let done = shared
+                        .share(&contents, version)
+                        .unwrap_or_else(|error| Done::Failed(Failure::Write { at: None, error }));
+                    shared.core.complete(owned, done);
+                });
+            }
             Op::Read { offset, len } => self.read(offset, len, owned),
             Op::Write {
                 offset,
