@@ -4,7 +4,8 @@
 # 1 for running; cargo-fuzz is installed once if missing), then libiscsi's iscsi-test-cu conformance suite against `stint serve`, compared with
 # tests/conformance/libiscsi-expected.txt, then the Ceph RBD stage (a one-node cluster from
 # tests/ceph/cluster.sh, crates/cli/tests/rbd.rs and gateways.rs, the crash test over RBD and the same
-# conformance suite against RBD LUNs, the suites that reach the store; installs Debian's ceph
+# conformance suite against RBD LUNs, the suites that reach the store, through two gateways of
+# each image; installs Debian's ceph
 # packages, or prints SKIPPED where they cannot be installed; the cluster stays up for the VM's
 # plain-rbd and gateways suites), then
 # the README followed as a newcomer would
@@ -69,9 +70,10 @@ else
   stage "Ceph: the crash test over RBD"
   # The crash test's RBD runs only (its file runs ran above): about 40 s.
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test crash -- --ignored
-  stage "Ceph: libiscsi against RBD LUNs"
+  stage "Ceph: libiscsi against RBD LUNs, through two gateways of each image"
+  # Each suite's session through one gateway, its second initiator's through the other.
   python3 tests/conformance/libiscsi.py --stint "${CARGO_TARGET_DIR:-target}/debug/stint" \
-    --rbd "$ceph_dir/ceph.conf"
+    --rbd "$ceph_dir/ceph.conf" --gateways
   ceph_conf=$ceph_dir/ceph.conf
 fi
 stage "the README as a newcomer follows it (tests/newcomer.py)"

@@ -32,6 +32,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = os.path.join(HERE, "libiscsi-expected.txt")
 # What an RBD LUN does differently, on top of EXPECTED (--rbd).
 EXPECTED_RBD = os.path.join(HERE, "libiscsi-expected-rbd.txt")
+# What two gateways of each image (--gateways) do differently, on top of both.
+EXPECTED_GATEWAYS = os.path.join(HERE, "libiscsi-expected-gateways.txt")
 TARGET = "iqn.2026-11.dev.stint:conformance-"
 # The result names of the pass on block LUNs; its tests are held to the plain names' expectations.
 BLOCK_SUFFIX = "@store=block"
@@ -113,7 +115,9 @@ def run_suite(suite, url, args=()):
 
 
 def _run_suite(suite, url, args):
-    cmd = ["stdbuf", "-o0", "-e0", "iscsi-test-cu", "--dataloss", *args, f"--test={suite}", url, url]
+    # `url` is one URL, given twice, or two separated by a space (two gateways, --gateways)
+    urls = url.split() * (3 - len(url.split()))
+    cmd = ["stdbuf", "-o0", "-e0", "iscsi-test-cu", "--dataloss", *args, f"--test={suite}", *urls[:2]]
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            errors="replace", timeout=SUITE_TIMEOUT_S)
@@ -269,22 +273,41 @@ def rbd_images(conf, count, stack):
     return names
 
 
-def serve_stint(binary, luns, stack, rbd_conf=None):
+def serve_stint(binary, luns, stack, rbd_conf=None, gateways=False):
     """Starts `stint serve` with one target node per LUN (a TARGET RESET from one suite must not
     raise unit attentions in a suite running beside it); returns their URLs. With `rbd_conf`,
-    each LUN is a 64 MiB RBD image of that cluster instead of RAM."""
+    each LUN is a 64 MiB RBD image of that cluster instead of RAM. With `gateways` too, two
+    servers, gateways a and b (docs/gateways.md), export every target; a LUN's URL is then both
+    gateways' ("A B", every other LUN "B A"): a suite's sessions go through the first, and
+    MultipathIO's second path through the other."""
     images = rbd_images(rbd_conf, len(luns), stack) if rbd_conf else None
-    port = free_port()
+    if gateways:
+        ports = {"a": free_port(), "b": free_port()}
+        urls = {g: serve_stint_config(binary, luns, stack, images, rbd_conf, ports, g) for g in ports}
+        return [f"{urls['a'][i]} {urls['b'][i]}" if i % 2 == 0 else f"{urls['b'][i]} {urls['a'][i]}"
+                for i in range(len(luns))]
+    return serve_stint_config(binary, luns, stack, images, rbd_conf, {"": free_port()}, "")
+
+
+def serve_stint_config(binary, luns, stack, images, rbd_conf, ports, gateway):
+    """One `stint serve` of serve_stint: on ports[gateway], as that gateway of `ports` (when
+    `gateway` is not "")."""
+    port = ports[gateway]
     # The tool's synchronous API answers no NOP-In while a test sleeps (Sanitize.Reset sleeps
     # 60 s), and stint closes a connection silent for two ping intervals: no pings here.
     config = [f'listen = "127.0.0.1:{port}"', "nop_in_interval_s = 0"]
     # The suite stops units, switches SWP and resets targets: stint refuses those to initiators
     # not granted them (16 tests fail or skip without the grant).
-    work = tempfile.mkdtemp(prefix="stint-conformance.")
+    work = tempfile.mkdtemp(prefix=f"stint-conformance{gateway}.")
     stack.callback(shutil.rmtree, work, True)
     for i, settings in enumerate(luns):
-        config += ["[[target]]", f'name = "{TARGET}{i}"', 'privileged_initiators = ["*"]',
-                   "[[target.lun]]"]
+        config += ["[[target]]", f'name = "{TARGET}{i}"', 'privileged_initiators = ["*"]']
+        if gateway:
+            config.append(f'gateway = "{gateway}"')
+            for group, (g, p) in enumerate(sorted(ports.items()), 1):
+                config += ["[[target.gateways]]", f'name = "{g}"', f'portal = "127.0.0.1:{p}"',
+                           f"port_group = {group}"]
+        config.append("[[target.lun]]")
         if settings.get("store") == "block":
             # Sized by the device (64 MiB, as the RAM LUNs).
             config += ['store = "block"', f'path = "{loop_device(stack, work)}"']
@@ -298,10 +321,11 @@ def serve_stint(binary, luns, stack, rbd_conf=None):
     config_path = os.path.join(work, "stint.toml")
     with open(config_path, "w") as f:
         f.write("\n".join(config) + "\n")
-    log = stack.enter_context(open(os.path.join(tempfile.gettempdir(), "stint-conformance-serve.log"), "w"))
+    name = f"stint-conformance-serve{'-' + gateway if gateway else ''}"
+    log = stack.enter_context(open(os.path.join(tempfile.gettempdir(), f"{name}.log"), "w"))
     proc = subprocess.Popen([binary, "serve", "--config", config_path], stdout=subprocess.DEVNULL, stderr=log)
-    stack.callback(stop, proc, "stint serve")
-    wait_listening("stint serve", port, proc)
+    stack.callback(stop, proc, name)
+    wait_listening(name, port, proc)
     return [f"iscsi://127.0.0.1:{port}/{TARGET}{i}/0" for i in range(len(luns))]
 
 
@@ -478,12 +502,15 @@ def summary(c):
     return f"{c['pass']} passed, {c['fail']} failed, {c['skip']} skipped of {sum(c.values())}"
 
 
-def compare(results, rbd=False):
+def compare(results, rbd=False, gateways=False):
     """Checks stint's results against the expectations file (and, for RBD LUNs, the RBD one
-    over it, for the suites of RBD_SUITES); returns the exit status."""
+    over it, for the suites of RBD_SUITES; through gateways, the gateways' one over both);
+    returns the exit status."""
     expected = load_expected()
     if rbd:
         load_expected(EXPECTED_RBD, expected)
+        if gateways:
+            load_expected(EXPECTED_GATEWAYS, expected)
         expected = {k: v for k, v in expected.items() if family(k) in RBD_SUITES}
     regressions, improvements = [], []
     for name in sorted(results):
@@ -521,6 +548,10 @@ def main():
                     help="with --stint: every LUN a 64 MiB RBD image of this cluster (pool rbd, "
                          "user admin) instead of RAM, the suites that reach the store only "
                          "(RBD_SUITES), compared with the same expectations")
+    ap.add_argument("--gateways", action="store_true",
+                    help="with --rbd: two servers export every image as gateways a and b "
+                         "(docs/gateways.md); each suite runs through one of them, every other "
+                         "LUN's through b, and MultipathIO across both")
     args = ap.parse_args()
     if not args.stint and not args.url and not args.peer:
         ap.error("give --stint, --url or --peer")
@@ -529,8 +560,10 @@ def main():
 
     if args.rbd and not args.stint:
         ap.error("--rbd needs --stint")
-    name = "stint-rbd" if args.rbd else "stint"
-    targets = [(name, lambda luns, stack: serve_stint(args.stint, luns, stack, args.rbd))] if args.stint else []
+    if args.gateways and not args.rbd:
+        ap.error("--gateways needs --rbd (the gateways share RBD images)")
+    name = "stint-gateways" if args.gateways else "stint-rbd" if args.rbd else "stint"
+    targets = [(name, lambda luns, stack: serve_stint(args.stint, luns, stack, args.rbd, args.gateways))] if args.stint else []
     targets += [(peer, PEERS[peer]) for peer in args.peer]
     totals, status = [], 0
     if args.url:
@@ -572,7 +605,7 @@ def main():
         print("  slowest (s, all passes): " + ", ".join(f"{k} {v:.0f}" for k, v in slowest))
         SECONDS.clear()
         if name.startswith("stint") and not args.no_compare:
-            status = compare(results, bool(args.rbd))
+            status = compare(results, bool(args.rbd), args.gateways)
     if len(totals) > 1:
         # A column per pass: the 512-byte one, the 4096-byte one, and the extra runs on LUNs
         # of one flavour (@inquiry_version=6, @lbppb=8), whose suites also ran in the passes.
