@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs stint's fuzz targets one after the other on one core (docs/fuzzing.md):
 #
-#   fuzz/run.sh [--seconds N] [--merge] [TARGET...]
+#   fuzz/run.sh [--seconds N] [--merge] [--dev] [TARGET...]
 #
 # --seconds N  how long each target runs (default 600); all targets when none is named.
+# --dev        build unoptimised: half the build time, a thirtieth of the executions per
+#              second; for a short check of the committed corpus (./test.sh), not for a search.
 # --merge      afterwards, add to fuzz/corpus/TARGET the fewest inputs that cover the edges
 #              the run reached and the corpus did not (libFuzzer's -set_cover_merge=1 on
 #              edges alone, inputs cut to the length in max_len below): the kept corpus
@@ -21,12 +23,14 @@ cd "$(dirname "$0")/.."
 
 seconds=600
 merge=0
+profile=()
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --merge) merge=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --dev) profile=(--dev); shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -46,7 +50,7 @@ done
 
 echo "== building the fuzz targets"
 start=$(date +%s)
-(cd fuzz && cargo fuzz build --sanitizer none)
+(cd fuzz && cargo fuzz build --sanitizer none "${profile[@]}")
 echo "   built in $(( $(date +%s) - start )) s"
 
 # The dictionary of each target's vocabulary.
@@ -79,7 +83,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$work" "$scratch/logs" "fuzz/artifacts/$t" "fuzz/corpus/$t"
   # One process (no -jobs/-workers): one core. The committed corpus is read, not written.
   set +e
-  (cd fuzz && cargo fuzz run --sanitizer none "$t" "../$work" "corpus/$t" -- \
+  (cd fuzz && cargo fuzz run --sanitizer none "${profile[@]}" "$t" "../$work" "corpus/$t" -- \
      -max_total_time="$seconds" -timeout=10 -print_final_stats=1 $(dict "$t" | sed 's|fuzz/||') \
      -artifact_prefix="artifacts/$t/") >"$log" 2>&1
   rc=$?
@@ -99,9 +103,9 @@ for t in "${targets[@]}"; do
   printf '%-16s %12s %8s %8s %8s %s\n' "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${corp:-?}" "$result"
   if [ "$rc" -ne 0 ]; then
     grep -m1 -A4 'panicked at' "$log" | sed 's/^/    /' || tail -5 "$log" | sed 's/^/    /'
-    echo "    replay: (cd fuzz && cargo fuzz run --sanitizer none $t ${crash#fuzz/})"
+    echo "    replay: (cd fuzz && cargo fuzz run --sanitizer none ${profile[*]} $t ${crash#fuzz/})"
   elif [ "$merge" -eq 1 ]; then
-    (cd fuzz && cargo fuzz run --sanitizer none "$t" "corpus/$t" "../$work" -- \
+    (cd fuzz && cargo fuzz run --sanitizer none "${profile[@]}" "$t" "corpus/$t" "../$work" -- \
        -set_cover_merge=1 -use_counters=0 -use_cmp=0 -max_len="$(max_len "$t")") >>"$log" 2>&1
   fi
 done
