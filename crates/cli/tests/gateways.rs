@@ -12,43 +12,32 @@
 //! Needs a cluster, as crates/cli/tests/rbd.rs does: `STINT_CEPH_CONF` names its ceph.conf.
 
 mod common;
-use common::cdb::{emit, read, rw, sense, write};
+use common::cdb::{
+    basic, emit, persistent_reserve_in, persistent_reserve_out, read, rw, sense, write,
+};
+use common::ceph::{cluster, Image};
 use common::{free_port, pattern, runtime, Server};
 use iscsi::initiator::{CommandResult, Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
 use scsi::command::{Command, Inquiry};
+use scsi::persistent_reserve::{
+    decode_read_full_status, decode_read_keys, Keys, PrInAction, PrOutAction, PrOutParameters,
+    Registration, ReservationType,
+};
 use scsi::{form, Asc, SenseKey};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use PrInAction::{ReadFullStatus, ReadKeys};
+use PrOutAction::{PreemptAndAbort, Register, Reserve};
+use ReservationType::ExclusiveAccess;
 
 const BLOCK: usize = 512;
 const TARGET: &str = "iqn.2026-11.dev.stint:gateways";
 
-fn cluster(test: &str) -> String {
-    match std::env::var("STINT_CEPH_CONF") {
-        Ok(conf) if !conf.is_empty() => conf,
-        _ => panic!("{test}: STINT_CEPH_CONF is not set (./test.sh starts a cluster)"),
-    }
-}
-
-fn rbd(conf: &str, args: &[&str]) {
-    let out = std::process::Command::new("rbd")
-        .args(["-c", conf])
-        .args(args)
-        .output()
-        .expect("run rbd");
-    assert!(
-        out.status.success(),
-        "rbd {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Two gateways ("a" in port group 1, "b" in 2) of one fresh 64 MiB image, each with its
 /// configuration file in a directory of its own; the image is removed when dropped.
 struct Pair {
-    conf: String,
-    image: String,
+    image: Image,
     dir: tempfile::TempDir,
     ports: [u16; 2],
     /// Extra keys of the LUN's table.
@@ -62,14 +51,8 @@ impl Pair {
 
     /// A pair over an image of `size` (`rbd create --size`), the LUN with `lun_keys` too.
     fn sized(conf: &str, test: &str, size: &str, lun_keys: &str) -> Pair {
-        let image = format!("stint-gw-{test}-{}", std::process::id());
-        let _ = std::process::Command::new("rbd")
-            .args(["-c", conf, "rm", "--no-progress", &format!("rbd/{image}")])
-            .output();
-        rbd(conf, &["create", "--size", size, &format!("rbd/{image}")]);
         Pair {
-            conf: conf.to_owned(),
-            image,
+            image: Image::new(conf, &format!("stint-gw-{test}"), size),
             dir: tempfile::tempdir().unwrap(),
             ports: [free_port(), free_port()],
             lun_keys: lun_keys.to_owned(),
@@ -111,8 +94,8 @@ image = "{image}"
 conf = "{conf}"
 {keys}
 "#,
-                image = self.image,
-                conf = self.conf,
+                image = self.image.name,
+                conf = self.image.conf,
                 keys = self.lun_keys
             ),
         )
@@ -127,7 +110,7 @@ impl Pair {
         let started = Instant::now();
         loop {
             let out = std::process::Command::new("rbd")
-                .args(["-c", &self.conf, "status", &format!("rbd/{}", self.image)])
+                .args(["-c", &self.image.conf, "status", &self.image.spec()])
                 .output()
                 .expect("run rbd status");
             let text = String::from_utf8_lossy(&out.stdout);
@@ -137,20 +120,6 @@ impl Pair {
             assert!(started.elapsed() < limit, "still watched: {text}");
             std::thread::sleep(Duration::from_millis(200));
         }
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("rbd")
-            .args([
-                "-c",
-                &self.conf,
-                "rm",
-                "--no-progress",
-                &format!("rbd/{}", self.image),
-            ])
-            .output();
     }
 }
 
@@ -475,75 +444,75 @@ fn libiscsi_multipath_tests_pass_through_the_two_gateways() {
 
 // Persistent reservations through two gateways: one state in the cluster (docs/gateways.md).
 
-/// PERSISTENT RESERVE OUT service actions and types (SPC-4 tables 213 and 214).
-const REGISTER: u8 = 0x00;
-const RESERVE: u8 = 0x01;
-const PREEMPT_AND_ABORT: u8 = 0x05;
-const EXCLUSIVE_ACCESS: u8 = 0x03;
-/// Parameter list byte 20.
-const ALL_TG_PT: u8 = 0x04;
-const APTPL: u8 = 0x01;
 const RESERVATION_CONFLICT: u8 = 0x18;
 
-/// PERSISTENT RESERVE OUT with the basic parameter list: (status, unit attentions met).
+/// PERSISTENT RESERVE OUT `action` of `kind` with the parameter list `list`: (status, unit
+/// attentions met).
 async fn pr_out(
     s: &mut Initiator,
     lun: u64,
-    action: u8,
-    kind: u8,
-    key: u64,
-    sa_key: u64,
-    flags: u8,
+    action: PrOutAction,
+    kind: Option<ReservationType>,
+    list: PrOutParameters,
 ) -> (u8, Vec<Asc>) {
-    let cdb = [0x5F, action, kind, 0, 0, 0, 0, 0, 24, 0];
-    let mut list = vec![0u8; 24];
-    list[..8].copy_from_slice(&key.to_be_bytes());
-    list[8..16].copy_from_slice(&sa_key.to_be_bytes());
-    list[20] = flags;
+    let list = list.encode();
+    let cdb = persistent_reserve_out(action, kind, list.len());
     let (r, met) = command(s, lun, &cdb, &list, 0).await;
     (r.status, met)
 }
 
 /// PERSISTENT RESERVE IN `action`'s parameter data, and the unit attentions met.
-async fn pr_in(s: &mut Initiator, lun: u64, action: u8) -> (Vec<u8>, Vec<Asc>) {
-    let cdb = [0x5E, action, 0, 0, 0, 0, 0, 0x20, 0, 0];
+async fn pr_in(s: &mut Initiator, lun: u64, action: PrInAction) -> (Vec<u8>, Vec<Asc>) {
+    let cdb = persistent_reserve_in(action, 0x2000);
     let (r, met) = command(s, lun, &cdb, &[], 0x2000).await;
     assert_eq!(
         r.status,
         0,
-        "PERSISTENT RESERVE IN {action}: {:?}",
+        "PERSISTENT RESERVE IN {action:?}: {:?}",
         r.parsed_sense()
     );
     (r.data_in, met)
 }
 
+/// READ KEYS: PRgeneration and the registered keys.
+async fn read_keys(s: &mut Initiator, lun: u64) -> Keys {
+    let (d, _) = pr_in(s, lun, ReadKeys).await;
+    decode_read_keys(&d).expect("READ KEYS parameter data")
+}
+
 /// READ KEYS: the registered keys.
 async fn keys(s: &mut Initiator, lun: u64) -> Vec<u64> {
-    let (d, _) = pr_in(s, lun, 0).await;
-    let len = u32::from_be_bytes(d[4..8].try_into().unwrap()) as usize;
-    d[8..8 + len]
-        .chunks(8)
-        .map(|k| u64::from_be_bytes(k.try_into().unwrap()))
-        .collect()
+    read_keys(s, lun).await.keys
+}
+
+/// READ FULL STATUS: PRgeneration and the registrations.
+async fn read_full_status(s: &mut Initiator, lun: u64) -> (u32, Vec<Registration>) {
+    let (d, _) = pr_in(s, lun, ReadFullStatus).await;
+    decode_read_full_status(&d).expect("READ FULL STATUS parameter data")
 }
 
 /// READ FULL STATUS: (key, ALL_TG_PT, holder, relative target port identifier) each.
 async fn full_status(s: &mut Initiator, lun: u64) -> Vec<(u64, bool, bool, u16)> {
-    let (d, _) = pr_in(s, lun, 3).await;
-    let end = 8 + u32::from_be_bytes(d[4..8].try_into().unwrap()) as usize;
-    let mut at = 8;
-    let mut out = Vec::new();
-    while at < end {
-        let x = &d[at..];
-        out.push((
-            u64::from_be_bytes(x[..8].try_into().unwrap()),
-            x[12] & 2 != 0,
-            x[12] & 1 != 0,
-            u16::from_be_bytes([x[18], x[19]]),
-        ));
-        at += 24 + u32::from_be_bytes(x[20..24].try_into().unwrap()) as usize;
+    let (_, registrations) = read_full_status(s, lun).await;
+    registrations
+        .into_iter()
+        .map(|r| {
+            (
+                r.reservation_key,
+                r.all_tg_pt,
+                r.holds.is_some(),
+                r.relative_target_port_identifier,
+            )
+        })
+        .collect()
+}
+
+/// `list` with ALL_TG_PT: a registration for every target port (SPC-4 §5.13.7).
+fn all_tg_pt(list: PrOutParameters) -> PrOutParameters {
+    PrOutParameters {
+        all_tg_pt: true,
+        ..list
     }
-    out
 }
 
 #[test]
@@ -566,11 +535,15 @@ fn persistent_reservations_are_one_state_through_both_gateways() {
         }
 
         // Host 1 registers through A alone: B reads the key, through port 1.
-        assert_eq!(pr_out(&mut a1, lun, REGISTER, 0, 0, 0xA1, 0).await.0, 0);
+        assert_eq!(
+            pr_out(&mut a1, lun, Register, None, basic(0, 0xA1)).await.0,
+            0
+        );
         assert_eq!(keys(&mut b2, lun).await, [0xA1]);
         assert_eq!(full_status(&mut b2, lun).await, [(0xA1, false, false, 1)]);
         // Through B host 1 is another, unregistered I_T nexus: its RESERVE conflicts.
-        let (status, _) = pr_out(&mut b1, lun, RESERVE, EXCLUSIVE_ACCESS, 0xA1, 0, 0).await;
+        let (status, _) =
+            pr_out(&mut b1, lun, Reserve, Some(ExclusiveAccess), basic(0xA1, 0)).await;
         assert_eq!(
             status, RESERVATION_CONFLICT,
             "host 1 through B is not registered"
@@ -578,12 +551,13 @@ fn persistent_reservations_are_one_state_through_both_gateways() {
 
         // Host 3 registers through A with ALL_TG_PT: it reserves through B.
         assert_eq!(
-            pr_out(&mut a3, lun, REGISTER, 0, 0, 0xC3, ALL_TG_PT)
+            pr_out(&mut a3, lun, Register, None, all_tg_pt(basic(0, 0xC3)))
                 .await
                 .0,
             0
         );
-        let (status, _) = pr_out(&mut b3, lun, RESERVE, EXCLUSIVE_ACCESS, 0xC3, 0, 0).await;
+        let (status, _) =
+            pr_out(&mut b3, lun, Reserve, Some(ExclusiveAccess), basic(0xC3, 0)).await;
         assert_eq!(status, 0, "host 3 registered for every target port");
         // The reservation holds on both gateways: host 1 cannot write through either.
         for s in [&mut a1, &mut b1] {
@@ -599,23 +573,24 @@ fn persistent_reservations_are_one_state_through_both_gateways() {
 
         // Host 2 registers through B alone; host 1 preempts it (and aborts its tasks)
         // through A: host 2's nexus on B is told, its nexus on A (never registered) is not.
-        assert_eq!(pr_out(&mut b2, lun, REGISTER, 0, 0, 0xB2, 0).await.0, 0);
+        assert_eq!(
+            pr_out(&mut b2, lun, Register, None, basic(0, 0xB2)).await.0,
+            0
+        );
         let status = full_status(&mut a1, lun).await;
         assert_eq!(status[2], (0xB2, false, false, 2), "{status:?}");
         let (s, met) = pr_out(
             &mut a1,
             lun,
-            PREEMPT_AND_ABORT,
-            EXCLUSIVE_ACCESS,
-            0xA1,
-            0xB2,
-            0,
+            PreemptAndAbort,
+            Some(ExclusiveAccess),
+            basic(0xA1, 0xB2),
         )
         .await;
         assert_eq!((s, met), (0, vec![]));
-        let (_, met) = pr_in(&mut b2, lun, 0).await;
+        let (_, met) = pr_in(&mut b2, lun, ReadKeys).await;
         assert_eq!(met, [Asc::REGISTRATIONS_PREEMPTED], "host 2 through B");
-        let (_, met) = pr_in(&mut a2, lun, 0).await;
+        let (_, met) = pr_in(&mut a2, lun, ReadKeys).await;
         assert_eq!(met, [], "host 2 through A had no registration");
         assert_eq!(keys(&mut b1, lun).await, [0xA1, 0xC3]);
         for s in [a1, b1, a2, b2, a3, b3] {
@@ -645,9 +620,8 @@ fn registers_racing_through_both_gateways_all_end_registered() {
         }
         let racing = sessions.into_iter().map(|(mut s, lun, i)| {
             tokio::spawn(async move {
-                let cdb = [0x5F, REGISTER, 0, 0, 0, 0, 0, 0, 24, 0];
-                let mut list = vec![0u8; 24];
-                list[8..16].copy_from_slice(&(0x100 + i).to_be_bytes());
+                let list = basic(0, 0x100 + i).encode();
+                let cdb = persistent_reserve_out(Register, None, list.len());
                 let r = s.scsi_command(lun, &cdb, &list, 0).await.expect("REGISTER");
                 let status = (r.status, sense(&r));
                 (s, lun, status)
@@ -667,10 +641,9 @@ fn registers_racing_through_both_gateways_all_end_registered() {
         got.sort_unstable();
         let want: Vec<u64> = (0..HOSTS).map(|i| 0x100 + i).collect();
         assert_eq!(got, want, "no registration lost to a race");
-        let (d, _) = pr_in(s, *lun, 0).await;
-        let generation = u32::from_be_bytes(d[..4].try_into().unwrap());
         assert_eq!(
-            generation, HOSTS as u32,
+            read_keys(s, *lun).await.generation,
+            HOSTS as u32,
             "one PRgeneration step per REGISTER"
         );
         for (s, _, _) in done {
@@ -696,18 +669,28 @@ fn reservations_without_aptpl_end_when_the_last_gateway_goes() {
             k
         })
     };
-    let register = |server: &Server, key: u64, flags: u8| {
+    let register = |server: &Server, key: u64, aptpl: bool| {
         let url = server.urls[0].clone();
         runtime().block_on(async move {
             let (mut s, lun) = session(&url, host).await;
-            let (status, _) = pr_out(&mut s, lun, REGISTER, 0, 0, key, flags | ALL_TG_PT).await;
+            let (status, _) = pr_out(
+                &mut s,
+                lun,
+                Register,
+                None,
+                all_tg_pt(PrOutParameters {
+                    aptpl,
+                    ..basic(0, key)
+                }),
+            )
+            .await;
             s.logout().await.expect("logout");
             status
         })
     };
     // APTPL = 0 through A while B lives: A restarted finds it (B kept the logical unit on).
     let (a, b) = (pair.start(0), pair.start(1));
-    assert_eq!(register(&a, 0x5, 0), 0);
+    assert_eq!(register(&a, 0x5, false), 0);
     assert!(a.stop());
     let a = pair.start(0);
     assert_eq!(keys_through(&a), [0x5], "B was alive: no power loss");
@@ -723,7 +706,7 @@ fn reservations_without_aptpl_end_when_the_last_gateway_goes() {
         "APTPL = 0 lost at power on"
     );
     // APTPL = 1 survives it.
-    assert_eq!(register(&a, 0x6, APTPL), 0);
+    assert_eq!(register(&a, 0x6, true), 0);
     assert!(a.stop());
     let b = pair.start(1);
     assert_eq!(keys_through(&b), [0x6], "APTPL = 1 kept through power loss");
@@ -741,8 +724,14 @@ fn preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other() {
     runtime().block_on(async {
         let (mut a1, lun) = session(&a.urls[0], "iqn.2026-11.dev.stint:abort-host1").await;
         let (mut b2, _) = session(&b.urls[0], "iqn.2026-11.dev.stint:abort-host2").await;
-        assert_eq!(pr_out(&mut a1, lun, REGISTER, 0, 0, 0xA1, 0).await.0, 0);
-        assert_eq!(pr_out(&mut b2, lun, REGISTER, 0, 0, 0xB2, 0).await.0, 0);
+        assert_eq!(
+            pr_out(&mut a1, lun, Register, None, basic(0, 0xA1)).await.0,
+            0
+        );
+        assert_eq!(
+            pr_out(&mut b2, lun, Register, None, basic(0, 0xB2)).await.0,
+            0
+        );
         // A WRITE SAME of 256 MiB through B: long enough to be under way when host 1
         // preempts host 2 through A. Aborted (TAS = 0), it never gets a status.
         let blocks: u32 = 65535;
@@ -759,11 +748,9 @@ fn preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other() {
         let (s, _) = pr_out(
             &mut a1,
             lun,
-            PREEMPT_AND_ABORT,
-            EXCLUSIVE_ACCESS,
-            0xA1,
-            0xB2,
-            0,
+            PreemptAndAbort,
+            Some(ExclusiveAccess),
+            basic(0xA1, 0xB2),
         )
         .await;
         assert_eq!(s, 0);
