@@ -19,16 +19,22 @@ use common::ceph::{cluster, Image};
 use common::{free_port, pattern, runtime, Server};
 use iscsi::initiator::{CommandResult, Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
-use scsi::command::{Command, Inquiry};
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use scsi::command::{Command, Inquiry, ReadWrite};
 use scsi::persistent_reserve::{
-    decode_read_full_status, decode_read_keys, Keys, PrInAction, PrOutAction, PrOutParameters,
-    Registration, ReservationType,
+    decode_read_full_status, decode_read_keys, decode_read_reservation, Keys, PrInAction,
+    PrOutAction, PrOutParameters, Registration, Reservation, ReservationType,
 };
 use scsi::{form, Asc, SenseKey};
+use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use PrInAction::{ReadFullStatus, ReadKeys};
-use PrOutAction::{PreemptAndAbort, Register, Reserve};
+use PrOutAction::{PreemptAndAbort, Register, RegisterAndIgnoreExistingKey, Release, Reserve};
 use ReservationType::ExclusiveAccess;
 
 const BLOCK: usize = 512;
@@ -765,6 +771,406 @@ fn preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other() {
         assert_eq!(keys(&mut a1, lun).await, [0xA1]);
         a1.logout().await.expect("logout");
     });
+    assert!(a.stop());
+    assert!(b.stop());
+}
+
+// A gateway killed in the middle of PERSISTENT RESERVE OUTs and a write burst (issue 20's fault
+// test): the reservation state through the other gateway is the one before or after the
+// command in flight, never half of it, and every acknowledged block is there.
+
+/// The persistent reservation state as the hosts of the fault test change it; every
+/// registration is through gw-a (relative target port 1), none with ALL_TG_PT.
+#[derive(Clone, Debug, PartialEq)]
+struct PrState {
+    generation: u32,
+    /// Key by initiator port.
+    registrations: BTreeMap<String, u64>,
+    /// The holder's initiator port (its key is its registration's).
+    holder: Option<String>,
+}
+
+/// The type the holder reserves: Write Exclusive – Registrants Only, so that the registered
+/// writers go on writing while it is held.
+const FAULT_TYPE: ReservationType = ReservationType::WriteExclusiveRegistrantsOnly;
+
+/// One PERSISTENT RESERVE OUT of the fault test: through host `host` (an index into the
+/// hosts' names), what it sends and the state it leaves.
+#[derive(Clone, Debug)]
+struct PrStep {
+    host: usize,
+    action: PrOutAction,
+    list: PrOutParameters,
+    after: PrState,
+}
+
+impl PrState {
+    /// What READ KEYS, READ RESERVATION and READ FULL STATUS return for this state.
+    fn expected(&self) -> (Keys, Reservation, (u32, Vec<Registration>)) {
+        let mut keys: Vec<u64> = self.registrations.values().copied().collect();
+        keys.sort_unstable();
+        let reservation = self
+            .holder
+            .as_ref()
+            .map(|h| (self.registrations[h], FAULT_TYPE));
+        let full = self
+            .registrations
+            .iter()
+            .map(|(port, &key)| Registration {
+                reservation_key: key,
+                all_tg_pt: false,
+                holds: (self.holder.as_ref() == Some(port)).then_some(FAULT_TYPE),
+                relative_target_port_identifier: 1,
+                initiator_port: port.clone(),
+            })
+            .collect();
+        (
+            Keys {
+                generation: self.generation,
+                keys,
+            },
+            Reservation {
+                generation: self.generation,
+                reservation,
+            },
+            (self.generation, full),
+        )
+    }
+
+    /// Step `n` from this state, its keys from `next_key`: in turn REGISTER AND IGNORE
+    /// EXISTING KEY of the holder host (index 0) to a new key, its RESERVE or RELEASE, and
+    /// the REGISTER of a pool host's I_T nexus (indexes `pool`), or its unregistering.
+    /// Each changes what the PERSISTENT RESERVE IN service actions report.
+    fn step(&self, n: u64, next_key: &mut u64, ports: &[String], pool: Range<usize>) -> PrStep {
+        let mut after = self.clone();
+        let holder = &ports[0];
+        let key = self.registrations.get(holder).copied().unwrap_or(0);
+        let (host, action, list) = match n % 3 {
+            0 => {
+                *next_key += 1;
+                after.generation += 1;
+                after.registrations.insert(holder.clone(), *next_key);
+                (0, RegisterAndIgnoreExistingKey, basic(0, *next_key))
+            }
+            1 => {
+                after.holder = match self.holder {
+                    None => Some(holder.clone()),
+                    Some(_) => None,
+                };
+                let action = if self.holder.is_none() {
+                    Reserve
+                } else {
+                    Release
+                };
+                (0, action, basic(key, 0))
+            }
+            _ => {
+                let host = pool.start + (n / 3) as usize % pool.len();
+                let port = &ports[host];
+                after.generation += 1;
+                match self.registrations.get(port) {
+                    Some(&old) => {
+                        after.registrations.remove(port);
+                        (host, Register, basic(old, 0))
+                    }
+                    None => {
+                        *next_key += 1;
+                        after.registrations.insert(port.clone(), *next_key);
+                        (host, Register, basic(0, *next_key))
+                    }
+                }
+            }
+        };
+        PrStep {
+            host,
+            action,
+            list,
+            after,
+        }
+    }
+}
+
+/// The state READ KEYS, READ RESERVATION and READ FULL STATUS report through `s`, if they
+/// agree with one another and with one of `candidates`: its index.
+async fn which_state(s: &mut Initiator, lun: u64, candidates: &[&PrState]) -> usize {
+    let keys = {
+        let mut k = read_keys(s, lun).await;
+        k.keys.sort_unstable();
+        k
+    };
+    let (d, _) = pr_in(s, lun, PrInAction::ReadReservation).await;
+    let reservation = decode_read_reservation(&d).expect("READ RESERVATION parameter data");
+    let full = {
+        let (generation, mut r) = read_full_status(s, lun).await;
+        r.sort_by(|x, y| x.initiator_port.cmp(&y.initiator_port));
+        (generation, r)
+    };
+    let got = (keys, reservation, full);
+    candidates
+        .iter()
+        .position(|c| c.expected() == got)
+        .unwrap_or_else(|| {
+            panic!("the reservation state is none of the candidates:\n{got:#?}\n{candidates:#?}")
+        })
+}
+
+/// What a writer of the burst did: the writes acknowledged, as (LBA, pattern seed) in
+/// order, and the one in flight when its gateway died.
+struct Burst {
+    acknowledged: Vec<(u64, u64)>,
+    in_flight: Option<(u64, u64)>,
+}
+
+/// 8-block WRITE(16)s with FUA through `s` at `region` onwards (wrapping in `blocks`), each
+/// of a new pattern, until one fails (the gateway died); `started` counts the acknowledged.
+async fn burst(
+    mut s: Initiator,
+    lun: u64,
+    region: u64,
+    blocks: u64,
+    seeds: u64,
+    started: Arc<AtomicU64>,
+) -> Burst {
+    let mut acknowledged = Vec::new();
+    for i in 0.. {
+        let lba = region + (i * 8) % blocks;
+        let seed = seeds + i;
+        let cdb = write(
+            form::WRITE_16,
+            ReadWrite {
+                fua: true,
+                ..rw(lba, 8)
+            },
+        );
+        let data = pattern(seed, 8 * BLOCK);
+        let mut met = 0;
+        let ended = loop {
+            match s.scsi_command(lun, &cdb, &data, 0).await {
+                Ok(r) if r.status == 0 => break false,
+                // Unit attentions (power on, RESERVATIONS RELEASED, the states): again.
+                Ok(r) if met < 8 && sense(&r).is_some_and(|s| s.0 == SenseKey::UnitAttention) => {
+                    met += 1
+                }
+                Ok(r) => panic!("WRITE(16) at {lba}: {} {:?}", r.status, r.parsed_sense()),
+                Err(_) => break true,
+            }
+        };
+        if ended {
+            return Burst {
+                acknowledged,
+                in_flight: Some((lba, seed)),
+            };
+        }
+        acknowledged.push((lba, seed));
+        started.fetch_add(1, Ordering::Relaxed);
+    }
+    unreachable!("the burst ends when its gateway dies")
+}
+
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn a_gateway_killed_mid_reservation_and_write_burst_keeps_one_state_and_every_block() {
+    const ROUNDS: u64 = 6;
+    const WRITERS: u64 = 3;
+    const POOL: usize = 3;
+    /// Each writer's region in a round: 2 MiB.
+    const REGION: u64 = 4096;
+    let conf =
+        cluster("a_gateway_killed_mid_reservation_and_write_burst_keeps_one_state_and_every_block");
+    let seed = std::env::var("STINT_FAULT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("fault test: STINT_FAULT_SEED={seed} replays the kill times");
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let pair = Pair::new(&conf, "faults");
+    let (mut a, b) = (pair.start(0), pair.start(1));
+    let began = Instant::now();
+    // Host 0 reserves, hosts 1..=POOL register and unregister, the writers are registered
+    // once (so that they write while host 0 holds its registrants only reservation).
+    let names: Vec<String> = (0..1 + POOL + WRITERS as usize)
+        .map(|i| format!("iqn.2026-11.dev.stint:fault{i}"))
+        .collect();
+    let ports: Vec<String> = names
+        .iter()
+        .map(|n| format!("{n},i,0x800000001234"))
+        .collect();
+    let writers = 1 + POOL..names.len();
+    let (mut in_flight, mut applied, mut pr_acknowledged, mut blocks_checked) = (0, 0, 0, 0);
+    let mut state = PrState {
+        generation: 0,
+        registrations: BTreeMap::new(),
+        holder: None,
+    };
+    let mut next_key = 0xF000;
+    let mut n = 0;
+    runtime().block_on(async {
+        let (mut check_b, lun) = session(&b.urls[0], "iqn.2026-11.dev.stint:fault-check").await;
+        for w in writers.clone() {
+            let (mut s, _) = session(&a.urls[0], &names[w]).await;
+            next_key += 1;
+            assert_eq!(
+                pr_out(&mut s, lun, Register, None, basic(0, next_key))
+                    .await
+                    .0,
+                0
+            );
+            state.generation += 1;
+            state.registrations.insert(ports[w].clone(), next_key);
+            s.logout().await.expect("logout");
+        }
+        for round in 0..ROUNDS {
+            // The PERSISTENT RESERVE OUTs, one after the other through gw-a, until one fails.
+            let mut hosts = Vec::new();
+            for name in &names[..1 + POOL] {
+                hosts.push(session(&a.urls[0], name).await.0);
+            }
+            let (base, ports_, pool) = (state.clone(), ports.clone(), 1..1 + POOL);
+            let (mut key, first) = (next_key, n);
+            let acked = Arc::new(AtomicU64::new(0));
+            let counted = acked.clone();
+            let killed = Arc::new(AtomicBool::new(false));
+            let stop = killed.clone();
+            let reserving = tokio::spawn(async move {
+                let mut state = base;
+                for n in first.. {
+                    let step = state.step(n, &mut key, &ports_, pool.clone());
+                    let kind = matches!(step.action, Reserve | Release).then_some(FAULT_TYPE);
+                    let list = step.list.encode();
+                    let cdb = persistent_reserve_out(step.action, kind, list.len());
+                    let s = &mut hosts[step.host];
+                    let mut met = 0;
+                    let done = loop {
+                        // Sent after the kill: not in flight at it.
+                        if stop.load(Ordering::Relaxed) {
+                            return (state, None, n, key);
+                        }
+                        match s.scsi_command(lun, &cdb, &list, 0).await {
+                            Ok(r) if r.status == 0 => break true,
+                            Ok(r)
+                                if met < 8
+                                    && sense(&r)
+                                        .is_some_and(|s| s.0 == SenseKey::UnitAttention) =>
+                            {
+                                met += 1
+                            }
+                            Ok(r) => {
+                                panic!("{:?}: {} {:?}", step.action, r.status, r.parsed_sense())
+                            }
+                            Err(_) => break false,
+                        }
+                    };
+                    if !done {
+                        return (state, Some(step), n, key);
+                    }
+                    state = step.after;
+                    counted.fetch_add(1, Ordering::Relaxed);
+                }
+                unreachable!("the PERSISTENT RESERVE OUTs end when gw-a dies")
+            });
+            // The write burst: each writer in a region of its own this round.
+            let written = Arc::new(AtomicU64::new(0));
+            let mut bursts = Vec::new();
+            for (i, w) in writers.clone().enumerate() {
+                let (s, _) = session(&a.urls[0], &names[w]).await;
+                let region = (round * WRITERS + i as u64) * REGION;
+                let seeds = (round * WRITERS + i as u64) << 32;
+                bursts.push(tokio::spawn(burst(
+                    s,
+                    lun,
+                    region,
+                    REGION,
+                    seeds,
+                    written.clone(),
+                )));
+            }
+            // Once writes flow (after a kill, once the dead gateway's lock is broken) and
+            // reservations change, at a random moment: SIGKILL.
+            while written.load(Ordering::Relaxed) < WRITERS * 4 || acked.load(Ordering::Relaxed) < 2
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(50 + rng.next_u64() % 700)).await;
+            // kill(2) itself: a `kill` child would stall this thread, the sessions' one, for
+            // milliseconds in which the command in flight ends and no other is sent.
+            let pid = rustix::process::Pid::from_raw(a.pid() as i32).expect("a child's pid");
+            rustix::process::kill_process(pid, rustix::process::Signal::KILL)
+                .expect("SIGKILL gw-a");
+            killed.store(true, Ordering::Relaxed);
+            let (before, step, last, key) = reserving.await.unwrap();
+            (n, next_key) = (last + 1, key);
+            pr_acknowledged += acked.load(Ordering::Relaxed);
+            // Through gw-b: the state after the last acknowledged PERSISTENT RESERVE OUT, or
+            // after the one in flight at the kill, never half of it.
+            let candidates = match &step {
+                Some(step) => vec![before, step.after.clone()],
+                None => vec![before],
+            };
+            let landed =
+                which_state(&mut check_b, lun, &candidates.iter().collect::<Vec<_>>()).await;
+            state = candidates[landed].clone();
+            in_flight += u64::from(step.is_some());
+            applied += landed as u64;
+            let found = match &step {
+                Some(step) => format!(
+                    "{:?} in flight, found {}",
+                    step.action,
+                    ["not done", "done"][landed]
+                ),
+                None => "none in flight".to_owned(),
+            };
+            eprintln!(
+                "round {round}: {} PERSISTENT RESERVE OUTs acknowledged; at the kill {found}",
+                acked.load(Ordering::Relaxed),
+            );
+            // Every acknowledged block reads back through gw-b; one in flight is the old or
+            // the new data.
+            let mut expected: BTreeMap<u64, Vec<Option<u64>>> = BTreeMap::new();
+            for b in bursts {
+                let b = b.await.unwrap();
+                for &(lba, seed) in &b.acknowledged {
+                    expected.insert(lba, vec![Some(seed)]);
+                }
+                if let Some((lba, seed)) = b.in_flight {
+                    let old = expected.get(&lba).and_then(|e| e[0]);
+                    expected.insert(lba, vec![old, Some(seed)]);
+                }
+            }
+            for (&lba, acceptable) in &expected {
+                let got = read_blocks(&mut check_b, lun, lba, 8).await;
+                let fits = |s: &Option<u64>| match s {
+                    Some(seed) => got == pattern(*seed, 8 * BLOCK),
+                    None => got.iter().all(|&b| b == 0),
+                };
+                assert!(
+                    acceptable.iter().any(fits),
+                    "round {round}: LBA {lba} lost its acknowledged write ({acceptable:?})"
+                );
+                blocks_checked += 8 * (acceptable.len() == 1) as u64;
+            }
+            // gw-a back: it reports what gw-b does.
+            a = pair.start(0);
+            let (mut check_a, _) = session(&a.urls[0], "iqn.2026-11.dev.stint:fault-check").await;
+            assert_eq!(
+                which_state(&mut check_a, lun, &[&state]).await,
+                0,
+                "gw-a restarted"
+            );
+            check_a.logout().await.expect("logout");
+        }
+        check_b.logout().await.expect("logout");
+    });
+    eprintln!(
+        "fault test: {ROUNDS} rounds in {:.1} s; a PERSISTENT RESERVE OUT in flight at {in_flight} \
+         kills, found applied after {applied}; {pr_acknowledged} acknowledged; \
+         {blocks_checked} acknowledged blocks read back",
+        began.elapsed().as_secs_f64()
+    );
     assert!(a.stop());
     assert!(b.stop());
 }
