@@ -12,9 +12,7 @@
 //! Needs a cluster, as crates/cli/tests/rbd.rs does: `STINT_CEPH_CONF` names its ceph.conf.
 
 mod common;
-use common::cdb::{
-    basic, emit, persistent_reserve_in, persistent_reserve_out, read, rw, sense, write,
-};
+use common::cdb::{emit, persistent_reserve_in, persistent_reserve_out, read, rw, sense, write};
 use common::ceph::{cluster, Image};
 use common::{free_port, pattern, runtime, Server};
 use iscsi::initiator::{CommandResult, Initiator, LoginOptions};
@@ -23,7 +21,7 @@ use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use scsi::command::{Command, Inquiry, ReadWrite};
 use scsi::persistent_reserve::{
-    decode_read_full_status, decode_read_keys, decode_read_reservation, Keys, PrInAction,
+    basic, decode_read_full_status, decode_read_keys, decode_read_reservation, Keys, PrInAction,
     PrOutAction, PrOutParameters, Registration, Reservation, ReservationType,
 };
 use scsi::{form, Asc, SenseKey};

@@ -4,13 +4,13 @@
 
 mod common;
 use common::cdb::{
-    basic, persistent_reserve_in, persistent_reserve_out, read, rw, test_unit_ready, write,
+    persistent_reserve_in, persistent_reserve_out, read, rw, test_unit_ready, write,
 };
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
 use scsi::persistent_reserve::{
-    decode_read_keys, decode_read_reservation, PrInAction, PrOutAction, PrOutParameters,
+    basic, decode_read_keys, decode_read_reservation, PrInAction, PrOutAction, PrOutParameters,
     ReservationType,
 };
 use scsi::{form, Asc, Sense, SenseKey, Status};

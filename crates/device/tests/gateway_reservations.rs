@@ -6,11 +6,11 @@
 //! many such races; a gateway that starts alone drops a state whose APTPL is 0.
 
 mod common;
-use common::pr::{basic, keys, pr_in, pr_out};
+use common::pr::{keys, pr_in, pr_out};
 use common::{ready_as, run, sense_of};
 use device::{Completion, LuConfig, Nexus, PortGroups, Target, Unit};
 use parking_lot::Mutex;
-use scsi::persistent_reserve::{decode_read_full_status, PrOutParameters};
+use scsi::persistent_reserve::{basic, decode_read_full_status, PrOutParameters};
 use scsi::persistent_reserve::{PrInAction::ReadFullStatus, PrOutAction::*, ReservationType::*};
 use scsi::{Asc, SenseKey};
 use std::io;

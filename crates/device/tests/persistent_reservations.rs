@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use common::TargetExt;
 
-use common::pr::{basic, keys, pr_in, pr_out, pr_out_cdb, reservation};
+use common::pr::{keys, pr_in, pr_out, pr_out_cdb, reservation};
 use common::{run, target_with};
 use device::TaskManagement;
 use device::{Completion, ConfigError, LuConfig, Nexus, Target, Unit};
-use scsi::persistent_reserve::{PrInAction::ReportCapabilities, PrOutAction::*};
+use scsi::persistent_reserve::{basic, PrInAction::ReportCapabilities, PrOutAction::*};
 use scsi::persistent_reserve::{PrOutParameters, ReservationType};
 use scsi::{Asc, SenseKey, Status};
 use std::path::Path;

@@ -172,6 +172,19 @@ pub struct TransportId {
     pub initiator_port: String,
 }
 
+/// The basic parameter list (SPC-4 table 214) of `key` and `sa_key`, no flags, as a host sends
+/// it: `PrOutParameters { aptpl: true, ..basic(key, sa_key) }` for others.
+pub fn basic(key: u64, sa_key: u64) -> PrOutParameters {
+    PrOutParameters {
+        reservation_key: key,
+        service_action_reservation_key: sa_key,
+        spec_i_pt: false,
+        all_tg_pt: false,
+        aptpl: false,
+        transport_ids: Vec::new(),
+    }
+}
+
 impl PrOutParameters {
     /// Decodes `list`, the whole parameter list the CDB announced. It is 24 bytes unless
     /// SPEC_I_PT is set (SPC-4 §6.16.1); then TRANSPORTID PARAMETER DATA LENGTH must cover

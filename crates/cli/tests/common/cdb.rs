@@ -10,7 +10,7 @@ use scsi::command::{
 };
 pub use scsi::encode::Cdb;
 use scsi::form;
-use scsi::persistent_reserve::{PrInAction, PrOutAction, PrOutParameters, ReservationType};
+use scsi::persistent_reserve::{PrInAction, PrOutAction, ReservationType};
 use scsi::table::CommandInfo;
 use scsi::{Asc, SenseKey};
 
@@ -103,19 +103,6 @@ pub fn persistent_reserve_out(
         parameter_list_length: u32::try_from(len).unwrap(),
     };
     emit(Command::PersistentReserveOut(prout), form)
-}
-
-/// The basic parameter list (SPC-4 table 214) of `key` and `sa_key`, no flags:
-/// `PrOutParameters { aptpl: true, ..basic(key, sa_key) }` for others.
-pub fn basic(key: u64, sa_key: u64) -> PrOutParameters {
-    PrOutParameters {
-        reservation_key: key,
-        service_action_reservation_key: sa_key,
-        spec_i_pt: false,
-        all_tg_pt: false,
-        aptpl: false,
-        transport_ids: Vec::new(),
-    }
 }
 
 /// PERSISTENT RESERVE IN `action` (SPC-4 §6.15.1).

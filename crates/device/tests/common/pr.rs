@@ -26,19 +26,6 @@ pub fn pr_out_cdb(action: PrOutAction, scope_type: u8, len: usize) -> [u8; 10] {
     ]
 }
 
-/// The basic parameter list (SPC-4 table 214) of `key` and `sa_key`, no flags:
-/// `PrOutParameters { aptpl: true, ..basic(key, sa_key) }` for others.
-pub fn basic(key: u64, sa_key: u64) -> PrOutParameters {
-    PrOutParameters {
-        reservation_key: key,
-        service_action_reservation_key: sa_key,
-        spec_i_pt: false,
-        all_tg_pt: false,
-        aptpl: false,
-        transport_ids: Vec::new(),
-    }
-}
-
 /// PERSISTENT RESERVE OUT `action` of reservation type `kind` (LU scope) with `list`, which
 /// the target asks for whole first.
 pub fn pr_out(
