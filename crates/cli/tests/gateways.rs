@@ -1094,6 +1094,8 @@ fn a_gateway_killed_mid_reservation_and_write_burst_keeps_one_state_and_every_bl
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             tokio::time::sleep(Duration::from_millis(50 + rng.next_u64() % 700)).await;
+            // Responses that came meanwhile are taken, and the next commands sent, first.
+            tokio::task::yield_now().await;
             // kill(2) itself: a `kill` child would stall this thread, the sessions' one, for
             // milliseconds in which the command in flight ends and no other is sent.
             let pid = rustix::process::Pid::from_raw(a.pid() as i32).expect("a child's pid");
@@ -1168,6 +1170,10 @@ fn a_gateway_killed_mid_reservation_and_write_burst_keeps_one_state_and_every_bl
          kills, found applied after {applied}; {pr_acknowledged} acknowledged; \
          {blocks_checked} acknowledged blocks read back",
         began.elapsed().as_secs_f64()
+    );
+    assert!(
+        in_flight > 0,
+        "no kill landed with a PERSISTENT RESERVE OUT in flight: the test showed nothing"
     );
     assert!(a.stop());
     assert!(b.stop());
