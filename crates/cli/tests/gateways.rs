@@ -12,43 +12,36 @@
 //! Needs a cluster, as crates/cli/tests/rbd.rs does: `STINT_CEPH_CONF` names its ceph.conf.
 
 mod common;
-use common::cdb::{emit, read, rw, sense, write};
+use common::cdb::{emit, persistent_reserve_in, persistent_reserve_out, read, rw, sense, write};
+use common::ceph::{cluster, Image};
 use common::{free_port, pattern, runtime, Server};
 use iscsi::initiator::{CommandResult, Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
-use scsi::command::{Command, Inquiry};
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use scsi::command::{Command, Inquiry, ReadWrite};
+use scsi::persistent_reserve::{
+    basic, decode_read_full_status, decode_read_keys, decode_read_reservation, Keys, PrInAction,
+    PrOutAction, PrOutParameters, Registration, Reservation, ReservationType,
+};
 use scsi::{form, Asc, SenseKey};
+use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use PrInAction::{ReadFullStatus, ReadKeys};
+use PrOutAction::{PreemptAndAbort, Register, RegisterAndIgnoreExistingKey, Release, Reserve};
+use ReservationType::ExclusiveAccess;
 
 const BLOCK: usize = 512;
 const TARGET: &str = "iqn.2026-11.dev.stint:gateways";
 
-fn cluster(test: &str) -> String {
-    match std::env::var("STINT_CEPH_CONF") {
-        Ok(conf) if !conf.is_empty() => conf,
-        _ => panic!("{test}: STINT_CEPH_CONF is not set (./test.sh starts a cluster)"),
-    }
-}
-
-fn rbd(conf: &str, args: &[&str]) {
-    let out = std::process::Command::new("rbd")
-        .args(["-c", conf])
-        .args(args)
-        .output()
-        .expect("run rbd");
-    assert!(
-        out.status.success(),
-        "rbd {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Two gateways ("a" in port group 1, "b" in 2) of one fresh 64 MiB image, each with its
 /// configuration file in a directory of its own; the image is removed when dropped.
 struct Pair {
-    conf: String,
-    image: String,
+    image: Image,
     dir: tempfile::TempDir,
     ports: [u16; 2],
     /// Extra keys of the LUN's table.
@@ -62,14 +55,8 @@ impl Pair {
 
     /// A pair over an image of `size` (`rbd create --size`), the LUN with `lun_keys` too.
     fn sized(conf: &str, test: &str, size: &str, lun_keys: &str) -> Pair {
-        let image = format!("stint-gw-{test}-{}", std::process::id());
-        let _ = std::process::Command::new("rbd")
-            .args(["-c", conf, "rm", "--no-progress", &format!("rbd/{image}")])
-            .output();
-        rbd(conf, &["create", "--size", size, &format!("rbd/{image}")]);
         Pair {
-            conf: conf.to_owned(),
-            image,
+            image: Image::new(conf, &format!("stint-gw-{test}"), size),
             dir: tempfile::tempdir().unwrap(),
             ports: [free_port(), free_port()],
             lun_keys: lun_keys.to_owned(),
@@ -111,8 +98,8 @@ image = "{image}"
 conf = "{conf}"
 {keys}
 "#,
-                image = self.image,
-                conf = self.conf,
+                image = self.image.name,
+                conf = self.image.conf,
                 keys = self.lun_keys
             ),
         )
@@ -127,7 +114,7 @@ impl Pair {
         let started = Instant::now();
         loop {
             let out = std::process::Command::new("rbd")
-                .args(["-c", &self.conf, "status", &format!("rbd/{}", self.image)])
+                .args(["-c", &self.image.conf, "status", &self.image.spec()])
                 .output()
                 .expect("run rbd status");
             let text = String::from_utf8_lossy(&out.stdout);
@@ -137,20 +124,6 @@ impl Pair {
             assert!(started.elapsed() < limit, "still watched: {text}");
             std::thread::sleep(Duration::from_millis(200));
         }
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("rbd")
-            .args([
-                "-c",
-                &self.conf,
-                "rm",
-                "--no-progress",
-                &format!("rbd/{}", self.image),
-            ])
-            .output();
     }
 }
 
@@ -475,75 +448,75 @@ fn libiscsi_multipath_tests_pass_through_the_two_gateways() {
 
 // Persistent reservations through two gateways: one state in the cluster (docs/gateways.md).
 
-/// PERSISTENT RESERVE OUT service actions and types (SPC-4 tables 213 and 214).
-const REGISTER: u8 = 0x00;
-const RESERVE: u8 = 0x01;
-const PREEMPT_AND_ABORT: u8 = 0x05;
-const EXCLUSIVE_ACCESS: u8 = 0x03;
-/// Parameter list byte 20.
-const ALL_TG_PT: u8 = 0x04;
-const APTPL: u8 = 0x01;
 const RESERVATION_CONFLICT: u8 = 0x18;
 
-/// PERSISTENT RESERVE OUT with the basic parameter list: (status, unit attentions met).
+/// PERSISTENT RESERVE OUT `action` of `kind` with the parameter list `list`: (status, unit
+/// attentions met).
 async fn pr_out(
     s: &mut Initiator,
     lun: u64,
-    action: u8,
-    kind: u8,
-    key: u64,
-    sa_key: u64,
-    flags: u8,
+    action: PrOutAction,
+    kind: Option<ReservationType>,
+    list: PrOutParameters,
 ) -> (u8, Vec<Asc>) {
-    let cdb = [0x5F, action, kind, 0, 0, 0, 0, 0, 24, 0];
-    let mut list = vec![0u8; 24];
-    list[..8].copy_from_slice(&key.to_be_bytes());
-    list[8..16].copy_from_slice(&sa_key.to_be_bytes());
-    list[20] = flags;
+    let list = list.encode();
+    let cdb = persistent_reserve_out(action, kind, list.len());
     let (r, met) = command(s, lun, &cdb, &list, 0).await;
     (r.status, met)
 }
 
 /// PERSISTENT RESERVE IN `action`'s parameter data, and the unit attentions met.
-async fn pr_in(s: &mut Initiator, lun: u64, action: u8) -> (Vec<u8>, Vec<Asc>) {
-    let cdb = [0x5E, action, 0, 0, 0, 0, 0, 0x20, 0, 0];
+async fn pr_in(s: &mut Initiator, lun: u64, action: PrInAction) -> (Vec<u8>, Vec<Asc>) {
+    let cdb = persistent_reserve_in(action, 0x2000);
     let (r, met) = command(s, lun, &cdb, &[], 0x2000).await;
     assert_eq!(
         r.status,
         0,
-        "PERSISTENT RESERVE IN {action}: {:?}",
+        "PERSISTENT RESERVE IN {action:?}: {:?}",
         r.parsed_sense()
     );
     (r.data_in, met)
 }
 
+/// READ KEYS: PRgeneration and the registered keys.
+async fn read_keys(s: &mut Initiator, lun: u64) -> Keys {
+    let (d, _) = pr_in(s, lun, ReadKeys).await;
+    decode_read_keys(&d).expect("READ KEYS parameter data")
+}
+
 /// READ KEYS: the registered keys.
 async fn keys(s: &mut Initiator, lun: u64) -> Vec<u64> {
-    let (d, _) = pr_in(s, lun, 0).await;
-    let len = u32::from_be_bytes(d[4..8].try_into().unwrap()) as usize;
-    d[8..8 + len]
-        .chunks(8)
-        .map(|k| u64::from_be_bytes(k.try_into().unwrap()))
-        .collect()
+    read_keys(s, lun).await.keys
+}
+
+/// READ FULL STATUS: PRgeneration and the registrations.
+async fn read_full_status(s: &mut Initiator, lun: u64) -> (u32, Vec<Registration>) {
+    let (d, _) = pr_in(s, lun, ReadFullStatus).await;
+    decode_read_full_status(&d).expect("READ FULL STATUS parameter data")
 }
 
 /// READ FULL STATUS: (key, ALL_TG_PT, holder, relative target port identifier) each.
 async fn full_status(s: &mut Initiator, lun: u64) -> Vec<(u64, bool, bool, u16)> {
-    let (d, _) = pr_in(s, lun, 3).await;
-    let end = 8 + u32::from_be_bytes(d[4..8].try_into().unwrap()) as usize;
-    let mut at = 8;
-    let mut out = Vec::new();
-    while at < end {
-        let x = &d[at..];
-        out.push((
-            u64::from_be_bytes(x[..8].try_into().unwrap()),
-            x[12] & 2 != 0,
-            x[12] & 1 != 0,
-            u16::from_be_bytes([x[18], x[19]]),
-        ));
-        at += 24 + u32::from_be_bytes(x[20..24].try_into().unwrap()) as usize;
+    let (_, registrations) = read_full_status(s, lun).await;
+    registrations
+        .into_iter()
+        .map(|r| {
+            (
+                r.reservation_key,
+                r.all_tg_pt,
+                r.holds.is_some(),
+                r.relative_target_port_identifier,
+            )
+        })
+        .collect()
+}
+
+/// `list` with ALL_TG_PT: a registration for every target port (SPC-4 §5.13.7).
+fn all_tg_pt(list: PrOutParameters) -> PrOutParameters {
+    PrOutParameters {
+        all_tg_pt: true,
+        ..list
     }
-    out
 }
 
 #[test]
@@ -566,11 +539,15 @@ fn persistent_reservations_are_one_state_through_both_gateways() {
         }
 
         // Host 1 registers through A alone: B reads the key, through port 1.
-        assert_eq!(pr_out(&mut a1, lun, REGISTER, 0, 0, 0xA1, 0).await.0, 0);
+        assert_eq!(
+            pr_out(&mut a1, lun, Register, None, basic(0, 0xA1)).await.0,
+            0
+        );
         assert_eq!(keys(&mut b2, lun).await, [0xA1]);
         assert_eq!(full_status(&mut b2, lun).await, [(0xA1, false, false, 1)]);
         // Through B host 1 is another, unregistered I_T nexus: its RESERVE conflicts.
-        let (status, _) = pr_out(&mut b1, lun, RESERVE, EXCLUSIVE_ACCESS, 0xA1, 0, 0).await;
+        let (status, _) =
+            pr_out(&mut b1, lun, Reserve, Some(ExclusiveAccess), basic(0xA1, 0)).await;
         assert_eq!(
             status, RESERVATION_CONFLICT,
             "host 1 through B is not registered"
@@ -578,12 +555,13 @@ fn persistent_reservations_are_one_state_through_both_gateways() {
 
         // Host 3 registers through A with ALL_TG_PT: it reserves through B.
         assert_eq!(
-            pr_out(&mut a3, lun, REGISTER, 0, 0, 0xC3, ALL_TG_PT)
+            pr_out(&mut a3, lun, Register, None, all_tg_pt(basic(0, 0xC3)))
                 .await
                 .0,
             0
         );
-        let (status, _) = pr_out(&mut b3, lun, RESERVE, EXCLUSIVE_ACCESS, 0xC3, 0, 0).await;
+        let (status, _) =
+            pr_out(&mut b3, lun, Reserve, Some(ExclusiveAccess), basic(0xC3, 0)).await;
         assert_eq!(status, 0, "host 3 registered for every target port");
         // The reservation holds on both gateways: host 1 cannot write through either.
         for s in [&mut a1, &mut b1] {
@@ -599,23 +577,24 @@ fn persistent_reservations_are_one_state_through_both_gateways() {
 
         // Host 2 registers through B alone; host 1 preempts it (and aborts its tasks)
         // through A: host 2's nexus on B is told, its nexus on A (never registered) is not.
-        assert_eq!(pr_out(&mut b2, lun, REGISTER, 0, 0, 0xB2, 0).await.0, 0);
+        assert_eq!(
+            pr_out(&mut b2, lun, Register, None, basic(0, 0xB2)).await.0,
+            0
+        );
         let status = full_status(&mut a1, lun).await;
         assert_eq!(status[2], (0xB2, false, false, 2), "{status:?}");
         let (s, met) = pr_out(
             &mut a1,
             lun,
-            PREEMPT_AND_ABORT,
-            EXCLUSIVE_ACCESS,
-            0xA1,
-            0xB2,
-            0,
+            PreemptAndAbort,
+            Some(ExclusiveAccess),
+            basic(0xA1, 0xB2),
         )
         .await;
         assert_eq!((s, met), (0, vec![]));
-        let (_, met) = pr_in(&mut b2, lun, 0).await;
+        let (_, met) = pr_in(&mut b2, lun, ReadKeys).await;
         assert_eq!(met, [Asc::REGISTRATIONS_PREEMPTED], "host 2 through B");
-        let (_, met) = pr_in(&mut a2, lun, 0).await;
+        let (_, met) = pr_in(&mut a2, lun, ReadKeys).await;
         assert_eq!(met, [], "host 2 through A had no registration");
         assert_eq!(keys(&mut b1, lun).await, [0xA1, 0xC3]);
         for s in [a1, b1, a2, b2, a3, b3] {
@@ -645,9 +624,8 @@ fn registers_racing_through_both_gateways_all_end_registered() {
         }
         let racing = sessions.into_iter().map(|(mut s, lun, i)| {
             tokio::spawn(async move {
-                let cdb = [0x5F, REGISTER, 0, 0, 0, 0, 0, 0, 24, 0];
-                let mut list = vec![0u8; 24];
-                list[8..16].copy_from_slice(&(0x100 + i).to_be_bytes());
+                let list = basic(0, 0x100 + i).encode();
+                let cdb = persistent_reserve_out(Register, None, list.len());
                 let r = s.scsi_command(lun, &cdb, &list, 0).await.expect("REGISTER");
                 let status = (r.status, sense(&r));
                 (s, lun, status)
@@ -667,10 +645,9 @@ fn registers_racing_through_both_gateways_all_end_registered() {
         got.sort_unstable();
         let want: Vec<u64> = (0..HOSTS).map(|i| 0x100 + i).collect();
         assert_eq!(got, want, "no registration lost to a race");
-        let (d, _) = pr_in(s, *lun, 0).await;
-        let generation = u32::from_be_bytes(d[..4].try_into().unwrap());
         assert_eq!(
-            generation, HOSTS as u32,
+            read_keys(s, *lun).await.generation,
+            HOSTS as u32,
             "one PRgeneration step per REGISTER"
         );
         for (s, _, _) in done {
@@ -696,18 +673,28 @@ fn reservations_without_aptpl_end_when_the_last_gateway_goes() {
             k
         })
     };
-    let register = |server: &Server, key: u64, flags: u8| {
+    let register = |server: &Server, key: u64, aptpl: bool| {
         let url = server.urls[0].clone();
         runtime().block_on(async move {
             let (mut s, lun) = session(&url, host).await;
-            let (status, _) = pr_out(&mut s, lun, REGISTER, 0, 0, key, flags | ALL_TG_PT).await;
+            let (status, _) = pr_out(
+                &mut s,
+                lun,
+                Register,
+                None,
+                all_tg_pt(PrOutParameters {
+                    aptpl,
+                    ..basic(0, key)
+                }),
+            )
+            .await;
             s.logout().await.expect("logout");
             status
         })
     };
     // APTPL = 0 through A while B lives: A restarted finds it (B kept the logical unit on).
     let (a, b) = (pair.start(0), pair.start(1));
-    assert_eq!(register(&a, 0x5, 0), 0);
+    assert_eq!(register(&a, 0x5, false), 0);
     assert!(a.stop());
     let a = pair.start(0);
     assert_eq!(keys_through(&a), [0x5], "B was alive: no power loss");
@@ -723,7 +710,7 @@ fn reservations_without_aptpl_end_when_the_last_gateway_goes() {
         "APTPL = 0 lost at power on"
     );
     // APTPL = 1 survives it.
-    assert_eq!(register(&a, 0x6, APTPL), 0);
+    assert_eq!(register(&a, 0x6, true), 0);
     assert!(a.stop());
     let b = pair.start(1);
     assert_eq!(keys_through(&b), [0x6], "APTPL = 1 kept through power loss");
@@ -741,8 +728,14 @@ fn preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other() {
     runtime().block_on(async {
         let (mut a1, lun) = session(&a.urls[0], "iqn.2026-11.dev.stint:abort-host1").await;
         let (mut b2, _) = session(&b.urls[0], "iqn.2026-11.dev.stint:abort-host2").await;
-        assert_eq!(pr_out(&mut a1, lun, REGISTER, 0, 0, 0xA1, 0).await.0, 0);
-        assert_eq!(pr_out(&mut b2, lun, REGISTER, 0, 0, 0xB2, 0).await.0, 0);
+        assert_eq!(
+            pr_out(&mut a1, lun, Register, None, basic(0, 0xA1)).await.0,
+            0
+        );
+        assert_eq!(
+            pr_out(&mut b2, lun, Register, None, basic(0, 0xB2)).await.0,
+            0
+        );
         // A WRITE SAME of 256 MiB through B: long enough to be under way when host 1
         // preempts host 2 through A. Aborted (TAS = 0), it never gets a status.
         let blocks: u32 = 65535;
@@ -759,11 +752,9 @@ fn preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other() {
         let (s, _) = pr_out(
             &mut a1,
             lun,
-            PREEMPT_AND_ABORT,
-            EXCLUSIVE_ACCESS,
-            0xA1,
-            0xB2,
-            0,
+            PreemptAndAbort,
+            Some(ExclusiveAccess),
+            basic(0xA1, 0xB2),
         )
         .await;
         assert_eq!(s, 0);
@@ -778,6 +769,412 @@ fn preempt_and_abort_through_one_gateway_aborts_a_task_on_the_other() {
         assert_eq!(keys(&mut a1, lun).await, [0xA1]);
         a1.logout().await.expect("logout");
     });
+    assert!(a.stop());
+    assert!(b.stop());
+}
+
+// A gateway killed in the middle of PERSISTENT RESERVE OUTs and a write burst (issue 20's fault
+// test): the reservation state through the other gateway is the one before or after the
+// command in flight, never half of it, and every acknowledged block is there.
+
+/// The persistent reservation state as the hosts of the fault test change it; every
+/// registration is through gw-a (relative target port 1), none with ALL_TG_PT.
+#[derive(Clone, Debug, PartialEq)]
+struct PrState {
+    generation: u32,
+    /// Key by initiator port.
+    registrations: BTreeMap<String, u64>,
+    /// The holder's initiator port (its key is its registration's).
+    holder: Option<String>,
+}
+
+/// The type the holder reserves: Write Exclusive – Registrants Only, so that the registered
+/// writers go on writing while it is held.
+const FAULT_TYPE: ReservationType = ReservationType::WriteExclusiveRegistrantsOnly;
+
+/// One PERSISTENT RESERVE OUT of the fault test: through host `host` (an index into the
+/// hosts' names), what it sends and the state it leaves.
+#[derive(Clone, Debug)]
+struct PrStep {
+    host: usize,
+    action: PrOutAction,
+    list: PrOutParameters,
+    after: PrState,
+}
+
+impl PrState {
+    /// What READ KEYS, READ RESERVATION and READ FULL STATUS return for this state.
+    fn expected(&self) -> (Keys, Reservation, (u32, Vec<Registration>)) {
+        let mut keys: Vec<u64> = self.registrations.values().copied().collect();
+        keys.sort_unstable();
+        let reservation = self
+            .holder
+            .as_ref()
+            .map(|h| (self.registrations[h], FAULT_TYPE));
+        let full = self
+            .registrations
+            .iter()
+            .map(|(port, &key)| Registration {
+                reservation_key: key,
+                all_tg_pt: false,
+                holds: (self.holder.as_ref() == Some(port)).then_some(FAULT_TYPE),
+                relative_target_port_identifier: 1,
+                initiator_port: port.clone(),
+            })
+            .collect();
+        (
+            Keys {
+                generation: self.generation,
+                keys,
+            },
+            Reservation {
+                generation: self.generation,
+                reservation,
+            },
+            (self.generation, full),
+        )
+    }
+
+    /// Step `n` from this state, its keys from `next_key`: in turn REGISTER AND IGNORE
+    /// EXISTING KEY of the holder host (index 0) to a new key, its RESERVE or RELEASE, and
+    /// the REGISTER of a pool host's I_T nexus (indexes `pool`), or its unregistering.
+    /// Each changes what the PERSISTENT RESERVE IN service actions report.
+    fn step(&self, n: u64, next_key: &mut u64, ports: &[String], pool: Range<usize>) -> PrStep {
+        let mut after = self.clone();
+        let holder = &ports[0];
+        let key = self.registrations.get(holder).copied().unwrap_or(0);
+        let (host, action, list) = match n % 3 {
+            0 => {
+                *next_key += 1;
+                after.generation += 1;
+                after.registrations.insert(holder.clone(), *next_key);
+                (0, RegisterAndIgnoreExistingKey, basic(0, *next_key))
+            }
+            1 => {
+                after.holder = match self.holder {
+                    None => Some(holder.clone()),
+                    Some(_) => None,
+                };
+                let action = if self.holder.is_none() {
+                    Reserve
+                } else {
+                    Release
+                };
+                (0, action, basic(key, 0))
+            }
+            _ => {
+                let host = pool.start + (n / 3) as usize % pool.len();
+                let port = &ports[host];
+                after.generation += 1;
+                match self.registrations.get(port) {
+                    Some(&old) => {
+                        after.registrations.remove(port);
+                        (host, Register, basic(old, 0))
+                    }
+                    None => {
+                        *next_key += 1;
+                        after.registrations.insert(port.clone(), *next_key);
+                        (host, Register, basic(0, *next_key))
+                    }
+                }
+            }
+        };
+        PrStep {
+            host,
+            action,
+            list,
+            after,
+        }
+    }
+}
+
+/// The state READ KEYS, READ RESERVATION and READ FULL STATUS report through `s`, if they
+/// agree with one another and with one of `candidates`: its index.
+async fn which_state(s: &mut Initiator, lun: u64, candidates: &[&PrState]) -> usize {
+    let keys = {
+        let mut k = read_keys(s, lun).await;
+        k.keys.sort_unstable();
+        k
+    };
+    let (d, _) = pr_in(s, lun, PrInAction::ReadReservation).await;
+    let reservation = decode_read_reservation(&d).expect("READ RESERVATION parameter data");
+    let full = {
+        let (generation, mut r) = read_full_status(s, lun).await;
+        r.sort_by(|x, y| x.initiator_port.cmp(&y.initiator_port));
+        (generation, r)
+    };
+    let got = (keys, reservation, full);
+    candidates
+        .iter()
+        .position(|c| c.expected() == got)
+        .unwrap_or_else(|| {
+            panic!("the reservation state is none of the candidates:\n{got:#?}\n{candidates:#?}")
+        })
+}
+
+/// What a writer of the burst did: the writes acknowledged, as (LBA, pattern seed) in
+/// order, and the one in flight when its gateway died.
+struct Burst {
+    acknowledged: Vec<(u64, u64)>,
+    in_flight: Option<(u64, u64)>,
+}
+
+/// 8-block WRITE(16)s with FUA through `s` at `region` onwards (wrapping in `blocks`), each
+/// of a new pattern, until one fails (the gateway died); `started` counts the acknowledged.
+async fn burst(
+    mut s: Initiator,
+    lun: u64,
+    region: u64,
+    blocks: u64,
+    seeds: u64,
+    started: Arc<AtomicU64>,
+) -> Burst {
+    let mut acknowledged = Vec::new();
+    for i in 0.. {
+        let lba = region + (i * 8) % blocks;
+        let seed = seeds + i;
+        let cdb = write(
+            form::WRITE_16,
+            ReadWrite {
+                fua: true,
+                ..rw(lba, 8)
+            },
+        );
+        let data = pattern(seed, 8 * BLOCK);
+        let mut met = 0;
+        let ended = loop {
+            match s.scsi_command(lun, &cdb, &data, 0).await {
+                Ok(r) if r.status == 0 => break false,
+                // Unit attentions (power on, RESERVATIONS RELEASED, the states): again.
+                Ok(r) if met < 8 && sense(&r).is_some_and(|s| s.0 == SenseKey::UnitAttention) => {
+                    met += 1
+                }
+                Ok(r) => panic!("WRITE(16) at {lba}: {} {:?}", r.status, r.parsed_sense()),
+                Err(_) => break true,
+            }
+        };
+        if ended {
+            return Burst {
+                acknowledged,
+                in_flight: Some((lba, seed)),
+            };
+        }
+        acknowledged.push((lba, seed));
+        started.fetch_add(1, Ordering::Relaxed);
+    }
+    unreachable!("the burst ends when its gateway dies")
+}
+
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn a_gateway_killed_mid_reservation_and_write_burst_keeps_one_state_and_every_block() {
+    const ROUNDS: u64 = 6;
+    const WRITERS: u64 = 3;
+    const POOL: usize = 3;
+    /// Each writer's region in a round: 2 MiB.
+    const REGION: u64 = 4096;
+    let conf =
+        cluster("a_gateway_killed_mid_reservation_and_write_burst_keeps_one_state_and_every_block");
+    let seed = std::env::var("STINT_FAULT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("fault test: STINT_FAULT_SEED={seed} replays the kill times");
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let pair = Pair::new(&conf, "faults");
+    let (mut a, b) = (pair.start(0), pair.start(1));
+    let began = Instant::now();
+    // Host 0 reserves, hosts 1..=POOL register and unregister, the writers are registered
+    // once (so that they write while host 0 holds its registrants only reservation).
+    let names: Vec<String> = (0..1 + POOL + WRITERS as usize)
+        .map(|i| format!("iqn.2026-11.dev.stint:fault{i}"))
+        .collect();
+    let ports: Vec<String> = names
+        .iter()
+        .map(|n| format!("{n},i,0x800000001234"))
+        .collect();
+    let writers = 1 + POOL..names.len();
+    let (mut in_flight, mut applied, mut pr_acknowledged, mut blocks_checked) = (0, 0, 0, 0);
+    let mut state = PrState {
+        generation: 0,
+        registrations: BTreeMap::new(),
+        holder: None,
+    };
+    let mut next_key = 0xF000;
+    let mut n = 0;
+    runtime().block_on(async {
+        let (mut check_b, lun) = session(&b.urls[0], "iqn.2026-11.dev.stint:fault-check").await;
+        for w in writers.clone() {
+            let (mut s, _) = session(&a.urls[0], &names[w]).await;
+            next_key += 1;
+            assert_eq!(
+                pr_out(&mut s, lun, Register, None, basic(0, next_key))
+                    .await
+                    .0,
+                0
+            );
+            state.generation += 1;
+            state.registrations.insert(ports[w].clone(), next_key);
+            s.logout().await.expect("logout");
+        }
+        for round in 0..ROUNDS {
+            // The PERSISTENT RESERVE OUTs, one after the other through gw-a, until one fails.
+            let mut hosts = Vec::new();
+            for name in &names[..1 + POOL] {
+                hosts.push(session(&a.urls[0], name).await.0);
+            }
+            let (base, ports_, pool) = (state.clone(), ports.clone(), 1..1 + POOL);
+            let (mut key, first) = (next_key, n);
+            let acked = Arc::new(AtomicU64::new(0));
+            let counted = acked.clone();
+            let killed = Arc::new(AtomicBool::new(false));
+            let stop = killed.clone();
+            let reserving = tokio::spawn(async move {
+                let mut state = base;
+                for n in first.. {
+                    let step = state.step(n, &mut key, &ports_, pool.clone());
+                    let kind = matches!(step.action, Reserve | Release).then_some(FAULT_TYPE);
+                    let list = step.list.encode();
+                    let cdb = persistent_reserve_out(step.action, kind, list.len());
+                    let s = &mut hosts[step.host];
+                    let mut met = 0;
+                    let done = loop {
+                        // Sent after the kill: not in flight at it.
+                        if stop.load(Ordering::Relaxed) {
+                            return (state, None, n, key);
+                        }
+                        match s.scsi_command(lun, &cdb, &list, 0).await {
+                            Ok(r) if r.status == 0 => break true,
+                            Ok(r)
+                                if met < 8
+                                    && sense(&r)
+                                        .is_some_and(|s| s.0 == SenseKey::UnitAttention) =>
+                            {
+                                met += 1
+                            }
+                            Ok(r) => {
+                                panic!("{:?}: {} {:?}", step.action, r.status, r.parsed_sense())
+                            }
+                            Err(_) => break false,
+                        }
+                    };
+                    if !done {
+                        return (state, Some(step), n, key);
+                    }
+                    state = step.after;
+                    counted.fetch_add(1, Ordering::Relaxed);
+                }
+                unreachable!("the PERSISTENT RESERVE OUTs end when gw-a dies")
+            });
+            // The write burst: each writer in a region of its own this round.
+            let written = Arc::new(AtomicU64::new(0));
+            let mut bursts = Vec::new();
+            for (i, w) in writers.clone().enumerate() {
+                let (s, _) = session(&a.urls[0], &names[w]).await;
+                let region = (round * WRITERS + i as u64) * REGION;
+                let seeds = (round * WRITERS + i as u64) << 32;
+                bursts.push(tokio::spawn(burst(
+                    s,
+                    lun,
+                    region,
+                    REGION,
+                    seeds,
+                    written.clone(),
+                )));
+            }
+            // Once writes flow (after a kill, once the dead gateway's lock is broken) and
+            // reservations change, at a random moment: SIGKILL.
+            while written.load(Ordering::Relaxed) < WRITERS * 4 || acked.load(Ordering::Relaxed) < 2
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(50 + rng.next_u64() % 700)).await;
+            // Responses that came meanwhile are taken, and the next commands sent, first.
+            tokio::task::yield_now().await;
+            // kill(2) itself: a `kill` child would stall this thread, the sessions' one, for
+            // milliseconds in which the command in flight ends and no other is sent.
+            let pid = rustix::process::Pid::from_raw(a.pid() as i32).expect("a child's pid");
+            rustix::process::kill_process(pid, rustix::process::Signal::KILL)
+                .expect("SIGKILL gw-a");
+            killed.store(true, Ordering::Relaxed);
+            let (before, step, last, key) = reserving.await.unwrap();
+            (n, next_key) = (last + 1, key);
+            pr_acknowledged += acked.load(Ordering::Relaxed);
+            // Through gw-b: the state after the last acknowledged PERSISTENT RESERVE OUT, or
+            // after the one in flight at the kill, never half of it.
+            let candidates = match &step {
+                Some(step) => vec![before, step.after.clone()],
+                None => vec![before],
+            };
+            let landed =
+                which_state(&mut check_b, lun, &candidates.iter().collect::<Vec<_>>()).await;
+            state = candidates[landed].clone();
+            in_flight += u64::from(step.is_some());
+            applied += landed as u64;
+            let found = match &step {
+                Some(step) => format!(
+                    "{:?} in flight, found {}",
+                    step.action,
+                    ["not done", "done"][landed]
+                ),
+                None => "none in flight".to_owned(),
+            };
+            eprintln!(
+                "round {round}: {} PERSISTENT RESERVE OUTs acknowledged; at the kill {found}",
+                acked.load(Ordering::Relaxed),
+            );
+            // Every acknowledged block reads back through gw-b; one in flight is the old or
+            // the new data.
+            let mut expected: BTreeMap<u64, Vec<Option<u64>>> = BTreeMap::new();
+            for b in bursts {
+                let b = b.await.unwrap();
+                for &(lba, seed) in &b.acknowledged {
+                    expected.insert(lba, vec![Some(seed)]);
+                }
+                if let Some((lba, seed)) = b.in_flight {
+                    let old = expected.get(&lba).and_then(|e| e[0]);
+                    expected.insert(lba, vec![old, Some(seed)]);
+                }
+            }
+            for (&lba, acceptable) in &expected {
+                let got = read_blocks(&mut check_b, lun, lba, 8).await;
+                let fits = |s: &Option<u64>| match s {
+                    Some(seed) => got == pattern(*seed, 8 * BLOCK),
+                    None => got.iter().all(|&b| b == 0),
+                };
+                assert!(
+                    acceptable.iter().any(fits),
+                    "round {round}: LBA {lba} lost its acknowledged write ({acceptable:?})"
+                );
+                blocks_checked += 8 * (acceptable.len() == 1) as u64;
+            }
+            // gw-a back: it reports what gw-b does.
+            a = pair.start(0);
+            let (mut check_a, _) = session(&a.urls[0], "iqn.2026-11.dev.stint:fault-check").await;
+            assert_eq!(
+                which_state(&mut check_a, lun, &[&state]).await,
+                0,
+                "gw-a restarted"
+            );
+            check_a.logout().await.expect("logout");
+        }
+        check_b.logout().await.expect("logout");
+    });
+    eprintln!(
+        "fault test: {ROUNDS} rounds in {:.1} s; a PERSISTENT RESERVE OUT in flight at {in_flight} \
+         kills, found applied after {applied}; {pr_acknowledged} acknowledged; \
+         {blocks_checked} acknowledged blocks read back",
+        began.elapsed().as_secs_f64()
+    );
+    assert!(
+        in_flight > 0,
+        "no kill landed with a PERSISTENT RESERVE OUT in flight: the test showed nothing"
+    );
     assert!(a.stop());
     assert!(b.stop());
 }

@@ -3,12 +3,16 @@
 //! registrations and reservation kept through a restart on a file LUN (APTPL).
 
 mod common;
-use common::cdb::{emit, read, rw, test_unit_ready, write};
+use common::cdb::{
+    persistent_reserve_in, persistent_reserve_out, read, rw, test_unit_ready, write,
+};
 use common::Server;
 use iscsi::initiator::{Initiator, LoginOptions};
 use iscsi::url::IscsiUrl;
-use scsi::command::{Command, PersistentReserveIn, PersistentReserveOut};
-use scsi::persistent_reserve::{PrInAction, PrOutAction, PrOutParameters, ReservationType};
+use scsi::persistent_reserve::{
+    basic, decode_read_keys, decode_read_reservation, PrInAction, PrOutAction, PrOutParameters,
+    ReservationType,
+};
 use scsi::{form, Asc, Sense, SenseKey, Status};
 
 const GOOD: u8 = Status::Good as u8;
@@ -68,64 +72,35 @@ impl Host {
         aptpl: bool,
     ) -> u8 {
         let list = PrOutParameters {
-            reservation_key: key,
-            service_action_reservation_key: sa_key,
-            spec_i_pt: false,
-            all_tg_pt: false,
             aptpl,
-            transport_ids: Vec::new(),
+            ..basic(key, sa_key)
         }
         .encode();
-        let form = match action {
-            Register => form::PERSISTENT_RESERVE_OUT_REGISTER,
-            Reserve => form::PERSISTENT_RESERVE_OUT_RESERVE,
-            Preempt => form::PERSISTENT_RESERVE_OUT_PREEMPT,
-            Clear => form::PERSISTENT_RESERVE_OUT_CLEAR,
-            other => panic!("no form for {other:?} here"),
-        };
-        let prout = PersistentReserveOut {
-            service_action: action,
-            scope_type: kind.map_or(0, ReservationType::code),
-            parameter_list_length: list.len() as u32,
-        };
-        let cdb = emit(Command::PersistentReserveOut(prout), form);
+        let cdb = persistent_reserve_out(action, kind, list.len());
         self.command(&cdb, &list, 0).await.0
     }
 
-    /// PERSISTENT RESERVE IN with `action`: status and parameter data.
-    async fn prin(&mut self, action: PrInAction, allocation: u16) -> (u8, Vec<u8>) {
-        let form = match action {
-            PrInAction::ReadKeys => form::PERSISTENT_RESERVE_IN_READ_KEYS,
-            PrInAction::ReadReservation => form::PERSISTENT_RESERVE_IN_READ_RESERVATION,
-            other => panic!("no form for {other:?} here"),
-        };
-        let prin = PersistentReserveIn {
-            service_action: action,
-            allocation_length: allocation,
-        };
-        let cdb = emit(Command::PersistentReserveIn(prin), form);
-        self.command(&cdb, &[], allocation.into()).await
+    /// PERSISTENT RESERVE IN with `action`: its parameter data, which must come GOOD.
+    async fn prin(&mut self, action: PrInAction, allocation: u16) -> Vec<u8> {
+        let cdb = persistent_reserve_in(action, allocation);
+        let (status, data) = self.command(&cdb, &[], allocation.into()).await;
+        assert_eq!(status, GOOD, "PERSISTENT RESERVE IN {action:?}");
+        data
     }
 
     /// PRgeneration and the keys of READ KEYS.
     async fn keys(&mut self) -> (u32, Vec<u64>) {
-        let (status, d) = self.prin(PrInAction::ReadKeys, 256).await;
-        assert_eq!(status, GOOD);
-        let keys = d[8..]
-            .chunks(8)
-            .map(|k| u64::from_be_bytes(k.try_into().unwrap()))
-            .collect();
-        (u32::from_be_bytes(d[0..4].try_into().unwrap()), keys)
+        let d = self.prin(PrInAction::ReadKeys, 256).await;
+        let k = decode_read_keys(&d).expect("READ KEYS parameter data");
+        (k.generation, k.keys)
     }
 
     /// The holder's key and the type, from READ RESERVATION.
     async fn reservation(&mut self) -> Option<(u64, ReservationType)> {
-        let (status, d) = self.prin(PrInAction::ReadReservation, 24).await;
-        assert_eq!(status, GOOD);
-        (d[7] == 16).then(|| {
-            let key = u64::from_be_bytes(d[8..16].try_into().unwrap());
-            (key, ReservationType::from_code(d[21] & 0x0F).unwrap())
-        })
+        let d = self.prin(PrInAction::ReadReservation, 24).await;
+        decode_read_reservation(&d)
+            .expect("READ RESERVATION parameter data")
+            .reservation
     }
 
     /// READ(10) of block 8.

@@ -10,6 +10,7 @@
 
 mod common;
 use common::cdb::{read, read_capacity16, rw, sense, test_unit_ready, write};
+use common::ceph::{cluster, Image};
 use common::Server;
 use common::{pattern, runtime};
 use iscsi::initiator::{Initiator, LoginOptions};
@@ -24,72 +25,13 @@ use store::Plane;
 const BLOCK: usize = 512;
 const IMAGE_BYTES: u64 = 64 << 20;
 
-/// The cluster's ceph.conf; a test asked to run without one fails.
-fn cluster(test: &str) -> String {
-    match std::env::var("STINT_CEPH_CONF") {
-        Ok(conf) if !conf.is_empty() => conf,
-        _ => panic!("{test}: STINT_CEPH_CONF is not set (./test.sh starts a cluster)"),
-    }
-}
-
 /// A fresh image of `IMAGE_BYTES` in pool rbd, removed when dropped.
-struct TestImage {
-    conf: String,
-    name: String,
-}
-
-impl TestImage {
-    fn new(conf: &str, test: &str) -> TestImage {
-        let name = format!("stint-test-{test}-{}", std::process::id());
-        let img = TestImage {
-            conf: conf.into(),
-            name,
-        };
-        let _ = img.rbd(&["rm", "--no-progress", &img.spec()]);
-        let (ok, err) = img.rbd(&["create", "--size", &format!("{IMAGE_BYTES}B"), &img.spec()]);
-        assert!(ok, "rbd create {}: {err}", img.spec());
-        img
-    }
-
-    fn spec(&self) -> String {
-        format!("rbd/{}", self.name)
-    }
-
-    /// `--lun rbd:rbd/IMAGE:CONF`.
-    fn lun(&self) -> String {
-        format!("rbd:{}:{}", self.spec(), self.conf)
-    }
-
-    fn rbd(&self, args: &[&str]) -> (bool, String) {
-        let out = Command::new("rbd")
-            .args(["-c", &self.conf])
-            .args(args)
-            .output()
-            .expect("run rbd");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-}
-
-impl TestImage {
-    /// The image's size, as `rbd info` reports it.
-    fn size(&self) -> u64 {
-        let out = Command::new("rbd")
-            .args(["-c", &self.conf, "info", "--format", "json", &self.spec()])
-            .output()
-            .expect("run rbd");
-        assert!(out.status.success(), "rbd info {}", self.spec());
-        let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        info["size"].as_u64().expect("rbd info: size")
-    }
-}
-
-impl Drop for TestImage {
-    fn drop(&mut self) {
-        let _ = self.rbd(&["rm", "--no-progress", &self.spec()]);
-    }
+fn test_image(conf: &str, test: &str) -> Image {
+    Image::new(
+        conf,
+        &format!("stint-test-{test}"),
+        &format!("{IMAGE_BYTES}B"),
+    )
 }
 
 /// (LBA, blocks): small, unaligned, across a 4 MiB object boundary, and the last blocks.
@@ -187,7 +129,7 @@ async fn verify_all(url: &str) {
 #[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
 fn rbd_lun_round_trip_across_sessions_and_a_restart() {
     let conf = cluster("rbd_lun_round_trip_across_sessions_and_a_restart");
-    let image = TestImage::new(&conf, "roundtrip");
+    let image = test_image(&conf, "roundtrip");
     let server = Server::start(&["--lun", &image.lun()], 1);
     let url = server.urls[0].clone();
     runtime().block_on(async {
@@ -208,7 +150,7 @@ fn rbd_lun_round_trip_across_sessions_and_a_restart() {
 #[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
 fn rbd_unmap_reads_zeros_and_compare_and_write_reports_the_miscompare() {
     let conf = cluster("rbd_unmap_reads_zeros_and_compare_and_write");
-    let image = TestImage::new(&conf, "unmap");
+    let image = test_image(&conf, "unmap");
     let server = Server::start(&["--lun", &image.lun()], 1);
     let url = server.urls[0].clone();
     runtime().block_on(async {
@@ -296,7 +238,7 @@ fn rbd_unmap_reads_zeros_and_compare_and_write_reports_the_miscompare() {
 #[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
 fn rbd_unmap_of_many_descriptors_is_one_request_per_range() {
     let conf = cluster("rbd_unmap_of_many_descriptors_is_one_request_per_range");
-    let image = TestImage::new(&conf, "unmapmany");
+    let image = test_image(&conf, "unmapmany");
     let server = Server::start(&["--lun", &image.lun()], 1);
     let url = server.urls[0].clone();
     runtime().block_on(async {
@@ -378,7 +320,7 @@ fn rbd_unmap_of_many_descriptors_is_one_request_per_range() {
 #[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
 fn rbd_bench_verify_finds_no_mismatch() {
     let conf = cluster("rbd_bench_verify_finds_no_mismatch");
-    let image = TestImage::new(&conf, "bench");
+    let image = test_image(&conf, "bench");
     let server = Server::start(&["--lun", &image.lun()], 1);
     let out = Command::new(env!("CARGO_BIN_EXE_stint"))
         .args([
@@ -456,7 +398,7 @@ fn rbd_bad_configurations_fail_precisely() {
     assert!(err.contains("opening pool \"stint-no-such-pool\""), "{err}");
 
     // Two servers, one image: the second cannot take the exclusive lock.
-    let image = TestImage::new(&conf, "lock");
+    let image = test_image(&conf, "lock");
     let server = Server::start(&["--lun", &image.lun()], 1);
     let err = serve_fails(&["--lun", &image.lun()], Duration::from_secs(60));
     assert!(err.contains("taking the exclusive lock"), "{err}");
@@ -523,7 +465,7 @@ async fn capacity_changed(s: &mut Initiator, lun: u64) {
 #[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
 fn rbd_resize_while_served_raises_capacity_data_has_changed() {
     let conf = cluster("rbd_resize_while_served_raises_capacity_data_has_changed");
-    let image = TestImage::new(&conf, "resize");
+    let image = test_image(&conf, "resize");
     let server = Server::start(&["--lun", &image.lun()], 1);
     let url = server.urls[0].clone();
     let blocks = IMAGE_BYTES / BLOCK as u64;
@@ -604,7 +546,7 @@ fn plane_target(conf: &str, image: &str) -> store::RbdTarget {
 #[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
 fn rbd_plane_resizes_its_image_on_request() {
     let conf = cluster("rbd_plane_resizes_its_image_on_request");
-    let image = TestImage::new(&conf, "plane-resize");
+    let image = test_image(&conf, "plane-resize");
     let target = plane_target(&conf, &image.name);
     let complete: store::Complete = Arc::new(|_, _, _, _| {});
     let plane = store::RbdPlane::open(&target, &store::Options::default(), complete).unwrap();
@@ -652,7 +594,7 @@ fn rbd_plane_resizes_its_image_on_request() {
 fn rbd_plane_shrink_fails_the_writes_that_waited_for_it() {
     use store::{Buffers, Done, Failure, Op};
     let conf = cluster("rbd_plane_shrink_fails_the_writes_that_waited_for_it");
-    let image = TestImage::new(&conf, "plane-shrink");
+    let image = test_image(&conf, "plane-shrink");
     let target = plane_target(&conf, &image.name);
     let (tx, rx) = std::sync::mpsc::channel();
     let tx = std::sync::Mutex::new(tx);

@@ -6,9 +6,12 @@
 //! many such races; a gateway that starts alone drops a state whose APTPL is 0.
 
 mod common;
+use common::pr::{keys, pr_in, pr_out};
 use common::{ready_as, run, sense_of};
 use device::{Completion, LuConfig, Nexus, PortGroups, Target, Unit};
 use parking_lot::Mutex;
+use scsi::persistent_reserve::{basic, decode_read_full_status, PrOutParameters};
+use scsi::persistent_reserve::{PrInAction::ReadFullStatus, PrOutAction::*, ReservationType::*};
 use scsi::{Asc, SenseKey};
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -151,44 +154,6 @@ fn host(id: u64, n: u8) -> Nexus {
     common::nexus_of(id, &format!("iqn.test:host{n},i,0x000000000001"), false)
 }
 
-fn pr_out(
-    t: &Target,
-    n: &Nexus,
-    action: u8,
-    kind: u8,
-    key: u64,
-    sa_key: u64,
-    flags: u8,
-) -> Completion {
-    let mut list = vec![0u8; 24];
-    list[..8].copy_from_slice(&key.to_be_bytes());
-    list[8..16].copy_from_slice(&sa_key.to_be_bytes());
-    list[20] = flags;
-    run(t, n, &[0x5F, action, kind, 0, 0, 0, 0, 0, 24, 0], &list).0
-}
-
-fn pr_in(t: &Target, n: &Nexus, action: u8) -> Vec<u8> {
-    let (c, d) = run(t, n, &[0x5E, action, 0, 0, 0, 0, 0, 0x10, 0, 0], &[]);
-    assert_eq!(c, Completion::GOOD);
-    d
-}
-
-fn keys(t: &Target, n: &Nexus) -> Vec<u64> {
-    let d = pr_in(t, n, 0);
-    let len = u32::from_be_bytes(d[4..8].try_into().unwrap()) as usize;
-    d[8..8 + len]
-        .chunks(8)
-        .map(|k| u64::from_be_bytes(k.try_into().unwrap()))
-        .collect()
-}
-
-const REGISTER: u8 = 0;
-const RESERVE: u8 = 1;
-const PREEMPT: u8 = 4;
-const WRITE_EXCLUSIVE: u8 = 1;
-const ALL_TG_PT: u8 = 0x04;
-const APTPL: u8 = 0x01;
-
 #[test]
 fn a_change_through_one_gateway_is_the_others_state() {
     let cluster = Arc::new(Cluster::default());
@@ -200,22 +165,35 @@ fn a_change_through_one_gateway_is_the_others_state() {
     let h1a = ready_as(&a, host(1, 1));
     let h1b = ready_as(&b, host(2, 1));
     let h2b = ready_as(&b, host(3, 2));
-    assert_eq!(pr_out(&a, &h1a, REGISTER, 0, 0, 0xA, 0), Completion::GOOD);
-    assert_eq!(keys(&b, &h2b), [0xA], "B reads A's registration");
+    assert_eq!(
+        pr_out(&a, &h1a, Register, None, basic(0, 0xA)),
+        Completion::GOOD
+    );
+    assert_eq!(keys(&b, &h2b).1, [0xA], "B reads A's registration");
     // READ FULL STATUS through B: the registration is through target port 1.
-    let d = pr_in(&b, &h2b, 3);
-    assert_eq!(u16::from_be_bytes([d[8 + 18], d[8 + 19]]), 1);
+    let d = pr_in(&b, &h2b, ReadFullStatus);
+    let (_, status) = decode_read_full_status(&d).expect("READ FULL STATUS data");
+    assert_eq!(status[0].relative_target_port_identifier, 1);
     // Host 1 through B is another I_T nexus: not registered, so its RESERVE conflicts.
-    let c = pr_out(&b, &h1b, RESERVE, WRITE_EXCLUSIVE, 0xA, 0, 0);
+    let c = pr_out(&b, &h1b, Reserve, Some(WriteExclusive), basic(0xA, 0));
     assert_eq!(c.status, scsi::Status::ReservationConflict);
     // Host 2 registers through B for every port and preempts host 1's registration: host 1's
     // nexus on A is told (the effects travel), its nexus on B (unregistered) is not.
     assert_eq!(
-        pr_out(&b, &h2b, REGISTER, 0, 0, 0xB, ALL_TG_PT),
+        pr_out(
+            &b,
+            &h2b,
+            Register,
+            None,
+            PrOutParameters {
+                all_tg_pt: true,
+                ..basic(0, 0xB)
+            }
+        ),
         Completion::GOOD
     );
     assert_eq!(
-        pr_out(&b, &h2b, PREEMPT, WRITE_EXCLUSIVE, 0xB, 0xA, 0),
+        pr_out(&b, &h2b, Preempt, Some(WriteExclusive), basic(0xB, 0xA)),
         Completion::GOOD
     );
     let (c, _) = run(&a, &h1a, &[0; 6], &[]);
@@ -224,7 +202,7 @@ fn a_change_through_one_gateway_is_the_others_state() {
         (SenseKey::UnitAttention, Asc::REGISTRATIONS_PREEMPTED)
     );
     assert_eq!(run(&b, &h1b, &[0; 6], &[]).0, Completion::GOOD);
-    assert_eq!(keys(&a, &h1a), [0xB]);
+    assert_eq!(keys(&a, &h1a).1, [0xB]);
     // Three changes, each written once; the refused RESERVE not at all.
     assert_eq!(cluster.writes.load(Ordering::Relaxed), 3);
 }
@@ -237,18 +215,21 @@ fn a_race_lost_to_another_gateway_is_run_again_then_given_up() {
     let h = ready_as(&a, host(1, 1));
     // Three races lost: the REGISTER is prepared again on the state each time, and lands.
     pa.interfere.store(3, Ordering::Relaxed);
-    assert_eq!(pr_out(&a, &h, REGISTER, 0, 0, 0xA, 0), Completion::GOOD);
+    assert_eq!(
+        pr_out(&a, &h, Register, None, basic(0, 0xA)),
+        Completion::GOOD
+    );
     assert_eq!(pa.interfere.load(Ordering::Relaxed), 0);
-    assert_eq!(keys(&a, &h), [0xA]);
+    assert_eq!(keys(&a, &h).1, [0xA]);
     // Every race lost: ABORTED COMMAND, and nothing changed.
     pa.interfere.store(1000, Ordering::Relaxed);
-    let c = pr_out(&a, &h, REGISTER, 0, 0xA, 0xB, 0);
+    let c = pr_out(&a, &h, Register, None, basic(0xA, 0xB));
     assert_eq!(
         sense_of(&c),
         (SenseKey::AbortedCommand, Asc::NO_ADDITIONAL_SENSE)
     );
     pa.interfere.store(0, Ordering::Relaxed);
-    assert_eq!(keys(&a, &h), [0xA]);
+    assert_eq!(keys(&a, &h).1, [0xA]);
 }
 
 #[test]
@@ -257,28 +238,37 @@ fn a_gateway_starting_alone_drops_a_state_without_aptpl() {
     {
         let a = gateway(Gateway::join(&cluster, true), 1);
         let h = ready_as(&a, host(1, 1));
-        assert_eq!(pr_out(&a, &h, REGISTER, 0, 0, 0xA, 0), Completion::GOOD);
+        assert_eq!(
+            pr_out(&a, &h, Register, None, basic(0, 0xA)),
+            Completion::GOOD
+        );
     }
     // Another gateway alive: the state stays.
     let b = gateway(Gateway::join(&cluster, false), 2);
     let h = ready_as(&b, host(2, 2));
-    assert_eq!(keys(&b, &h), [0xA]);
+    assert_eq!(keys(&b, &h).1, [0xA]);
     // None alive: APTPL = 0 is gone, written back for the gateways that start later.
     let a = gateway(Gateway::join(&cluster, true), 1);
     let h = ready_as(&a, host(3, 2));
-    assert_eq!(keys(&a, &h), Vec::<u64>::new());
+    assert_eq!(keys(&a, &h).1, Vec::<u64>::new());
     let later = gateway(Gateway::join(&cluster, false), 2);
     let h2 = ready_as(&later, host(4, 2));
-    assert_eq!(keys(&later, &h2), Vec::<u64>::new());
+    assert_eq!(keys(&later, &h2).1, Vec::<u64>::new());
     // APTPL = 1 survives, PRgeneration restarting at zero.
-    assert_eq!(pr_out(&a, &h, REGISTER, 0, 0, 0xC, APTPL), Completion::GOOD);
+    assert_eq!(
+        pr_out(
+            &a,
+            &h,
+            Register,
+            None,
+            PrOutParameters {
+                aptpl: true,
+                ..basic(0, 0xC)
+            }
+        ),
+        Completion::GOOD
+    );
     let again = gateway(Gateway::join(&cluster, true), 1);
     let h3 = ready_as(&again, host(5, 2));
-    let d = pr_in(&again, &h3, 0);
-    assert_eq!(
-        u32::from_be_bytes(d[..4].try_into().unwrap()),
-        0,
-        "PRgeneration"
-    );
-    assert_eq!(keys(&again, &h3), [0xC]);
+    assert_eq!(keys(&again, &h3), (0, vec![0xC]), "PRgeneration, keys");
 }

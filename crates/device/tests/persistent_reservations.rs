@@ -8,30 +8,22 @@ use std::sync::Arc;
 
 use common::TargetExt;
 
+use common::pr::{keys, pr_in, pr_out, pr_out_cdb, reservation};
 use common::{run, target_with};
+use device::TaskManagement;
 use device::{Completion, ConfigError, LuConfig, Nexus, Target, Unit};
-use device::{TaskManagement, Transfer};
+use scsi::persistent_reserve::{basic, PrInAction::ReportCapabilities, PrOutAction::*};
+use scsi::persistent_reserve::{PrOutParameters, ReservationType};
 use scsi::{Asc, SenseKey, Status};
 use std::path::Path;
 use store::FileStore;
+use ReservationType::*;
 
 const BLOCKS: u64 = 2048;
 const CONFLICT: Completion = Completion {
     status: Status::ReservationConflict,
     sense: None,
 };
-
-// PERSISTENT RESERVE OUT service actions (SPC-4 table 213) and types (§6.15.3.4).
-const REGISTER: u8 = 0;
-const RESERVE: u8 = 1;
-const RELEASE: u8 = 2;
-const CLEAR: u8 = 3;
-const PREEMPT: u8 = 4;
-const REGISTER_AND_IGNORE: u8 = 6;
-const WRITE_EXCLUSIVE: u8 = 1;
-const EXCLUSIVE_ACCESS: u8 = 3;
-const EXCLUSIVE_ACCESS_REGISTRANTS_ONLY: u8 = 6;
-const APTPL: u8 = 0x01;
 
 fn ram_target() -> Target {
     common::ram_target(LuConfig::new("iqn.test:t", 0, BLOCKS * 512))
@@ -58,39 +50,6 @@ fn ready(t: &Target, id: u64, name: &str) -> Nexus {
     common::ready_as(t, nexus(id, name))
 }
 
-fn prout(t: &Target, n: &Nexus, sa: u8, kind: u8, key: u64, sa_key: u64, flags: u8) -> Completion {
-    let mut list = vec![0u8; 24];
-    list[0..8].copy_from_slice(&key.to_be_bytes());
-    list[8..16].copy_from_slice(&sa_key.to_be_bytes());
-    list[20] = flags;
-    let cdb = [0x5F, sa, kind, 0, 0, 0, 0, 0, 24, 0];
-    assert_eq!(t.transfer(n, 0, &cdb), Ok(Transfer::Out(24)));
-    run(t, n, &cdb, &list).0
-}
-
-fn prin(t: &Target, n: &Nexus, sa: u8) -> Vec<u8> {
-    let (c, data) = run(t, n, &[0x5E, sa, 0, 0, 0, 0, 0, 0x10, 0, 0], &[]);
-    assert_eq!(c, Completion::GOOD);
-    data
-}
-
-/// PRgeneration and the keys of READ KEYS.
-fn keys(t: &Target, n: &Nexus) -> (u32, Vec<u64>) {
-    let d = prin(t, n, 0);
-    let generation = u32::from_be_bytes(d[0..4].try_into().unwrap());
-    let keys = d[8..]
-        .chunks(8)
-        .map(|k| u64::from_be_bytes(k.try_into().unwrap()))
-        .collect();
-    (generation, keys)
-}
-
-/// The reservation's key and type, from READ RESERVATION.
-fn reservation(t: &Target, n: &Nexus) -> Option<(u64, u8)> {
-    let d = prin(t, n, 1);
-    (d[7] == 16).then(|| (u64::from_be_bytes(d[8..16].try_into().unwrap()), d[21]))
-}
-
 fn unit_attention(t: &Target, n: &Nexus) -> Option<Asc> {
     let (c, _) = run(t, n, &[0; 6], &[]);
     let s = c.sense?;
@@ -112,20 +71,26 @@ fn register_reserve_conflict_preempt_between_two_initiators() {
     let a = ready(&t, 1, "a");
     let b = ready(&t, 2, "b");
     let block = [0x5Au8; 512];
-    assert_eq!(prout(&t, &a, REGISTER, 0, 0, 0xA, 0), Completion::GOOD);
-    assert_eq!(prout(&t, &b, REGISTER, 0, 0, 0xB, 0), Completion::GOOD);
+    assert_eq!(
+        pr_out(&t, &a, Register, None, basic(0, 0xA)),
+        Completion::GOOD
+    );
+    assert_eq!(
+        pr_out(&t, &b, Register, None, basic(0, 0xB)),
+        Completion::GOOD
+    );
     assert_eq!(keys(&t, &b), (2, vec![0xA, 0xB]));
     // A reserves Exclusive Access: B (registered, not the holder) can neither read nor write,
     // nor reserve; INQUIRY, TEST UNIT READY and PERSISTENT RESERVE IN still run.
     assert_eq!(
-        prout(&t, &a, RESERVE, EXCLUSIVE_ACCESS, 0xA, 0, 0),
+        pr_out(&t, &a, Reserve, Some(ExclusiveAccess), basic(0xA, 0)),
         Completion::GOOD
     );
     assert_eq!(run(&t, &a, &write10(), &block).0, Completion::GOOD);
     assert_eq!(run(&t, &b, &read10(), &[]).0, CONFLICT);
     assert_eq!(run(&t, &b, &write10(), &block).0, CONFLICT);
     assert_eq!(
-        prout(&t, &b, RESERVE, EXCLUSIVE_ACCESS, 0xB, 0, 0),
+        pr_out(&t, &b, Reserve, Some(ExclusiveAccess), basic(0xB, 0)),
         CONFLICT
     );
     assert_eq!(
@@ -133,10 +98,10 @@ fn register_reserve_conflict_preempt_between_two_initiators() {
         Completion::GOOD
     );
     assert_eq!(run(&t, &b, &[0; 6], &[]).0, Completion::GOOD);
-    assert_eq!(reservation(&t, &b), Some((0xA, EXCLUSIVE_ACCESS)));
+    assert_eq!(reservation(&t, &b), Some((0xA, ExclusiveAccess)));
     // B preempts A: A's registration and reservation go, A is told, B holds Write Exclusive.
     assert_eq!(
-        prout(&t, &b, PREEMPT, WRITE_EXCLUSIVE, 0xB, 0xA, 0),
+        pr_out(&t, &b, Preempt, Some(WriteExclusive), basic(0xB, 0xA)),
         Completion::GOOD
     );
     assert_eq!(unit_attention(&t, &a), Some(Asc::REGISTRATIONS_PREEMPTED));
@@ -146,14 +111,17 @@ fn register_reserve_conflict_preempt_between_two_initiators() {
         "the preempting nexus is not told"
     );
     assert_eq!(keys(&t, &a), (3, vec![0xB]));
-    assert_eq!(reservation(&t, &a), Some((0xB, WRITE_EXCLUSIVE)));
+    assert_eq!(reservation(&t, &a), Some((0xB, WriteExclusive)));
     // A may read through Write Exclusive, not write; its old key no longer works.
     assert_eq!(run(&t, &a, &read10(), &[]).0, Completion::GOOD);
     assert_eq!(run(&t, &a, &write10(), &block).0, CONFLICT);
-    assert_eq!(prout(&t, &a, RELEASE, WRITE_EXCLUSIVE, 0xA, 0, 0), CONFLICT);
+    assert_eq!(
+        pr_out(&t, &a, Release, Some(WriteExclusive), basic(0xA, 0)),
+        CONFLICT
+    );
     assert_eq!(run(&t, &b, &write10(), &block).0, Completion::GOOD);
     // CLEAR from B ends everything, and A hears of it if registered: it is not any more.
-    assert_eq!(prout(&t, &b, CLEAR, 0, 0xB, 0, 0), Completion::GOOD);
+    assert_eq!(pr_out(&t, &b, Clear, None, basic(0xB, 0)), Completion::GOOD);
     assert_eq!(unit_attention(&t, &a), None);
     assert_eq!(keys(&t, &a), (4, vec![]));
     assert_eq!(reservation(&t, &a), None);
@@ -167,18 +135,27 @@ fn registrants_only_release_and_clear_tell_the_others() {
     let b = ready(&t, 2, "b");
     let c = ready(&t, 3, "c");
     for (n, key) in [(&a, 1), (&b, 2)] {
-        assert_eq!(prout(&t, n, REGISTER, 0, 0, key, 0), Completion::GOOD);
+        assert_eq!(
+            pr_out(&t, n, Register, None, basic(0, key)),
+            Completion::GOOD
+        );
     }
-    let ro = EXCLUSIVE_ACCESS_REGISTRANTS_ONLY;
-    assert_eq!(prout(&t, &a, RESERVE, ro, 1, 0, 0), Completion::GOOD);
+    let ro = ExclusiveAccessRegistrantsOnly;
+    assert_eq!(
+        pr_out(&t, &a, Reserve, Some(ro), basic(1, 0)),
+        Completion::GOOD
+    );
     // Registrants run everything, others nothing that touches the medium.
     assert_eq!(run(&t, &b, &read10(), &[]).0, Completion::GOOD);
     assert_eq!(run(&t, &c, &read10(), &[]).0, CONFLICT);
-    assert_eq!(prout(&t, &a, RELEASE, ro, 1, 0, 0), Completion::GOOD);
+    assert_eq!(
+        pr_out(&t, &a, Release, Some(ro), basic(1, 0)),
+        Completion::GOOD
+    );
     assert_eq!(unit_attention(&t, &b), Some(Asc::RESERVATIONS_RELEASED));
     assert_eq!(unit_attention(&t, &c), None, "not registered");
     assert_eq!(unit_attention(&t, &a), None);
-    assert_eq!(prout(&t, &b, CLEAR, 0, 2, 0, 0), Completion::GOOD);
+    assert_eq!(pr_out(&t, &b, Clear, None, basic(2, 0)), Completion::GOOD);
     assert_eq!(unit_attention(&t, &a), Some(Asc::RESERVATIONS_PREEMPTED));
 }
 
@@ -192,13 +169,16 @@ fn reserve6_and_persistent_reservations_exclude_each_other() {
     // Under RESERVE (6), every PERSISTENT RESERVE command conflicts, the holder's too
     // (SPC-2 §5.5.1).
     assert_eq!(run(&t, &a, &reserve6, &[]).0, Completion::GOOD);
-    assert_eq!(prout(&t, &a, REGISTER, 0, 0, 1, 0), CONFLICT);
+    assert_eq!(pr_out(&t, &a, Register, None, basic(0, 1)), CONFLICT);
     let (c, _) = run(&t, &b, &[0x5E, 0, 0, 0, 0, 0, 0, 0, 8, 0], &[]);
     assert_eq!(c, CONFLICT);
     assert_eq!(run(&t, &a, &release10, &[]).0, Completion::GOOD);
     // Registered: RESERVE and RELEASE (6)/(10) conflict, except for the holder of a
     // persistent reservation, for whom they change nothing (SPC-4 §5.13.3).
-    assert_eq!(prout(&t, &a, REGISTER, 0, 0, 1, 0), Completion::GOOD);
+    assert_eq!(
+        pr_out(&t, &a, Register, None, basic(0, 1)),
+        Completion::GOOD
+    );
     assert_eq!(run(&t, &b, &reserve6, &[]).0, CONFLICT);
     assert_eq!(
         run(&t, &a, &reserve6, &[]).0,
@@ -206,15 +186,18 @@ fn reserve6_and_persistent_reservations_exclude_each_other() {
         "registered, no holder"
     );
     assert_eq!(
-        prout(&t, &a, RESERVE, WRITE_EXCLUSIVE, 1, 0, 0),
+        pr_out(&t, &a, Reserve, Some(WriteExclusive), basic(1, 0)),
         Completion::GOOD
     );
     assert_eq!(run(&t, &a, &reserve6, &[]).0, Completion::GOOD);
     assert_eq!(run(&t, &a, &release10, &[]).0, Completion::GOOD);
-    assert_eq!(reservation(&t, &b), Some((1, WRITE_EXCLUSIVE)), "unchanged");
+    assert_eq!(reservation(&t, &b), Some((1, WriteExclusive)), "unchanged");
     assert_eq!(run(&t, &b, &release10, &[]).0, CONFLICT);
     // RESERVE (10) works like RESERVE (6) once nobody is registered.
-    assert_eq!(prout(&t, &a, REGISTER, 0, 1, 0, 0), Completion::GOOD);
+    assert_eq!(
+        pr_out(&t, &a, Register, None, basic(1, 0)),
+        Completion::GOOD
+    );
     let reserve10 = [0x56, 0, 0, 0, 0, 0, 0, 0, 0, 0];
     assert_eq!(run(&t, &b, &reserve10, &[]).0, Completion::GOOD);
     assert_eq!(run(&t, &a, &read10(), &[]).0, CONFLICT);
@@ -226,9 +209,12 @@ fn resets_and_nexus_loss_keep_persistent_reservations() {
     let t = ram_target();
     let a = ready(&t, 1, "a");
     let b = ready(&t, 2, "b");
-    assert_eq!(prout(&t, &a, REGISTER, 0, 0, 1, 0), Completion::GOOD);
     assert_eq!(
-        prout(&t, &a, RESERVE, EXCLUSIVE_ACCESS, 1, 0, 0),
+        pr_out(&t, &a, Register, None, basic(0, 1)),
+        Completion::GOOD
+    );
+    assert_eq!(
+        pr_out(&t, &a, Reserve, Some(ExclusiveAccess), basic(1, 0)),
         Completion::GOOD
     );
     t.task_management(
@@ -257,7 +243,7 @@ fn resets_and_nexus_loss_keep_persistent_reservations() {
     let a_again = ready(&t, 3, "a");
     assert_eq!(run(&t, &a_again, &read10(), &[]).0, Completion::GOOD);
     assert_eq!(
-        prout(&t, &a_again, RELEASE, EXCLUSIVE_ACCESS, 1, 0, 0),
+        pr_out(&t, &a_again, Release, Some(ExclusiveAccess), basic(1, 0)),
         Completion::GOOD
     );
     assert_eq!(
@@ -273,27 +259,39 @@ fn bad_parameter_lists_and_cdbs_get_precise_errors() {
     let t = ram_target();
     let a = ready(&t, 1, "a");
     // A parameter list longer than any taken is refused before its data is asked for.
-    let huge = [0x5F, REGISTER, 0, 0, 0, 0, 0x10, 0, 0, 0];
+    let huge = pr_out_cdb(Register, 0, 1 << 20);
     let e = t.transfer(&a, 0, &huge).unwrap_err();
     assert_eq!(e.asc, Asc::PARAMETER_LIST_LENGTH_ERROR);
     // The basic list is 24 bytes; Data-Out short of what the CDB announced is refused too.
-    let (c, _) = run(&t, &a, &[0x5F, REGISTER, 0, 0, 0, 0, 0, 0, 23, 0], &[0; 23]);
+    let (c, _) = run(&t, &a, &pr_out_cdb(Register, 0, 23), &[0; 23]);
     assert_eq!(c.sense.unwrap().asc, Asc::PARAMETER_LIST_LENGTH_ERROR);
-    let (c, _) = run(&t, &a, &[0x5F, REGISTER, 0, 0, 0, 0, 0, 0, 24, 0], &[0; 20]);
+    let (c, _) = run(&t, &a, &pr_out_cdb(Register, 0, 24), &[0; 20]);
     assert_eq!(c.sense.unwrap().asc, Asc::PARAMETER_LIST_LENGTH_ERROR);
     // Reserved service actions; a reserved TYPE.
     let (c, _) = run(&t, &a, &[0x5E, 0x04, 0, 0, 0, 0, 0, 0, 8, 0], &[]);
     assert_eq!(c.sense.unwrap().asc, Asc::INVALID_FIELD_IN_CDB);
     let (c, _) = run(&t, &a, &[0x5F, 0x08, 0, 0, 0, 0, 0, 0, 24, 0], &[0; 24]);
     assert_eq!(c.sense.unwrap().asc, Asc::INVALID_FIELD_IN_CDB);
-    let c = prout(&t, &a, RESERVE, 0x2, 0, 0, 0);
+    let (c, _) = run(&t, &a, &pr_out_cdb(Reserve, 0x2, 24), &[0; 24]);
     assert_eq!(c.sense.unwrap().asc, Asc::INVALID_FIELD_IN_CDB);
     // A RAM LU cannot persist through power loss: APTPL = 1 is refused, PTPL_C is 0.
-    let c = prout(&t, &a, REGISTER, 0, 0, 1, APTPL);
+    let c = pr_out(
+        &t,
+        &a,
+        Register,
+        None,
+        PrOutParameters {
+            aptpl: true,
+            ..basic(0, 1)
+        },
+    );
     assert_eq!(c.sense.unwrap().asc, Asc::INVALID_FIELD_IN_PARAMETER_LIST);
-    assert_eq!(prin(&t, &a, 2)[2] & 1, 0);
+    assert_eq!(pr_in(&t, &a, ReportCapabilities)[2] & 1, 0);
     // READ KEYS keeps ADDITIONAL LENGTH whatever the allocation length.
-    assert_eq!(prout(&t, &a, REGISTER, 0, 0, 1, 0), Completion::GOOD);
+    assert_eq!(
+        pr_out(&t, &a, Register, None, basic(0, 1)),
+        Completion::GOOD
+    );
     let (c, d) = run(&t, &a, &[0x5E, 0, 0, 0, 0, 0, 0, 0, 8, 0], &[]);
     assert_eq!((c, d), (Completion::GOOD, vec![0, 0, 0, 1, 0, 0, 0, 8]));
 }
@@ -306,30 +304,49 @@ fn aptpl_keeps_registrations_and_the_reservation_through_a_restart() {
         let t = file_target(dir.path());
         let a = ready(&t, 1, "a");
         let b = ready(&t, 2, "b");
-        assert_eq!(prin(&t, &a, 2)[2] & 1, 1, "PTPL_C on a file LUN");
-        assert_eq!(prout(&t, &a, REGISTER, 0, 0, 0xA, 0), Completion::GOOD);
+        assert_eq!(
+            pr_in(&t, &a, ReportCapabilities)[2] & 1,
+            1,
+            "PTPL_C on a file LUN"
+        );
+        assert_eq!(
+            pr_out(&t, &a, Register, None, basic(0, 0xA)),
+            Completion::GOOD
+        );
         assert!(!pr_file.exists(), "nothing kept without APTPL");
         assert_eq!(
-            prout(&t, &b, REGISTER_AND_IGNORE, 0, 0, 0xB, APTPL),
+            pr_out(
+                &t,
+                &b,
+                RegisterAndIgnoreExistingKey,
+                None,
+                PrOutParameters {
+                    aptpl: true,
+                    ..basic(0, 0xB)
+                }
+            ),
             Completion::GOOD
         );
         assert_eq!(
-            prout(&t, &a, RESERVE, EXCLUSIVE_ACCESS, 0xA, 0, 0),
+            pr_out(&t, &a, Reserve, Some(ExclusiveAccess), basic(0xA, 0)),
             Completion::GOOD
         );
         assert!(pr_file.exists());
-        assert_eq!(prin(&t, &a, 2)[3] & 1, 1, "PTPL_A");
+        assert_eq!(pr_in(&t, &a, ReportCapabilities)[3] & 1, 1, "PTPL_A");
     }
     // Power on: the keys, the holder and its type are back; PRgeneration starts at zero.
     let t = file_target(dir.path());
     let a = ready(&t, 1, "a");
     let b = ready(&t, 2, "b");
     assert_eq!(keys(&t, &b), (0, vec![0xA, 0xB]));
-    assert_eq!(reservation(&t, &b), Some((0xA, EXCLUSIVE_ACCESS)));
+    assert_eq!(reservation(&t, &b), Some((0xA, ExclusiveAccess)));
     assert_eq!(run(&t, &b, &read10(), &[]).0, CONFLICT);
     assert_eq!(run(&t, &a, &read10(), &[]).0, Completion::GOOD);
     // APTPL = 0 in the next registration: the next power on finds nothing.
-    assert_eq!(prout(&t, &b, REGISTER, 0, 0xB, 0xBB, 0), Completion::GOOD);
+    assert_eq!(
+        pr_out(&t, &b, Register, None, basic(0xB, 0xBB)),
+        Completion::GOOD
+    );
     assert!(!pr_file.exists());
     drop(t);
     let t = file_target(dir.path());

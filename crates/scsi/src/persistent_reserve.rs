@@ -6,7 +6,7 @@ use crate::cdb::{be16, be32, be64, bit};
 use crate::sense::{Asc, Sense, SenseKey};
 
 /// A persistent reservation TYPE (SPC-4 §6.15.3.4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ReservationType {
     WriteExclusive,
     ExclusiveAccess,
@@ -170,6 +170,19 @@ pub struct PrOutParameters {
 pub struct TransportId {
     pub at: usize,
     pub initiator_port: String,
+}
+
+/// The basic parameter list (SPC-4 table 214) of `key` and `sa_key`, no flags, as a host sends
+/// it: `PrOutParameters { aptpl: true, ..basic(key, sa_key) }` for others.
+pub fn basic(key: u64, sa_key: u64) -> PrOutParameters {
+    PrOutParameters {
+        reservation_key: key,
+        service_action_reservation_key: sa_key,
+        spec_i_pt: false,
+        all_tg_pt: false,
+        aptpl: false,
+        transport_ids: Vec::new(),
+    }
 }
 
 impl PrOutParameters {
@@ -435,6 +448,91 @@ pub fn read_full_status<'a>(
     out[start + 4..start + 8].copy_from_slice(&length.to_be_bytes());
 }
 
+/// READ KEYS parameter data as a host reads it (SPC-4 §6.15.2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Keys {
+    pub generation: u32,
+    pub keys: Vec<u64>,
+}
+
+/// Decodes READ KEYS parameter data ([`read_keys`]); `None` when it is shorter than its
+/// ADDITIONAL LENGTH says (an allocation length that cut it) or that length is not whole keys.
+pub fn decode_read_keys(data: &[u8]) -> Option<Keys> {
+    let list = data.get(8..8 + usize::try_from(be32(data.get(..8)?, 4)).ok()?)?;
+    (list.len() % 8 == 0).then(|| Keys {
+        generation: be32(data, 0),
+        keys: list.chunks(8).map(|k| be64(k, 0)).collect(),
+    })
+}
+
+/// READ RESERVATION parameter data as a host reads it (SPC-4 §6.15.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    pub generation: u32,
+    /// The reservation's key and type, when there is one.
+    pub reservation: Option<(u64, ReservationType)>,
+}
+
+/// Decodes READ RESERVATION parameter data ([`read_reservation`]); `None` when it is cut
+/// short, or its ADDITIONAL LENGTH is neither 0 nor 16, or the scope or type is not one.
+pub fn decode_read_reservation(data: &[u8]) -> Option<Reservation> {
+    let generation = be32(data.get(..8)?, 0);
+    let reservation = match be32(data, 4) {
+        0 => None,
+        16 => {
+            let d = data.get(8..24)?;
+            Some((be64(d, 0), scope_and_type(d[13]).ok()?))
+        }
+        _ => return None,
+    };
+    Some(Reservation {
+        generation,
+        reservation,
+    })
+}
+
+/// One READ FULL STATUS descriptor as a host reads it (SPC-4 table 211): [`FullStatus`] with
+/// the initiator port decoded from its TransportID.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Registration {
+    pub reservation_key: u64,
+    pub all_tg_pt: bool,
+    pub holds: Option<ReservationType>,
+    pub relative_target_port_identifier: u16,
+    pub initiator_port: String,
+}
+
+/// Decodes READ FULL STATUS parameter data ([`read_full_status`]): PRgeneration and the
+/// descriptors; `None` when it is cut short or a descriptor is malformed.
+pub fn decode_read_full_status(data: &[u8]) -> Option<(u32, Vec<Registration>)> {
+    let end = 8 + usize::try_from(be32(data.get(..8)?, 4)).ok()?;
+    let list = data.get(..end)?;
+    let mut at = 8;
+    let mut out = Vec::new();
+    while at < end {
+        let d = list.get(at..at + 24)?;
+        let holds = match d[12] & 1 {
+            0 => None,
+            _ => Some(scope_and_type(d[13]).ok()?),
+        };
+        let length = usize::try_from(be32(d, 20)).ok()?;
+        let tid = list.get(at + 24..at + 24 + length)?;
+        let (initiator_port, used) = decode_transport_id(tid, 0).ok()?;
+        if used != length {
+            return None;
+        }
+        out.push(Registration {
+            reservation_key: be64(d, 0),
+            all_tg_pt: d[12] & 2 != 0,
+            holds,
+            relative_target_port_identifier: be16(d, 18),
+            initiator_port,
+        });
+        at += 24 + length;
+    }
+    Some((be32(data, 0), out))
+}
+
 /// SCOPE and TYPE (byte 2 of a PERSISTENT RESERVE OUT CDB) for the service actions that use
 /// them (SPC-4 table 216): LU_SCOPE and a defined type, else INVALID FIELD IN CDB (§6.16.1).
 pub fn scope_and_type(byte: u8) -> Result<ReservationType, Sense> {
@@ -643,5 +741,70 @@ mod tests {
         assert_eq!(be16(descriptor, 18), 1);
         assert_eq!(be32(descriptor, 20) as usize, descriptor.len() - 24);
         assert_eq!(decode_transport_id(&descriptor[24..], 0).unwrap().0, port);
+    }
+
+    #[test]
+    fn parameter_data_decodes_to_what_was_encoded() {
+        let mut out = Vec::new();
+        read_keys(7, [0xA, 0xA, u64::MAX].into_iter(), &mut out);
+        let keys = decode_read_keys(&out).unwrap();
+        assert_eq!((keys.generation, keys.keys), (7, vec![0xA, 0xA, u64::MAX]));
+        // Cut by the allocation length: ADDITIONAL LENGTH says more than came.
+        assert_eq!(decode_read_keys(&out[..out.len() - 8]), None);
+        assert_eq!(decode_read_keys(&out[..6]), None);
+        for reservation in [None, Some((0xB, ReservationType::ExclusiveAccess))] {
+            out.clear();
+            read_reservation(9, reservation, &mut out);
+            let want = Reservation {
+                generation: 9,
+                reservation,
+            };
+            assert_eq!(decode_read_reservation(&out), Some(want));
+        }
+        assert_eq!(decode_read_reservation(&out[..20]), None);
+        out[21] = 0x02;
+        assert_eq!(decode_read_reservation(&out), None, "type 2h is reserved");
+        let ports = [
+            "iqn.2026-11.dev.stint:a,i,0x000000000001",
+            "iqn.2026-11.dev.stint:long-name,i,0x800000001234",
+        ];
+        let status = [
+            FullStatus {
+                reservation_key: 0x42,
+                all_tg_pt: true,
+                holds: Some(ReservationType::WriteExclusiveRegistrantsOnly),
+                relative_target_port_identifier: 1,
+                initiator_port: ports[0],
+            },
+            FullStatus {
+                reservation_key: 0x43,
+                all_tg_pt: false,
+                holds: None,
+                relative_target_port_identifier: 2,
+                initiator_port: ports[1],
+            },
+        ];
+        out.clear();
+        read_full_status(3, status.into_iter(), &mut out);
+        let (generation, decoded) = decode_read_full_status(&out).unwrap();
+        assert_eq!(generation, 3);
+        let want: Vec<Registration> = status
+            .iter()
+            .map(|d| Registration {
+                reservation_key: d.reservation_key,
+                all_tg_pt: d.all_tg_pt,
+                holds: d.holds,
+                relative_target_port_identifier: d.relative_target_port_identifier,
+                initiator_port: d.initiator_port.to_owned(),
+            })
+            .collect();
+        assert_eq!(decoded, want);
+        assert_eq!(decode_read_full_status(&out[..out.len() - 4]), None);
+        // A descriptor's ADDITIONAL DESCRIPTOR LENGTH beyond its TransportID.
+        let mut long = out.clone();
+        long[8 + 23] += 4;
+        long.extend_from_slice(&[0; 4]);
+        long[7] += 4;
+        assert_eq!(decode_read_full_status(&long), None);
     }
 }

@@ -4,9 +4,13 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 use iscsi::initiator::CommandResult;
-use scsi::command::{Command, ModeSelect, ModeSense, PageControl, ReadWrite};
+use scsi::command::{
+    Command, ModeSelect, ModeSense, PageControl, PersistentReserveIn, PersistentReserveOut,
+    ReadWrite,
+};
 pub use scsi::encode::Cdb;
 use scsi::form;
+use scsi::persistent_reserve::{PrInAction, PrOutAction, ReservationType};
 use scsi::table::CommandInfo;
 use scsi::{Asc, SenseKey};
 
@@ -71,6 +75,49 @@ pub fn mode_select10(len: usize, sp: bool) -> Cdb {
         parameter_list_length: u16::try_from(len).unwrap(),
     };
     emit(Command::ModeSelect(m), form::MODE_SELECT_10)
+}
+
+/// PERSISTENT RESERVE OUT `action` with reservation type `kind` (LU scope, SPC-4 §6.16.1)
+/// for a `len`-byte parameter list.
+pub fn persistent_reserve_out(
+    action: PrOutAction,
+    kind: Option<ReservationType>,
+    len: usize,
+) -> Cdb {
+    use PrOutAction::*;
+    let form = match action {
+        Register => form::PERSISTENT_RESERVE_OUT_REGISTER,
+        Reserve => form::PERSISTENT_RESERVE_OUT_RESERVE,
+        Release => form::PERSISTENT_RESERVE_OUT_RELEASE,
+        Clear => form::PERSISTENT_RESERVE_OUT_CLEAR,
+        Preempt => form::PERSISTENT_RESERVE_OUT_PREEMPT,
+        PreemptAndAbort => form::PERSISTENT_RESERVE_OUT_PREEMPT_AND_ABORT,
+        RegisterAndIgnoreExistingKey => {
+            form::PERSISTENT_RESERVE_OUT_REGISTER_AND_IGNORE_EXISTING_KEY
+        }
+        RegisterAndMove => form::PERSISTENT_RESERVE_OUT_REGISTER_AND_MOVE,
+    };
+    let prout = PersistentReserveOut {
+        service_action: action,
+        scope_type: kind.map_or(0, ReservationType::code),
+        parameter_list_length: u32::try_from(len).unwrap(),
+    };
+    emit(Command::PersistentReserveOut(prout), form)
+}
+
+/// PERSISTENT RESERVE IN `action` (SPC-4 §6.15.1).
+pub fn persistent_reserve_in(action: PrInAction, allocation: u16) -> Cdb {
+    let form = match action {
+        PrInAction::ReadKeys => form::PERSISTENT_RESERVE_IN_READ_KEYS,
+        PrInAction::ReadReservation => form::PERSISTENT_RESERVE_IN_READ_RESERVATION,
+        PrInAction::ReportCapabilities => form::PERSISTENT_RESERVE_IN_REPORT_CAPABILITIES,
+        PrInAction::ReadFullStatus => form::PERSISTENT_RESERVE_IN_READ_FULL_STATUS,
+    };
+    let prin = PersistentReserveIn {
+        service_action: action,
+        allocation_length: allocation,
+    };
+    emit(Command::PersistentReserveIn(prin), form)
 }
 
 /// The sense key and additional sense code a command ended with.

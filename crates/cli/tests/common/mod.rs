@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 pub mod cdb;
+pub mod ceph;
 pub mod loop_device;
 
 use std::io::{BufRead, BufReader};

@@ -6,6 +6,8 @@
 // Each test file is its own crate and uses only some of these helpers.
 #![allow(dead_code)]
 
+pub mod pr;
+
 use device::{
     Arrival, Completion, Finished, LuConfig, Next, Nexus, Ns, Sink, Submitted, Target,
     TaskAttribute, TaskId, TaskManagement, Transfer, Unit,
