@@ -16,11 +16,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use store::{Buffers, Done, Failure, Geometry, InlinePlane, Op, Plane, RamStore};
 
+/// What other gateways announced to one, oldest first.
+type Mailbox = Arc<Mutex<Vec<Vec<u8>>>>;
+
 /// What the gateways share: the explicit choice, which gateways are alive, each one's mailbox.
 struct Cluster {
     chosen: Mutex<Option<u16>>,
     alive: Mutex<Vec<u16>>,
-    mailboxes: Mutex<Vec<Arc<Mutex<Vec<Vec<u8>>>>>>,
+    mailboxes: Mutex<Vec<Mailbox>>,
 }
 
 impl Cluster {
@@ -47,7 +50,7 @@ impl Cluster {
 struct Gateway {
     data: InlinePlane,
     cluster: Arc<Cluster>,
-    mailbox: Arc<Mutex<Vec<Vec<u8>>>>,
+    mailbox: Mailbox,
     preferred: AtomicU32,
 }
 

@@ -165,7 +165,7 @@ pub fn set_target_port_groups(list: &[u8]) -> Result<Vec<SetTargetPortGroup>, Se
     if list.is_empty() {
         return Ok(Vec::new());
     }
-    if list.len() < 4 || list.len() % 4 != 0 {
+    if list.len() < 4 || !list.len().is_multiple_of(4) {
         return Err(Sense::new(
             SenseKey::IllegalRequest,
             Asc::PARAMETER_LIST_LENGTH_ERROR,

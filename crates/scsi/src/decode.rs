@@ -613,7 +613,7 @@ pub(crate) fn set_target_port_groups(c: &[u8]) -> Decoded {
     let parameter_list_length = be32(c, 6);
     if parameter_list_length != 0
         && (parameter_list_length < 4
-            || parameter_list_length % 4 != 0
+            || !parameter_list_length.is_multiple_of(4)
             || parameter_list_length > LONGEST)
     {
         return Err(Sense::invalid_field_in_cdb(6, None));
