@@ -9,7 +9,9 @@
 //!   MODE SELECT of that report selects again;
 //! - an EXTENDED COPY, POPULATE TOKEN or WRITE USING TOKEN parameter list (SPC-4 §6.4,
 //!   SBC-4) that is refused points inside the list, one that parses stays
-//!   within the descriptor limits.
+//!   within the descriptor limits;
+//! - a SET TARGET PORT GROUPS parameter list (SPC-4 §6.45) that is refused points inside the
+//!   list, one that decodes names each group once, every descriptor where it is.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -29,6 +31,7 @@ fuzz_target!(|input: &[u8]| {
         0 => cdb(data, knobs),
         1 => cdl_page(data, knobs),
         3 if knobs & 0x80 != 0 => copy_parameter_list(data, knobs),
+        2 if knobs & 0x80 != 0 => set_target_port_groups(data),
         _ => mode_select(data, knobs),
     }
 });
@@ -52,6 +55,7 @@ fn cdb(cdb: &[u8], knobs: u8) {
                 let features = scsi::rsoc::Features {
                     cdl: knobs & 4 != 0,
                     thin_provisioning: knobs & 8 != 0,
+                    explicit_alua: knobs & 0x10 != 0,
                 };
                 if scsi::rsoc::report_supported_operation_codes(&r, features, &mut out).is_ok() {
                     assert!(out.len() < 1 << 16, "REPORT SUPPORTED OPERATION CODES data");
@@ -102,6 +106,25 @@ fn copy_parameter_list(p: &[u8], knobs: u8) {
         check_sense(&sense);
         if let Some(f) = sense.field {
             assert!(!f.in_cdb && usize::from(f.byte) < p.len());
+        }
+    }
+}
+
+fn set_target_port_groups(list: &[u8]) {
+    match scsi::alua::set_target_port_groups(list) {
+        Ok(descriptors) => {
+            for (i, d) in descriptors.iter().enumerate() {
+                let at = usize::from(d.at);
+                assert_eq!(at, 4 + 4 * i);
+                assert_eq!(u16::from_be_bytes([list[at + 2], list[at + 3]]), d.group);
+                assert!(descriptors[..i].iter().all(|o| o.group != d.group));
+            }
+        }
+        Err(sense) => {
+            check_sense(&sense);
+            if let Some(f) = sense.field {
+                assert!(!f.in_cdb && usize::from(f.byte) < list.len());
+            }
         }
     }
 }

@@ -641,10 +641,11 @@ pub fn command_list() -> String {
             scsi::Direction::In => "in",
             scsi::Direction::Out => "out",
         };
-        let notes = match (c.cdl_page, c.thin_provisioning) {
-            (Some(page), _) => format!("DLD selects a {page:?} descriptor on a LU with CDL"),
-            (None, true) => "thin-provisioned LUs only".to_owned(),
-            (None, false) => String::new(),
+        let notes = match (c.cdl_page, c.thin_provisioning, c.explicit_alua) {
+            (Some(page), _, _) => format!("DLD selects a {page:?} descriptor on a LU with CDL"),
+            (None, true, _) => "thin-provisioned LUs only".to_owned(),
+            (None, false, true) => "gateways' LUs only".to_owned(),
+            (None, false, false) => String::new(),
         };
         let _infallible = writeln!(
             out,

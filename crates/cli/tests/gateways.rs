@@ -7,7 +7,7 @@
 //! back when it returns; libiscsi's multipath tests through both; persistent reservations,
 //! one state through both gateways (registrations per target port, ALL_TG_PT, PREEMPT AND
 //! ABORT's unit attentions and aborts on the other gateway, racing REGISTERs, APTPL when the
-//! last gateway goes).
+//! last gateway goes); SET TARGET PORT GROUPS through one gateway, the choice of both.
 //!
 //! Needs a cluster, as crates/cli/tests/rbd.rs does: `STINT_CEPH_CONF` names its ceph.conf.
 
@@ -291,6 +291,74 @@ fn two_gateways_are_one_disk_and_either_reads_what_the_other_wrote() {
         }
         sa.logout().await.expect("logout");
         sb.logout().await.expect("logout");
+    });
+    assert!(a.stop(), "gateway a did not stop cleanly");
+    assert!(b.stop(), "gateway b did not stop cleanly");
+}
+
+/// SET TARGET PORT GROUPS making group `group` active/optimized: its status, and the unit
+/// attentions met on the way.
+async fn prefer(s: &mut Initiator, lun: u64, group: u16) -> (CommandResult, Vec<Asc>) {
+    let cdb = emit(
+        Command::SetTargetPortGroups {
+            parameter_list_length: 8,
+        },
+        form::SET_TARGET_PORT_GROUPS,
+    );
+    let mut list = vec![0u8; 8];
+    list[6..].copy_from_slice(&group.to_be_bytes());
+    command(s, lun, &cdb, &list, 0).await
+}
+
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn set_target_port_groups_through_one_gateway_is_every_gateways_choice() {
+    let conf = cluster("set_target_port_groups_through_one_gateway_is_every_gateways_choice");
+    let pair = Pair::new(&conf, "stpg");
+    let (a, b) = (pair.start(0), pair.start(1));
+    runtime().block_on(async {
+        let (mut sa, lun) = session(&a.urls[0], "iqn.2026-11.dev.stint:host-a").await;
+        let (mut sb1, _) = session(&b.urls[0], "iqn.2026-11.dev.stint:host-b1").await;
+        let (mut sb2, _) = session(&b.urls[0], "iqn.2026-11.dev.stint:host-b2").await;
+        for s in [&mut sa, &mut sb1, &mut sb2] {
+            assert_eq!(groups(s, lun).await.0, [(1, 0), (2, 1)]);
+        }
+        // Through gw-b, gw-b becomes the optimized one, as both gateways report at once
+        // (gw-a heard of it before the status came); every nexus but the sender's is told.
+        let (r, _) = prefer(&mut sb1, lun, 2).await;
+        assert_eq!(r.status, 0, "STPG: {:?}", r.parsed_sense());
+        let changed = vec![Asc::ASYMMETRIC_ACCESS_STATE_CHANGED];
+        assert_eq!(groups(&mut sb1, lun).await, (vec![(1, 1), (2, 0)], vec![]));
+        assert_eq!(
+            groups(&mut sb2, lun).await,
+            (vec![(1, 1), (2, 0)], changed.clone())
+        );
+        assert_eq!(
+            groups(&mut sa, lun).await,
+            (vec![(1, 1), (2, 0)], changed.clone())
+        );
+        // It stays so while both live, past many looks at which gateways are alive.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        for s in [&mut sa, &mut sb1, &mut sb2] {
+            assert_eq!(groups(s, lun).await, (vec![(1, 1), (2, 0)], vec![]));
+        }
+        // A write through gw-b, now preferred, and a read of it through gw-a.
+        let data = pattern(7, 16 * BLOCK);
+        assert_eq!(write_blocks(&mut sb1, lun, 40, &data).await, []);
+        assert_eq!(read_blocks(&mut sa, lun, 40, 16).await, data);
+        // And back, through gw-a: the gw-b nexuses are told this time.
+        let (r, _) = prefer(&mut sa, lun, 1).await;
+        assert_eq!(r.status, 0, "STPG: {:?}", r.parsed_sense());
+        assert_eq!(groups(&mut sa, lun).await, (vec![(1, 0), (2, 1)], vec![]));
+        for s in [&mut sb1, &mut sb2] {
+            assert_eq!(
+                groups(s, lun).await,
+                (vec![(1, 0), (2, 1)], changed.clone())
+            );
+        }
+        for s in [sa, sb1, sb2] {
+            s.logout().await.expect("logout");
+        }
     });
     assert!(a.stop(), "gateway a did not stop cleanly");
     assert!(b.stop(), "gateway b did not stop cleanly");

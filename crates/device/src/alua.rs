@@ -1,13 +1,16 @@
-//! The access state of each target port group (SPC-4 §5.16, implicit ALUA). A lone server
-//! reports its one group in the configured `alua_state`. Where several gateways export the
+//! The access state of each target port group (SPC-4 §5.16). A lone server reports its one
+//! group in the configured `alua_state` (implicit ALUA only). Where several gateways export the
 //! logical unit (docs/gateways.md), the preferred gateway is active/optimized and the others
 //! in the configured `alua_state`: active/non-optimized (they run every command) or standby
-//! (they refuse media access until they are preferred); the preferred one is the first in the
-//! configuration's order that is alive, as the data plane sees the store's clients.
+//! (they refuse media access until they are preferred). The data plane tells which gateway is
+//! preferred: the one SET TARGET PORT GROUPS last chose while it is alive, else the first
+//! alive in the configuration's order (explicit and implicit ALUA, TPGS 11b).
 
-use crate::logical_unit::LogicalUnit;
+use crate::logical_unit::{check, LogicalUnit, Ran};
+use crate::task::After;
+use crate::Completion;
 use scsi::alua::{AccessState, TargetPortGroup};
-use scsi::Asc;
+use scsi::{Asc, Sense, SenseKey};
 
 impl LogicalUnit {
     /// The state of this server's target port group now.
@@ -15,21 +18,37 @@ impl LogicalUnit {
         self.access_state(self.config().port_groups.own)
     }
 
+    /// The preferred gateway's group, or the first while none is known.
+    fn preferred_or_first(&self) -> Option<u16> {
+        self.preferred
+            .or(self.config().port_groups.all.first().copied())
+    }
+
     /// The state of target port group `group`.
     fn access_state(&self, group: u16) -> AccessState {
-        let groups = &self.config().port_groups;
-        if !groups.shared() {
+        if !self.config().port_groups.shared() {
             return self.config().alua_state;
         }
-        if self.preferred.or(groups.all.first().copied()) == Some(group) {
+        if self.preferred_or_first() == Some(group) {
             AccessState::ActiveOptimized
         } else {
             self.config().alua_state
         }
     }
 
-    /// Every target port group with its state, as REPORT TARGET PORT GROUPS lists them.
+    /// Every target port group with its state, as REPORT TARGET PORT GROUPS lists them. A
+    /// gateway's group may be active/optimized or the configured `alua_state` (the SUPPORTED
+    /// bits, the states SET TARGET PORT GROUPS accepts), and PREF marks the preferred one;
+    /// a lone server's group may be in any state the configuration gives it.
     pub(crate) fn target_port_groups(&self) -> Vec<TargetPortGroup> {
+        let shared = self.config().port_groups.shared();
+        let supported = if shared {
+            AccessState::ActiveOptimized.supported_bit() | self.config().alua_state.supported_bit()
+        } else {
+            AccessState::ALL
+                .iter()
+                .fold(0, |b, s| b | s.supported_bit())
+        };
         self.config()
             .port_groups
             .all
@@ -37,6 +56,8 @@ impl LogicalUnit {
             .map(|&id| TargetPortGroup {
                 id,
                 state: self.access_state(id),
+                pref: shared && self.preferred_or_first() == Some(id),
+                supported,
                 relative_target_port: id,
             })
             .collect()
@@ -44,8 +65,16 @@ impl LogicalUnit {
 
     /// The preferred gateway is now the one of target port group `group` (or none known):
     /// where that changes a group's state, every nexus gets ASYMMETRIC ACCESS STATE CHANGED
-    /// (SPC-4 §5.16.2.3, an implicit transition), on which a host reads the states again.
+    /// (SPC-4 §5.16.2.5), on which a host reads the states again; every nexus but the one of
+    /// a SET TARGET PORT GROUPS that chose `group` (an explicit transition).
     pub fn set_preferred_gateway(&mut self, group: Option<u16>) {
+        let sender = match self.choosing {
+            Some((nexus, chosen)) if Some(chosen) == group => {
+                self.choosing = None;
+                Some(nexus)
+            }
+            _ => None,
+        };
         if group == self.preferred {
             return;
         }
@@ -53,13 +82,80 @@ impl LogicalUnit {
         self.preferred = group;
         if self.target_port_groups() != before {
             self.unit_attentions
-                .raise(Asc::ASYMMETRIC_ACCESS_STATE_CHANGED, None);
+                .raise(Asc::ASYMMETRIC_ACCESS_STATE_CHANGED, sender);
         }
+    }
+
+    /// SET TARGET PORT GROUPS (SPC-4 §6.45) from `nexus` with parameter list `list`: a gateway
+    /// named active/optimized becomes the preferred one of every gateway (the data plane keeps
+    /// the choice in the cluster, [`store::Op::Prefer`]); a gateway named in the configured
+    /// `alua_state` is left as it is, which is that state unless it is the preferred one and
+    /// no other is named active/optimized. Any other state, an unknown group, or a group named
+    /// twice is INVALID FIELD IN PARAMETER LIST at its field.
+    pub(crate) fn set_target_port_groups(&mut self, nexus: u64, list: &[u8]) -> Ran {
+        let descriptors = match scsi::alua::set_target_port_groups(list) {
+            Ok(d) => d,
+            Err(sense) => return Ran::Done(check(sense)),
+        };
+        let groups = &self.config().port_groups;
+        let mut chosen = None;
+        for d in &descriptors {
+            if !groups.all.contains(&d.group) {
+                return Ran::Done(check(Sense::invalid_field_in_parameter_list(
+                    d.at + 2,
+                    None,
+                )));
+            }
+            match d.state {
+                Some(AccessState::ActiveOptimized) if chosen.is_none() => chosen = Some(d.group),
+                Some(s) if s == self.config().alua_state => {}
+                // A second group active/optimized, or a state no gateway takes.
+                _ => {
+                    return Ran::Done(check(Sense::invalid_field_in_parameter_list(d.at, Some(3))))
+                }
+            }
+        }
+        // Leaving the preferred gateway in the other state needs another made preferred.
+        let preferred = self.preferred_or_first();
+        if let Some(d) = descriptors
+            .iter()
+            .find(|d| chosen.is_none() && Some(d.group) == preferred)
+        {
+            return Ran::Done(check(Sense::invalid_field_in_parameter_list(d.at, Some(3))));
+        }
+        match chosen {
+            Some(group) => {
+                self.choosing = Some((nexus, group));
+                Ran::Io(store::Op::Prefer { group }, After::Prefer(group))
+            }
+            None => Ran::Done(Completion::GOOD),
+        }
+    }
+
+    /// The data plane kept (or failed to keep) SET TARGET PORT GROUPS' choice of `group`. The
+    /// other gateways hear of it before the command completes; a failure changed nothing and
+    /// is HARDWARE ERROR, SET TARGET PORT GROUPS COMMAND FAILED (SPC-4 §6.45), also when the
+    /// chosen gateway is not alive.
+    pub(crate) fn preferred_chosen(&mut self, nexus: u64, group: u16, done: &store::Done) -> Ran {
+        if let store::Done::Failed(f) = done {
+            tracing::warn!(error = %f.error(), group, "SET TARGET PORT GROUPS");
+            self.choosing = None;
+            return Ran::Done(check(Sense::new(
+                SenseKey::HardwareError,
+                Asc::SET_TARGET_PORT_GROUPS_COMMAND_FAILED,
+            )));
+        }
+        self.choosing = Some((nexus, group));
+        self.set_preferred_gateway(Some(group));
+        self.choosing = None;
+        self.announcements.push(crate::PeerEvent::AccessStates);
+        Ran::Done(Completion::GOOD)
     }
 
     /// What another gateway of the logical unit announced happened there. `shared`: for a
     /// change of the persistent reservations, their state as read from the cluster after
-    /// the announcement (`None`: the read failed, the state here stays as it was).
+    /// the announcement (`None`: the read failed, the state here stays as it was). A new
+    /// preferred gateway comes through the data plane ([`store::Plane::reload_preferred`]).
     pub fn peer_event(
         &mut self,
         now: crate::Ns,
@@ -76,6 +172,7 @@ impl LogicalUnit {
                 }
                 self.reservation_effects(now, effects, None);
             }
+            crate::PeerEvent::AccessStates => {}
         }
     }
 

@@ -407,6 +407,14 @@ impl LogicalUnit {
                     Err(sense) => done(check(sense)),
                 }
             }
+            Command::SetTargetPortGroups {
+                parameter_list_length,
+            } => {
+                let list = data_out
+                    .get(..parameter_list_length as usize)
+                    .unwrap_or(data_out);
+                self.set_target_port_groups(nexus, list)
+            }
             Command::ExtendedCopy(x) => self.extended_copy(now, id, &x, data_out),
             Command::ReceiveCopyResults(r) => {
                 let descriptor = self.descriptor_sense();
@@ -582,6 +590,7 @@ impl LogicalUnit {
                 Some(Next::Done(c)) => Ran::Done(self.copy_ended(&job, c)),
                 _ => self.copy_next(job),
             },
+            After::Prefer(group) => self.preferred_chosen(nexus, group, &done),
         }
     }
 

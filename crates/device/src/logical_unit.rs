@@ -110,6 +110,10 @@ pub struct LogicalUnit {
     /// The target port group of the preferred gateway, as the data plane last told
     /// (docs/gateways.md); `None` while none is known, or for a lone server.
     pub(crate) preferred: Option<u16>,
+    /// A SET TARGET PORT GROUPS under way: its nexus and the group it makes preferred, which
+    /// the data plane may report before the command completes; that nexus gets no unit
+    /// attention for the change (SPC-4 §5.16.2.5).
+    pub(crate) choosing: Option<(u64, u16)>,
     /// What the other gateways must hear of before the command that did it completes
     /// ([`Self::take_announcements`]).
     pub(crate) announcements: Vec<crate::PeerEvent>,
@@ -185,6 +189,7 @@ impl LogicalUnit {
             removable: config.removable,
             third_party_copy: true,
             implicit_alua: true,
+            explicit_alua: config.port_groups.shared(),
             version: config.inquiry_version,
             vendor,
             product: inquiry::ascii_field(&config.product),
@@ -279,6 +284,7 @@ impl LogicalUnit {
             releasing: false,
             missed: false,
             preferred: None,
+            choosing: None,
             announcements: Vec::new(),
         };
         let current = *lu.mode.current();
@@ -324,6 +330,7 @@ impl LogicalUnit {
         rsoc::Features {
             cdl: self.has_device_queue(),
             thin_provisioning: self.config.thin_provisioning,
+            explicit_alua: self.config.port_groups.shared(),
         }
     }
 

@@ -16,6 +16,10 @@ pub enum PeerEvent {
     /// again from the cluster and applies what the service action asks of the nexuses at
     /// its own target port (unit attentions, PREEMPT AND ABORT's aborts).
     Reservations(Effects),
+    /// A SET TARGET PORT GROUPS there chose the preferred gateway: each reads the choice
+    /// from the cluster through its data plane ([`store::Plane::reload_preferred`]) and
+    /// tells its own nexuses of the states that changed.
+    AccessStates,
 }
 
 impl PeerEvent {
@@ -33,13 +37,14 @@ impl PeerEvent {
         }
     }
 
-    /// The bytes an announcement carries. Reservations: `P`, the number of unit attentions
+    /// The bytes an announcement carries. Access states: `A` alone. Reservations: `P`, the number of unit attentions
     /// (u16), each as ASC, ASCQ and its nexuses; the number of aborted (u16), each as its
     /// nexuses. Nexuses: the relative target port identifier (u16, 0: every target port)
     /// and the initiator port (u16 length, bytes). Big-endian.
     pub fn encode(&self) -> Vec<u8> {
         match self {
             PeerEvent::Reset(Asc(asc, ascq)) => vec![b'R', *asc, *ascq],
+            PeerEvent::AccessStates => vec![b'A'],
             PeerEvent::Reservations(e) => {
                 let whom = |w: &Whom, out: &mut Vec<u8>| {
                     out.extend_from_slice(&w.target_port.unwrap_or(0).to_be_bytes());
@@ -65,6 +70,7 @@ impl PeerEvent {
     pub fn decode(bytes: &[u8]) -> Option<PeerEvent> {
         match bytes {
             [b'R', asc, ascq] => Some(PeerEvent::Reset(Asc(*asc, *ascq))),
+            [b'A'] => Some(PeerEvent::AccessStates),
             [b'P', rest @ ..] => decode_reservations(rest).map(PeerEvent::Reservations),
             _ => None,
         }
@@ -118,6 +124,9 @@ mod tests {
             assert_eq!(PeerEvent::decode(&e.encode()), Some(e));
         }
         assert_eq!(PeerEvent::of(TaskManagement::AbortTaskSet), None);
+        let e = PeerEvent::AccessStates;
+        assert_eq!(PeerEvent::decode(&e.encode()), Some(e));
+        assert_eq!(PeerEvent::decode(b"A\x01"), None);
         assert_eq!(PeerEvent::decode(b"R\x29"), None);
         assert_eq!(PeerEvent::decode(b""), None);
     }

@@ -357,6 +357,7 @@ impl Target {
                     removable: false,
                     third_party_copy: false,
                     implicit_alua: false,
+                    explicit_alua: false,
                     version: self
                         .luns
                         .read()

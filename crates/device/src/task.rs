@@ -119,6 +119,9 @@ pub(crate) enum After {
     },
     /// A chunk of a third-party copy, moving `blocks` destination blocks.
     Copy(Box<CopyJob>, u64),
+    /// SET TARGET PORT GROUPS: the data plane kept the choice of this group as the preferred
+    /// gateway.
+    Prefer(u16),
 }
 
 impl Task {

@@ -233,8 +233,8 @@ impl Unit {
         sink: &mut dyn Sink,
     ) -> (Option<Transfer>, Submitted) {
         let resized = self.plane.resized().filter(|_| self.follows_store);
-        let preferred = self.plane.preferred_gateway();
         let (news, shared) = self.peer_news();
+        let preferred = self.plane.preferred_gateway();
         let arrived = self.call(now, sink, |core| {
             for event in &news {
                 core.peer_event(now, event, shared.as_ref());
@@ -256,7 +256,9 @@ impl Unit {
 
     /// What the other gateways announced since the last call and, when one changed the
     /// persistent reservations, their state read from the cluster once, outside the lock (a
-    /// RADOS read only after such an announcement; a load otherwise).
+    /// RADOS read only after such an announcement; a load otherwise). When one chose the
+    /// preferred gateway, the plane reads the choice again, so that the next command's
+    /// [`Plane::preferred_gateway`] answers it.
     fn peer_news(&self) -> (Vec<PeerEvent>, Option<store::SharedState>) {
         let news: Vec<PeerEvent> = self
             .plane
@@ -264,6 +266,11 @@ impl Unit {
             .iter()
             .filter_map(|m| PeerEvent::decode(m))
             .collect();
+        if news.contains(&PeerEvent::AccessStates) {
+            if let Err(e) = self.plane.reload_preferred() {
+                tracing::error!(error = %e, lun = self.lun, "reading the preferred gateway");
+            }
+        }
         let shared = news
             .iter()
             .any(|e| matches!(e, PeerEvent::Reservations(_)))

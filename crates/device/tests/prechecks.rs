@@ -50,6 +50,7 @@ fn the_flags_name_the_standards_sets() {
             "REPORT TARGET PORT GROUPS",
             "REPORT SUPPORTED OPERATION CODES",
             "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS",
+            "SET TARGET PORT GROUPS",
         ]
     );
     for c in COMMANDS {

@@ -1,7 +1,8 @@
-//! Asymmetric logical unit access (SPC-4 §5.16), implicit only: the device server alone sets
-//! each target port group's access state (TPGS = 01b in standard INQUIRY), which hosts read with
-//! REPORT TARGET PORT GROUPS (SPC-5 §6.37) and which decides what commands run (the table's
-//! [`Flags::STANDBY`] and [`Flags::UNAVAILABLE`]).
+//! Asymmetric logical unit access (SPC-4 §5.16): the device server sets each target port
+//! group's access state (implicit ALUA, TPGS bit 4 in standard INQUIRY) and, where gateways
+//! share a logical unit, hosts set it too with SET TARGET PORT GROUPS (SPC-4 §6.45; explicit
+//! ALUA, TPGS bit 5). Hosts read the states with REPORT TARGET PORT GROUPS (SPC-5 §6.37); they
+//! decide what commands run (the table's [`Flags::STANDBY`] and [`Flags::UNAVAILABLE`]).
 
 use crate::sense::{Asc, Sense, SenseKey};
 use crate::table::Flags;
@@ -25,6 +26,18 @@ impl AccessState {
         AccessState::Standby,
         AccessState::Unavailable,
     ];
+
+    /// The state an ASYMMETRIC ACCESS STATE field names, if it is one of these four
+    /// (SPC-4 table 330: the others are LBA dependent, offline, transitioning or reserved).
+    pub fn from_code(code: u8) -> Option<AccessState> {
+        AccessState::ALL.into_iter().find(|&s| s as u8 == code)
+    }
+
+    /// Its bit among the SUPPORTED bits of a target port group descriptor (byte 1: AO_SUP
+    /// bit 0, AN_SUP bit 1, S_SUP bit 2, U_SUP bit 3; SPC-5 §6.37).
+    pub fn supported_bit(self) -> u8 {
+        1 << self as u8
+    }
 
     /// The name the configuration uses, as sg_rtpg prints the state.
     pub fn name(self) -> &'static str {
@@ -87,13 +100,13 @@ pub struct TargetPortGroup {
     /// TARGET PORT GROUP: the identifier VPD 83h also reports.
     pub id: u16,
     pub state: AccessState,
+    /// PREF: the group hosts should prefer (SPC-4 §5.16.2.6).
+    pub pref: bool,
+    /// The SUPPORTED bits: the states the group may be in ([`AccessState::supported_bit`]).
+    pub supported: u8,
     /// RELATIVE TARGET PORT IDENTIFIER of its one target port.
     pub relative_target_port: u16,
 }
-
-/// SUPPORTED bits of a target port group descriptor (byte 1): U_SUP, S_SUP, AN_SUP, AO_SUP,
-/// the states a configuration may give a group.
-const SUPPORTED_STATES: u8 = 0x08 | 0x04 | 0x02 | 0x01;
 
 /// STATUS CODE 02h: the state was changed by the device server (an implicit transition, here
 /// the configuration's); 00h when the group is in its default state.
@@ -115,9 +128,9 @@ pub fn report_target_port_groups(groups: &[TargetPortGroup], extended: bool, out
         } else {
             STATUS_IMPLICIT_TRANSITION
         };
-        // PREF 0, ASYMMETRIC ACCESS STATE; SUPPORTED bits; TARGET PORT GROUP; reserved;
-        // STATUS CODE; vendor specific; TARGET PORT COUNT 1.
-        out.extend_from_slice(&[g.state as u8, SUPPORTED_STATES]);
+        // PREF (bit 7), ASYMMETRIC ACCESS STATE; SUPPORTED bits; TARGET PORT GROUP;
+        // reserved; STATUS CODE; vendor specific; TARGET PORT COUNT 1.
+        out.extend_from_slice(&[u8::from(g.pref) << 7 | g.state as u8, g.supported]);
         out.extend_from_slice(&g.id.to_be_bytes());
         out.extend_from_slice(&[0, status, 0, 1]);
         // Target port descriptor: reserved, RELATIVE TARGET PORT IDENTIFIER.
@@ -127,6 +140,60 @@ pub fn report_target_port_groups(groups: &[TargetPortGroup], extended: bool, out
     // RETURN DATA LENGTH: the bytes after the first four.
     let len = u32::try_from(out.len() - start - 4).unwrap_or(u32::MAX);
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+}
+
+/// One set target port group descriptor of a SET TARGET PORT GROUPS parameter list (SPC-4
+/// table 329).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetTargetPortGroup {
+    /// Where the descriptor starts in the parameter list, for a field pointer: its ASYMMETRIC
+    /// ACCESS STATE is at `at` (bits 3:0), its TARGET PORT GROUP at `at + 2`.
+    pub at: u16,
+    /// The state asked for; `None` for a code none of [`AccessState`] has (SPC-4 table 330:
+    /// LBA dependent, offline, transitioning, reserved), which no target port group here takes.
+    pub state: Option<AccessState>,
+    /// TARGET PORT GROUP OR TARGET PORT.
+    pub group: u16,
+}
+
+/// The descriptors of a SET TARGET PORT GROUPS parameter list (SPC-4 table 328: 4 reserved
+/// bytes, then 4-byte descriptors), each group named at most once. A list that is not a
+/// header and whole descriptors is PARAMETER LIST LENGTH ERROR (the CDB's length was checked
+/// on decoding: this is Data-Out that ended early); a set reserved bit or a group named twice
+/// is INVALID FIELD IN PARAMETER LIST at the field.
+pub fn set_target_port_groups(list: &[u8]) -> Result<Vec<SetTargetPortGroup>, Sense> {
+    if list.is_empty() {
+        return Ok(Vec::new());
+    }
+    if list.len() < 4 || !list.len().is_multiple_of(4) {
+        return Err(Sense::new(
+            SenseKey::IllegalRequest,
+            Asc::PARAMETER_LIST_LENGTH_ERROR,
+        ));
+    }
+    if let Some(i) = list[..4].iter().position(|&b| b != 0) {
+        return Err(Sense::invalid_field_in_parameter_list(i as u16, None));
+    }
+    let mut out: Vec<SetTargetPortGroup> = Vec::with_capacity(list.len() / 4 - 1);
+    for (i, d) in list[4..].chunks_exact(4).enumerate() {
+        let at = u16::try_from(4 + 4 * i).unwrap_or(u16::MAX);
+        if d[0] & 0xF0 != 0 {
+            return Err(Sense::invalid_field_in_parameter_list(at, Some(7)));
+        }
+        if d[1] != 0 {
+            return Err(Sense::invalid_field_in_parameter_list(at + 1, None));
+        }
+        let group = u16::from_be_bytes([d[2], d[3]]);
+        if out.iter().any(|o| o.group == group) {
+            return Err(Sense::invalid_field_in_parameter_list(at + 2, None));
+        }
+        out.push(SetTargetPortGroup {
+            at,
+            state: AccessState::from_code(d[0]),
+            group,
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -167,6 +234,8 @@ mod tests {
         let g = TargetPortGroup {
             id: 1,
             state: AccessState::Standby,
+            pref: false,
+            supported: 0x0F,
             relative_target_port: 1,
         };
         let mut out = vec![];
@@ -178,10 +247,69 @@ mod tests {
         let mut ext = vec![];
         let optimized = TargetPortGroup {
             state: AccessState::ActiveOptimized,
+            pref: true,
+            supported: AccessState::ActiveOptimized.supported_bit()
+                | AccessState::Standby.supported_bit(),
             ..g
         };
         report_target_port_groups(&[optimized], true, &mut ext);
         assert_eq!(&ext[..8], &[0, 0, 0, 16, 0x10, 0, 0, 0]);
-        assert_eq!(&ext[8..], &[0x00, 0x0F, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]);
+        assert_eq!(&ext[8..], &[0x80, 0x05, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn state_codes_name_the_four_states_and_no_other() {
+        for state in AccessState::ALL {
+            assert_eq!(AccessState::from_code(state as u8), Some(state));
+        }
+        for code in 4..=0x0F {
+            assert_eq!(AccessState::from_code(code), None, "{code:#x}");
+        }
+    }
+
+    #[test]
+    fn set_target_port_groups_lists_decode_and_point_at_what_is_wrong() {
+        let list = [0, 0, 0, 0, 0x00, 0, 0, 2, 0x0E, 0, 0x01, 0x00];
+        assert_eq!(
+            set_target_port_groups(&list),
+            Ok(vec![
+                SetTargetPortGroup {
+                    at: 4,
+                    state: Some(AccessState::ActiveOptimized),
+                    group: 2,
+                },
+                SetTargetPortGroup {
+                    at: 8,
+                    state: None,
+                    group: 0x100,
+                },
+            ])
+        );
+        assert_eq!(set_target_port_groups(&[]), Ok(vec![]));
+        assert_eq!(set_target_port_groups(&list[..4]), Ok(vec![]));
+        let length = Sense::new(SenseKey::IllegalRequest, Asc::PARAMETER_LIST_LENGTH_ERROR);
+        for n in [1, 3, 5, 7, 11] {
+            assert_eq!(
+                set_target_port_groups(&list[..n]),
+                Err(length.clone()),
+                "{n}"
+            );
+        }
+        let at = |i: usize, v: u8| {
+            let mut l = list;
+            l[i] = v;
+            set_target_port_groups(&l)
+                .unwrap_err()
+                .field
+                .map(|f| (f.byte, f.bit))
+        };
+        assert_eq!(at(2, 1), Some((2, None)), "reserved header byte");
+        assert_eq!(at(8, 0x1E), Some((8, Some(7))), "reserved bits 7:4");
+        assert_eq!(at(9, 1), Some((9, None)), "reserved byte 1");
+        // The second descriptor names group 2 again.
+        assert_eq!(
+            set_target_port_groups(&[0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 2]),
+            Err(Sense::invalid_field_in_parameter_list(10, None))
+        );
     }
 }

@@ -327,6 +327,11 @@ pub enum Command {
     SetTimestamp {
         parameter_list_length: u32,
     },
+    /// SET TARGET PORT GROUPS (SPC-4 §6.45): a parameter list of 0 bytes, or a 4-byte header
+    /// and 4-byte descriptors ([`crate::alua::set_target_port_groups`]).
+    SetTargetPortGroups {
+        parameter_list_length: u32,
+    },
     /// EXTENDED COPY (LID1)/(LID4) (SPC-4 §6.4, §6.5).
     ExtendedCopy(ExtendedCopy),
     /// RECEIVE COPY RESULTS service actions (SPC-4 §6.18–§6.21).
@@ -391,6 +396,9 @@ impl Command {
             }),
             Command::ReportTimestamp { allocation_length } => InBytes(allocation_length),
             Command::SetTimestamp {
+                parameter_list_length,
+            }
+            | Command::SetTargetPortGroups {
                 parameter_list_length,
             } => OutBytes(parameter_list_length),
             Command::RequestSense {

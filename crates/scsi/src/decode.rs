@@ -604,6 +604,25 @@ pub(crate) fn set_timestamp(c: &[u8]) -> Decoded {
         parameter_list_length: be32(c, 6),
     })
 }
+/// SET TARGET PORT GROUPS (SPC-4 §6.45, table 327). The parameter list is a 4-byte header and
+/// 4-byte descriptors, each naming another of at most 65536 groups, or nothing: another
+/// PARAMETER LIST LENGTH is INVALID FIELD IN CDB, as SPC-4 says of a length that violates
+/// the device's requirements.
+pub(crate) fn set_target_port_groups(c: &[u8]) -> Decoded {
+    const LONGEST: u32 = 4 + 4 * 65536;
+    let parameter_list_length = be32(c, 6);
+    if parameter_list_length != 0
+        && (parameter_list_length < 4
+            || !parameter_list_length.is_multiple_of(4)
+            || parameter_list_length > LONGEST)
+    {
+        return Err(Sense::invalid_field_in_cdb(6, None));
+    }
+    Ok(Command::SetTargetPortGroups {
+        parameter_list_length,
+    })
+}
+
 /// REPORT TARGET PORT GROUPS (SPC-5 §6.37): PARAMETER DATA FORMAT (byte 1 bits 7:5) 000b or
 /// 001b.
 pub(crate) fn report_target_port_groups(c: &[u8]) -> Decoded {

@@ -930,6 +930,18 @@ pub(crate) fn set_timestamp(cmd: &Command, c: &mut [u8]) -> Encoded {
     Ok(())
 }
 
+/// SET TARGET PORT GROUPS (SPC-4 table 327).
+pub(crate) fn set_target_port_groups(cmd: &Command, c: &mut [u8]) -> Encoded {
+    let Command::SetTargetPortGroups {
+        parameter_list_length,
+    } = *cmd
+    else {
+        return OTHER;
+    };
+    put32(c, 6, parameter_list_length);
+    Ok(())
+}
+
 /// REPORT TARGET PORT GROUPS (SPC-5 §6.37): PARAMETER DATA FORMAT (byte 1 bits 7:5) 000b, or
 /// 001b for the extended header.
 pub(crate) fn report_target_port_groups(cmd: &Command, c: &mut [u8]) -> Encoded {

@@ -20,8 +20,11 @@ pub struct StandardInquiry {
     pub removable: bool,
     /// 3PC: the logical unit has a copy manager (third-party copy commands, VPD 8Fh).
     pub third_party_copy: bool,
-    /// TPGS 01b (byte 5 bits 5:4): implicit asymmetric logical unit access (SPC-4 §5.16).
+    /// TPGS bit 4 (byte 5): implicit asymmetric logical unit access (SPC-4 §5.16.2.7).
     pub implicit_alua: bool,
+    /// TPGS bit 5: explicit asymmetric logical unit access, SET TARGET PORT GROUPS
+    /// (SPC-4 §5.16.2.8).
+    pub explicit_alua: bool,
     /// VERSION (byte 2): the SPC version claimed (Linux probes CDL only from SPC-5, 07h, on).
     pub version: u8,
     pub vendor: [u8; 8],
@@ -49,7 +52,9 @@ impl StandardInquiry {
         b[2] = self.version;
         b[3] = 0x02; // RESPONSE DATA FORMAT 2
         b[4] = (STANDARD_INQUIRY_LENGTH - 5) as u8;
-        b[5] = u8::from(self.implicit_alua) << 4 | u8::from(self.third_party_copy) << 3;
+        b[5] = u8::from(self.explicit_alua) << 5
+            | u8::from(self.implicit_alua) << 4
+            | u8::from(self.third_party_copy) << 3;
         b[7] = 0x02; // CMDQUE: SIMPLE/ORDERED/HEAD OF QUEUE task attributes
         b[8..16].copy_from_slice(&self.vendor);
         b[16..32].copy_from_slice(&self.product);
@@ -260,6 +265,7 @@ mod tests {
             removable: false,
             third_party_copy: false,
             implicit_alua: true,
+            explicit_alua: false,
             version: 0x0D,
             vendor: ascii_field("STINT"),
             product: ascii_field("ramdisk\u{7}"),

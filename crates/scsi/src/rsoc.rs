@@ -14,12 +14,15 @@ pub struct Features {
     pub cdl: bool,
     /// Thin provisioning: UNMAP is supported.
     pub thin_provisioning: bool,
+    /// Explicit ALUA (gateways, docs/gateways.md): SET TARGET PORT GROUPS is supported.
+    pub explicit_alua: bool,
 }
 
 impl Features {
     /// Whether the logical unit runs the table entry `info`.
     pub fn supports(&self, info: &CommandInfo) -> bool {
-        !info.thin_provisioning || self.thin_provisioning
+        (!info.thin_provisioning || self.thin_provisioning)
+            && (!info.explicit_alua || self.explicit_alua)
     }
 }
 
@@ -149,28 +152,59 @@ mod tests {
         rsoc_lu(false, rctd, reporting_options, opcode, sa)
     }
 
+    /// REPORT SUPPORTED OPERATION CODES of a unit with `features`, for `opcode`/`sa`.
+    fn with(features: Features, options: u8, opcode: u8, sa: u16) -> Vec<u8> {
+        let r = ReportSupportedOperationCodes {
+            rctd: false,
+            reporting_options: options,
+            requested_operation_code: opcode,
+            requested_service_action: sa,
+            allocation_length: 0xFFFF,
+        };
+        let mut out = vec![];
+        report_supported_operation_codes(&r, features, &mut out).unwrap();
+        out
+    }
+
     /// UNMAP is reported by a thin-provisioned logical unit only.
     #[test]
     fn unmap_only_with_thin_provisioning() {
         let r = |thin_provisioning, options| {
-            let r = ReportSupportedOperationCodes {
-                rctd: false,
-                reporting_options: options,
-                requested_operation_code: 0x42,
-                requested_service_action: 0,
-                allocation_length: 0xFFFF,
-            };
-            let mut out = vec![];
             let features = Features {
-                cdl: false,
                 thin_provisioning,
+                ..Features::default()
             };
-            report_supported_operation_codes(&r, features, &mut out).unwrap();
-            out
+            with(features, options, 0x42, 0)
         };
         assert_eq!(r(true, 1)[1], SUPPORT_STANDARD);
         assert_eq!(r(false, 1), vec![0, SUPPORT_NOT_SUPPORTED, 0, 0]);
         let all = |thin| r(thin, 0)[4..].chunks(8).any(|d| d[0] == 0x42);
+        assert!(all(true));
+        assert!(!all(false));
+    }
+
+    /// SET TARGET PORT GROUPS is reported by a logical unit with explicit ALUA only.
+    #[test]
+    fn set_target_port_groups_only_with_explicit_alua() {
+        let r = |explicit_alua, options| {
+            let features = Features {
+                explicit_alua,
+                ..Features::default()
+            };
+            with(features, options, 0xA4, 0x0A)
+        };
+        let one = r(true, 2);
+        assert_eq!(one[1], SUPPORT_STANDARD);
+        assert_eq!(
+            &one[4..],
+            &[0xA4, 0x0A, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0x04]
+        );
+        assert_eq!(r(false, 2), vec![0, SUPPORT_NOT_SUPPORTED, 0, 0]);
+        let all = |explicit| {
+            r(explicit, 0)[4..]
+                .chunks(8)
+                .any(|d| d[..4] == [0xA4, 0, 0, 0x0A])
+        };
         assert!(all(true));
         assert!(!all(false));
     }
@@ -193,6 +227,7 @@ mod tests {
         let features = Features {
             cdl,
             thin_provisioning: true,
+            explicit_alua: true,
         };
         report_supported_operation_codes(&r, features, &mut out).map(|_| out)
     }

@@ -143,6 +143,9 @@ pub struct CommandInfo {
     pub cdl_page: Option<CdlPageKind>,
     /// Supported only by a thin-provisioned logical unit (LBPU, SBC-4 §4.7.3.2): UNMAP.
     pub thin_provisioning: bool,
+    /// Supported only by a logical unit with explicit ALUA (TPGS 11b, SPC-4 §5.16.2.8): SET
+    /// TARGET PORT GROUPS.
+    pub explicit_alua: bool,
     /// RDPROTECT/WRPROTECT/VRPROTECT (bits 7:5 of [`CommandInfo::protect_byte`]) must be 0
     /// without protection information (SBC-4 §4.22.2, PROTECT = 0 in standard INQUIRY data).
     pub protect_field: bool,
@@ -284,6 +287,7 @@ struct Entry {
     protect_field: bool,
     cdl_page: Option<CdlPageKind>,
     thin_provisioning: bool,
+    explicit_alua: bool,
     flags: Option<Flags>,
     timeout: Option<u32>,
 }
@@ -305,6 +309,7 @@ impl Entry {
             protect_field: false,
             cdl_page: None,
             thin_provisioning: false,
+            explicit_alua: false,
             flags: None,
             timeout: None,
         }
@@ -369,6 +374,14 @@ impl Entry {
         }
     }
 
+    /// Supported only by a logical unit with explicit ALUA.
+    const fn explicit_alua(self) -> Entry {
+        Entry {
+            explicit_alua: true,
+            ..self
+        }
+    }
+
     /// Where it may run, instead of [`Flags::derived`].
     const fn flags(self, flags: Flags) -> Entry {
         Entry {
@@ -405,6 +418,7 @@ impl Entry {
             },
             cdl_page: self.cdl_page,
             thin_provisioning: self.thin_provisioning,
+            explicit_alua: self.explicit_alua,
             protect_field: self.protect_field,
             nominal_timeout: timeout,
             recommended_timeout: timeout * 2,
@@ -1115,6 +1129,20 @@ const ENTRIES: &[Entry] = &[
         .data_in()
         .reservation_access(Allowed)
         .timeout(1),
+    // Runs in the standby and unavailable states (SPC-4 §5.16.2.4.4, §5.16.2.4.5), and
+    // conflicts with reservations as a change of the logical unit (SPC-4 table 65).
+    Entry::new(
+        "SET TARGET PORT GROUPS",
+        d::set_target_port_groups,
+        e::set_target_port_groups,
+    )
+    .cdb(&[0xA4, 0x0A, 0, 0, 0, 0, F, F, F, F, 0, NACA])
+    .service_action(0x0A)
+    .data_out()
+    .reservation_access(Write)
+    .flags(Flags::STANDBY.union(Flags::UNAVAILABLE))
+    .explicit_alua()
+    .timeout(5),
     Entry::new("SET TIMESTAMP", d::set_timestamp, e::set_timestamp)
         .cdb(&[0xA4, 0x0F, 0, 0, 0, 0, F, F, F, F, 0, NACA])
         .service_action(0x0F)

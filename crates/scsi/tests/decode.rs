@@ -302,6 +302,8 @@ fn is_value_check(opcode: u8, s: &Sense) -> bool {
         0x2E | 0xAE | 0x8E => (f.byte, f.bit) == (1, Some(2)), // BYTCHK 11b
         // REPORTING OPTIONS 111b (RSOC), PARAMETER DATA FORMAT 111b (RTPG).
         0xA3 => [(2, Some(2)), (1, Some(7))].contains(&(f.byte, f.bit)),
+        // SET TARGET PORT GROUPS' PARAMETER LIST LENGTH FFFFFFFFh: no header and descriptors.
+        0xA4 => (f.byte, f.bit) == (6, None),
         _ => false,
     }
 }
@@ -470,6 +472,9 @@ fn table_direction_matches_decoded_data_length() {
         }
         if info.opcode() == 0x5F {
             cdb[5..9].copy_from_slice(&24u32.to_be_bytes()); // within the longest list taken
+        }
+        if info.opcode() == 0xA4 && info.service_action == Some(0x0A) {
+            cdb[6..10].copy_from_slice(&8u32.to_be_bytes()); // a header and a descriptor
         }
         if info.opcode() == 0x83 && info.service_action != Some(0x1C) {
             cdb[10..14].copy_from_slice(&64u32.to_be_bytes()); // within the longest list taken
@@ -832,4 +837,36 @@ fn sanitize_format_unit_write_atomic_and_timestamps_decode() {
             parameter_list_length: 12
         }
     );
+}
+
+#[test]
+fn set_target_port_groups_takes_a_header_and_whole_descriptors() {
+    let cdb = |len: u32| {
+        let mut cdb = [0xA4, 0x0A, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        cdb[6..10].copy_from_slice(&len.to_be_bytes());
+        cdb
+    };
+    for len in [0, 4, 8, 4 + 4 * 65536] {
+        let (info, cmd) = decode(&cdb(len)).unwrap_or_else(|e| panic!("{len}: {e:?}"));
+        assert_eq!(info.name, "SET TARGET PORT GROUPS");
+        assert_eq!(
+            cmd,
+            Command::SetTargetPortGroups {
+                parameter_list_length: len
+            }
+        );
+    }
+    // Not a header and descriptors, or more descriptors than there are groups: INVALID
+    // FIELD IN CDB at PARAMETER LIST LENGTH (SPC-4 §6.45).
+    for len in [1, 3, 6, 9, 8 + 4 * 65536, u32::MAX] {
+        assert_eq!(
+            err(&cdb(len)),
+            Sense::invalid_field_in_cdb(6, None),
+            "{len}"
+        );
+    }
+    // Reserved bytes 2-5 and 10, as every CDB's.
+    let mut reserved = cdb(8);
+    reserved[10] = 1;
+    assert_eq!(err(&reserved).field.map(|f| f.byte), Some(10));
 }

@@ -107,6 +107,12 @@ pub enum Op {
         contents: Vec<u8>,
         version: u64,
     },
+    /// Where several gateways share the store (docs/gateways.md): make the gateway of target
+    /// port group `group` the preferred one of every gateway, kept in the cluster, if it has
+    /// the store open (SET TARGET PORT GROUPS). [`Done::Ok`] once it is kept and
+    /// [`Plane::preferred_gateway`] answers it; [`Done::Failed`] changes nothing (its error
+    /// `NotConnected`: that gateway is not alive).
+    Prefer { group: u16 },
 }
 
 /// A state the gateways of a store share, as read: its contents (`None`: none written yet)
@@ -248,6 +254,13 @@ pub trait Plane: Send + Sync {
     /// server alone serves. Asked before every command, so an atomic load.
     fn preferred_gateway(&self) -> Option<Option<u16>> {
         None
+    }
+
+    /// Where several gateways share the store: reads again from the cluster which gateway is
+    /// preferred (blocking: after another gateway announced that it set one with
+    /// [`Op::Prefer`]), so that [`Plane::preferred_gateway`] answers it at once.
+    fn reload_preferred(&self) -> io::Result<()> {
+        Ok(())
     }
 
     /// Where several gateways share the store: sends `message` to the other gateways' planes

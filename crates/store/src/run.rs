@@ -104,7 +104,7 @@ pub(crate) fn check(capacity: u64, op: &Op, data_out: usize) -> Result<(), Failu
             read(check_span(len_of(source), from, len))?;
             write(check_span(len_of(destination), to, len))
         }
-        Op::Flush | Op::Usage | Op::Keep { .. } | Op::Share { .. } => Ok(()),
+        Op::Flush | Op::Usage | Op::Keep { .. } | Op::Share { .. } | Op::Prefer { .. } => Ok(()),
     }
 }
 
@@ -137,7 +137,8 @@ pub(crate) fn changes(op: &Op) -> Option<(u64, u64, bool)> {
         | Op::Usage
         | Op::Copy { .. }
         | Op::Keep { .. }
-        | Op::Share { .. } => None,
+        | Op::Share { .. }
+        | Op::Prefer { .. } => None,
     }
 }
 
@@ -214,9 +215,9 @@ pub(crate) fn exec(store: &dyn Store, op: &Op, data_out: &[u8]) -> Done {
             at: None,
             error: invalid("reads and copies do not run holding a range".into()),
         }),
-        Op::Keep { .. } | Op::Share { .. } => Err(Failure::Write {
+        Op::Keep { .. } | Op::Share { .. } | Op::Prefer { .. } => Err(Failure::Write {
             at: None,
-            error: invalid("a kept file is its plane's, not its store's".into()),
+            error: invalid("a kept file or gateway state is its plane's, not its store's".into()),
         }),
     };
     done.unwrap_or_else(Done::Failed)

@@ -231,6 +231,9 @@ fn representative(info: &CommandInfo) -> Command {
         "SET TIMESTAMP" => Command::SetTimestamp {
             parameter_list_length: 12,
         },
+        "SET TARGET PORT GROUPS" => Command::SetTargetPortGroups {
+            parameter_list_length: 0x0001_0304,
+        },
         "COPY OPERATION ABORT" => Command::ExtendedCopy(ExtendedCopy {
             service_action: out_action::COPY_OPERATION_ABORT,
             list_identifier: 0x0102_0304,

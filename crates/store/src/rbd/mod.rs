@@ -192,12 +192,12 @@ struct Shared {
     core: Arc<Core>,
     image: Arc<Image>,
     store: Arc<RbdStore>,
-    /// This server's target port group, when other gateways share the image.
-    gateway: Option<u16>,
+    /// This server among the gateways, when other gateways share the image.
+    gateway: Option<RbdGateway>,
     /// The object the gateways of the image register and notify on.
     object: String,
-    /// The target port group of the first gateway, in the configuration's order, that has
-    /// the image open, as last seen; 0 while none is known.
+    /// The target port group of the preferred gateway ([`preferred`]), as last seen; 0 while
+    /// none is known.
     preferred: AtomicU32,
     /// The RADOS object the gateways keep the persistent reservations in.
     reservations: String,
@@ -220,6 +220,10 @@ const GATEWAYS_POLL: Duration = Duration::from_millis(250);
 fn gateways_object(image: &str) -> String {
     format!("stint.gateways.{image}")
 }
+
+/// The extended attribute of the gateways' object that keeps the explicit choice of SET
+/// TARGET PORT GROUPS: the target port group of the gateway made preferred, in decimal.
+const PREFERRED_XATTR: &str = "preferred";
 
 /// The RADOS object, beside the image, that holds its persistent reservations when gateways
 /// share it: every gateway reads and writes the one state (docs/gateways.md).
@@ -265,7 +269,7 @@ impl RbdPlane {
             core,
             image,
             store,
-            gateway: target.gateway.as_ref().map(|g| g.own),
+            gateway: target.gateway.clone(),
             object: gateways_object(&target.image),
             preferred: AtomicU32::new(0),
             reservations: reservations_object(&target.image),
@@ -317,7 +321,7 @@ impl Plane for RbdPlane {
     /// A message framed with this gateway's group, so that its own copy (it watches the
     /// object too) is told apart.
     fn announce(&self, message: &[u8]) -> io::Result<()> {
-        let Some(own) = self.shared.gateway else {
+        let Some(own) = self.shared.own() else {
             return Ok(());
         };
         let framed = [&own.to_be_bytes()[..], message].concat();
@@ -327,7 +331,7 @@ impl Plane for RbdPlane {
     }
 
     fn announced(&self) -> Vec<Vec<u8>> {
-        let Some(own) = self.shared.gateway else {
+        let Some(own) = self.shared.own() else {
             return Vec::new();
         };
         let mut messages = self.shared.image.messages();
@@ -336,11 +340,22 @@ impl Plane for RbdPlane {
     }
 
     fn preferred_gateway(&self) -> Option<Option<u16>> {
-        self.shared.gateway.map(|_| {
+        self.shared.gateway.as_ref().map(|_| {
             u16::try_from(self.shared.preferred.load(Ordering::Relaxed))
                 .ok()
                 .filter(|&g| g != 0)
         })
+    }
+
+    fn reload_preferred(&self) -> io::Result<()> {
+        let Some(gateway) = &self.shared.gateway else {
+            return Ok(());
+        };
+        let group = preferred(&self.shared.image, gateway, &self.shared.object)?;
+        self.shared
+            .preferred
+            .store(u32::from(group), Ordering::Relaxed);
+        Ok(())
     }
 
     fn resize(&self, bytes: Option<u64>) -> io::Result<u64> {
@@ -383,9 +398,36 @@ impl Plane for RbdPlane {
 }
 
 impl Shared {
+    /// This server's target port group, when other gateways share the image.
+    fn own(&self) -> Option<u16> {
+        self.gateway.as_ref().map(|g| g.own)
+    }
+
     /// Whether `file` is the gateways' (in the cluster) rather than this server's.
     fn shares(&self, file: KeptFile) -> bool {
         self.gateway.is_some() && file == KeptFile::Reservations
+    }
+
+    /// [`Op::Prefer`]: the choice written to the cluster, if that gateway is alive, and taken
+    /// here at once (the other gateways read it when they hear of it, or at their next look).
+    fn prefer(&self, group: u16) -> io::Result<()> {
+        let Some(gateway) = &self.gateway else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a lone server has no gateway to prefer",
+            ));
+        };
+        if !alive(&self.image, gateway, &self.object)?.contains(&group) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("the gateway of target port group {group} does not have the image open"),
+            ));
+        }
+        self.image
+            .set_xattr(&self.object, PREFERRED_XATTR, group.to_string().as_bytes())?;
+        self.preferred.store(u32::from(group), Ordering::Relaxed);
+        tracing::info!(preferred = group, "the preferred gateway set explicitly");
+        Ok(())
     }
 
     fn load_shared(&self) -> io::Result<SharedState> {
@@ -416,24 +458,31 @@ impl Shared {
     }
 }
 
-/// Whether a gateway other than this one has the image open now.
-fn alive_others(image: &Image, gateway: &RbdGateway, object: &str) -> io::Result<bool> {
+/// The groups of the gateways that have the image open now (their registered client id among
+/// the image's watchers), in `gateway.all`'s order. This gateway counts as alive throughout.
+fn alive(image: &Image, gateway: &RbdGateway, object: &str) -> io::Result<Vec<u16>> {
     let watchers = image.watchers()?;
-    for &group in gateway.all.iter().filter(|&&g| g != gateway.own) {
-        let id = image.get_xattr(object, &format!("gateway.{group}"))?;
-        let alive = id
-            .and_then(|id| String::from_utf8(id).ok()?.parse::<u64>().ok())
-            .is_some_and(|id| watchers.contains(&id));
-        if alive {
-            return Ok(true);
+    let mut alive = Vec::with_capacity(gateway.all.len());
+    for &group in &gateway.all {
+        let is = group == gateway.own
+            || image
+                .get_xattr(object, &format!("gateway.{group}"))?
+                .and_then(|id| String::from_utf8(id).ok()?.parse::<u64>().ok())
+                .is_some_and(|id| watchers.contains(&id));
+        if is {
+            alive.push(group);
         }
     }
-    Ok(false)
+    Ok(alive)
 }
 
-/// A gateway's watch of which gateways are alive, until its plane is dropped: the first in
-/// the configuration's order whose client has the image open (its registered id among the
-/// image's watchers) is the preferred one. This gateway counts as alive throughout.
+/// Whether a gateway other than this one has the image open now.
+fn alive_others(image: &Image, gateway: &RbdGateway, object: &str) -> io::Result<bool> {
+    Ok(alive(image, gateway, object)?.len() > 1)
+}
+
+/// A gateway's watch of which gateways are alive, until its plane is dropped: the preferred
+/// one is looked at again every [`GATEWAYS_POLL`].
 fn watch_gateways(plane: &Weak<Shared>, gateway: &RbdGateway, object: &str) {
     while let Some(shared) = plane.upgrade() {
         let was = shared.preferred.load(Ordering::Relaxed);
@@ -444,8 +493,14 @@ fn watch_gateways(plane: &Weak<Shared>, gateway: &RbdGateway, object: &str) {
                 was
             }
         };
-        if now != was {
-            shared.preferred.store(now, Ordering::Relaxed);
+        // Unless an explicit choice ([`Shared::prefer`], [`Plane::reload_preferred`]) came
+        // meanwhile: this look may have read the choice before it was written.
+        let changed = now != was
+            && shared
+                .preferred
+                .compare_exchange(was, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok();
+        if changed {
             tracing::info!(
                 preferred = now,
                 this_gateway = gateway.own,
@@ -457,22 +512,16 @@ fn watch_gateways(plane: &Weak<Shared>, gateway: &RbdGateway, object: &str) {
     }
 }
 
-/// The group of the first gateway alive, in `gateway.all`'s order.
+/// The preferred gateway's group: the one SET TARGET PORT GROUPS chose last (the
+/// [`PREFERRED_XATTR`] of the gateways' object) while it is alive, else the first alive in
+/// `gateway.all`'s order (docs/gateways.md).
 fn preferred(image: &Image, gateway: &RbdGateway, object: &str) -> io::Result<u16> {
-    let watchers = image.watchers()?;
-    for &group in &gateway.all {
-        if group == gateway.own {
-            return Ok(group);
-        }
-        let id = image.get_xattr(object, &format!("gateway.{group}"))?;
-        let alive = id
-            .and_then(|id| String::from_utf8(id).ok()?.parse::<u64>().ok())
-            .is_some_and(|id| watchers.contains(&id));
-        if alive {
-            return Ok(group);
-        }
-    }
-    Ok(gateway.own)
+    let alive = alive(image, gateway, object)?;
+    let chosen = image
+        .get_xattr(object, PREFERRED_XATTR)?
+        .and_then(|v| String::from_utf8(v).ok()?.parse::<u16>().ok())
+        .filter(|g| alive.contains(g));
+    Ok(chosen.or(alive.first().copied()).unwrap_or(gateway.own))
 }
 
 /// How many of one command's `rbd_aio_write_zeroes` requests librbd holds at once: all of an
@@ -529,6 +578,16 @@ impl Shared {
                     let done = shared
                         .share(&contents, version)
                         .unwrap_or_else(|error| Done::Failed(Failure::Write { at: None, error }));
+                    shared.core.complete(owned, done);
+                });
+            }
+            Op::Prefer { group } if self.gateway.is_some() => {
+                let shared = self.clone();
+                self.core.pool.spawn(move || {
+                    let done = match shared.prefer(group) {
+                        Ok(()) => Done::Ok,
+                        Err(error) => Done::Failed(Failure::Write { at: None, error }),
+                    };
                     shared.core.complete(owned, done);
                 });
             }
