@@ -73,6 +73,10 @@ pub struct TargetConfig {
     /// Every gateway exporting the target, this one included, the preferred one first.
     #[serde(default)]
     pub gateways: Vec<GatewayConfig>,
+    /// Gateways accept SET TARGET PORT GROUPS: hosts choose the preferred gateway (explicit
+    /// ALUA, TPGS 11b). Off by default: implicit ALUA only (docs/gateways.md says why).
+    #[serde(default)]
+    pub alua_explicit: bool,
 }
 
 /// One gateway of a target: a `stint serve` that exports the same RBD images.
@@ -101,6 +105,7 @@ impl TargetConfig {
             Some(own) => device::PortGroups {
                 own,
                 all: self.gateways.iter().map(|g| g.port_group).collect(),
+                explicit: self.alua_explicit,
             },
             None => device::PortGroups::default(),
         }
@@ -109,6 +114,9 @@ impl TargetConfig {
     /// The checks of `gateway` and `gateways` (`at` names the target).
     fn validate_gateways(&self, at: &str) -> anyhow::Result<()> {
         let Some(me) = &self.gateway else {
+            if self.alua_explicit {
+                bail!("{at}: alua_explicit applies to gateways only (SET TARGET PORT GROUPS chooses among them); this target has no gateway");
+            }
             if !self.gateways.is_empty() {
                 bail!("{at}: gateways lists this target's gateways but gateway does not say which one this server is");
             }
@@ -1045,11 +1053,18 @@ mod tests {
             c.targets[0].port_groups(),
             device::PortGroups {
                 own: 2,
-                all: vec![1, 2]
+                all: vec![1, 2],
+                explicit: false,
             }
         );
+        let explicit = parse(&format!(
+            "{GW}gateway = \"b\"\nalua_explicit = true\n{rbd}{pair}"
+        ))
+        .expect("explicit ALUA");
+        assert!(explicit.targets[0].port_groups().explicit());
         let gateway_cases = [
             (format!("{GW}{rbd}{pair}"), "gateway does not say which one this server is"),
+            (format!("{GW}alua_explicit = true\n{rbd}"), "alua_explicit applies to gateways only"),
             (format!("{GW}gateway = \"c\"\n{rbd}{pair}"), "gateway \"c\" is not among the names in gateways"),
             (format!("{GW}gateway = \"a\"\n{rbd}[[target.gateways]]\nname = \"a\"\nportal = \"127.0.0.1:1\"\nport_group = 1\n"), "needs a gateways list of at least two"),
             (ok.replace("port_group = 2", "port_group = 1"), "port_group 1 is given to two gateways"),

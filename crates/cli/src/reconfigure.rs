@@ -257,9 +257,11 @@ impl Live {
             if before.alua_state != t.alua_state {
                 bail!("target {}: alua_state changes need a restart", t.name);
             }
-            if (&before.gateway, &before.gateways) != (&t.gateway, &t.gateways) {
+            if (&before.gateway, &before.gateways, before.alua_explicit)
+                != (&t.gateway, &t.gateways, t.alua_explicit)
+            {
                 bail!(
-                    "target {}: gateway and gateways changes need a restart",
+                    "target {}: gateway, gateways and alua_explicit changes need a restart",
                     t.name
                 );
             }

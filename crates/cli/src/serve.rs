@@ -117,6 +117,7 @@ impl ServeArgs {
                     alua_state: None,
                     gateway: None,
                     gateways: Vec::new(),
+                    alua_explicit: false,
                 };
                 let config = Config {
                     listen: DEFAULT_LISTEN.parse()?,

@@ -46,6 +46,8 @@ struct Pair {
     ports: [u16; 2],
     /// Extra keys of the LUN's table.
     lun_keys: String,
+    /// The target's `alua_explicit`: hosts may choose the preferred gateway.
+    explicit: bool,
 }
 
 impl Pair {
@@ -60,6 +62,15 @@ impl Pair {
             dir: tempfile::tempdir().unwrap(),
             ports: [free_port(), free_port()],
             lun_keys: lun_keys.to_owned(),
+            explicit: false,
+        }
+    }
+
+    /// The pair with `alua_explicit = true` (SET TARGET PORT GROUPS).
+    fn explicit(self) -> Pair {
+        Pair {
+            explicit: true,
+            ..self
         }
     }
 
@@ -83,6 +94,7 @@ impl Pair {
 [[target]]
 name = "{TARGET}"
 gateway = "{me}"
+alua_explicit = {explicit}
 [[target.gateways]]
 name = "a"
 portal = "127.0.0.1:{a}"
@@ -100,7 +112,8 @@ conf = "{conf}"
 "#,
                 image = self.image.name,
                 conf = self.image.conf,
-                keys = self.lun_keys
+                keys = self.lun_keys,
+                explicit = self.explicit
             ),
         )
         .unwrap();
@@ -314,7 +327,7 @@ async fn prefer(s: &mut Initiator, lun: u64, group: u16) -> (CommandResult, Vec<
 #[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
 fn set_target_port_groups_through_one_gateway_is_every_gateways_choice() {
     let conf = cluster("set_target_port_groups_through_one_gateway_is_every_gateways_choice");
-    let pair = Pair::new(&conf, "stpg");
+    let pair = Pair::new(&conf, "stpg").explicit();
     let (a, b) = (pair.start(0), pair.start(1));
     runtime().block_on(async {
         let (mut sa, lun) = session(&a.urls[0], "iqn.2026-11.dev.stint:host-a").await;

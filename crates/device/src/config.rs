@@ -74,6 +74,9 @@ pub struct PortGroups {
     /// Every gateway's group, in the configuration's order: the first is the one a host is
     /// steered to while no gateway holds the store. `[own]` for a lone server.
     pub all: Vec<u16>,
+    /// Hosts may choose the preferred gateway with SET TARGET PORT GROUPS (explicit ALUA,
+    /// TPGS 11b; docs/gateways.md): the configuration's `alua_explicit`, for gateways only.
+    pub explicit: bool,
 }
 
 impl Default for PortGroups {
@@ -81,6 +84,7 @@ impl Default for PortGroups {
         PortGroups {
             own: crate::TARGET_PORT_GROUP,
             all: vec![crate::TARGET_PORT_GROUP],
+            explicit: false,
         }
     }
 }
@@ -89,6 +93,11 @@ impl PortGroups {
     /// Whether other gateways export the logical unit too.
     pub fn shared(&self) -> bool {
         self.all.len() > 1
+    }
+
+    /// Whether SET TARGET PORT GROUPS is supported (TPGS 11b): gateways that allow it.
+    pub fn explicit(&self) -> bool {
+        self.shared() && self.explicit
     }
 }
 

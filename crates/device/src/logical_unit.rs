@@ -189,7 +189,7 @@ impl LogicalUnit {
             removable: config.removable,
             third_party_copy: true,
             implicit_alua: true,
-            explicit_alua: config.port_groups.shared(),
+            explicit_alua: config.port_groups.explicit(),
             version: config.inquiry_version,
             vendor,
             product: inquiry::ascii_field(&config.product),
@@ -330,7 +330,7 @@ impl LogicalUnit {
         rsoc::Features {
             cdl: self.has_device_queue(),
             thin_provisioning: self.config.thin_provisioning,
-            explicit_alua: self.config.port_groups.shared(),
+            explicit_alua: self.config.port_groups.explicit(),
         }
     }
 

@@ -255,17 +255,24 @@ impl Unit {
     }
 
     /// What the other gateways announced since the last call and, when one changed the
-    /// persistent reservations, their state read from the cluster once, outside the lock (a
-    /// RADOS read only after such an announcement; a load otherwise). When one chose the
+    /// persistent reservations (or the plane saw a change no announcement told of), their
+    /// state read from the cluster once, outside the lock (a RADOS read only then; a load
+    /// otherwise). When one chose the
     /// preferred gateway, the plane reads the choice again, so that the next command's
     /// [`Plane::preferred_gateway`] answers it.
     fn peer_news(&self) -> (Vec<PeerEvent>, Option<store::SharedState>) {
-        let news: Vec<PeerEvent> = self
+        let mut news: Vec<PeerEvent> = self
             .plane
             .announced()
             .iter()
             .filter_map(|m| PeerEvent::decode(m))
             .collect();
+        // A change no announcement told of: read it, with nothing asked of the nexuses.
+        if self.plane.shared_changed()
+            && !news.iter().any(|e| matches!(e, PeerEvent::Reservations(_)))
+        {
+            news.push(PeerEvent::Reservations(Default::default()));
+        }
         if news.contains(&PeerEvent::AccessStates) {
             if let Err(e) = self.plane.reload_preferred() {
                 tracing::error!(error = %e, lun = self.lun, "reading the preferred gateway");

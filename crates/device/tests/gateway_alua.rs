@@ -127,12 +127,14 @@ impl Plane for Gateway {
     }
 }
 
-/// Gateway `own` (of port groups 1 and 2) as a target with LUN 0, the others in `state`.
-fn gateway(plane: Arc<Gateway>, own: u16, state: AccessState) -> Target {
+/// Gateway `own` (of port groups 1 and 2) as a target with LUN 0, the others in `state`,
+/// with explicit ALUA (`alua_explicit`) or not.
+fn gateway(plane: Arc<Gateway>, own: u16, state: AccessState, explicit: bool) -> Target {
     let mut config = LuConfig::new("iqn.test:gateways", 0, 1 << 20);
     config.port_groups = PortGroups {
         own,
         all: vec![1, 2],
+        explicit,
     };
     config.alua_state = state;
     Target::new(vec![(
@@ -144,8 +146,18 @@ fn gateway(plane: Arc<Gateway>, own: u16, state: AccessState) -> Target {
 /// Gateways 1 and 2 of one cluster, the others active/non-optimized.
 fn pair() -> (Arc<Cluster>, Target, Target) {
     let cluster = Cluster::new();
-    let a = gateway(Gateway::join(&cluster), 1, AccessState::ActiveNonOptimized);
-    let b = gateway(Gateway::join(&cluster), 2, AccessState::ActiveNonOptimized);
+    let a = gateway(
+        Gateway::join(&cluster),
+        1,
+        AccessState::ActiveNonOptimized,
+        true,
+    );
+    let b = gateway(
+        Gateway::join(&cluster),
+        2,
+        AccessState::ActiveNonOptimized,
+        true,
+    );
     (cluster, a, b)
 }
 
@@ -206,11 +218,21 @@ fn told(t: &Target, n: &Nexus) -> bool {
 }
 
 #[test]
-fn only_gateways_offer_explicit_alua() {
+fn only_gateways_with_alua_explicit_offer_explicit_alua() {
     let lone = common::ram_target(LuConfig::new("iqn.test:lone", 0, 1 << 20));
+    let implicit = gateway(
+        Gateway::join(&Cluster::new()),
+        1,
+        AccessState::ActiveNonOptimized,
+        false,
+    );
     let (_, a, _) = pair();
     let rsoc = [0xA3, 0x0C, 0x02, 0xA4, 0, 0x0A, 0, 0, 0, 64, 0, 0];
-    for (t, tpgs, support) in [(&lone, 0x10, 0b001), (&a, 0x30, 0b011)] {
+    for (t, tpgs, support) in [
+        (&lone, 0x10, 0b001),
+        (&implicit, 0x10, 0b001),
+        (&a, 0x30, 0b011),
+    ] {
         let n = ready_as(t, host(1, 1));
         let (_, inquiry) = run(t, &n, &[0x12, 0, 0, 0, 96, 0], &[]);
         assert_eq!(inquiry[5] & 0x30, tpgs, "TPGS");
@@ -219,14 +241,16 @@ fn only_gateways_offer_explicit_alua() {
         assert_eq!(d[1] & 0x07, support, "RSOC SUPPORT");
     }
     // SPC-4 §6.45: mandatory with TPGS 1xb, so unknown without it.
-    let n = ready_as(&lone, host(1, 1));
-    assert_eq!(
-        sense_of(&stpg(&lone, &n, &[(AO, 1)])),
-        (
-            SenseKey::IllegalRequest,
-            Asc::INVALID_COMMAND_OPERATION_CODE
-        )
-    );
+    for t in [&lone, &implicit] {
+        let n = ready_as(t, host(1, 1));
+        assert_eq!(
+            sense_of(&stpg(t, &n, &[(AO, 1)])),
+            (
+                SenseKey::IllegalRequest,
+                Asc::INVALID_COMMAND_OPERATION_CODE
+            )
+        );
+    }
 }
 
 #[test]
@@ -343,8 +367,8 @@ fn bad_lists_are_refused_at_their_field_and_change_nothing() {
 #[test]
 fn a_standby_gateway_chosen_serves_the_medium() {
     let cluster = Cluster::new();
-    let a = gateway(Gateway::join(&cluster), 1, AccessState::Standby);
-    let b = gateway(Gateway::join(&cluster), 2, AccessState::Standby);
+    let a = gateway(Gateway::join(&cluster), 1, AccessState::Standby, true);
+    let b = gateway(Gateway::join(&cluster), 2, AccessState::Standby, true);
     // Standby refuses TEST UNIT READY: the power-on unit attention goes with an RTPG.
     let (h1a, h1b) = (host(1, 1), host(2, 1));
     for (t, n) in [(&a, &h1a), (&b, &h1b)] {

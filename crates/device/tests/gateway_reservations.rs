@@ -14,7 +14,7 @@ use scsi::persistent_reserve::{basic, decode_read_full_status, PrOutParameters};
 use scsi::persistent_reserve::{PrInAction::ReadFullStatus, PrOutAction::*, ReservationType::*};
 use scsi::{Asc, SenseKey};
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use store::{Buffers, Done, Geometry, InlinePlane, KeptFile, Op, Plane, RamStore, SharedState};
 
@@ -38,6 +38,10 @@ struct Gateway {
     first: Mutex<bool>,
     /// Writes of "another gateway" that land just before each of this one's: its races lost.
     interfere: AtomicU32,
+    /// Its announcements are lost, as a gateway's that dies between its write and its notify.
+    mute: AtomicBool,
+    /// The newest version of the state it read or wrote.
+    seen: AtomicU64,
 }
 
 impl Gateway {
@@ -50,6 +54,8 @@ impl Gateway {
             mailbox,
             first: Mutex::new(first),
             interfere: AtomicU32::new(0),
+            mute: AtomicBool::new(false),
+            seen: AtomicU64::new(0),
         })
     }
 
@@ -63,6 +69,7 @@ impl Gateway {
             // Another gateway wrote the same state again: only the version moved.
             state.1 += 1;
         }
+        self.seen.fetch_max(state.1, Ordering::Relaxed);
         if state.1 != version {
             return Done::Stale(SharedState {
                 contents: state.0.clone(),
@@ -71,6 +78,7 @@ impl Gateway {
             });
         }
         *state = (Some(contents.to_vec()), version + 1);
+        self.seen.fetch_max(version + 1, Ordering::Relaxed);
         self.cluster.writes.fetch_add(1, Ordering::Relaxed);
         Done::Shared(version + 1)
     }
@@ -97,6 +105,9 @@ impl Plane for Gateway {
     }
 
     fn announce(&self, message: &[u8]) -> io::Result<()> {
+        if self.mute.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         for m in self.cluster.mailboxes.lock().iter() {
             if !Arc::ptr_eq(m, &self.mailbox) {
                 m.lock().push(message.to_vec());
@@ -124,6 +135,7 @@ impl Plane for Gateway {
     fn load_shared(&self, file: KeptFile) -> Option<io::Result<SharedState>> {
         (file == KeptFile::Reservations).then(|| {
             let state = self.cluster.state.lock();
+            self.seen.fetch_max(state.1, Ordering::Relaxed);
             Ok(SharedState {
                 contents: state.0.clone(),
                 version: state.1,
@@ -135,6 +147,11 @@ impl Plane for Gateway {
     fn share_now(&self, _file: KeptFile, contents: &[u8], version: u64) -> io::Result<Done> {
         Ok(self.share(contents, version))
     }
+
+    /// As an RBD plane's look at the object's version every 250 ms, at once.
+    fn shared_changed(&self) -> bool {
+        self.cluster.state.lock().1 > self.seen.load(Ordering::Relaxed)
+    }
 }
 
 /// Gateway `own` (of port groups 1 and 2) as a target with LUN 0.
@@ -143,6 +160,7 @@ fn gateway(plane: Arc<Gateway>, own: u16) -> Target {
     config.port_groups = PortGroups {
         own,
         all: vec![1, 2],
+        explicit: false,
     };
     Target::new(vec![(
         0,
@@ -205,6 +223,25 @@ fn a_change_through_one_gateway_is_the_others_state() {
     assert_eq!(keys(&a, &h1a).1, [0xB]);
     // Three changes, each written once; the refused RESERVE not at all.
     assert_eq!(cluster.writes.load(Ordering::Relaxed), 3);
+}
+
+#[test]
+fn a_change_whose_announcement_was_lost_is_read_all_the_same() {
+    let cluster = Arc::new(Cluster::default());
+    let (pa, pb) = (
+        Gateway::join(&cluster, true),
+        Gateway::join(&cluster, false),
+    );
+    pa.mute.store(true, Ordering::Relaxed);
+    let (a, b) = (gateway(pa, 1), gateway(pb, 2));
+    let (h1a, h2b) = (ready_as(&a, host(1, 1)), ready_as(&b, host(2, 2)));
+    assert_eq!(keys(&b, &h2b).1, [0u64; 0]);
+    assert_eq!(
+        pr_out(&a, &h1a, Register, None, basic(0, 0xA)),
+        Completion::GOOD
+    );
+    // A died before its notify went out: B sees the newer version in the cluster.
+    assert_eq!(keys(&b, &h2b), (1, vec![0xA]), "B reads A's registration");
 }
 
 #[test]

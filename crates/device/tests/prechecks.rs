@@ -293,6 +293,7 @@ fn gateways_report_every_group_with_the_preferred_optimized_and_announce_a_chang
     cfg.port_groups = device::PortGroups {
         own: 2,
         all: vec![3, 2],
+        explicit: false,
     };
     cfg.alua_state = AccessState::ActiveNonOptimized;
     let t = target_with(cfg);
@@ -340,6 +341,7 @@ fn gateways_in_standby_refuse_the_medium_until_preferred() {
     cfg.port_groups = device::PortGroups {
         own: 2,
         all: vec![1, 2],
+        explicit: false,
     };
     cfg.alua_state = AccessState::Standby;
     let t = target_with(cfg);

@@ -316,6 +316,13 @@ pub trait Plane: Send + Sync {
         None
     }
 
+    /// Where several gateways share state: whether it changed in the cluster since this plane
+    /// last read or wrote it, though no announcement said so (a gateway that died between its
+    /// write and its notify). Taken once; the logical unit then reads it again.
+    fn shared_changed(&self) -> bool {
+        false
+    }
+
     /// [`Op::Share`] on the caller's thread (blocking): at start, before any command.
     fn share_now(&self, file: KeptFile, _contents: &[u8], _version: u64) -> io::Result<Done> {
         Err(io::Error::new(

@@ -204,6 +204,10 @@ struct Shared {
     /// No other gateway had the image open when this one opened it; taken by the first
     /// [`Plane::load_shared`].
     first: AtomicBool,
+    /// The newest version of the reservations object this gateway read or wrote.
+    seen: AtomicU64,
+    /// A newer version is in the cluster than `seen` ([`Plane::shared_changed`]).
+    changed: AtomicBool,
 }
 
 /// How long an announcement waits for the other gateways to have it: a gateway that died
@@ -274,6 +278,8 @@ impl RbdPlane {
             preferred: AtomicU32::new(0),
             reservations: reservations_object(&target.image),
             first: AtomicBool::new(false),
+            seen: AtomicU64::new(0),
+            changed: AtomicBool::new(false),
         });
         if let Some(gateway) = target.gateway.clone() {
             let object = gateways_object(&target.image);
@@ -386,6 +392,10 @@ impl Plane for RbdPlane {
         Some(self.shared.load_shared())
     }
 
+    fn shared_changed(&self) -> bool {
+        self.shared.changed.swap(false, Ordering::Relaxed)
+    }
+
     fn share_now(&self, file: KeptFile, contents: &[u8], version: u64) -> io::Result<Done> {
         if !self.shared.shares(file) {
             return Err(io::Error::new(
@@ -432,6 +442,7 @@ impl Shared {
 
     fn load_shared(&self) -> io::Result<SharedState> {
         let (contents, version) = self.image.read_versioned(&self.reservations)?;
+        self.seen.fetch_max(version, Ordering::Relaxed);
         Ok(SharedState {
             contents,
             version,
@@ -445,9 +456,13 @@ impl Shared {
             .image
             .write_versioned(&self.reservations, contents, version)?
         {
-            Ok(version) => Ok(Done::Shared(version)),
+            Ok(version) => {
+                self.seen.fetch_max(version, Ordering::Relaxed);
+                Ok(Done::Shared(version))
+            }
             Err(ffi::Stale) => {
                 let (contents, version) = self.image.read_versioned(&self.reservations)?;
+                self.seen.fetch_max(version, Ordering::Relaxed);
                 Ok(Done::Stale(SharedState {
                     contents,
                     version,
@@ -506,6 +521,15 @@ fn watch_gateways(plane: &Weak<Shared>, gateway: &RbdGateway, object: &str) {
                 this_gateway = gateway.own,
                 "the preferred gateway changed"
             );
+        }
+        // A change another gateway wrote but died before announcing: its announcement, had
+        // it come, would have made this gateway read it (docs/gateways.md).
+        match shared.image.read_versioned(&shared.reservations) {
+            Ok((_, version)) if version > shared.seen.load(Ordering::Relaxed) => {
+                shared.changed.store(true, Ordering::Relaxed);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "looking at the persistent reservations' version"),
         }
         drop(shared);
         std::thread::sleep(GATEWAYS_POLL);
