@@ -66,7 +66,12 @@ else
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test rbd -- --include-ignored
   stage "Ceph: the gateway tests"
   # Two gateways of one image (docs/gateways.md), libiscsi's multipath tests through them.
-  STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test gateways -- --include-ignored
+  STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test gateways -- --include-ignored \
+    --skip a_gateway_killed_mid
+  # The fault test alone (about a minute): six SIGKILLs of a gateway under PERSISTENT RESERVE
+  # OUTs and FUA writes, each round timed against the others' load no longer.
+  STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test gateways -- --ignored \
+    a_gateway_killed_mid
   stage "Ceph: the crash test over RBD"
   # The crash test's RBD runs only (its file runs ran above): about 40 s.
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test crash -- --ignored

@@ -1170,8 +1170,24 @@ fn a_gateway_killed_mid_reservation_and_write_burst_keeps_one_state_and_every_bl
             }
             // Once writes flow (after a kill, once the dead gateway's lock is broken) and
             // reservations change, at a random moment: SIGKILL.
+            let waiting = Instant::now();
             while written.load(Ordering::Relaxed) < WRITERS * 4 || acked.load(Ordering::Relaxed) < 2
             {
+                // A task that ended before the kill failed: its panic, here and now.
+                if reserving.is_finished() {
+                    reserving.await.unwrap();
+                    panic!("round {round}: the PERSISTENT RESERVE OUTs ended before the kill");
+                }
+                if let Some(i) = bursts.iter().position(|b| b.is_finished()) {
+                    bursts.swap_remove(i).await.unwrap();
+                    panic!("round {round}: a writer ended before the kill");
+                }
+                assert!(
+                    waiting.elapsed() < Duration::from_secs(90),
+                    "round {round}: in 90 s, {} writes and {} PERSISTENT RESERVE OUTs acknowledged",
+                    written.load(Ordering::Relaxed),
+                    acked.load(Ordering::Relaxed)
+                );
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             tokio::time::sleep(Duration::from_millis(50 + rng.next_u64() % 700)).await;
