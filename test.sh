@@ -69,7 +69,7 @@ else
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test gateways -- --include-ignored \
     --skip a_gateway_killed_mid
   # The fault test alone (about a minute): six SIGKILLs of a gateway under PERSISTENT RESERVE
-  # OUTs and FUA writes, each round timed against the others' load no longer.
+  # OUTs and FUA writes, alone so that no other test slows its rounds.
   STINT_CEPH_CONF="$ceph_dir/ceph.conf" cargo test -q -p stint --test gateways -- --ignored \
     a_gateway_killed_mid
   stage "Ceph: the crash test over RBD"
