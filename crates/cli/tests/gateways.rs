@@ -141,8 +141,22 @@ impl Pair {
 }
 
 async fn session(url: &str, initiator: &str) -> (Initiator, u64) {
+    session_waiting(url, initiator, None).await
+}
+
+/// A session whose commands wait `timeout` (else the initiator's default) for a response: a
+/// write through a gateway that just restarted waits until librbd has broken the dead owner's
+/// lock (the cluster's watch timeout, then the blocklist), 7-10 s here when idle, more if busy.
+async fn session_waiting(
+    url: &str,
+    initiator: &str,
+    timeout: Option<Duration>,
+) -> (Initiator, u64) {
     let url: IscsiUrl = url.parse().expect("stint prints valid URLs");
-    let opts = LoginOptions::new(initiator, Some(&url.target));
+    let mut opts = LoginOptions::new(initiator, Some(&url.target));
+    if let Some(timeout) = timeout {
+        opts.timeout = timeout;
+    }
     let s = Initiator::connect_portal(&url.portal, &opts)
         .await
         .expect("login");
@@ -1052,6 +1066,8 @@ fn a_gateway_killed_mid_reservation_and_write_burst_keeps_one_state_and_every_bl
     const ROUNDS: u64 = 6;
     const WRITERS: u64 = 3;
     const POOL: usize = 3;
+    // Writes through a restarted gw-a wait for the dead one's lock to be broken.
+    const PATIENT: Option<Duration> = Some(Duration::from_secs(60));
     /// Each writer's region in a round: 2 MiB.
     const REGION: u64 = 4096;
     let conf =
@@ -1107,7 +1123,7 @@ fn a_gateway_killed_mid_reservation_and_write_burst_keeps_one_state_and_every_bl
             // The PERSISTENT RESERVE OUTs, one after the other through gw-a, until one fails.
             let mut hosts = Vec::new();
             for name in &names[..1 + POOL] {
-                hosts.push(session(&a.urls[0], name).await.0);
+                hosts.push(session_waiting(&a.urls[0], name, PATIENT).await.0);
             }
             let (base, ports_, pool) = (state.clone(), ports.clone(), 1..1 + POOL);
             let (mut key, first) = (next_key, n);
@@ -1156,7 +1172,7 @@ fn a_gateway_killed_mid_reservation_and_write_burst_keeps_one_state_and_every_bl
             let written = Arc::new(AtomicU64::new(0));
             let mut bursts = Vec::new();
             for (i, w) in writers.clone().enumerate() {
-                let (s, _) = session(&a.urls[0], &names[w]).await;
+                let (s, _) = session_waiting(&a.urls[0], &names[w], PATIENT).await;
                 let region = (round * WRITERS + i as u64) * REGION;
                 let seeds = (round * WRITERS + i as u64) << 32;
                 bursts.push(tokio::spawn(burst(
