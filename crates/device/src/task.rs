@@ -117,6 +117,9 @@ pub(crate) enum After {
         list: Vec<u8>,
         attempts: u32,
     },
+    /// MODE SELECT where the gateways share the values: their copy is written with its
+    /// version guard, then they become current; on a lost race the list is checked again.
+    SharedMode(Box<crate::mode_state::SharedSelect>),
     /// A chunk of a third-party copy, moving `blocks` destination blocks.
     Copy(Box<CopyJob>, u64),
     /// SET TARGET PORT GROUPS: the data plane kept the choice of this group as the preferred
