@@ -202,6 +202,8 @@ struct Shared {
     /// The RADOS objects the gateways keep their shared state in.
     reservations: SharedObject,
     mode_pages: SharedObject,
+    /// The last announcement waited out a watcher that did not answer.
+    unanswered: AtomicBool,
 }
 
 /// A RADOS object, beside the image, that holds one state every gateway of the image reads
@@ -301,6 +303,7 @@ impl RbdPlane {
             preferred: AtomicU32::new(0),
             reservations: SharedObject::new(reservations_object(&target.image)),
             mode_pages: SharedObject::new(mode_pages_object(&target.image)),
+            unanswered: AtomicBool::new(false),
         });
         if let Some(gateway) = target.gateway.clone() {
             let object = gateways_object(&target.image);
@@ -348,15 +351,36 @@ impl Plane for RbdPlane {
     }
 
     /// A message framed with this gateway's group, so that its own copy (it watches the
-    /// object too) is told apart.
+    /// object too) is told apart. A watcher that does not answer within
+    /// [`ANNOUNCE_TIMEOUT_MS`] is a gateway that died and whose watch the OSD still keeps (the
+    /// live ones have the message): the bounded wait the trait allows, told once per spell.
     fn announce(&self, message: &[u8]) -> io::Result<()> {
         let Some(own) = self.shared.own() else {
             return Ok(());
         };
         let framed = [&own.to_be_bytes()[..], message].concat();
-        self.shared
+        let sent = self
+            .shared
             .image
-            .notify(&self.shared.object, &framed, ANNOUNCE_TIMEOUT_MS)
+            .notify(&self.shared.object, &framed, ANNOUNCE_TIMEOUT_MS);
+        let unanswered = &self.shared.unanswered;
+        match sent {
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                if !unanswered.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        wait_ms = ANNOUNCE_TIMEOUT_MS,
+                        "a gateway's watch does not answer announcements (one that died, until \
+                         the OSD drops its watch): each waits this long"
+                    );
+                }
+                Ok(())
+            }
+            Ok(()) if unanswered.swap(false, Ordering::Relaxed) => {
+                tracing::info!("every gateway's watch answers announcements again");
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     fn announced(&self) -> Vec<Vec<u8>> {
