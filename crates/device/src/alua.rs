@@ -9,7 +9,7 @@
 use crate::logical_unit::{check, LogicalUnit, Ran};
 use crate::task::After;
 use crate::Completion;
-use scsi::alua::{AccessState, TargetPortGroup};
+use scsi::alua::{AccessState, TargetPortGroup, TransitionStatus};
 use scsi::{Asc, Sense, SenseKey};
 
 impl LogicalUnit {
@@ -39,7 +39,9 @@ impl LogicalUnit {
     /// Every target port group with its state, as REPORT TARGET PORT GROUPS lists them. A
     /// gateway's group may be active/optimized or the configured `alua_state` (the SUPPORTED
     /// bits, the states SET TARGET PORT GROUPS accepts), and PREF marks the preferred one;
-    /// a lone server's group may be in any state the configuration gives it.
+    /// a lone server's group may be in any state the configuration gives it. STATUS CODE
+    /// says SET TARGET PORT GROUPS made the states while the gateway it chose last is the
+    /// preferred one, else implicit behaviour (for a group not in its default state).
     pub(crate) fn target_port_groups(&self) -> Vec<TargetPortGroup> {
         let shared = self.config().port_groups.shared();
         let supported = if shared {
@@ -49,16 +51,25 @@ impl LogicalUnit {
                 .iter()
                 .fold(0, |b, s| b | s.supported_bit())
         };
+        let explicit = shared && self.chosen.is_some() && self.chosen == self.preferred;
         self.config()
             .port_groups
             .all
             .iter()
-            .map(|&id| TargetPortGroup {
-                id,
-                state: self.access_state(id),
-                pref: shared && self.preferred_or_first() == Some(id),
-                supported,
-                relative_target_port: id,
+            .map(|&id| {
+                let state = self.access_state(id);
+                TargetPortGroup {
+                    id,
+                    state,
+                    pref: shared && self.preferred_or_first() == Some(id),
+                    supported,
+                    relative_target_port: id,
+                    status: match () {
+                        _ if explicit => TransitionStatus::Explicit,
+                        _ if state == AccessState::default() => TransitionStatus::None,
+                        _ => TransitionStatus::Implicit,
+                    },
+                }
             })
             .collect()
     }
@@ -78,9 +89,13 @@ impl LogicalUnit {
         if group == self.preferred {
             return;
         }
-        let before = self.target_port_groups();
+        let states = |lu: &Self| -> Vec<_> {
+            let groups = lu.target_port_groups();
+            groups.iter().map(|g| (g.state, g.pref)).collect()
+        };
+        let before = states(self);
         self.preferred = group;
-        if self.target_port_groups() != before {
+        if states(self) != before {
             self.unit_attentions
                 .raise(Asc::ASYMMETRIC_ACCESS_STATE_CHANGED, sender);
         }
@@ -147,8 +162,10 @@ impl LogicalUnit {
         }
         // `choosing` (set when the command asked) spares the sender, here or where a command
         // that came meanwhile saw the plane's new choice first.
+        self.chosen = Some(group);
         self.set_preferred_gateway(Some(group));
-        self.announcements.push(crate::PeerEvent::AccessStates);
+        self.announcements
+            .push(crate::PeerEvent::AccessStates(group));
         Ran::Done(Completion::GOOD)
     }
 
@@ -178,7 +195,7 @@ impl LogicalUnit {
                     }
                 }
             }
-            crate::PeerEvent::AccessStates => {}
+            crate::PeerEvent::AccessStates(group) => self.chosen = Some(*group),
         }
     }
 

@@ -117,6 +117,9 @@ pub struct LogicalUnit {
     /// the data plane may report before the command completes; that nexus gets no unit
     /// attention for the change (SPC-4 §5.16.2.5).
     pub(crate) choosing: Option<(u64, u16)>,
+    /// The group the last SET TARGET PORT GROUPS (through any gateway) made preferred, as
+    /// this gateway heard of it: REPORT TARGET PORT GROUPS' STATUS CODE while it is.
+    pub(crate) chosen: Option<u16>,
     /// What the other gateways must hear of before the command that did it completes
     /// ([`Self::take_announcements`]).
     pub(crate) announcements: Vec<crate::PeerEvent>,
@@ -299,6 +302,7 @@ impl LogicalUnit {
             missed: false,
             preferred: None,
             choosing: None,
+            chosen: None,
             announcements: Vec::new(),
         };
         let current = *lu.mode.current();

@@ -29,10 +29,11 @@ pub enum PeerEvent {
     /// again from the cluster, makes them current and tells its own nexuses (MODE
     /// PARAMETERS CHANGED, SPC-5 §7.5.2).
     ModeParameters,
-    /// A SET TARGET PORT GROUPS there chose the preferred gateway: each reads the choice
-    /// from the cluster through its data plane ([`store::Plane::reload_preferred`]) and
-    /// tells its own nexuses of the states that changed.
-    AccessStates,
+    /// A SET TARGET PORT GROUPS there chose the gateway of this target port group as the
+    /// preferred one: each reads the choice from the cluster through its data plane
+    /// ([`store::Plane::reload_preferred`]) and tells its own nexuses of the states that
+    /// changed.
+    AccessStates(u16),
 }
 
 impl PeerEvent {
@@ -50,7 +51,7 @@ impl PeerEvent {
         }
     }
 
-    /// The bytes an announcement carries. Reset: `R`, ASC, ASCQ. Access states: `A` alone.
+    /// The bytes an announcement carries. Reset: `R`, ASC, ASCQ. Access states: `A`, the group.
     /// Mode parameters: `M` alone. Reservations: `P`, the number of unit attentions (u16),
     /// each as ASC, ASCQ and its nexuses; the number of aborted (u16), each as its nexuses.
     /// Nexuses: the relative target port identifier (u16, 0: every target port) and the
@@ -58,7 +59,7 @@ impl PeerEvent {
     pub fn encode(&self) -> Vec<u8> {
         match self {
             PeerEvent::Reset(Asc(asc, ascq)) => vec![b'R', *asc, *ascq],
-            PeerEvent::AccessStates => vec![b'A'],
+            PeerEvent::AccessStates(group) => [&[b'A'][..], &group.to_be_bytes()].concat(),
             PeerEvent::ModeParameters => vec![b'M'],
             PeerEvent::Reservations(e) => {
                 let whom = |w: &Whom, out: &mut Vec<u8>| {
@@ -85,7 +86,7 @@ impl PeerEvent {
     pub fn decode(bytes: &[u8]) -> Option<PeerEvent> {
         match bytes {
             [b'R', asc, ascq] => Some(PeerEvent::Reset(Asc(*asc, *ascq))),
-            [b'A'] => Some(PeerEvent::AccessStates),
+            [b'A', hi, lo] => Some(PeerEvent::AccessStates(u16::from_be_bytes([*hi, *lo]))),
             [b'M'] => Some(PeerEvent::ModeParameters),
             [b'P', rest @ ..] => decode_reservations(rest).map(PeerEvent::Reservations),
             _ => None,
@@ -140,11 +141,11 @@ mod tests {
             assert_eq!(PeerEvent::decode(&e.encode()), Some(e));
         }
         assert_eq!(PeerEvent::of(TaskManagement::AbortTaskSet), None);
-        for e in [PeerEvent::AccessStates, PeerEvent::ModeParameters] {
+        for e in [PeerEvent::AccessStates(0x0102), PeerEvent::ModeParameters] {
             assert_eq!(PeerEvent::decode(&e.encode()), Some(e));
         }
         assert_eq!(PeerEvent::decode(b"M\x00"), None);
-        assert_eq!(PeerEvent::decode(b"A\x01"), None);
+        assert_eq!(PeerEvent::decode(b"A\x00"), None);
         assert_eq!(PeerEvent::decode(b"R\x29"), None);
         assert_eq!(PeerEvent::decode(b""), None);
     }

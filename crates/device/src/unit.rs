@@ -289,7 +289,7 @@ impl Unit {
         if self.plane.shared_changed(KeptFile::ModePages) && !news.iter().any(mode_pages) {
             news.push(PeerEvent::ModeParameters);
         }
-        if news.contains(&PeerEvent::AccessStates) {
+        if news.iter().any(|e| matches!(e, PeerEvent::AccessStates(_))) {
             if let Err(e) = self.plane.reload_preferred() {
                 tracing::error!(error = %e, lun = self.lun, "reading the preferred gateway");
             }

@@ -63,8 +63,13 @@ fn stpg(t: &Target, n: &Nexus, descriptors: &[(u8, u16)]) -> Completion {
     run(t, n, &cdb, &list).0
 }
 
-/// REPORT TARGET PORT GROUPS: each group's (id, PREF, state, SUPPORTED bits).
-fn groups(t: &Target, n: &Nexus) -> Vec<(u16, bool, u8, u8)> {
+/// STATUS CODE (SPC-4 §6.37): no status, altered by SET TARGET PORT GROUPS, altered implicitly.
+const NO_STATUS: u8 = 0;
+const EXPLICIT: u8 = 1;
+const IMPLICIT: u8 = 2;
+
+/// REPORT TARGET PORT GROUPS: each group's (id, PREF, state, SUPPORTED bits, STATUS CODE).
+fn groups(t: &Target, n: &Nexus) -> Vec<(u16, bool, u8, u8, u8)> {
     let (c, d) = run(t, n, &RTPG, &[]);
     assert_eq!(c, Completion::GOOD);
     d[4..]
@@ -75,6 +80,7 @@ fn groups(t: &Target, n: &Nexus) -> Vec<(u16, bool, u8, u8)> {
                 g[0] & 0x80 != 0,
                 g[0] & 0x0F,
                 g[1],
+                g[5],
             )
         })
         .collect()
@@ -138,15 +144,22 @@ fn a_choice_through_one_gateway_is_every_gateways_and_tells_the_other_nexuses() 
     let (h1a, h2a) = (ready_as(&a, host(1, 1)), ready_as(&a, host(2, 2)));
     let (h1b, h2b) = (ready_as(&b, host(3, 1)), ready_as(&b, host(4, 2)));
     // Both gateways alive: the first is preferred, marked PREF; the SUPPORTED bits are the
-    // states a gateway takes, AO_SUP and AN_SUP.
-    let first = vec![(1, true, AO, 0x03), (2, false, ANO, 0x03)];
+    // states a gateway takes, AO_SUP and AN_SUP; the other group's state is implicit ALUA's.
+    let first = vec![
+        (1, true, AO, 0x03, NO_STATUS),
+        (2, false, ANO, 0x03, IMPLICIT),
+    ];
     assert_eq!(groups(&a, &h1a), first);
     assert_eq!(groups(&b, &h1b), first);
     // Host 1 makes gw-b (group 2) active/optimized through gw-b, naming gw-a's group in the
     // other state as it may.
     assert_eq!(stpg(&b, &h1b, &[(ANO, 1), (AO, 2)]), Completion::GOOD);
     assert_eq!(*cluster.chosen.lock(), Some(2));
-    let second = vec![(1, false, ANO, 0x03), (2, true, AO, 0x03)];
+    // Both states are now the command's.
+    let second = vec![
+        (1, false, ANO, 0x03, EXPLICIT),
+        (2, true, AO, 0x03, EXPLICIT),
+    ];
     // The sender's nexus is not told; every other one, on both gateways, is.
     assert!(!told(&b, &h1b));
     assert!(told(&b, &h2b));
@@ -164,7 +177,11 @@ fn a_choice_through_one_gateway_is_every_gateways_and_tells_the_other_nexuses() 
     assert_eq!(stpg(&a, &h2a, &[(AO, 1)]), Completion::GOOD);
     assert!(!told(&a, &h2a));
     assert!(told(&a, &h1a) && told(&b, &h1b) && told(&b, &h2b));
-    assert_eq!(groups(&b, &h2b), first);
+    let back = vec![
+        (1, true, AO, 0x03, EXPLICIT),
+        (2, false, ANO, 0x03, EXPLICIT),
+    ];
+    assert_eq!(groups(&b, &h2b), back);
     // A list without an active/optimized group leaves things as they are.
     assert_eq!(stpg(&b, &h1b, &[(ANO, 2)]), Completion::GOOD);
     assert_eq!(stpg(&b, &h1b, &[]), Completion::GOOD);
@@ -240,7 +257,7 @@ fn bad_lists_are_refused_at_their_field_and_change_nothing() {
     assert_eq!(field_pointer(&c), (6, None));
     assert_eq!(*cluster.chosen.lock(), None);
     assert!(!told(&a, &h1a) && !told(&b, &h1b));
-    assert_eq!(groups(&a, &h1a)[0], (1, true, AO, 0x03));
+    assert_eq!(groups(&a, &h1a)[0], (1, true, AO, 0x03, NO_STATUS));
 }
 
 #[test]
@@ -274,7 +291,7 @@ fn a_standby_gateway_chosen_serves_the_medium() {
     );
     // What Linux's scsi_dh_alua does when it activates a standby path: SET TARGET PORT
     // GROUPS through it, for its group. SUPPORTED: AO_SUP and S_SUP.
-    assert_eq!(groups(&b, &h1b)[1], (2, false, STANDBY, 0x05));
+    assert_eq!(groups(&b, &h1b)[1], (2, false, STANDBY, 0x05, IMPLICIT));
     assert_eq!(stpg(&b, &h1b, &[(AO, 2), (STANDBY, 1)]), Completion::GOOD);
     assert_eq!(run(&b, &h1b, &READ_10, &[]).0, Completion::GOOD);
     assert!(told(&a, &h1a));

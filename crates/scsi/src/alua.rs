@@ -106,11 +106,21 @@ pub struct TargetPortGroup {
     pub supported: u8,
     /// RELATIVE TARGET PORT IDENTIFIER of its one target port.
     pub relative_target_port: u16,
+    /// What last changed its state.
+    pub status: TransitionStatus,
 }
 
-/// STATUS CODE 02h: the state was changed by the device server (an implicit transition, here
-/// the configuration's); 00h when the group is in its default state.
-const STATUS_IMPLICIT_TRANSITION: u8 = 0x02;
+/// STATUS CODE of a target port group descriptor (SPC-4 §6.37, table 289): what last changed
+/// the group's asymmetric access state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransitionStatus {
+    /// 00h: no status available.
+    None = 0,
+    /// 01h: altered by a SET TARGET PORT GROUPS command.
+    Explicit = 1,
+    /// 02h: altered by implicit asymmetric logical unit access behaviour.
+    Implicit = 2,
+}
 
 /// REPORT TARGET PORT GROUPS parameter data (SPC-5 §6.37: the length only header, or with
 /// `extended` the extended header with an IMPLICIT TRANSITION TIME of 0; then a target port
@@ -123,16 +133,11 @@ pub fn report_target_port_groups(groups: &[TargetPortGroup], extended: bool, out
         out.extend_from_slice(&[0x10, 0, 0, 0]);
     }
     for g in groups {
-        let status = if g.state == AccessState::default() {
-            0
-        } else {
-            STATUS_IMPLICIT_TRANSITION
-        };
         // PREF (bit 7), ASYMMETRIC ACCESS STATE; SUPPORTED bits; TARGET PORT GROUP;
         // reserved; STATUS CODE; vendor specific; TARGET PORT COUNT 1.
         out.extend_from_slice(&[u8::from(g.pref) << 7 | g.state as u8, g.supported]);
         out.extend_from_slice(&g.id.to_be_bytes());
-        out.extend_from_slice(&[0, status, 0, 1]);
+        out.extend_from_slice(&[0, g.status as u8, 0, 1]);
         // Target port descriptor: reserved, RELATIVE TARGET PORT IDENTIFIER.
         out.extend_from_slice(&[0, 0]);
         out.extend_from_slice(&g.relative_target_port.to_be_bytes());
@@ -237,6 +242,7 @@ mod tests {
             pref: false,
             supported: 0x0F,
             relative_target_port: 1,
+            status: TransitionStatus::Implicit,
         };
         let mut out = vec![];
         report_target_port_groups(&[g], false, &mut out);
@@ -250,11 +256,12 @@ mod tests {
             pref: true,
             supported: AccessState::ActiveOptimized.supported_bit()
                 | AccessState::Standby.supported_bit(),
+            status: TransitionStatus::Explicit,
             ..g
         };
         report_target_port_groups(&[optimized], true, &mut ext);
         assert_eq!(&ext[..8], &[0, 0, 0, 16, 0x10, 0, 0, 0]);
-        assert_eq!(&ext[8..], &[0x80, 0x05, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]);
+        assert_eq!(&ext[8..], &[0x80, 0x05, 0, 1, 0, 0x01, 0, 1, 0, 0, 0, 1]);
     }
 
     #[test]
