@@ -163,12 +163,13 @@ impl LogicalUnit {
         shared: Option<&store::SharedState>,
     ) {
         match event {
-            crate::PeerEvent::Reset(asc) => self.reset(now, *asc),
+            crate::PeerEvent::Reset(asc) => self.reset(now, *asc, false),
             crate::PeerEvent::Reservations(effects) => {
                 if let Some(state) = shared {
                     if let Err(e) = self.reservations.reload(state) {
                         tracing::error!(error = %e, "the gateways' persistent reservations");
                     }
+                    self.publish();
                 }
                 self.reservation_effects(now, effects, None);
             }
