@@ -299,6 +299,27 @@ mod tests {
     }
 
     #[test]
+    fn the_gateways_object_names_a_reserve_holder_after_the_state() {
+        let holder = ItNexus {
+            initiator_port: "iqn.2026-11.dev.stint:c,i,0x000000000003".into(),
+            target_port: 2,
+        };
+        let bytes = encode_shared(&state(), Some(&holder));
+        assert_eq!(decode_shared(&bytes).unwrap(), (state(), Some(holder)));
+        // Without one, the object is what the previous version wrote, read as none.
+        assert_eq!(encode_shared(&state(), None), encode(&state()));
+        assert_eq!(decode_shared(&encode(&state())).unwrap(), (state(), None));
+        // A kept file never holds one.
+        assert!(decode(&bytes).unwrap_err().contains("trailing bytes"));
+        for n in encode(&state()).len() + 1..bytes.len() {
+            let e = decode_shared(&bytes[..n]).unwrap_err();
+            assert!(e.contains("truncated"), "cut at {n}: {e}");
+        }
+        let e = decode_shared(&[bytes.as_slice(), &[0]].concat()).unwrap_err();
+        assert!(e.contains("trailing bytes"), "{e}");
+    }
+
+    #[test]
     fn overlapping_registrations_are_refused() {
         let mut twice = state();
         let mut second = twice.registrations[0].clone();

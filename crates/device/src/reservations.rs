@@ -32,8 +32,10 @@ pub(crate) enum Spc2Holder {
     /// A lone server's nexus, by its id.
     Nexus(u64),
     /// Where gateways share the state: the nexus every gateway names so. A nexus here is
-    /// the holder when it has the initiator port and the target port is this server's.
-    Shared(ItNexus),
+    /// the holder when it has the initiator port and the target port is this server's;
+    /// `here`: the id of the nexus here whose RESERVE made it, whose loss alone releases it
+    /// (`None`: not known here, any loss of a nexus of that initiator port does).
+    Shared { it: ItNexus, here: Option<u64> },
 }
 
 impl Spc2Holder {
@@ -41,7 +43,7 @@ impl Spc2Holder {
     pub(crate) fn is(&self, nexus: &Nexus, here: u16) -> bool {
         match self {
             Spc2Holder::Nexus(id) => *id == nexus.id,
-            Spc2Holder::Shared(it) => {
+            Spc2Holder::Shared { it, .. } => {
                 it.target_port == here && it.initiator_port == nexus.initiator_port
             }
         }
@@ -54,7 +56,7 @@ pub(crate) enum Spc2 {
     Done(Completion),
     /// Where gateways share the state: the write of the new holder, guarded by the version
     /// it was decided on; [`Reservations::spc2_shared`] once written.
-    Share(store::Op, Option<ItNexus>),
+    Share(store::Op, Option<Spc2Holder>),
 }
 
 /// A release of the gateways' RESERVE (6)/(10) reservation that this gateway owes outside
@@ -177,7 +179,7 @@ impl Reservations {
         shared: Option<u64>,
     ) -> Self {
         Reservations {
-            spc2: spc2.map(Spc2Holder::Shared),
+            spc2: spc2.map(|it| Spc2Holder::Shared { it, here: None }),
             owed: None,
             persistent: kept.unwrap_or_default(),
             ptpl_capable,
@@ -199,7 +201,12 @@ impl Reservations {
             None => Default::default(),
         };
         self.persistent = persistent;
-        self.spc2 = spc2.map(Spc2Holder::Shared);
+        // The same holder still: made by the same nexus here, if it was.
+        let here = match &self.spc2 {
+            Some(Spc2Holder::Shared { it, here }) if spc2.as_ref() == Some(it) => *here,
+            _ => None,
+        };
+        self.spc2 = spc2.map(|it| Spc2Holder::Shared { it, here });
         self.shared = Some(state.version);
         Ok(())
     }
@@ -271,26 +278,30 @@ impl Reservations {
             self.spc2 = next.map(|n| Spc2Holder::Nexus(n.id));
             return Spc2::Done(Completion::GOOD);
         };
-        let next = next.map(|n| ItNexus {
+        let it = next.map(|n| ItNexus {
             initiator_port: n.initiator_port.clone(),
             target_port: self.target_port,
         });
         let share = store::Op::Share {
             file: store::KeptFile::Reservations,
-            contents: aptpl::encode_shared(&self.persistent, next.as_ref()),
+            contents: aptpl::encode_shared(&self.persistent, it.as_ref()),
             version,
         };
+        let next = it.map(|it| Spc2Holder::Shared {
+            it,
+            here: Some(nexus.id),
+        });
         Spc2::Share(share, next)
     }
 
     /// The gateways' RESERVE (6)/(10) holder was written: `holder`, at `version`.
-    pub(crate) fn spc2_shared(&mut self, holder: Option<ItNexus>, version: u64) {
+    pub(crate) fn spc2_shared(&mut self, holder: Option<Spc2Holder>, version: u64) {
         self.written = Some(version);
         // A newer state read meanwhile already holds this write.
         if self.shared.is_some_and(|v| v > version) {
             return;
         }
-        self.spc2 = holder.map(Spc2Holder::Shared);
+        self.spc2 = holder;
         self.shared = Some(version);
     }
 
@@ -300,7 +311,7 @@ impl Reservations {
     pub(crate) fn owed(&mut self) -> Option<(Vec<u8>, u64)> {
         let due = match (self.owed.as_ref()?, &self.spc2) {
             (Owed::Reset, Some(_)) => true,
-            (Owed::Lost(lost), Some(Spc2Holder::Shared(holder))) => lost == holder,
+            (Owed::Lost(lost), Some(Spc2Holder::Shared { it, .. })) => lost == it,
             _ => false,
         };
         if !due {
@@ -409,8 +420,8 @@ impl Reservations {
     /// ([`Self::owed`]); the others learn of it from the cluster.
     pub(crate) fn reset(&mut self, here: bool) {
         match &self.spc2 {
-            Some(Spc2Holder::Shared(_)) if here => self.owed = Some(Owed::Reset),
-            Some(Spc2Holder::Shared(_)) => {}
+            Some(Spc2Holder::Shared { .. }) if here => self.owed = Some(Owed::Reset),
+            Some(Spc2Holder::Shared { .. }) => {}
             _ => self.spc2 = None,
         }
     }
@@ -422,12 +433,13 @@ impl Reservations {
         match &self.spc2 {
             Some(Spc2Holder::Nexus(id)) if *id == nexus => self.spc2 = None,
             // A reset owed releases it already.
-            Some(Spc2Holder::Shared(h))
-                if h.target_port == self.target_port
-                    && Some(h.initiator_port.as_str()) == port
+            Some(Spc2Holder::Shared { it, here })
+                if it.target_port == self.target_port
+                    && Some(it.initiator_port.as_str()) == port
+                    && here.is_none_or(|id| id == nexus)
                     && !matches!(self.owed, Some(Owed::Reset)) =>
             {
-                self.owed = Some(Owed::Lost(h.clone()));
+                self.owed = Some(Owed::Lost(it.clone()));
             }
             _ => {}
         }

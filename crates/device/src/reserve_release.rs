@@ -8,7 +8,7 @@
 
 use crate::event::TaskId;
 use crate::logical_unit::{check, LogicalUnit, Ran};
-use crate::reservations::{ItNexus, Spc2, SHARE_ATTEMPTS};
+use crate::reservations::{Spc2, Spc2Holder, SHARE_ATTEMPTS};
 use crate::task::After;
 use crate::{Completion, PeerEvent};
 use scsi::{Asc, Sense, SenseKey};
@@ -46,7 +46,7 @@ impl LogicalUnit {
         &mut self,
         id: TaskId,
         reserve: bool,
-        holder: Option<ItNexus>,
+        holder: Option<Spc2Holder>,
         attempts: u32,
         done: Done,
     ) -> Ran {

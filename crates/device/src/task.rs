@@ -122,7 +122,7 @@ pub(crate) enum After {
     /// command runs again on the state as it is (`attempts`: races lost to other gateways).
     SharedReserve {
         reserve: bool,
-        holder: Option<crate::reservations::ItNexus>,
+        holder: Option<crate::reservations::Spc2Holder>,
         attempts: u32,
     },
     /// A chunk of a third-party copy, moving `blocks` destination blocks.
