@@ -136,7 +136,7 @@ impl LogicalUnit {
     /// other gateways hear of it before the command completes; a failure changed nothing and
     /// is HARDWARE ERROR, SET TARGET PORT GROUPS COMMAND FAILED (SPC-4 §6.45), also when the
     /// chosen gateway is not alive.
-    pub(crate) fn preferred_chosen(&mut self, nexus: u64, group: u16, done: &store::Done) -> Ran {
+    pub(crate) fn preferred_chosen(&mut self, group: u16, done: &store::Done) -> Ran {
         if let store::Done::Failed(f) = done {
             tracing::warn!(error = %f.error(), group, "SET TARGET PORT GROUPS");
             self.choosing = None;
@@ -145,33 +145,39 @@ impl LogicalUnit {
                 Asc::SET_TARGET_PORT_GROUPS_COMMAND_FAILED,
             )));
         }
-        self.choosing = Some((nexus, group));
+        // `choosing` (set when the command asked) spares the sender, here or where a command
+        // that came meanwhile saw the plane's new choice first.
         self.set_preferred_gateway(Some(group));
-        self.choosing = None;
         self.announcements.push(crate::PeerEvent::AccessStates);
         Ran::Done(Completion::GOOD)
     }
 
-    /// What another gateway of the logical unit announced happened there. `shared`: for a
-    /// change of the persistent reservations, their state as read from the cluster after
-    /// the announcement (`None`: the read failed, the state here stays as it was). A new
+    /// What another gateway of the logical unit announced happened there. `shared`: the
+    /// states the announcements made this gateway read again from the cluster. A new
     /// preferred gateway comes through the data plane ([`store::Plane::reload_preferred`]).
     pub fn peer_event(
         &mut self,
         now: crate::Ns,
         event: &crate::PeerEvent,
-        shared: Option<&store::SharedState>,
+        shared: &crate::SharedStates,
     ) {
         match event {
             crate::PeerEvent::Reset(asc) => self.reset(now, *asc, false),
             crate::PeerEvent::Reservations(effects) => {
-                if let Some(state) = shared {
+                if let Some(state) = &shared.reservations {
                     if let Err(e) = self.reservations.reload(state) {
                         tracing::error!(error = %e, "the gateways' persistent reservations");
                     }
                     self.publish();
                 }
                 self.reservation_effects(now, effects, None);
+            }
+            crate::PeerEvent::ModeParameters => {
+                if let Some(state) = &shared.mode_pages {
+                    if let Err(e) = self.reload_mode(now, state) {
+                        tracing::error!(error = %e, "the gateways' mode parameters");
+                    }
+                }
             }
             crate::PeerEvent::AccessStates => {}
         }

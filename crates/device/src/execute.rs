@@ -12,7 +12,7 @@ use crate::mode_state::Medium;
 use crate::read_write_long;
 use crate::sanitize::{self, Started};
 use crate::task::After;
-use crate::{saved_mode, Completion, Nexus, Ns};
+use crate::{Completion, Nexus, Ns};
 use scsi::alua;
 use scsi::command::{Command, Inquiry, StartStopUnit};
 use scsi::inquiry::{self, vpd};
@@ -226,30 +226,7 @@ impl LogicalUnit {
                     Err(sense) => done(check(sense)),
                 }
             }
-            Command::ModeSelect(m) => {
-                let medium = self.mode_medium();
-                let selected = match self.mode.select(&m, data_out, &medium) {
-                    Ok(s) => s,
-                    Err(c) => return done(c),
-                };
-                if selected.disruptive && !privileged {
-                    return done(self.refuse_unprivileged(nexus, info.opcode()));
-                }
-                if selected.save {
-                    if self.config().saved_mode_path.is_some() {
-                        let contents = saved_mode::encode(&selected.parameters);
-                        return Ran::Io(
-                            Op::Keep {
-                                file: KeptFile::ModePages,
-                                contents: Some(contents),
-                            },
-                            After::ModeSave(Box::new(selected.parameters)),
-                        );
-                    }
-                    self.mode.save(selected.parameters);
-                }
-                self.mode_selected(now, nexus, selected.parameters)
-            }
+            Command::ModeSelect(m) => self.mode_select(now, id, &m, data_out, 0),
             Command::LogSense(l) => {
                 if self.config().thin_provisioning && self.usage_known() {
                     // The Logical Block Provisioning page counts what the store holds now.
@@ -583,7 +560,8 @@ impl LogicalUnit {
                 Some(Next::Done(c)) => Ran::Done(self.copy_ended(&job, c)),
                 _ => self.copy_next(job),
             },
-            After::Prefer(group) => self.preferred_chosen(nexus, group, &done),
+            After::SharedMode(select) => self.mode_select_shared(now, id, done, *select),
+            After::Prefer(group) => self.preferred_chosen(group, &done),
         }
     }
 
@@ -648,7 +626,7 @@ impl LogicalUnit {
         Completion::GOOD
     }
 
-    fn mode_medium(&self) -> Medium {
+    pub(crate) fn mode_medium(&self) -> Medium {
         Medium {
             write_protected: self.write_protected(),
             blocks: self.blocks(),
@@ -658,7 +636,12 @@ impl LogicalUnit {
 
     /// MODE SELECT's values are in force: the other nexuses learn it with MODE PARAMETERS
     /// CHANGED (SPC-5 §7.5.2); thresholds it enabled start from the store's usage now.
-    fn mode_selected(&mut self, now: Ns, nexus: u64, new: scsi::mode::ModeParameters) -> Ran {
+    pub(crate) fn mode_selected(
+        &mut self,
+        now: Ns,
+        nexus: u64,
+        new: scsi::mode::ModeParameters,
+    ) -> Ran {
         let armed_before = self.provisioning.enabled();
         if self.apply_mode(now, new) {
             self.unit_attentions
@@ -706,7 +689,7 @@ impl LogicalUnit {
 
     /// ACCESS DENIED - NO ACCESS RIGHTS (SPC-6: the initiator lacks the right to what it
     /// asked), for a command that would disrupt other initiators from a nexus that may not.
-    fn refuse_unprivileged(&self, nexus: u64, opcode: u8) -> Completion {
+    pub(crate) fn refuse_unprivileged(&self, nexus: u64, opcode: u8) -> Completion {
         tracing::warn!(
             initiator = self.unit_attentions.port_of(nexus).unwrap_or("?"),
             opcode = format_args!("{opcode:02X}h"),
@@ -918,7 +901,7 @@ impl LogicalUnit {
 
 impl LogicalUnit {
     /// The task's command and state.
-    fn task(&self, id: TaskId) -> Option<&crate::task::Task> {
+    pub(crate) fn task(&self, id: TaskId) -> Option<&crate::task::Task> {
         self.task_ref(id)
     }
 }

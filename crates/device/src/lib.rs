@@ -25,6 +25,7 @@ mod in_flight;
 pub mod latency;
 mod logical_unit;
 pub mod metrics;
+mod mode_select;
 mod mode_state;
 mod peer_event;
 mod persistent_reservation;
@@ -51,7 +52,7 @@ pub use drive::Ns;
 pub use event::{Arrived, Event, Step, TaskId, Then};
 pub use logical_unit::{Backing, Kept, LogicalUnit};
 pub use metrics::Metrics;
-pub use peer_event::PeerEvent;
+pub use peer_event::{PeerEvent, SharedStates};
 pub use resize::ResizeError;
 /// The data plane's vocabulary, as the transport meets it.
 pub use store::{Complete, Done, Op};

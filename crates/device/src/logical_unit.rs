@@ -47,6 +47,9 @@ pub struct Kept {
     /// share, as the plane read them at start (docs/gateways.md); `reservations` is then
     /// unused.
     pub shared_reservations: Option<store::SharedState>,
+    /// Where several gateways export the logical unit: the mode parameters they share, as
+    /// the plane read them at start; `mode_pages` is then unused.
+    pub shared_mode_pages: Option<store::SharedState>,
 }
 
 /// What the core knows of its store, from the data plane.
@@ -211,7 +214,7 @@ impl LogicalUnit {
             cdl,
             provisioning: config.thin_provisioning.then(Thresholds::default),
         };
-        let mode = ModeState::new(
+        let mut mode = ModeState::new(
             default_mode,
             queue.is_some(),
             kept.mode_pages.as_deref(),
@@ -219,6 +222,17 @@ impl LogicalUnit {
             config.thin_provisioning,
         )
         .map_err(|e| ConfigError::SavedMode(corrupt(&config.saved_mode_path, e)))?;
+        if let Some(state) = &kept.shared_mode_pages {
+            let adopted = mode.adopt(state).map_err(|e| {
+                ConfigError::SavedMode(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("the gateways' mode parameters: {e}"),
+                ))
+            })?;
+            if let Some(current) = adopted {
+                mode.apply(current);
+            }
+        }
         let (persistent, spc2, shared) = match (&kept.shared_reservations, &kept.reservations) {
             (Some(s), _) => {
                 let state = s.contents.as_deref().map(aptpl::decode_shared).transpose();

@@ -19,6 +19,9 @@ pub(crate) struct ModeState {
     /// selects or a saved page says.
     wce_changeable: bool,
     thin_provisioning: bool,
+    /// Where several gateways share the values (docs/gateways.md): the version of the
+    /// cluster's copy these are, which a change must still find there to be written.
+    shared: Option<u64>,
 }
 
 /// The facts of the logical unit that MODE SENSE and MODE SELECT report.
@@ -35,6 +38,15 @@ pub(crate) struct Selected {
     /// It changes what every initiator relies on (WCE or SWP), now or as saved values: only
     /// a privileged nexus may.
     pub(crate) disruptive: bool,
+}
+
+/// A MODE SELECT whose values are being written to the gateways' copy: what it needs to be
+/// checked again on a lost race (`attempts`: races lost so far).
+pub(crate) struct SharedSelect {
+    pub(crate) selected: Selected,
+    pub(crate) cmd: ModeSelect,
+    pub(crate) list: Vec<u8>,
+    pub(crate) attempts: u32,
 }
 
 impl ModeState {
@@ -62,6 +74,7 @@ impl ModeState {
             saved,
             wce_changeable,
             thin_provisioning,
+            shared: None,
         };
         state.current = state.pinned(state.power_on());
         Ok(state)
@@ -110,6 +123,52 @@ impl ModeState {
             self.current.cdl = Some(pages);
         }
         follows
+    }
+
+    /// The saved values, on a logical unit that saves them.
+    pub(crate) fn saved(&self) -> Option<ModeParameters> {
+        self.saved
+    }
+
+    /// Where gateways share the values: the version of the cluster's copy these are.
+    pub(crate) fn shared(&self) -> Option<u64> {
+        self.shared
+    }
+
+    /// The gateways' copy was written: this is its version now.
+    pub(crate) fn shared_as(&mut self, version: u64) {
+        self.shared = Some(version);
+    }
+
+    /// The gateways' copy of the current and saved values.
+    pub(crate) fn shared_contents(&self) -> Vec<u8> {
+        saved_mode::encode_shared(&self.current, self.saved.as_ref())
+    }
+
+    /// The gateways' values as the cluster holds them (`state.first`: at this logical
+    /// unit's power on, so the saved ones): the saved values are taken, and the values to
+    /// make current returned; `None` when `state` is not newer than what this one has.
+    pub(crate) fn adopt(
+        &mut self,
+        state: &store::SharedState,
+    ) -> Result<Option<ModeParameters>, String> {
+        if self.shared.is_some_and(|v| v >= state.version) {
+            return Ok(None);
+        }
+        self.shared = Some(state.version);
+        let Some(bytes) = state.contents.as_deref() else {
+            return Ok(None);
+        };
+        let (current, saved) = saved_mode::decode_shared(bytes)?;
+        // A copy from another kind of logical unit (without CDL pages) does not apply.
+        if let (Some(s), Some(new)) = (&mut self.saved, saved.filter(|s| s.cdl.is_some())) {
+            *s = new;
+        }
+        Ok(Some(if state.first {
+            self.power_on()
+        } else {
+            current
+        }))
     }
 
     /// The saved values become `new` (MODE SELECT with SP = 1, once they are kept).

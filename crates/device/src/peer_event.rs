@@ -6,6 +6,15 @@ use crate::persistent_reservation::{Effects, Whom};
 use crate::TaskManagement;
 use scsi::Asc;
 
+/// The states the gateways share, as a gateway read them again from the cluster after the
+/// other gateways' announcements (`None`: not read, or the read failed: the state here stays
+/// as it was).
+#[derive(Clone, Debug, Default)]
+pub struct SharedStates {
+    pub reservations: Option<store::SharedState>,
+    pub mode_pages: Option<store::SharedState>,
+}
+
 /// An event of the logical unit on another gateway.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PeerEvent {
@@ -16,6 +25,10 @@ pub enum PeerEvent {
     /// again from the cluster and applies what the service action asks of the nexuses at
     /// its own target port (unit attentions, PREEMPT AND ABORT's aborts).
     Reservations(Effects),
+    /// A MODE SELECT there changed the mode parameters the gateways share: each reads them
+    /// again from the cluster, makes them current and tells its own nexuses (MODE
+    /// PARAMETERS CHANGED, SPC-5 §7.5.2).
+    ModeParameters,
     /// A SET TARGET PORT GROUPS there chose the preferred gateway: each reads the choice
     /// from the cluster through its data plane ([`store::Plane::reload_preferred`]) and
     /// tells its own nexuses of the states that changed.
@@ -37,14 +50,16 @@ impl PeerEvent {
         }
     }
 
-    /// The bytes an announcement carries. Access states: `A` alone. Reservations: `P`, the number of unit attentions
-    /// (u16), each as ASC, ASCQ and its nexuses; the number of aborted (u16), each as its
-    /// nexuses. Nexuses: the relative target port identifier (u16, 0: every target port)
-    /// and the initiator port (u16 length, bytes). Big-endian.
+    /// The bytes an announcement carries. Reset: `R`, ASC, ASCQ. Access states: `A` alone.
+    /// Mode parameters: `M` alone. Reservations: `P`, the number of unit attentions (u16),
+    /// each as ASC, ASCQ and its nexuses; the number of aborted (u16), each as its nexuses.
+    /// Nexuses: the relative target port identifier (u16, 0: every target port) and the
+    /// initiator port (u16 length, bytes). Big-endian.
     pub fn encode(&self) -> Vec<u8> {
         match self {
             PeerEvent::Reset(Asc(asc, ascq)) => vec![b'R', *asc, *ascq],
             PeerEvent::AccessStates => vec![b'A'],
+            PeerEvent::ModeParameters => vec![b'M'],
             PeerEvent::Reservations(e) => {
                 let whom = |w: &Whom, out: &mut Vec<u8>| {
                     out.extend_from_slice(&w.target_port.unwrap_or(0).to_be_bytes());
@@ -71,6 +86,7 @@ impl PeerEvent {
         match bytes {
             [b'R', asc, ascq] => Some(PeerEvent::Reset(Asc(*asc, *ascq))),
             [b'A'] => Some(PeerEvent::AccessStates),
+            [b'M'] => Some(PeerEvent::ModeParameters),
             [b'P', rest @ ..] => decode_reservations(rest).map(PeerEvent::Reservations),
             _ => None,
         }
@@ -124,8 +140,10 @@ mod tests {
             assert_eq!(PeerEvent::decode(&e.encode()), Some(e));
         }
         assert_eq!(PeerEvent::of(TaskManagement::AbortTaskSet), None);
-        let e = PeerEvent::AccessStates;
-        assert_eq!(PeerEvent::decode(&e.encode()), Some(e));
+        for e in [PeerEvent::AccessStates, PeerEvent::ModeParameters] {
+            assert_eq!(PeerEvent::decode(&e.encode()), Some(e));
+        }
+        assert_eq!(PeerEvent::decode(b"M\x00"), None);
         assert_eq!(PeerEvent::decode(b"A\x01"), None);
         assert_eq!(PeerEvent::decode(b"R\x29"), None);
         assert_eq!(PeerEvent::decode(b""), None);

@@ -71,6 +71,41 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ModeParameters, String> {
     })
 }
 
+const SHARED_MAGIC: &[u8] = b"stint gateways' mode parameters v1\n";
+
+/// What the gateways of a logical unit share (docs/gateways.md): SHARED_MAGIC, the length of
+/// the current values' encoding (u32, big-endian), the current values, then the saved ones
+/// (nothing on a logical unit that does not save them), each as [`encode`] writes it.
+pub(crate) fn encode_shared(current: &ModeParameters, saved: Option<&ModeParameters>) -> Vec<u8> {
+    let current = encode(current);
+    let mut out = SHARED_MAGIC.to_vec();
+    out.extend_from_slice(&(current.len() as u32).to_be_bytes());
+    out.extend_from_slice(&current);
+    if let Some(saved) = saved {
+        out.extend_from_slice(&encode(saved));
+    }
+    out
+}
+
+/// The current and saved values [`encode_shared`] wrote.
+pub(crate) fn decode_shared(
+    bytes: &[u8],
+) -> Result<(ModeParameters, Option<ModeParameters>), String> {
+    let rest = bytes
+        .strip_prefix(SHARED_MAGIC)
+        .ok_or("not the gateways' mode parameters")?;
+    let (len, rest) = rest.split_first_chunk::<4>().ok_or("truncated")?;
+    let (current, saved) = usize::try_from(u32::from_be_bytes(*len))
+        .ok()
+        .and_then(|n| rest.split_at_checked(n))
+        .ok_or("truncated current values")?;
+    let saved = match saved {
+        [] => None,
+        saved => Some(decode(saved)?),
+    };
+    Ok((decode(current)?, saved))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +138,18 @@ mod tests {
         let err = decode(&bytes[..bytes.len() - 1]).unwrap_err();
         assert!(err.contains("truncated"), "{err}");
         assert!(decode(b"other").is_err());
+    }
+
+    #[test]
+    fn the_gateways_state_round_trips_with_and_without_saved_values() {
+        let (current, saved) = (params(50_000_000, true), params(7_000_000, false));
+        let bytes = encode_shared(&current, Some(&saved));
+        assert_eq!(decode_shared(&bytes), Ok((current, Some(saved))));
+        let bytes = encode_shared(&current, None);
+        assert_eq!(decode_shared(&bytes), Ok((current, None)));
+        for n in 0..bytes.len() {
+            assert!(decode_shared(&bytes[..n]).is_err(), "cut at {n}");
+        }
+        assert!(decode_shared(&encode(&current)).is_err());
     }
 }

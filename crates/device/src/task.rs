@@ -117,6 +117,9 @@ pub(crate) enum After {
         list: Vec<u8>,
         attempts: u32,
     },
+    /// MODE SELECT where the gateways share the values: their copy is written with its
+    /// version guard, then they become current; on a lost race the list is checked again.
+    SharedMode(Box<crate::mode_state::SharedSelect>),
     /// RESERVE (`reserve`) or RELEASE (6)/(10) where the gateways share the state: the new
     /// holder is written with its version guard, then made current; on a lost race the
     /// command runs again on the state as it is (`attempts`: races lost to other gateways).

@@ -12,7 +12,7 @@ use crate::event::{Event, Step, TaskId, Then};
 use crate::sanitize::Phase;
 use crate::{
     Arrival, Backing, Completion, ConfigError, DeviceQueue, Kept, LogicalUnit, LuConfig, Nexus, Ns,
-    PeerEvent, ResizeError, TaskManagement, TmfResponse, Transfer,
+    PeerEvent, ResizeError, SharedStates, TaskManagement, TmfResponse, Transfer,
 };
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -122,6 +122,15 @@ impl Unit {
             ),
             None => None,
         };
+        let shared_mode_pages = plane
+            .load_shared(KeptFile::ModePages)
+            .transpose()
+            .map_err(ConfigError::SavedMode)?;
+        // At the logical unit's power on the saved values became current: every gateway
+        // starting later must find them so.
+        let power_on = shared_mode_pages
+            .as_ref()
+            .is_some_and(|s| s.first || s.contents.is_none());
         let kept = Kept {
             mode_pages: plane
                 .load(KeptFile::ModePages)
@@ -130,8 +139,13 @@ impl Unit {
                 .load(KeptFile::Reservations)
                 .map_err(ConfigError::PersistentReservations)?,
             shared_reservations,
+            shared_mode_pages,
         };
-        let core = LogicalUnit::new(config, backing(&*plane), kept, queue)?;
+        let mut core = LogicalUnit::new(config, backing(&*plane), kept, queue)?;
+        if let Some((contents, version)) = core.shared_mode().filter(|_| power_on) {
+            let done = plane.share_now(KeptFile::ModePages, &contents, version);
+            core.shared_mode_written(0, done);
+        }
         Ok(Unit::new(core, plane))
     }
 
@@ -238,7 +252,7 @@ impl Unit {
         let preferred = self.plane.preferred_gateway();
         let arrived = self.call(now, sink, |core| {
             for event in &news {
-                core.peer_event(now, event, shared.as_ref());
+                core.peer_event(now, event, &shared);
             }
             if let Some(bytes) = resized {
                 core.resize(bytes);
@@ -255,46 +269,52 @@ impl Unit {
         )
     }
 
-    /// What the other gateways announced since the last call and, when one changed the
-    /// persistent reservations (or the plane saw a change no announcement told of), their
-    /// state read from the cluster once, outside the lock (a RADOS read only then; a load
-    /// otherwise). When one chose the
-    /// preferred gateway, the plane reads the choice again, so that the next command's
-    /// [`Plane::preferred_gateway`] answers it.
-    fn peer_news(&self) -> (Vec<PeerEvent>, Option<store::SharedState>) {
+    /// What the other gateways announced since the last call and, when one changed a state
+    /// they share (or the plane saw a change no announcement told of), that state read from
+    /// the cluster once, outside the lock (a RADOS read only then; a load otherwise). When
+    /// one chose the preferred gateway, the plane reads the choice again, so that the next
+    /// command's [`Plane::preferred_gateway`] answers it.
+    fn peer_news(&self) -> (Vec<PeerEvent>, SharedStates) {
         let mut news: Vec<PeerEvent> = self
             .plane
             .announced()
             .iter()
             .filter_map(|m| PeerEvent::decode(m))
             .collect();
+        let reservations = |e: &PeerEvent| matches!(e, PeerEvent::Reservations(_));
+        let mode_pages = |e: &PeerEvent| *e == PeerEvent::ModeParameters;
         // A change no announcement told of: read it, with nothing asked of the nexuses.
-        if self.plane.shared_changed()
-            && !news.iter().any(|e| matches!(e, PeerEvent::Reservations(_)))
-        {
+        if self.plane.shared_changed(KeptFile::Reservations) && !news.iter().any(reservations) {
             news.push(PeerEvent::Reservations(Default::default()));
+        }
+        if self.plane.shared_changed(KeptFile::ModePages) && !news.iter().any(mode_pages) {
+            news.push(PeerEvent::ModeParameters);
         }
         if news.contains(&PeerEvent::AccessStates) {
             if let Err(e) = self.plane.reload_preferred() {
                 tracing::error!(error = %e, lun = self.lun, "reading the preferred gateway");
             }
         }
-        let shared = news
-            .iter()
-            .any(|e| matches!(e, PeerEvent::Reservations(_)))
-            .then(|| self.plane.load_shared(KeptFile::Reservations))
-            .flatten()
-            .and_then(|loaded| {
-                loaded
-                    .inspect_err(|e| {
-                        tracing::error!(
-                            error = %e,
-                            lun = self.lun,
-                            "reading the gateways' persistent reservations"
-                        )
-                    })
-                    .ok()
-            });
+        let load = |file: KeptFile| {
+            let loaded = self.plane.load_shared(file)?;
+            loaded
+                .inspect_err(|e| {
+                    tracing::error!(error = %e, lun = self.lun, ?file, "reading a gateways' state")
+                })
+                .ok()
+        };
+        let shared = SharedStates {
+            reservations: news
+                .iter()
+                .any(reservations)
+                .then(|| load(KeptFile::Reservations))
+                .flatten(),
+            mode_pages: news
+                .iter()
+                .any(mode_pages)
+                .then(|| load(KeptFile::ModePages))
+                .flatten(),
+        };
         (news, shared)
     }
 
@@ -401,7 +421,7 @@ impl Unit {
         let (news, shared) = self.peer_news();
         let (owner, step) = self.call(now, sink, |core| {
             for event in &news {
-                core.peer_event(now, event, shared.as_ref());
+                core.peer_event(now, event, &shared);
             }
             let owner = core.owner(task);
             (owner, core.io_done(now, task, done, &mut data_in))
@@ -441,7 +461,7 @@ impl Unit {
         if !news.is_empty() {
             self.call(now, sink, |core| {
                 for event in &news {
-                    core.peer_event(now, event, shared.as_ref());
+                    core.peer_event(now, event, &shared);
                 }
             });
         }
@@ -579,11 +599,11 @@ impl Unit {
     ) -> TmfResponse {
         // A reset releases the RESERVE reservation the other gateways' commands made.
         let (news, shared) = self.peer_news();
-        let response = self.call(now, sink, |core| {
+        let (response, mode) = self.call(now, sink, |core| {
             for event in &news {
-                core.peer_event(now, event, shared.as_ref());
+                core.peer_event(now, event, &shared);
             }
-            core.task_management(now, nexus, tmf)
+            (core.task_management(now, nexus, tmf), core.shared_mode())
         });
         self.settle_reservations(now, sink);
         // A reset is the logical unit's, on every gateway that exports it: they have it
@@ -593,6 +613,14 @@ impl Unit {
         {
             if let Err(e) = self.plane.announce(&event.encode()) {
                 tracing::warn!(error = %e, lun = self.lun, "telling the other gateways of a reset");
+            }
+            // It made the saved mode parameters current here, and there on hearing of it:
+            // every gateway starting later must find them so.
+            if let Some((contents, version)) = mode {
+                let done = self
+                    .plane
+                    .share_now(KeptFile::ModePages, &contents, version);
+                self.call(now, sink, |core| core.shared_mode_written(now, done));
             }
         }
         response

@@ -6,154 +6,33 @@
 //! gateway that is not alive cannot be chosen.
 
 mod common;
+use common::gateway::{Cluster, Gateway};
 use common::{field_pointer, nexus_of, ready_as, run, sense_of};
-use device::{Completion, LuConfig, Nexus, PortGroups, Target, Unit};
-use parking_lot::Mutex;
+use device::{Completion, LuConfig, Nexus, Target};
 use scsi::alua::AccessState;
 use scsi::{Asc, SenseKey};
-use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use store::{Buffers, Done, Failure, Geometry, InlinePlane, Op, Plane, RamStore};
-
-/// What other gateways announced to one, oldest first.
-type Mailbox = Arc<Mutex<Vec<Vec<u8>>>>;
-
-/// What the gateways share: the explicit choice, which gateways are alive, each one's mailbox.
-struct Cluster {
-    chosen: Mutex<Option<u16>>,
-    alive: Mutex<Vec<u16>>,
-    mailboxes: Mutex<Vec<Mailbox>>,
-}
-
-impl Cluster {
-    fn new() -> Arc<Cluster> {
-        Arc::new(Cluster {
-            chosen: Mutex::new(None),
-            alive: Mutex::new(vec![1, 2]),
-            mailboxes: Mutex::new(Vec::new()),
-        })
-    }
-
-    /// The rule of docs/gateways.md: the choice while it is alive, else the first alive.
-    fn preferred(&self) -> u16 {
-        let alive = self.alive.lock();
-        self.chosen
-            .lock()
-            .filter(|g| alive.contains(g))
-            .or(alive.first().copied())
-            .unwrap_or(1)
-    }
-}
-
-/// A gateway's plane: RAM for the data; its view of the preferred gateway, as last read.
-struct Gateway {
-    data: InlinePlane,
-    cluster: Arc<Cluster>,
-    mailbox: Mailbox,
-    preferred: AtomicU32,
-}
-
-impl Gateway {
-    fn join(cluster: &Arc<Cluster>) -> Arc<Gateway> {
-        let mailbox = Arc::new(Mutex::new(Vec::new()));
-        cluster.mailboxes.lock().push(mailbox.clone());
-        Arc::new(Gateway {
-            data: InlinePlane::new(Arc::new(RamStore::new(1 << 20).unwrap())),
-            cluster: cluster.clone(),
-            mailbox,
-            preferred: AtomicU32::new(u32::from(cluster.preferred())),
-        })
-    }
-
-    fn prefer(&self, group: u16) -> Done {
-        if !self.cluster.alive.lock().contains(&group) {
-            return Done::Failed(Failure::Write {
-                at: None,
-                error: io::Error::new(io::ErrorKind::NotConnected, "not alive"),
-            });
-        }
-        *self.cluster.chosen.lock() = Some(group);
-        self.preferred.store(u32::from(group), Ordering::Relaxed);
-        Done::Ok
-    }
-}
-
-impl Plane for Gateway {
-    fn is_inline(&self) -> bool {
-        true
-    }
-
-    fn submit(&self, id: u64, op: Op, buffers: Buffers<'_>) -> Option<Done> {
-        match op {
-            Op::Prefer { group } => Some(self.prefer(group)),
-            op => self.data.submit(id, op, buffers),
-        }
-    }
-
-    fn geometry(&self) -> Geometry {
-        self.data.geometry()
-    }
-
-    fn preferred_gateway(&self) -> Option<Option<u16>> {
-        Some(u16::try_from(self.preferred.load(Ordering::Relaxed)).ok())
-    }
-
-    fn reload_preferred(&self) -> io::Result<()> {
-        let group = self.cluster.preferred();
-        self.preferred.store(u32::from(group), Ordering::Relaxed);
-        Ok(())
-    }
-
-    fn announce(&self, message: &[u8]) -> io::Result<()> {
-        for m in self.cluster.mailboxes.lock().iter() {
-            if !Arc::ptr_eq(m, &self.mailbox) {
-                m.lock().push(message.to_vec());
-            }
-        }
-        Ok(())
-    }
-
-    fn announced(&self) -> Vec<Vec<u8>> {
-        std::mem::take(&mut *self.mailbox.lock())
-    }
-
-    fn read_now(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.data.read_now(offset, buf)
-    }
-
-    fn write_now(&self, offset: u64, buf: &[u8], durable: bool) -> io::Result<()> {
-        self.data.write_now(offset, buf, durable)
-    }
-}
 
 /// Gateway `own` (of port groups 1 and 2) as a target with LUN 0, the others in `state`,
 /// with explicit ALUA (`alua_explicit`) or not.
 fn gateway(plane: Arc<Gateway>, own: u16, state: AccessState, explicit: bool) -> Target {
-    let mut config = LuConfig::new("iqn.test:gateways", 0, 1 << 20);
-    config.port_groups = PortGroups {
-        own,
-        all: vec![1, 2],
-        explicit,
-    };
-    config.alua_state = state;
-    Target::new(vec![(
-        0,
-        Arc::new(Unit::build(config, plane, None).unwrap()),
-    )])
+    common::gateway::target(plane, own, |c| {
+        c.alua_state = state;
+        c.port_groups.explicit = explicit;
+    })
 }
 
 /// Gateways 1 and 2 of one cluster, the others active/non-optimized.
 fn pair() -> (Arc<Cluster>, Target, Target) {
     let cluster = Cluster::new();
     let a = gateway(
-        Gateway::join(&cluster),
+        Gateway::join(&cluster, false),
         1,
         AccessState::ActiveNonOptimized,
         true,
     );
     let b = gateway(
-        Gateway::join(&cluster),
+        Gateway::join(&cluster, false),
         2,
         AccessState::ActiveNonOptimized,
         true,
@@ -221,7 +100,7 @@ fn told(t: &Target, n: &Nexus) -> bool {
 fn only_gateways_with_alua_explicit_offer_explicit_alua() {
     let lone = common::ram_target(LuConfig::new("iqn.test:lone", 0, 1 << 20));
     let implicit = gateway(
-        Gateway::join(&Cluster::new()),
+        Gateway::join(&Cluster::new(), true),
         1,
         AccessState::ActiveNonOptimized,
         false,
@@ -367,8 +246,18 @@ fn bad_lists_are_refused_at_their_field_and_change_nothing() {
 #[test]
 fn a_standby_gateway_chosen_serves_the_medium() {
     let cluster = Cluster::new();
-    let a = gateway(Gateway::join(&cluster), 1, AccessState::Standby, true);
-    let b = gateway(Gateway::join(&cluster), 2, AccessState::Standby, true);
+    let a = gateway(
+        Gateway::join(&cluster, false),
+        1,
+        AccessState::Standby,
+        true,
+    );
+    let b = gateway(
+        Gateway::join(&cluster, false),
+        2,
+        AccessState::Standby,
+        true,
+    );
     // Standby refuses TEST UNIT READY: the power-on unit attention goes with an RTPG.
     let (h1a, h1b) = (host(1, 1), host(2, 1));
     for (t, n) in [(&a, &h1a), (&b, &h1b)] {

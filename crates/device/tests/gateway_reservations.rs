@@ -6,19 +6,29 @@
 //! many such races; a gateway that starts alone drops a state whose APTPL is 0.
 
 mod common;
-use common::gateways::{gateway, host, Cluster, Gateway};
+use common::gateway::{Cluster, Gateway};
 use common::pr::{keys, pr_in, pr_out};
 use common::{ready_as, run, sense_of};
-use device::Completion;
+use device::{Completion, Nexus, Target};
 use scsi::persistent_reserve::{basic, decode_read_full_status, PrOutParameters};
 use scsi::persistent_reserve::{PrInAction::ReadFullStatus, PrOutAction::*, ReservationType::*};
 use scsi::{Asc, SenseKey};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use store::KeptFile;
+
+/// Gateway `own` (of port groups 1 and 2) as a target with LUN 0.
+fn gateway(plane: Arc<Gateway>, own: u16) -> Target {
+    common::gateway::target(plane, own, |_| {})
+}
+
+fn host(id: u64, n: u8) -> Nexus {
+    common::nexus_of(id, &format!("iqn.test:host{n},i,0x000000000001"), false)
+}
 
 #[test]
 fn a_change_through_one_gateway_is_the_others_state() {
-    let cluster = Arc::new(Cluster::default());
+    let cluster = Cluster::new();
     let (pa, pb) = (
         Gateway::join(&cluster, true),
         Gateway::join(&cluster, false),
@@ -66,12 +76,12 @@ fn a_change_through_one_gateway_is_the_others_state() {
     assert_eq!(run(&b, &h1b, &[0; 6], &[]).0, Completion::GOOD);
     assert_eq!(keys(&a, &h1a).1, [0xB]);
     // Three changes, each written once; the refused RESERVE not at all.
-    assert_eq!(cluster.writes.load(Ordering::Relaxed), 3);
+    assert_eq!(cluster.object(KeptFile::Reservations).writes, 3);
 }
 
 #[test]
 fn a_change_whose_announcement_was_lost_is_read_all_the_same() {
-    let cluster = Arc::new(Cluster::default());
+    let cluster = Cluster::new();
     let (pa, pb) = (
         Gateway::join(&cluster, true),
         Gateway::join(&cluster, false),
@@ -90,7 +100,7 @@ fn a_change_whose_announcement_was_lost_is_read_all_the_same() {
 
 #[test]
 fn a_race_lost_to_another_gateway_is_run_again_then_given_up() {
-    let cluster = Arc::new(Cluster::default());
+    let cluster = Cluster::new();
     let pa = Gateway::join(&cluster, true);
     let a = gateway(pa.clone(), 1);
     let h = ready_as(&a, host(1, 1));
@@ -115,7 +125,7 @@ fn a_race_lost_to_another_gateway_is_run_again_then_given_up() {
 
 #[test]
 fn a_gateway_starting_alone_drops_a_state_without_aptpl() {
-    let cluster = Arc::new(Cluster::default());
+    let cluster = Cluster::new();
     {
         let a = gateway(Gateway::join(&cluster, true), 1);
         let h = ready_as(&a, host(1, 1));

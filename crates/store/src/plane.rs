@@ -316,10 +316,10 @@ pub trait Plane: Send + Sync {
         None
     }
 
-    /// Where several gateways share state: whether it changed in the cluster since this plane
-    /// last read or wrote it, though no announcement said so (a gateway that died between its
-    /// write and its notify). Taken once; the logical unit then reads it again.
-    fn shared_changed(&self) -> bool {
+    /// Where several gateways share `file`: whether it changed in the cluster since this
+    /// plane last read or wrote it, though no announcement said so (a gateway that died
+    /// between its write and its notify). Taken once; the logical unit then reads it again.
+    fn shared_changed(&self, _file: KeptFile) -> bool {
         false
     }
 

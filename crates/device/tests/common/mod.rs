@@ -6,7 +6,7 @@
 // Each test file is its own crate and uses only some of these helpers.
 #![allow(dead_code)]
 
-pub mod gateways;
+pub mod gateway;
 pub mod pr;
 
 use device::{

@@ -199,15 +199,35 @@ struct Shared {
     /// The target port group of the preferred gateway ([`preferred`]), as last seen; 0 while
     /// none is known.
     preferred: AtomicU32,
-    /// The RADOS object the gateways keep the persistent reservations in.
-    reservations: String,
+    /// The RADOS objects the gateways keep their shared state in.
+    reservations: SharedObject,
+    mode_pages: SharedObject,
+    /// The last announcement waited out a watcher that did not answer.
+    unanswered: AtomicBool,
+}
+
+/// A RADOS object, beside the image, that holds one state every gateway of the image reads
+/// and writes (docs/gateways.md).
+struct SharedObject {
+    name: String,
     /// No other gateway had the image open when this one opened it; taken by the first
     /// [`Plane::load_shared`].
     first: AtomicBool,
-    /// The newest version of the reservations object this gateway read or wrote.
+    /// The newest version of the object this gateway read or wrote.
     seen: AtomicU64,
     /// A newer version is in the cluster than `seen` ([`Plane::shared_changed`]).
     changed: AtomicBool,
+}
+
+impl SharedObject {
+    fn new(name: String) -> Self {
+        SharedObject {
+            name,
+            first: AtomicBool::new(false),
+            seen: AtomicU64::new(0),
+            changed: AtomicBool::new(false),
+        }
+    }
 }
 
 /// How long an announcement waits for the other gateways to have it: a gateway that died
@@ -229,10 +249,15 @@ fn gateways_object(image: &str) -> String {
 /// TARGET PORT GROUPS: the target port group of the gateway made preferred, in decimal.
 const PREFERRED_XATTR: &str = "preferred";
 
-/// The RADOS object, beside the image, that holds its persistent reservations when gateways
-/// share it: every gateway reads and writes the one state (docs/gateways.md).
+/// The RADOS objects, beside the image, that hold its persistent reservations and its mode
+/// parameters when gateways share it: every gateway reads and writes the one state
+/// (docs/gateways.md).
 fn reservations_object(image: &str) -> String {
     format!("stint.reservations.{image}")
+}
+
+fn mode_pages_object(image: &str) -> String {
+    format!("stint.modes.{image}")
 }
 
 /// The data plane of an RBD image.
@@ -276,16 +301,17 @@ impl RbdPlane {
             gateway: target.gateway.clone(),
             object: gateways_object(&target.image),
             preferred: AtomicU32::new(0),
-            reservations: reservations_object(&target.image),
-            first: AtomicBool::new(false),
-            seen: AtomicU64::new(0),
-            changed: AtomicBool::new(false),
+            reservations: SharedObject::new(reservations_object(&target.image)),
+            mode_pages: SharedObject::new(mode_pages_object(&target.image)),
+            unanswered: AtomicBool::new(false),
         });
         if let Some(gateway) = target.gateway.clone() {
             let object = gateways_object(&target.image);
             // Before this gateway registers: whether any other is alive now.
             let others = alive_others(&shared.image, &gateway, &object)?;
-            shared.first.store(!others, Ordering::Relaxed);
+            for file in [KeptFile::Reservations, KeptFile::ModePages] {
+                shared.object(file).first.store(!others, Ordering::Relaxed);
+            }
             let id = shared.image.instance_id().to_string();
             shared
                 .image
@@ -325,15 +351,36 @@ impl Plane for RbdPlane {
     }
 
     /// A message framed with this gateway's group, so that its own copy (it watches the
-    /// object too) is told apart.
+    /// object too) is told apart. A watcher that does not answer within
+    /// [`ANNOUNCE_TIMEOUT_MS`] is a gateway that died and whose watch the OSD still keeps (the
+    /// live ones have the message): the bounded wait the trait allows, told once per spell.
     fn announce(&self, message: &[u8]) -> io::Result<()> {
         let Some(own) = self.shared.own() else {
             return Ok(());
         };
         let framed = [&own.to_be_bytes()[..], message].concat();
-        self.shared
+        let sent = self
+            .shared
             .image
-            .notify(&self.shared.object, &framed, ANNOUNCE_TIMEOUT_MS)
+            .notify(&self.shared.object, &framed, ANNOUNCE_TIMEOUT_MS);
+        let unanswered = &self.shared.unanswered;
+        match sent {
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                if !unanswered.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        wait_ms = ANNOUNCE_TIMEOUT_MS,
+                        "a gateway's watch does not answer announcements (one that died, until \
+                         the OSD drops its watch): each waits this long"
+                    );
+                }
+                Ok(())
+            }
+            Ok(()) if unanswered.swap(false, Ordering::Relaxed) => {
+                tracing::info!("every gateway's watch answers announcements again");
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     fn announced(&self) -> Vec<Vec<u8>> {
@@ -376,8 +423,8 @@ impl Plane for RbdPlane {
         self.shared.core.write_now(offset, buf, durable)
     }
 
-    /// A gateway's persistent reservations are the cluster's ([`Plane::load_shared`]), never
-    /// a local file's.
+    /// A gateway's persistent reservations and mode parameters are the cluster's
+    /// ([`Plane::load_shared`]), never a local file's.
     fn load(&self, file: KeptFile) -> io::Result<Option<Vec<u8>>> {
         if self.shared.shares(file) {
             return Ok(None);
@@ -389,11 +436,14 @@ impl Plane for RbdPlane {
         if !self.shared.shares(file) {
             return None;
         }
-        Some(self.shared.load_shared())
+        Some(self.shared.load_shared(file))
     }
 
-    fn shared_changed(&self) -> bool {
-        self.shared.changed.swap(false, Ordering::Relaxed)
+    fn shared_changed(&self, file: KeptFile) -> bool {
+        self.shared
+            .object(file)
+            .changed
+            .swap(false, Ordering::Relaxed)
     }
 
     fn share_now(&self, file: KeptFile, contents: &[u8], version: u64) -> io::Result<Done> {
@@ -403,7 +453,7 @@ impl Plane for RbdPlane {
                 "a lone server's image shares no state",
             ));
         }
-        self.shared.share(contents, version)
+        self.shared.share(file, contents, version)
     }
 }
 
@@ -414,8 +464,15 @@ impl Shared {
     }
 
     /// Whether `file` is the gateways' (in the cluster) rather than this server's.
-    fn shares(&self, file: KeptFile) -> bool {
-        self.gateway.is_some() && file == KeptFile::Reservations
+    fn shares(&self, _file: KeptFile) -> bool {
+        self.gateway.is_some()
+    }
+
+    fn object(&self, file: KeptFile) -> &SharedObject {
+        match file {
+            KeptFile::Reservations => &self.reservations,
+            KeptFile::ModePages => &self.mode_pages,
+        }
     }
 
     /// [`Op::Prefer`]: the choice written to the cluster, if that gateway is alive, and taken
@@ -440,29 +497,31 @@ impl Shared {
         Ok(())
     }
 
-    fn load_shared(&self) -> io::Result<SharedState> {
-        let (contents, version) = self.image.read_versioned(&self.reservations)?;
-        self.seen.fetch_max(version, Ordering::Relaxed);
+    fn load_shared(&self, file: KeptFile) -> io::Result<SharedState> {
+        let object = self.object(file);
+        let (contents, version) = self.image.read_versioned(&object.name)?;
+        object.seen.fetch_max(version, Ordering::Relaxed);
         Ok(SharedState {
             contents,
             version,
-            first: self.first.swap(false, Ordering::Relaxed),
+            first: object.first.swap(false, Ordering::Relaxed),
         })
     }
 
     /// [`Op::Share`]: the versioned write; on a lost race, the state as it is now.
-    fn share(&self, contents: &[u8], version: u64) -> io::Result<Done> {
+    fn share(&self, file: KeptFile, contents: &[u8], version: u64) -> io::Result<Done> {
+        let object = self.object(file);
         match self
             .image
-            .write_versioned(&self.reservations, contents, version)?
+            .write_versioned(&object.name, contents, version)?
         {
             Ok(version) => {
-                self.seen.fetch_max(version, Ordering::Relaxed);
+                object.seen.fetch_max(version, Ordering::Relaxed);
                 Ok(Done::Shared(version))
             }
             Err(ffi::Stale) => {
-                let (contents, version) = self.image.read_versioned(&self.reservations)?;
-                self.seen.fetch_max(version, Ordering::Relaxed);
+                let (contents, version) = self.image.read_versioned(&object.name)?;
+                object.seen.fetch_max(version, Ordering::Relaxed);
                 Ok(Done::Stale(SharedState {
                     contents,
                     version,
@@ -524,12 +583,16 @@ fn watch_gateways(plane: &Weak<Shared>, gateway: &RbdGateway, object: &str) {
         }
         // A change another gateway wrote but died before announcing: its announcement, had
         // it come, would have made this gateway read it (docs/gateways.md).
-        match shared.image.read_versioned(&shared.reservations) {
-            Ok((_, version)) if version > shared.seen.load(Ordering::Relaxed) => {
-                shared.changed.store(true, Ordering::Relaxed);
+        for object in [&shared.reservations, &shared.mode_pages] {
+            match shared.image.read_versioned(&object.name) {
+                Ok((_, version)) if version > object.seen.load(Ordering::Relaxed) => {
+                    object.changed.store(true, Ordering::Relaxed);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, object = %object.name, "looking at a shared state's version")
+                }
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "looking at the persistent reservations' version"),
         }
         drop(shared);
         std::thread::sleep(GATEWAYS_POLL);
@@ -600,7 +663,7 @@ impl Shared {
                 let contents = contents.clone();
                 self.core.pool.spawn(move || {
                     let done = shared
-                        .share(&contents, version)
+                        .share(file, &contents, version)
                         .unwrap_or_else(|error| Done::Failed(Failure::Write { at: None, error }));
                     shared.core.complete(owned, done);
                 });

@@ -1,0 +1,182 @@
+//! MODE SELECT (SPC-5 §6.12) as it takes effect: the values checked against the current ones,
+//! refused from a nexus that may not disrupt the others, kept (saved values, SP = 1) and, where
+//! several gateways export the logical unit, written to the copy they share before they become
+//! current, so that every gateway's nexuses see them and get MODE PARAMETERS CHANGED
+//! (SPC-5 §7.5.2; docs/gateways.md).
+
+use crate::block::store_failure;
+use crate::logical_unit::{LogicalUnit, Ran};
+use crate::mode_state::SharedSelect;
+use crate::reservations::SHARE_ATTEMPTS;
+use crate::task::After;
+use crate::{saved_mode, Completion, Ns, TaskId};
+use scsi::command::ModeSelect;
+use scsi::{Asc, Sense, SenseKey};
+use store::{Done, KeptFile, Op};
+
+fn check(sense: Sense) -> Ran {
+    Ran::Done(Completion::check_condition(sense))
+}
+
+impl LogicalUnit {
+    /// MODE SELECT from task `id` with its parameter list; `attempts`: races with other
+    /// gateways' changes lost so far.
+    pub(crate) fn mode_select(
+        &mut self,
+        now: Ns,
+        id: TaskId,
+        m: &ModeSelect,
+        list: &[u8],
+        attempts: u32,
+    ) -> Ran {
+        let (Some((nexus, _)), Some(task)) = (self.tasks_owner(id), self.task(id)) else {
+            return check(Sense::new(
+                SenseKey::HardwareError,
+                Asc::INTERNAL_TARGET_FAILURE,
+            ));
+        };
+        let (privileged, opcode) = (task.privileged, task.info.opcode());
+        let selected = match self.mode.select(m, list, &self.mode_medium()) {
+            Ok(s) => s,
+            Err(c) => return Ran::Done(c),
+        };
+        if selected.disruptive && !privileged {
+            return Ran::Done(self.refuse_unprivileged(nexus, opcode));
+        }
+        if let Some(version) = self.mode.shared() {
+            let saved = self.mode.saved().map(|s| {
+                if selected.save {
+                    selected.parameters
+                } else {
+                    s
+                }
+            });
+            let len = usize::from(m.parameter_list_length).min(list.len());
+            return Ran::Io(
+                Op::Share {
+                    file: KeptFile::ModePages,
+                    contents: saved_mode::encode_shared(&selected.parameters, saved.as_ref()),
+                    version,
+                },
+                After::SharedMode(Box::new(SharedSelect {
+                    selected,
+                    cmd: *m,
+                    list: list[..len].to_vec(),
+                    attempts,
+                })),
+            );
+        }
+        if selected.save {
+            if self.config().saved_mode_path.is_some() {
+                return Ran::Io(
+                    Op::Keep {
+                        file: KeptFile::ModePages,
+                        contents: Some(saved_mode::encode(&selected.parameters)),
+                    },
+                    After::ModeSave(Box::new(selected.parameters)),
+                );
+            }
+            self.mode.save(selected.parameters);
+        }
+        self.mode_selected(now, nexus, selected.parameters)
+    }
+
+    /// The gateways' copy of the values, written or found changed by another gateway. On a
+    /// lost race the list is checked again against the values as they are now; after
+    /// [`SHARE_ATTEMPTS`] such races the command ends with ABORTED COMMAND, which asks the
+    /// host to send it again (SPC-6, sense key descriptions).
+    pub(crate) fn mode_select_shared(
+        &mut self,
+        now: Ns,
+        id: TaskId,
+        done: Done,
+        select: SharedSelect,
+    ) -> Ran {
+        let SharedSelect {
+            selected,
+            cmd,
+            list,
+            attempts,
+        } = select;
+        match done {
+            Done::Shared(version) => {
+                self.mode.shared_as(version);
+                if selected.save {
+                    self.mode.save(selected.parameters);
+                }
+                // The other gateways hear of it before the command completes.
+                self.announcements.push(crate::PeerEvent::ModeParameters);
+                let nexus = self.tasks_owner(id).map_or(0, |(n, _)| n);
+                self.mode_selected(now, nexus, selected.parameters)
+            }
+            Done::Stale(state) => {
+                if let Err(e) = self.reload_mode(now, &state) {
+                    tracing::error!(error = %e, "the gateways' mode parameters");
+                    return check(Sense::new(
+                        SenseKey::HardwareError,
+                        Asc::INTERNAL_TARGET_FAILURE,
+                    ));
+                }
+                if attempts + 1 >= SHARE_ATTEMPTS {
+                    tracing::warn!(attempts, "MODE SELECT lost every race with other gateways");
+                    return check(Sense::new(
+                        SenseKey::AbortedCommand,
+                        Asc::NO_ADDITIONAL_SENSE,
+                    ));
+                }
+                self.mode_select(now, id, &cmd, &list, attempts + 1)
+            }
+            Done::Failed(f) => Ran::Done(store_failure(
+                f.error(),
+                SenseKey::MediumError,
+                Asc::WRITE_ERROR,
+                None,
+            )),
+            _ => check(Sense::new(
+                SenseKey::HardwareError,
+                Asc::INTERNAL_TARGET_FAILURE,
+            )),
+        }
+    }
+
+    /// The gateways' values as another gateway (or a lost race) left them: made current
+    /// when newer than these, with MODE PARAMETERS CHANGED for every nexus here if they
+    /// changed.
+    pub(crate) fn reload_mode(
+        &mut self,
+        now: Ns,
+        state: &store::SharedState,
+    ) -> Result<(), String> {
+        if let Some(current) = self.mode.adopt(state)? {
+            if self.apply_mode(now, current) {
+                self.unit_attentions
+                    .raise(Asc::MODE_PARAMETERS_CHANGED, None);
+            }
+        }
+        Ok(())
+    }
+
+    /// Where gateways share the mode parameters: the copy of this gateway's values to write
+    /// to the cluster, and the version it must find there, after a change no command made
+    /// (power on and reset make the saved values current).
+    pub fn shared_mode(&self) -> Option<(Vec<u8>, u64)> {
+        Some((self.mode.shared_contents(), self.mode.shared()?))
+    }
+
+    /// That copy's write ([`Self::shared_mode`]) ended: its version, or the newer values
+    /// another gateway wrote meanwhile, which stand.
+    pub fn shared_mode_written(&mut self, now: Ns, done: std::io::Result<Done>) {
+        let result = match done {
+            Ok(Done::Shared(version)) => {
+                self.mode.shared_as(version);
+                Ok(())
+            }
+            Ok(Done::Stale(state)) => self.reload_mode(now, &state),
+            Ok(other) => Err(format!("{other:?}")),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "writing the gateways' mode parameters");
+        }
+    }
+}
