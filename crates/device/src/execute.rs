@@ -540,16 +540,7 @@ impl LogicalUnit {
                     Ran::Done(self.reservations_changed(now, nexus, *prepared))
                 }
                 Done::Stale(state) => self.reservations_stale(id, &state, cmd, list, attempts),
-                Done::Failed(f) => Ran::Done(block::store_failure(
-                    f.error(),
-                    SenseKey::MediumError,
-                    Asc::WRITE_ERROR,
-                    None,
-                )),
-                _ => Ran::Done(check(Sense::new(
-                    SenseKey::HardwareError,
-                    Asc::INTERNAL_TARGET_FAILURE,
-                ))),
+                other => Ran::Done(block::share_failed(&other)),
             },
             After::SharedReserve {
                 reserve,

@@ -63,16 +63,7 @@ impl LogicalUnit {
                 Ok(attempts) => self.reserve_or_release(id, reserve, attempts),
                 Err(ran) => ran,
             },
-            Done::Failed(f) => Ran::Done(crate::block::store_failure(
-                f.error(),
-                SenseKey::MediumError,
-                Asc::WRITE_ERROR,
-                None,
-            )),
-            _ => Ran::Done(check(Sense::new(
-                SenseKey::HardwareError,
-                Asc::INTERNAL_TARGET_FAILURE,
-            ))),
+            other => Ran::Done(crate::block::share_failed(&other)),
         }
     }
 
