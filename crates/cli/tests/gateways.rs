@@ -7,7 +7,9 @@
 //! back when it returns; libiscsi's multipath tests through both; persistent reservations,
 //! one state through both gateways (registrations per target port, ALL_TG_PT, PREEMPT AND
 //! ABORT's unit attentions and aborts on the other gateway, racing REGISTERs, APTPL when the
-//! last gateway goes); SET TARGET PORT GROUPS through one gateway, the choice of both.
+//! last gateway goes); RESERVE (6) through one gateway holding on both, released by the
+//! holder, its logout or a LOGICAL UNIT RESET through the other; SET TARGET PORT GROUPS
+//! through one gateway, the choice of both.
 //!
 //! Needs a cluster, as crates/cli/tests/rbd.rs does: `STINT_CEPH_CONF` names its ceph.conf.
 
@@ -693,6 +695,90 @@ fn persistent_reservations_are_one_state_through_both_gateways() {
         assert_eq!(met, [], "host 2 through A had no registration");
         assert_eq!(keys(&mut b1, lun).await, [0xA1, 0xC3]);
         for s in [a1, b1, a2, b2, a3, b3] {
+            s.logout().await.expect("logout");
+        }
+    });
+    assert!(a.stop(), "gateway a did not stop cleanly");
+    assert!(b.stop(), "gateway b did not stop cleanly");
+}
+
+/// The status of `cdb` (no data either way) past the unit attentions it meets.
+async fn status(s: &mut Initiator, lun: u64, cdb: &[u8]) -> u8 {
+    command(s, lun, cdb, &[], 0).await.0.status
+}
+
+/// The status of a one-block WRITE(16) at LBA 0.
+async fn write_status(s: &mut Initiator, lun: u64) -> u8 {
+    let cdb = write(form::WRITE_16, rw(0, 1));
+    command(s, lun, &cdb, &pattern(7, BLOCK), 0).await.0.status
+}
+
+#[test]
+#[ignore = "needs a Ceph cluster: ./test.sh starts one and runs it"]
+fn a_reserve_6_through_one_gateway_holds_on_both() {
+    let conf = cluster("a_reserve_6_through_one_gateway_holds_on_both");
+    let pair = Pair::new(&conf, "reserve6");
+    let (a, b) = (pair.start(0), pair.start(1));
+    let reserve = emit(Command::Reserve, form::RESERVE_6);
+    let release = emit(Command::Release, form::RELEASE_6);
+    let inquiry = emit(
+        Command::Inquiry(Inquiry {
+            evpd: false,
+            page_code: 0,
+            allocation_length: 36,
+        }),
+        form::INQUIRY,
+    );
+    runtime().block_on(async {
+        let host = |n: u8| format!("iqn.2026-11.dev.stint:reserve-host{n}");
+        let (mut a1, lun) = session(&a.urls[0], &host(1)).await;
+        let (mut b1, _) = session(&b.urls[0], &host(1)).await;
+        let (mut b2, _) = session(&b.urls[0], &host(2)).await;
+        for s in [&mut a1, &mut b1, &mut b2] {
+            assert_eq!(write_status(s, lun).await, 0);
+        }
+        // Host 1 reserves through A: host 2 through B, and host 1 through B (another I_T
+        // nexus), are refused what SPC-2 refuses them; INQUIRY runs.
+        assert_eq!(status(&mut a1, lun, &reserve).await, 0);
+        for s in [&mut b2, &mut b1] {
+            assert_eq!(write_status(s, lun).await, RESERVATION_CONFLICT);
+        }
+        let read_keys = persistent_reserve_in(ReadKeys, 0x2000);
+        let (r, _) = command(&mut b2, lun, &read_keys, &[], 0x2000).await;
+        assert_eq!(r.status, RESERVATION_CONFLICT, "PERSISTENT RESERVE IN");
+        let (r, _) = command(&mut b2, lun, &inquiry, &[], 36).await;
+        assert_eq!(r.status, 0, "INQUIRY");
+        assert_eq!(write_status(&mut a1, lun).await, 0, "the holder writes");
+        // A RELEASE through B by another nexus is a no-op.
+        assert_eq!(status(&mut b2, lun, &release).await, 0);
+        assert_eq!(write_status(&mut b2, lun).await, RESERVATION_CONFLICT);
+        // The holder's RELEASE through A frees it on B; host 2 reserves through B.
+        assert_eq!(status(&mut a1, lun, &release).await, 0);
+        assert_eq!(write_status(&mut b2, lun).await, 0);
+        assert_eq!(status(&mut b2, lun, &reserve).await, 0);
+        assert_eq!(write_status(&mut a1, lun).await, RESERVATION_CONFLICT);
+        // Host 2's nexus through B ends (logout): B releases it, and A hears of it.
+        b2.logout().await.expect("logout");
+        let started = Instant::now();
+        while write_status(&mut a1, lun).await != 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the holder's logout did not release it"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Host 1 reserves through B; a LOGICAL UNIT RESET through A releases it for both.
+        assert_eq!(status(&mut b1, lun, &reserve).await, 0);
+        assert_eq!(write_status(&mut a1, lun).await, RESERVATION_CONFLICT);
+        let reset = a1
+            .task_management(iscsi::tmf::Function::LogicalUnitReset, lun, 0)
+            .await
+            .expect("LOGICAL UNIT RESET");
+        assert_eq!(reset, iscsi::tmf::Response::FunctionComplete);
+        assert_eq!(write_status(&mut a1, lun).await, 0, "released by the reset");
+        let (mut b3, _) = session(&b.urls[0], &host(3)).await;
+        assert_eq!(write_status(&mut b3, lun).await, 0);
+        for s in [a1, b1, b3] {
             s.logout().await.expect("logout");
         }
     });

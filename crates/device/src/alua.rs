@@ -179,12 +179,13 @@ impl LogicalUnit {
         shared: &crate::SharedStates,
     ) {
         match event {
-            crate::PeerEvent::Reset(asc) => self.reset(now, *asc),
+            crate::PeerEvent::Reset(asc) => self.reset(now, *asc, false),
             crate::PeerEvent::Reservations(effects) => {
                 if let Some(state) = &shared.reservations {
                     if let Err(e) = self.reservations.reload(state) {
                         tracing::error!(error = %e, "the gateways' persistent reservations");
                     }
+                    self.publish();
                 }
                 self.reservation_effects(now, effects, None);
             }

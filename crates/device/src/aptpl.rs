@@ -4,11 +4,14 @@
 //! of the RADOS object the gateways share, holding every registration (initiator port, target
 //! port, key, ALL_TG_PT), the reservation (holder, type), PRgeneration and APTPL. A kept file
 //! restarts PRgeneration at zero at power on (SPC-4 §6.15.2); the gateways' object keeps it,
-//! since the logical unit lives on while any gateway does.
+//! since the logical unit lives on while any gateway does. The gateways' object also names
+//! the holder of a RESERVE (6)/(10) reservation, which a kept file never holds: SPC-2
+//! reservations do not survive power loss.
 
 use crate::persistent_reservation::{
     PersistentReservations, Registration, Reservation, MAX_REGISTRATIONS,
 };
+use crate::reservations::ItNexus;
 use scsi::persistent_reserve::ReservationType;
 
 /// The first version: no target ports (a lone server's one, 1), no PRgeneration, APTPL set.
@@ -25,10 +28,6 @@ const V1_TARGET_PORT: u16 = 1;
 /// length, bytes). Big-endian, no padding.
 pub(crate) fn encode(state: &PersistentReservations) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
-    let text = |s: &str, out: &mut Vec<u8>| {
-        out.extend_from_slice(&(s.len() as u16).to_be_bytes());
-        out.extend_from_slice(s.as_bytes());
-    };
     out.extend_from_slice(&state.generation.to_be_bytes());
     out.push(u8::from(state.aptpl));
     out.extend_from_slice(&(state.registrations.len() as u16).to_be_bytes());
@@ -47,6 +46,45 @@ pub(crate) fn encode(state: &PersistentReservations) -> Vec<u8> {
         }
     }
     out
+}
+
+/// The gateways' object: the state as [`encode`] has it, then, while an I_T nexus holds a
+/// RESERVE (6)/(10) reservation, its relative target port identifier (u16) and initiator port
+/// (u16 length, bytes); nothing after the state otherwise, so an object without one is
+/// what gateways of the previous version wrote and read.
+pub(crate) fn encode_shared(state: &PersistentReservations, spc2: Option<&ItNexus>) -> Vec<u8> {
+    let mut out = encode(state);
+    if let Some(holder) = spc2 {
+        out.extend_from_slice(&holder.target_port.to_be_bytes());
+        text(&holder.initiator_port, &mut out);
+    }
+    out
+}
+
+/// An initiator port: u16 length, bytes.
+fn text(s: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(s.len() as u16).to_be_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// The state and the RESERVE (6)/(10) holder of the gateways' object ([`encode_shared`]).
+pub(crate) fn decode_shared(
+    bytes: &[u8],
+) -> Result<(PersistentReservations, Option<ItNexus>), String> {
+    let mut r = Reader(bytes);
+    let state = r.state()?;
+    let spc2 = if r.0.is_empty() {
+        None
+    } else {
+        let target_port = r.u16()?;
+        let initiator_port = r.text()?;
+        Some(ItNexus {
+            initiator_port,
+            target_port,
+        })
+    };
+    r.end()?;
+    Ok((state, spc2))
 }
 
 /// Reads the fields in order; every shortfall is the same error.
@@ -96,82 +134,99 @@ pub(crate) fn decode_kept(bytes: &[u8]) -> Result<PersistentReservations, String
 
 /// The state `bytes` hold, either version.
 pub(crate) fn decode(bytes: &[u8]) -> Result<PersistentReservations, String> {
-    let (v1, rest) = match (bytes.strip_prefix(MAGIC), bytes.strip_prefix(MAGIC_V1)) {
-        (Some(rest), _) => (false, rest),
-        (None, Some(rest)) => (true, rest),
-        (None, None) => return Err("not a persistent reservations file".into()),
-    };
-    let mut r = Reader(rest);
-    let (generation, aptpl) = if v1 {
-        (0, true)
-    } else {
-        (r.u32()?, r.u8()? & 1 != 0)
-    };
-    let count = usize::from(r.u16()?);
-    if count > MAX_REGISTRATIONS {
-        return Err(format!(
-            "{count} registrations; a logical unit keeps at most {MAX_REGISTRATIONS}"
-        ));
+    let mut r = Reader(bytes);
+    let state = r.state()?;
+    r.end()?;
+    Ok(state)
+}
+
+impl Reader<'_> {
+    fn end(&self) -> Result<(), String> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err("trailing bytes".into())
+        }
     }
-    let mut registrations: Vec<Registration> = Vec::with_capacity(count);
-    for _ in 0..count {
-        let key = r.u64()?;
-        let all_tg_pt = r.u8()? & 1 != 0;
-        let target_port = if v1 { V1_TARGET_PORT } else { r.u16()? };
-        let initiator_port = r.text()?;
-        let registration = Registration {
-            initiator_port,
-            target_port,
-            key,
-            all_tg_pt,
+
+    /// The state, either version, up to its last field.
+    fn state(&mut self) -> Result<PersistentReservations, String> {
+        let (v1, rest) = match (self.0.strip_prefix(MAGIC), self.0.strip_prefix(MAGIC_V1)) {
+            (Some(rest), _) => (false, rest),
+            (None, Some(rest)) => (true, rest),
+            (None, None) => return Err("not a persistent reservations file".into()),
         };
-        if key == 0 || registrations.iter().any(|x| x.overlaps(&registration)) {
+        self.0 = rest;
+        let r = self;
+        let (generation, aptpl) = if v1 {
+            (0, true)
+        } else {
+            (r.u32()?, r.u8()? & 1 != 0)
+        };
+        let count = usize::from(r.u16()?);
+        if count > MAX_REGISTRATIONS {
             return Err(format!(
-                "a bad registration of {}",
-                registration.initiator_port
+                "{count} registrations; a logical unit keeps at most {MAX_REGISTRATIONS}"
             ));
         }
-        registrations.push(registration);
-    }
-    let reservation = match r.u8()? {
-        0 => None,
-        1 => {
-            let code = r.u8()?;
-            let kind = ReservationType::from_code(code)
-                .ok_or_else(|| format!("reservation type {code:X}h is not defined"))?;
-            let holder_target_port = if v1 { V1_TARGET_PORT } else { r.u16()? };
-            let holder = r.text()?;
-            // A holder is registered; all registrants reservations need a registrant.
-            let registered = registrations.iter().any(|x| {
-                x.initiator_port == holder && (x.all_tg_pt || x.target_port == holder_target_port)
-            });
-            let held = if kind.all_registrants() {
-                !registrations.is_empty()
-            } else {
-                registered
+        let mut registrations: Vec<Registration> = Vec::with_capacity(count);
+        for _ in 0..count {
+            let key = r.u64()?;
+            let all_tg_pt = r.u8()? & 1 != 0;
+            let target_port = if v1 { V1_TARGET_PORT } else { r.u16()? };
+            let initiator_port = r.text()?;
+            let registration = Registration {
+                initiator_port,
+                target_port,
+                key,
+                all_tg_pt,
             };
-            if !held {
+            if key == 0 || registrations.iter().any(|x| x.overlaps(&registration)) {
                 return Err(format!(
-                    "the reservation's holder {holder} is not registered"
+                    "a bad registration of {}",
+                    registration.initiator_port
                 ));
             }
-            Some(Reservation {
-                holder,
-                holder_target_port,
-                kind,
-            })
+            registrations.push(registration);
         }
-        _ => return Err("a bad reservation flag".into()),
-    };
-    if !r.0.is_empty() {
-        return Err("trailing bytes".into());
+        let reservation = match r.u8()? {
+            0 => None,
+            1 => {
+                let code = r.u8()?;
+                let kind = ReservationType::from_code(code)
+                    .ok_or_else(|| format!("reservation type {code:X}h is not defined"))?;
+                let holder_target_port = if v1 { V1_TARGET_PORT } else { r.u16()? };
+                let holder = r.text()?;
+                // A holder is registered; all registrants reservations need a registrant.
+                let registered = registrations.iter().any(|x| {
+                    x.initiator_port == holder
+                        && (x.all_tg_pt || x.target_port == holder_target_port)
+                });
+                let held = if kind.all_registrants() {
+                    !registrations.is_empty()
+                } else {
+                    registered
+                };
+                if !held {
+                    return Err(format!(
+                        "the reservation's holder {holder} is not registered"
+                    ));
+                }
+                Some(Reservation {
+                    holder,
+                    holder_target_port,
+                    kind,
+                })
+            }
+            _ => return Err("a bad reservation flag".into()),
+        };
+        Ok(PersistentReservations {
+            generation,
+            registrations,
+            reservation,
+            aptpl,
+        })
     }
-    Ok(PersistentReservations {
-        generation,
-        registrations,
-        reservation,
-        aptpl,
-    })
 }
 
 #[cfg(test)]
@@ -241,6 +296,27 @@ mod tests {
         assert!(s.aptpl);
         assert_eq!(s.registrations[0].target_port, 1);
         assert_eq!(s.reservation.unwrap().holder_target_port, 1);
+    }
+
+    #[test]
+    fn the_gateways_object_names_a_reserve_holder_after_the_state() {
+        let holder = ItNexus {
+            initiator_port: "iqn.2026-11.dev.stint:c,i,0x000000000003".into(),
+            target_port: 2,
+        };
+        let bytes = encode_shared(&state(), Some(&holder));
+        assert_eq!(decode_shared(&bytes).unwrap(), (state(), Some(holder)));
+        // Without one, the object is what the previous version wrote, read as none.
+        assert_eq!(encode_shared(&state(), None), encode(&state()));
+        assert_eq!(decode_shared(&encode(&state())).unwrap(), (state(), None));
+        // A kept file never holds one.
+        assert!(decode(&bytes).unwrap_err().contains("trailing bytes"));
+        for n in encode(&state()).len() + 1..bytes.len() {
+            let e = decode_shared(&bytes[..n]).unwrap_err();
+            assert!(e.contains("truncated"), "cut at {n}: {e}");
+        }
+        let e = decode_shared(&[bytes.as_slice(), &[0]].concat()).unwrap_err();
+        assert!(e.contains("trailing bytes"), "{e}");
     }
 
     #[test]

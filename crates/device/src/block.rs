@@ -710,6 +710,19 @@ pub(crate) fn store_failure(
     Completion::check_condition(sense)
 }
 
+/// How a write of a state the gateways share ([`Op::Share`]) that neither landed nor lost a
+/// race ends: MEDIUM ERROR, WRITE ERROR (or what [`store_failure`] makes of the error) when
+/// the store failed, HARDWARE ERROR for an answer no plane gives.
+pub(crate) fn share_failed(done: &Done) -> Completion {
+    match done {
+        Done::Failed(f) => store_failure(f.error(), SenseKey::MediumError, Asc::WRITE_ERROR, None),
+        _ => Completion::check_condition(Sense::new(
+            SenseKey::HardwareError,
+            Asc::INTERNAL_TARGET_FAILURE,
+        )),
+    }
+}
+
 /// The sense key and code of a store failure `e` that would otherwise be `key`/`asc` (see
 /// [`store_failure`]).
 fn store_sense(e: &std::io::Error, key: SenseKey, asc: Asc) -> (SenseKey, Asc) {

@@ -28,7 +28,7 @@ pub(crate) struct Published {
     pub(crate) ready: bool,
     pub(crate) write_protected: bool,
     /// The nexus holding a RESERVE (6)/(10) reservation, and the persistent reservations.
-    pub(crate) spc2_holder: Option<u64>,
+    pub(crate) spc2_holder: Option<crate::reservations::Spc2Holder>,
     pub(crate) persistent: PersistentReservations,
     /// The relative target port identifier of the server's target port.
     pub(crate) target_port: u16,
@@ -104,8 +104,8 @@ impl UnitView {
         } else {
             ReservationAccess::Read
         };
-        match p.spc2_holder {
-            Some(holder) => holder == nexus.id,
+        match &p.spc2_holder {
+            Some(holder) => holder.is(nexus, p.target_port),
             None => !p.persistent.conflicts(
                 crate::persistent_reservation::It {
                     initiator_port: &nexus.initiator_port,

@@ -22,7 +22,7 @@ use store::{Done, KeptFile, Op};
 
 impl LogicalUnit {
     /// The nexus of a task, as the commands that need more than its id see it.
-    fn nexus_of(&self, id: TaskId) -> Option<Nexus> {
+    pub(crate) fn nexus_of(&self, id: TaskId) -> Option<Nexus> {
         let (nexus, _) = self.tasks_owner(id)?;
         let task = self.task(id)?;
         Some(Nexus {
@@ -249,19 +249,7 @@ impl LogicalUnit {
             }
             Command::StartStopUnit(s) => self.start_stop_unit(&s),
             Command::Reserve | Command::Release => {
-                let Some(n) = self.nexus_of(id) else {
-                    return done(check(Sense::new(
-                        SenseKey::HardwareError,
-                        Asc::INTERNAL_TARGET_FAILURE,
-                    )));
-                };
-                let c = if matches!(cmd, Command::Reserve) {
-                    self.reservations.reserve(&n)
-                } else {
-                    self.reservations.release(&n)
-                };
-                self.publish();
-                done(c)
+                self.reserve_or_release(id, matches!(cmd, Command::Reserve), 0)
             }
             Command::PersistentReserveIn(p) => {
                 let c = self.reservations.persistent_reserve_in(&p, data_in);
@@ -552,17 +540,13 @@ impl LogicalUnit {
                     Ran::Done(self.reservations_changed(now, nexus, *prepared))
                 }
                 Done::Stale(state) => self.reservations_stale(id, &state, cmd, list, attempts),
-                Done::Failed(f) => Ran::Done(block::store_failure(
-                    f.error(),
-                    SenseKey::MediumError,
-                    Asc::WRITE_ERROR,
-                    None,
-                )),
-                _ => Ran::Done(check(Sense::new(
-                    SenseKey::HardwareError,
-                    Asc::INTERNAL_TARGET_FAILURE,
-                ))),
+                other => Ran::Done(block::share_failed(&other)),
             },
+            After::SharedReserve {
+                reserve,
+                holder,
+                attempts,
+            } => self.reserve_or_release_written(id, reserve, holder, attempts, done),
             After::Copy(mut job, blocks) => match job.chunk_done(&done, blocks) {
                 Some(Next::Done(c)) => Ran::Done(self.copy_ended(&job, c)),
                 _ => self.copy_next(job),
@@ -762,10 +746,8 @@ impl LogicalUnit {
 
     /// Another gateway changed the shared persistent reservations after this PERSISTENT
     /// RESERVE OUT was prepared (its write found another version): the state as it is now
-    /// becomes current and the command is prepared on it again, which may now refuse it.
-    /// After [`SHARE_ATTEMPTS`](crate::reservations::SHARE_ATTEMPTS) races lost to other
-    /// gateways it ends
-    /// with ABORTED COMMAND, which asks the host to send it again (SPC-6, sense key descriptions).
+    /// becomes current and the command is prepared on it again, which may now refuse it;
+    /// too many races lost end it ([`Self::race_lost`]).
     fn reservations_stale(
         &mut self,
         id: TaskId,
@@ -774,29 +756,10 @@ impl LogicalUnit {
         list: Vec<u8>,
         attempts: u32,
     ) -> Ran {
-        let attempts = if self.reservations.written_here(state.version) {
-            attempts
-        } else {
-            attempts + 1
+        let attempts = match self.race_lost(state, attempts, "PERSISTENT RESERVE OUT") {
+            Ok(attempts) => attempts,
+            Err(ran) => return ran,
         };
-        if let Err(e) = self.reservations.reload(state) {
-            tracing::error!(error = %e, "the gateways' persistent reservations");
-            return Ran::Done(check(Sense::new(
-                SenseKey::HardwareError,
-                Asc::INTERNAL_TARGET_FAILURE,
-            )));
-        }
-        self.publish();
-        if attempts >= crate::reservations::SHARE_ATTEMPTS {
-            tracing::warn!(
-                attempts,
-                "PERSISTENT RESERVE OUT lost every race with other gateways"
-            );
-            return Ran::Done(check(Sense::new(
-                SenseKey::AbortedCommand,
-                Asc::NO_ADDITIONAL_SENSE,
-            )));
-        }
         let Some(n) = self.nexus_of(id) else {
             return Ran::Done(check(Sense::new(
                 SenseKey::HardwareError,

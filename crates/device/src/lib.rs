@@ -33,6 +33,7 @@ mod precheck;
 mod provisioning;
 mod read_write_long;
 mod reservations;
+mod reserve_release;
 mod resize;
 mod rod_token;
 mod sanitize;

@@ -236,16 +236,17 @@ impl LogicalUnit {
                 mode.apply(current);
             }
         }
-        let (persistent, shared) = match (&kept.shared_reservations, &kept.reservations) {
+        let (persistent, spc2, shared) = match (&kept.shared_reservations, &kept.reservations) {
             (Some(s), _) => {
-                let state = s.contents.as_deref().map(aptpl::decode).transpose();
+                let state = s.contents.as_deref().map(aptpl::decode_shared).transpose();
                 let state = state.map_err(|e| {
                     ConfigError::PersistentReservations(std::io::Error::new(
                         std::io::ErrorKind::InvalidData,
                         format!("the gateways' persistent reservations: {e}"),
                     ))
                 })?;
-                (state, Some(s.version))
+                let (persistent, spc2) = state.map_or((None, None), |(p, h)| (Some(p), h));
+                (persistent, spc2, Some(s.version))
             }
             (None, Some(bytes)) => (
                 Some(aptpl::decode_kept(bytes).map_err(|e| {
@@ -255,12 +256,14 @@ impl LogicalUnit {
                     ))
                 })?),
                 None,
+                None,
             ),
-            (None, None) => (None, None),
+            (None, None) => (None, None, None),
         };
         // The gateways' state outlives any one of them: APTPL = 1 is honoured there.
         let ptpl_capable = config.persistent_reservations_path.is_some() || shared.is_some();
-        let reservations = Reservations::new(persistent, ptpl_capable, &config.port_groups, shared);
+        let reservations =
+            Reservations::new(persistent, spc2, ptpl_capable, &config.port_groups, shared);
         let queue = queue
             .map(Scheduled::new)
             .transpose()
@@ -1218,15 +1221,15 @@ impl LogicalUnit {
             // NormACA = 0: there is never an ACA condition to clear (SAM-5 §7.4).
             TaskManagement::ClearAca => TmfResponse::FunctionRejected,
             TaskManagement::LogicalUnitReset => {
-                self.reset(now, Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED);
+                self.reset(now, Asc::BUS_DEVICE_RESET_FUNCTION_OCCURRED, true);
                 TmfResponse::FunctionComplete
             }
             TaskManagement::TargetWarmReset => {
-                self.reset(now, Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET);
+                self.reset(now, Asc::POWER_ON_RESET_OR_BUS_DEVICE_RESET, true);
                 TmfResponse::FunctionComplete
             }
             TaskManagement::TargetColdReset => {
-                self.reset(now, Asc::POWER_ON_OCCURRED);
+                self.reset(now, Asc::POWER_ON_OCCURRED, true);
                 TmfResponse::FunctionComplete
             }
         }
@@ -1235,8 +1238,9 @@ impl LogicalUnit {
     /// LOGICAL UNIT RESET or a target reset (SAM-5 §6.3): every task is aborted, mode
     /// parameters go back to their saved values (or defaults), the unit is started, and every
     /// nexus gets a unit attention. RESERVE reservations end; persistent ones stay (SPC-4
-    /// §5.13.1).
-    pub(crate) fn reset(&mut self, now: Ns, asc: Asc) {
+    /// §5.13.1). `here`: the reset came through this server, not another gateway, so where
+    /// gateways share the RESERVE reservation this one releases it ([`Self::owed_release`]).
+    pub(crate) fn reset(&mut self, now: Ns, asc: Asc, here: bool) {
         // Every nexus gets the reset's unit attention, so the lost tasks need none of their own.
         let _lost = self.abort_where(now, |_| true);
         let power_on = self.mode.power_on();
@@ -1244,7 +1248,7 @@ impl LogicalUnit {
         self.stopped = false;
         self.prevent_removal.clear();
         self.copies.abort_running();
-        self.reservations.reset();
+        self.reservations.reset(here);
         self.unit_attentions.raise(asc, None);
         self.publish();
     }
@@ -1281,10 +1285,11 @@ impl LogicalUnit {
         let _lost = self.abort_where(now, |n| n == nexus);
         self.ended.nexus_lost(nexus);
         self.unblock(now);
+        let port = self.unit_attentions.port_of(nexus).map(str::to_owned);
+        self.reservations.nexus_lost(nexus, port.as_deref());
         self.unit_attentions.forget(nexus);
         self.prevent_removal.remove(&nexus);
         self.copies.forget(nexus);
-        self.reservations.nexus_lost(nexus);
         self.publish();
     }
 

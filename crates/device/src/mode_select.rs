@@ -4,7 +4,7 @@
 //! current, so that every gateway's nexuses see them and get MODE PARAMETERS CHANGED
 //! (SPC-5 §7.5.2; docs/gateways.md).
 
-use crate::block::store_failure;
+use crate::block::share_failed;
 use crate::logical_unit::{LogicalUnit, Ran};
 use crate::mode_state::SharedSelect;
 use crate::reservations::SHARE_ATTEMPTS;
@@ -126,16 +126,7 @@ impl LogicalUnit {
                 }
                 self.mode_select(now, id, &cmd, &list, attempts + 1)
             }
-            Done::Failed(f) => Ran::Done(store_failure(
-                f.error(),
-                SenseKey::MediumError,
-                Asc::WRITE_ERROR,
-                None,
-            )),
-            _ => check(Sense::new(
-                SenseKey::HardwareError,
-                Asc::INTERNAL_TARGET_FAILURE,
-            )),
+            other => Ran::Done(share_failed(&other)),
         }
     }
 

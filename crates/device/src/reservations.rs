@@ -2,6 +2,10 @@
 //! reservations (SPC-4 §5.13, [`crate::persistent_reservation`]), how the two meet (SPC-2
 //! §5.5.1 with the exceptions of SPC-4 §5.13.3, CRH = 1), and which commands they refuse
 //! (the command table's [`ReservationAccess`]). A value the core owns.
+//!
+//! Where gateways share the logical unit (docs/gateways.md), the RESERVE (6)/(10) holder is
+//! part of the state they share, named by I_T nexus, and changes as a PERSISTENT RESERVE OUT
+//! does: written to the cluster first, guarded by the version, and current here once written.
 
 use crate::persistent_reservation::{Effects, It, PersistentReservations, Refusal};
 use crate::{aptpl, Completion, Nexus};
@@ -14,9 +18,62 @@ const CONFLICT: Completion = Completion {
     sense: None,
 };
 
+/// An I_T nexus as every gateway names it: its initiator port and the relative target port
+/// it came through (as registrations name it, SPC-4 §5.13.7).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ItNexus {
+    pub(crate) initiator_port: String,
+    pub(crate) target_port: u16,
+}
+
+/// The I_T nexus holding a RESERVE (6)/(10) reservation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Spc2Holder {
+    /// A lone server's nexus, by its id.
+    Nexus(u64),
+    /// Where gateways share the state: the nexus every gateway names so. A nexus here is
+    /// the holder when it has the initiator port and the target port is this server's;
+    /// `here`: the id of the nexus here whose RESERVE made it, whose loss alone releases it
+    /// (`None`: not known here, any loss of a nexus of that initiator port does).
+    Shared { it: ItNexus, here: Option<u64> },
+}
+
+impl Spc2Holder {
+    /// Whether `nexus`, which came through target port `here`, holds the reservation.
+    pub(crate) fn is(&self, nexus: &Nexus, here: u16) -> bool {
+        match self {
+            Spc2Holder::Nexus(id) => *id == nexus.id,
+            Spc2Holder::Shared { it, .. } => {
+                it.target_port == here && it.initiator_port == nexus.initiator_port
+            }
+        }
+    }
+}
+
+/// What a RESERVE or RELEASE (6)/(10) comes to.
+pub(crate) enum Spc2 {
+    /// It ended: made current (a lone server), changing nothing, or refused.
+    Done(Completion),
+    /// Where gateways share the state: the write of the new holder, guarded by the version
+    /// it was decided on; [`Reservations::spc2_shared`] once written.
+    Share(store::Op, Option<Spc2Holder>),
+}
+
+/// A release of the gateways' RESERVE (6)/(10) reservation that this gateway owes outside
+/// any command, to write with [`Reservations::owed`].
+enum Owed {
+    /// A logical unit reset here releases whoever holds it ([`Reservations::reset`]).
+    Reset,
+    /// The loss of this I_T nexus here releases it while that nexus holds it
+    /// ([`Reservations::nexus_lost`]).
+    Lost(ItNexus),
+}
+
 pub(crate) struct Reservations {
     /// The nexus holding a RESERVE (6)/(10) reservation.
-    spc2_holder: Option<u64>,
+    spc2: Option<Spc2Holder>,
+    /// Where gateways share the state: a release owed to it.
+    owed: Option<Owed>,
     persistent: PersistentReservations,
     /// The state can be kept through power loss when APTPL is set (PTPL_C): the logical unit
     /// has somewhere to keep it.
@@ -60,30 +117,42 @@ pub(crate) const SHARE_ATTEMPTS: u32 = 16;
 pub(crate) fn power_on(
     plane: &dyn store::Plane,
     state: store::SharedState,
+    own: u16,
 ) -> std::io::Result<store::SharedState> {
     let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
-    let Some(bytes) = state.contents.as_deref().filter(|_| state.first) else {
+    let Some(bytes) = state.contents.as_deref() else {
         return Ok(state);
     };
-    let old = aptpl::decode(bytes).map_err(invalid)?;
-    let new = if old.aptpl {
-        PersistentReservations {
+    let (old, old_spc2) = aptpl::decode_shared(bytes).map_err(invalid)?;
+    let new = match (state.first, old.aptpl) {
+        (false, _) => old.clone(),
+        (true, true) => PersistentReservations {
             generation: 0,
             ..old.clone()
-        }
-    } else {
-        PersistentReservations::default()
+        },
+        (true, false) => PersistentReservations::default(),
     };
-    if new == old {
+    // A RESERVE (6)/(10) reservation ends with power (SPC-2 §5.5.1), and one held through
+    // this gateway ended with its nexuses when it stopped.
+    let spc2 = old_spc2
+        .clone()
+        .filter(|h| !state.first && h.target_port != own);
+    if new == old && spc2 == old_spc2 {
         return Ok(state);
     }
-    if !old.aptpl {
+    if spc2 != old_spc2 {
+        tracing::info!(
+            holder = old_spc2.as_ref().map(|h| h.initiator_port.as_str()),
+            "a RESERVE reservation ended with its gateway"
+        );
+    }
+    if new != old && !old.aptpl {
         tracing::info!(
             registrations = old.registrations.len(),
             "persistent reservations with APTPL = 0 dropped: no other gateway is alive"
         );
     }
-    let contents = aptpl::encode(&new);
+    let contents = aptpl::encode_shared(&new, spc2.as_ref());
     match plane.share_now(store::KeptFile::Reservations, &contents, state.version)? {
         store::Done::Shared(version) => Ok(store::SharedState {
             contents: Some(contents),
@@ -101,14 +170,17 @@ impl Reservations {
     /// A logical unit's reservations at power on: `kept`, the state kept through the last
     /// power loss, if any.
     /// `groups`: this server's target port group and every one's.
+    /// `spc2`: where gateways share the state, its RESERVE (6)/(10) holder.
     pub(crate) fn new(
         kept: Option<PersistentReservations>,
+        spc2: Option<ItNexus>,
         ptpl_capable: bool,
         groups: &crate::PortGroups,
         shared: Option<u64>,
     ) -> Self {
         Reservations {
-            spc2_holder: None,
+            spc2: spc2.map(|it| Spc2Holder::Shared { it, here: None }),
+            owed: None,
             persistent: kept.unwrap_or_default(),
             ptpl_capable,
             target_port: groups.own,
@@ -124,10 +196,17 @@ impl Reservations {
         if self.shared.is_some_and(|v| v > state.version) {
             return Ok(());
         }
-        self.persistent = match state.contents.as_deref() {
-            Some(bytes) => aptpl::decode(bytes)?,
-            None => PersistentReservations::default(),
+        let (persistent, spc2) = match state.contents.as_deref() {
+            Some(bytes) => aptpl::decode_shared(bytes)?,
+            None => Default::default(),
         };
+        self.persistent = persistent;
+        // The same holder still: made by the same nexus here, if it was.
+        let here = match &self.spc2 {
+            Some(Spc2Holder::Shared { it, here }) if spc2.as_ref() == Some(it) => *here,
+            _ => None,
+        };
+        self.spc2 = spc2.map(|it| Spc2Holder::Shared { it, here });
         self.shared = Some(state.version);
         Ok(())
     }
@@ -163,13 +242,13 @@ impl Reservations {
     /// `info` is the command's table entry; a CDB the table does not know conflicts like a
     /// write (the reservation is checked before the CDB is).
     pub(crate) fn conflict(&self, nexus: &Nexus, info: Option<&CommandInfo>, cdb: &[u8]) -> bool {
-        if self.spc2_holder.is_none() && self.persistent.reservation.is_none() {
+        if self.spc2.is_none() && self.persistent.reservation.is_none() {
             return false;
         }
         let access = info.map_or(ReservationAccess::Write, |i| i.reservation_access(cdb));
-        match self.spc2_holder {
+        match &self.spc2 {
             Some(holder) => {
-                holder != nexus.id
+                !holder.is(nexus, self.target_port)
                     && !matches!(
                         access,
                         ReservationAccess::Unrestricted | ReservationAccess::OwnRules
@@ -179,32 +258,76 @@ impl Reservations {
         }
     }
 
-    /// RESERVE (6)/(10). While an I_T nexus is registered, RESERVE conflicts (SPC-2 §5.5.1)
-    /// except from a persistent reservation holder, for whom it changes nothing (SPC-4
-    /// §5.13.3).
-    pub(crate) fn reserve(&mut self, nexus: &Nexus) -> Completion {
+    /// RESERVE (`reserve`) or RELEASE (6)/(10). RESERVE by another nexus than the holder
+    /// conflicts; RELEASE by the holder releases, anyone else's is a no-op (SPC-2 §7.16).
+    /// While an I_T nexus is registered, both conflict (SPC-2 §5.5.1) except from a
+    /// persistent reservation holder, for whom they change nothing (SPC-4 §5.13.3).
+    pub(crate) fn reserve_or_release(&mut self, nexus: &Nexus, reserve: bool) -> Spc2 {
         if !self.persistent.registrations.is_empty() {
-            return self.spc2_exception(nexus);
+            return Spc2::Done(self.spc2_exception(nexus));
         }
-        match self.spc2_holder {
-            Some(h) if h != nexus.id => CONFLICT,
-            _ => {
-                self.spc2_holder = Some(nexus.id);
-                Completion::GOOD
-            }
-        }
+        let holds = self.spc2.as_ref().map(|h| h.is(nexus, self.target_port));
+        let next = match (reserve, holds) {
+            (true, Some(false)) => return Spc2::Done(CONFLICT),
+            (true, None) => Some(nexus),
+            (false, Some(true)) => None,
+            // The holder again, or a RELEASE of another's or of none: nothing changes.
+            _ => return Spc2::Done(Completion::GOOD),
+        };
+        let Some(version) = self.shared else {
+            self.spc2 = next.map(|n| Spc2Holder::Nexus(n.id));
+            return Spc2::Done(Completion::GOOD);
+        };
+        let it = next.map(|n| ItNexus {
+            initiator_port: n.initiator_port.clone(),
+            target_port: self.target_port,
+        });
+        let share = store::Op::Share {
+            file: store::KeptFile::Reservations,
+            contents: aptpl::encode_shared(&self.persistent, it.as_ref()),
+            version,
+        };
+        let next = it.map(|it| Spc2Holder::Shared {
+            it,
+            here: Some(nexus.id),
+        });
+        Spc2::Share(share, next)
     }
 
-    /// RELEASE (6)/(10): the holder's releases, anyone else's is a no-op (SPC-2 §7.16);
-    /// registrations make it conflict as RESERVE does.
-    pub(crate) fn release(&mut self, nexus: &Nexus) -> Completion {
-        if !self.persistent.registrations.is_empty() {
-            return self.spc2_exception(nexus);
+    /// The gateways' RESERVE (6)/(10) holder was written: `holder`, at `version`.
+    pub(crate) fn spc2_shared(&mut self, holder: Option<Spc2Holder>, version: u64) {
+        self.written = Some(version);
+        // A newer state read meanwhile already holds this write.
+        if self.shared.is_some_and(|v| v > version) {
+            return;
         }
-        if self.spc2_holder == Some(nexus.id) {
-            self.spc2_holder = None;
+        self.spc2 = holder;
+        self.shared = Some(version);
+    }
+
+    /// Where gateways share the state: the write of a release owed ([`Owed`]), while the
+    /// holder it releases still holds, as contents and the version they replace; the owed
+    /// release is forgotten when it has nothing left to release.
+    pub(crate) fn owed(&mut self) -> Option<(Vec<u8>, u64)> {
+        let due = match (self.owed.as_ref()?, &self.spc2) {
+            (Owed::Reset, Some(_)) => true,
+            (Owed::Lost(lost), Some(Spc2Holder::Shared { it, .. })) => lost == it,
+            _ => false,
+        };
+        if !due {
+            self.owed = None;
+            return None;
         }
-        Completion::GOOD
+        Some((aptpl::encode_shared(&self.persistent, None), self.shared?))
+    }
+
+    /// The owed release was written at `version`, or (`None`) could not be: either way it
+    /// is no longer owed.
+    pub(crate) fn owed_written(&mut self, version: Option<u64>) {
+        self.owed = None;
+        if let Some(version) = version {
+            self.spc2_shared(None, version);
+        }
     }
 
     fn spc2_exception(&self, nexus: &Nexus) -> Completion {
@@ -222,7 +345,7 @@ impl Reservations {
         p: &PersistentReserveIn,
         out: &mut Vec<u8>,
     ) -> Completion {
-        if self.spc2_holder.is_some() {
+        if self.spc2.is_some() {
             return CONFLICT;
         }
         self.persistent
@@ -237,7 +360,7 @@ impl Reservations {
         cmd: &PersistentReserveOut,
         data_out: &[u8],
     ) -> Result<Prepared, Completion> {
-        if self.spc2_holder.is_some() {
+        if self.spc2.is_some() {
             return Err(CONFLICT);
         }
         let list = usize::try_from(cmd.parameter_list_length)
@@ -263,10 +386,11 @@ impl Reservations {
                 Refusal::Check(sense) => Completion::check_condition(sense),
             })?;
         // Every change goes to the gateways' copy, whatever APTPL says: every gateway must
-        // see it; a lone server keeps a file under APTPL only.
+        // see it; a lone server keeps a file under APTPL only. No RESERVE (6)/(10) holder:
+        // there, this command conflicts.
         let share = self.shared.map(|version| store::Op::Share {
             file: store::KeptFile::Reservations,
-            contents: aptpl::encode(&next),
+            contents: aptpl::encode_shared(&next, None),
             version,
         });
         let keep = (share.is_none() && self.ptpl_capable && (next.aptpl || self.persistent.aptpl))
@@ -286,21 +410,38 @@ impl Reservations {
     }
 
     /// What copies from other units check: the RESERVE holder and the persistent state.
-    pub(crate) fn snapshot(&self) -> (Option<u64>, PersistentReservations) {
-        (self.spc2_holder, self.persistent.clone())
+    pub(crate) fn snapshot(&self) -> (Option<Spc2Holder>, PersistentReservations) {
+        (self.spc2.clone(), self.persistent.clone())
     }
 
     /// A logical unit reset releases a RESERVE (6)/(10) reservation; persistent reservations
-    /// are not reset by hard reset or logical unit reset (SPC-4 §5.13.1).
-    pub(crate) fn reset(&mut self) {
-        self.spc2_holder = None;
+    /// are not reset by hard reset or logical unit reset (SPC-4 §5.13.1). Where gateways
+    /// share the state, the gateway where the reset happened (`here`) owes the release
+    /// ([`Self::owed`]); the others learn of it from the cluster.
+    pub(crate) fn reset(&mut self, here: bool) {
+        match &self.spc2 {
+            Some(Spc2Holder::Shared { .. }) if here => self.owed = Some(Owed::Reset),
+            Some(Spc2Holder::Shared { .. }) => {}
+            _ => self.spc2 = None,
+        }
     }
 
-    /// I_T nexus loss releases the nexus's RESERVE (6)/(10) reservation; its registrations
-    /// stay, named by initiator port (SPC-4 §5.13.5.1).
-    pub(crate) fn nexus_lost(&mut self, nexus: u64) {
-        if self.spc2_holder == Some(nexus) {
-            self.spc2_holder = None;
+    /// I_T nexus loss of `nexus` (initiator port `port`, when known) releases its RESERVE
+    /// (6)/(10) reservation (where gateways share it, owed: [`Self::owed`]); its
+    /// registrations stay, named by initiator port (SPC-4 §5.13.5.1).
+    pub(crate) fn nexus_lost(&mut self, nexus: u64, port: Option<&str>) {
+        match &self.spc2 {
+            Some(Spc2Holder::Nexus(id)) if *id == nexus => self.spc2 = None,
+            // A reset owed releases it already.
+            Some(Spc2Holder::Shared { it, here })
+                if it.target_port == self.target_port
+                    && Some(it.initiator_port.as_str()) == port
+                    && here.is_none_or(|id| id == nexus)
+                    && !matches!(self.owed, Some(Owed::Reset)) =>
+            {
+                self.owed = Some(Owed::Lost(it.clone()));
+            }
+            _ => {}
         }
     }
 }

@@ -120,6 +120,14 @@ pub(crate) enum After {
     /// MODE SELECT where the gateways share the values: their copy is written with its
     /// version guard, then they become current; on a lost race the list is checked again.
     SharedMode(Box<crate::mode_state::SharedSelect>),
+    /// RESERVE (`reserve`) or RELEASE (6)/(10) where the gateways share the state: the new
+    /// holder is written with its version guard, then made current; on a lost race the
+    /// command runs again on the state as it is (`attempts`: races lost to other gateways).
+    SharedReserve {
+        reserve: bool,
+        holder: Option<crate::reservations::Spc2Holder>,
+        attempts: u32,
+    },
     /// A chunk of a third-party copy, moving `blocks` destination blocks.
     Copy(Box<CopyJob>, u64),
     /// SET TARGET PORT GROUPS: the data plane kept the choice of this group as the preferred

@@ -113,10 +113,11 @@ impl Unit {
         plane: Arc<dyn Plane>,
         queue: Option<DeviceQueue>,
     ) -> Result<Unit, ConfigError> {
+        let own = config.port_groups.own;
         let shared_reservations = match plane.load_shared(KeptFile::Reservations) {
             Some(loaded) => Some(
                 loaded
-                    .and_then(|state| crate::reservations::power_on(&*plane, state))
+                    .and_then(|state| crate::reservations::power_on(&*plane, state, own))
                     .map_err(ConfigError::PersistentReservations)?,
             ),
             None => None,
@@ -596,9 +597,15 @@ impl Unit {
         tmf: TaskManagement,
         sink: &mut dyn Sink,
     ) -> TmfResponse {
+        // A reset releases the RESERVE reservation the other gateways' commands made.
+        let (news, shared) = self.peer_news();
         let (response, mode) = self.call(now, sink, |core| {
+            for event in &news {
+                core.peer_event(now, event, &shared);
+            }
             (core.task_management(now, nexus, tmf), core.shared_mode())
         });
+        self.settle_reservations(now, sink);
         // A reset is the logical unit's, on every gateway that exports it: they have it
         // before the function's response goes out.
         if let Some(event) =
@@ -622,5 +629,43 @@ impl Unit {
     /// The nexus logged out or its connection dropped (SAM-5 §6.3.4).
     pub fn nexus_lost(&self, now: Ns, nexus: u64, sink: &mut dyn Sink) {
         self.call(now, sink, |core| core.nexus_lost(now, nexus));
+        self.settle_reservations(now, sink);
+    }
+
+    /// Where gateways share the RESERVE (6)/(10) reservation (docs/gateways.md): writes the
+    /// release the core owes after a reset here or its holder's I_T nexus loss, on the
+    /// caller's thread, as the core decides it on the state as it is, again after each race
+    /// lost, at most [`SHARE_ATTEMPTS`](crate::reservations::SHARE_ATTEMPTS) times. A
+    /// failure is logged and the reservation stays in the cluster, until a reset through any
+    /// gateway releases it.
+    fn settle_reservations(&self, now: Ns, sink: &mut dyn Sink) {
+        for _ in 0..crate::reservations::SHARE_ATTEMPTS {
+            let Some((contents, version)) = self.with(|core| core.owed_release()) else {
+                return;
+            };
+            let failure = match self
+                .plane
+                .share_now(KeptFile::Reservations, &contents, version)
+            {
+                Ok(Done::Shared(version)) => {
+                    self.call(now, sink, |core| core.owed_release_done(Ok(Some(version))));
+                    return;
+                }
+                Ok(Done::Stale(state)) => {
+                    self.call(now, sink, |core| core.owed_release_done(Err(&state)));
+                    continue;
+                }
+                Ok(other) => format!("{other:?}"),
+                Err(e) => e.to_string(),
+            };
+            tracing::warn!(error = %failure, lun = self.lun, "releasing the gateways' RESERVE reservation");
+            self.with(|core| core.owed_release_done(Ok(None)));
+            return;
+        }
+        tracing::warn!(
+            lun = self.lun,
+            "releasing the gateways' RESERVE reservation lost every race"
+        );
+        self.with(|core| core.owed_release_done(Ok(None)));
     }
 }

@@ -82,6 +82,9 @@ pub struct Gateway {
     seen: [AtomicU64; 2],
     /// Its view of the preferred gateway, as last read.
     preferred: AtomicU32,
+    /// Runs once, just before this gateway's next write of a state: another gateway's
+    /// command that lands first, a race this one loses.
+    pub before_share: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 impl Gateway {
@@ -97,10 +100,15 @@ impl Gateway {
             mute: AtomicBool::new(false),
             seen: Default::default(),
             preferred: AtomicU32::new(u32::from(cluster.preferred())),
+            before_share: Mutex::new(None),
         })
     }
 
     fn share(&self, file: KeptFile, contents: &[u8], version: u64) -> Done {
+        let first = self.before_share.lock().take();
+        if let Some(other) = first {
+            other();
+        }
         let mut object = self.cluster.object(file);
         if self
             .interfere
