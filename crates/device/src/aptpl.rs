@@ -9,9 +9,8 @@
 //! reservations do not survive power loss.
 
 use crate::persistent_reservation::{
-    PersistentReservations, Registration, Reservation, MAX_REGISTRATIONS,
+    ItNexus, PersistentReservations, Registration, Reservation, MAX_REGISTRATIONS,
 };
-use crate::reservations::ItNexus;
 use scsi::persistent_reserve::ReservationType;
 
 /// The first version: no target ports (a lone server's one, 1), no PRgeneration, APTPL set.

@@ -18,6 +18,14 @@ use scsi::persistent_reserve::{
 use scsi::table::ReservationAccess;
 use scsi::{Asc, Sense, SenseKey};
 
+/// An I_T nexus as every gateway names it: its initiator port and the relative target port
+/// it came through (as registrations name it, SPC-4 §5.13.7).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ItNexus {
+    pub(crate) initiator_port: String,
+    pub(crate) target_port: u16,
+}
+
 /// An I_T nexus as registrations name it (SPC-4 §5.13.7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct It<'a> {

@@ -7,7 +7,7 @@
 //! part of the state they share, named by I_T nexus, and changes as a PERSISTENT RESERVE OUT
 //! does: written to the cluster first, guarded by the version, and current here once written.
 
-use crate::persistent_reservation::{Effects, It, PersistentReservations, Refusal};
+use crate::persistent_reservation::{Effects, It, ItNexus, PersistentReservations, Refusal};
 use crate::{aptpl, Completion, Nexus};
 use scsi::command::{PersistentReserveIn, PersistentReserveOut};
 use scsi::table::ReservationAccess;
@@ -17,14 +17,6 @@ const CONFLICT: Completion = Completion {
     status: Status::ReservationConflict,
     sense: None,
 };
-
-/// An I_T nexus as every gateway names it: its initiator port and the relative target port
-/// it came through (as registrations name it, SPC-4 §5.13.7).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ItNexus {
-    pub(crate) initiator_port: String,
-    pub(crate) target_port: u16,
-}
 
 /// The I_T nexus holding a RESERVE (6)/(10) reservation.
 #[derive(Clone, Debug, PartialEq, Eq)]
