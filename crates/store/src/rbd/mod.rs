@@ -439,11 +439,10 @@ impl Plane for RbdPlane {
         Some(self.shared.load_shared(file))
     }
 
+    /// Asked before every command: a load, and a write only when it changed.
     fn shared_changed(&self, file: KeptFile) -> bool {
-        self.shared
-            .object(file)
-            .changed
-            .swap(false, Ordering::Relaxed)
+        let changed = &self.shared.object(file).changed;
+        changed.load(Ordering::Relaxed) && changed.swap(false, Ordering::Relaxed)
     }
 
     fn share_now(&self, file: KeptFile, contents: &[u8], version: u64) -> io::Result<Done> {
