@@ -190,6 +190,62 @@ grep -q "hwhandler='1 alua'" multipath-ll-before.txt; check multipath_alua_handl
 MD=/dev/$DM
 expect map_size "$(blockdev --getsize64 "$MD")" 536870912
 
+# the sequence's events and fio's completion log, both in Unix epoch milliseconds
+ev() { local t; t=$(date +%s%3N); echo "$1 $t" >> events.txt; echo "event $1 at $t ms"; }
+: > events.txt
+# cdl_map NAME DEV...: CDL enabled on the member disks DEV..., then fio reads the map's second
+# half for CDL_SECS: job "lim" 4k reads with hint 1 (examples/ceph-cdl.toml's T2A DLD 1, a 50 ms
+# guideline, policy Fh: a read that misses it ends with ABORTED COMMAND, which sd reports as
+# BLK_STS_DURATION_LIMIT, -ETIME) and job "load" 128k reads QD32 without a hint, which keep the
+# gateway's device queue full so that limited reads do miss. Recorded: each job's I/Os and
+# errors, the limited reads' longest latency, the kernel's and multipathd's path failures, the
+# LOG SENSE 19h/21h increase through each member (each gateway counts what it served).
+CDL_SECS=${CDL_SECS:-20}
+klog_between() { dmesg | awk -v a="$1" -v b="$2" '{ s=$0; sub(/^\[ */,"",s); if (s+0 >= a && s+0 <= b) print }'; }
+cdl_map() {
+    local name=$1 d t0 t1 m0 rc; shift
+    sec "CDL through the map ($name): hint-1 reads and a QD32 load on $MD; members $*"
+    for d in "$@"; do
+        echo 1 > "/sys/block/$d/device/cdl_enable"
+        expect "cdl_enable_${name}_$d" "$(cat "/sys/block/$d/device/cdl_enable")" 1
+        D=/dev/$d cdl_stats "stats-$name-$d-before"
+    done
+    t0=$(up); m0=$(wc -l < multipathd.log); ev "cdl_${name}_start"
+    fio_json "cdl-$name" --filename="$MD" --offset=256M --size=256M --rw=randread --ioengine=libaio \
+        --direct=1 --norandommap --randrepeat=0 --runtime="$CDL_SECS" --time_based \
+        --continue_on_error=read --ignore_error=62 \
+        --name=lim --bs=4k --iodepth=4 --cmdprio_percentage=100 --cmdprio_class=2 --cmdprio_hint=1 \
+        --name=load --bs=128k --iodepth=32
+    rc=$?
+    ev "cdl_${name}_end"; t1=$(up)
+    kv "cdl_${name}_fio_rc" "$rc"
+    local j
+    for j in lim load; do
+        local J_error=none J_total_err=0 J_first_error=none J_read_ios=0 maxms
+        eval "$(python3 /job/cdltool.py fio-job "fio-cdl-$name.json" "$j" | sed 's/^/J_/')"
+        maxms=$(python3 -c "import json;print(next(round(x['read']['clat_ns']['max']/1e6) for x in json.load(open('fio-cdl-$name.json'))['jobs'] if x['jobname']=='$j'))")
+        kv "cdl_${name}_${j}_reads" "$J_read_ios"; kv "cdl_${name}_${j}_errors" "$J_total_err"
+        kv "cdl_${name}_${j}_first_error" "$J_first_error"; kv "cdl_${name}_${j}_error" "$J_error"
+        kv "cdl_${name}_${j}_max_ms" "$maxms"
+    done
+    klog_between "$t0" "$t1" > "dmesg-cdl-$name.txt"
+    tail -n +$((m0 + 1)) multipathd.log > "multipathd-cdl-$name.log"
+    kv "cdl_${name}_failing_path_lines" "$(grep -c 'Failing path' "dmesg-cdl-$name.txt")"
+    kv "cdl_${name}_multipathd_path_events" "$(grep -ciE 'fail|reinstat' "multipathd-cdl-$name.log")"
+    grep -E 'Failing path|Reinstating|I/O error' "dmesg-cdl-$name.txt" | head -20
+    grep -iE 'fail|reinstat' "multipathd-cdl-$name.log" | head -20
+    multipath -ll | tee "multipath-ll-cdl-$name.txt"
+    for d in "$@"; do
+        D=/dev/$d cdl_stats "stats-$name-$d-after"
+        python3 /job/cdltool.py logdelta "stats-$name-$d-before.bin" "stats-$name-$d-after.bin" > "stats-$name-$d-delta.txt" 2>&1
+        # T2A descriptor 1: missed inactive, missed active, missed either, all commands
+        kv "cdl_${name}_t2a_dld1_via_$d" "$(awk '$1 == "0021" { print $2, $3, $4, $5 }' "stats-$name-$d-delta.txt")"
+    done
+}
+cdl_map two_paths "$DA" "$DB"
+wait_for cdl_two_paths_paths_back one_map_two_paths
+multipath -ll
+
 sec "ext4 on the map's first 256 MiB, 200 files with sha256"
 mkfs.ext4 -q -F "$MD" 256M; check mkfs $? ""
 mkdir -p /mnt/t; mount "$MD" /mnt/t; rc=$?
@@ -205,9 +261,6 @@ sync
 io_done() { awk '{ print $1 + $5 }' "/sys/block/$1/stat"; }   # reads + writes completed
 # io_flows DEV: DEV completes I/O within 2 s
 io_flows() { local n; n=$(io_done "$1"); sleep 2; [ "$(io_done "$1")" -gt "$n" ]; }
-# the sequence's events and fio's completion log, both in Unix epoch milliseconds
-ev() { local t; t=$(date +%s%3N); echo "$1 $t" >> events.txt; echo "event $1 at $t ms"; }
-: > events.txt
 # fio writes the half ext4 does not use (the map is mounted: allow_mounted_write)
 sec "fio randrw 4k QD16 verify=crc32c on the map's second half; ext4 written meanwhile; the failovers"
 fio --name=gw --filename="$MD" --offset=256M --size=256M --rw=randrw --bs=4k --ioengine=libaio \
@@ -251,6 +304,9 @@ restart_and_wait() {
     return $rc
 }
 kill_and_wait a "$DA" b "$DB"
+cdl_map b_alone "$DB"
+wait_for cdl_b_alone_path_back eval '[ "$(path "$DB" | cut -d" " -f3-)" = "active ready" ]'
+multipath -ll
 if restart_and_wait a "$DA" "50 active active ready"; then
     # failback: a is the preferred gateway again, and writes through it take the image back
     wait_for io_through_a_again io_flows "$DA"; check failback_to_a $? "($(path "$DA"))"
@@ -316,7 +372,8 @@ end = ev.get("fio_stop", t_all[-1] if t_all else 0)
 for g in ("a", "b"):
     k, r = ev.get("kill_" + g), ev.get("restart_" + g)
     if k is not None:
-        hi = r if r is not None else end
+        # until the restart, or the CDL phase that follows the kill (its reads are no failover)
+        hi = min(x for x in (r, ev.get("cdl_%s_alone_start" % ("b" if g == "a" else "a")), end) if x is not None)
         print("pause_kill_%s_ms=%d" % (g, longest(t_all, k, hi)))
         print("write_pause_kill_%s_ms=%d" % (g, longest(t_wr, k, hi)))
         print("writes_after_kill_%s=%d" % (g, sum(1 for t in t_wr if k < t < hi)))
