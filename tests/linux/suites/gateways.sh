@@ -175,7 +175,8 @@ one_map_two_paths() {   # [STATUS]
     [ "$(mp_state | grep -c '^MAP')" = 1 ] && [ "$(mp_state | grep -c '^PATH')" = 2 ] && a_preferred "$@"
 }
 sec "multipath: one disk, two paths, gateway a's active (prio 50)"
-wait_for multipath_map one_map_two_paths enabled
+# a's group is "enabled" until I/O chose it; udev's probe of the map may have chosen it already
+wait_for multipath_map eval 'one_map_two_paths enabled || one_map_two_paths active'
 read -r _ MAP DM <<< "$(mp_state | grep -m1 '^MAP')"
 # a read through the map: dm-multipath picks the path group I/O goes to
 [ -n "$DM" ] && dd if="/dev/$DM" of=/dev/null bs=1M count=4 iflag=direct status=none
@@ -201,6 +202,7 @@ ev() { local t; t=$(date +%s%3N); echo "$1 $t" >> events.txt; echo "event $1 at 
 # errors, the limited reads' longest latency, the kernel's and multipathd's path failures, the
 # LOG SENSE 19h/21h increase through each member (each gateway counts what it served).
 CDL_SECS=${CDL_SECS:-20}
+CDL_OFF=448M; CDL_SIZE=64M   # the map's last 64 MiB: neither ext4's nor the verifying fio's
 klog_between() { dmesg | awk -v a="$1" -v b="$2" '{ s=$0; sub(/^\[ */,"",s); if (s+0 >= a && s+0 <= b) print }'; }
 cdl_map() {
     local name=$1 d t0 t1 m0 rc; shift
@@ -211,11 +213,11 @@ cdl_map() {
         D=/dev/$d cdl_stats "stats-$name-$d-before"
     done
     t0=$(up); m0=$(wc -l < multipathd.log); ev "cdl_${name}_start"
-    fio_json "cdl-$name" --filename="$MD" --offset=256M --size=256M --rw=randread --ioengine=libaio \
+    fio_json "cdl-$name" --filename="$MD" --offset=$CDL_OFF --size=$CDL_SIZE --ioengine=libaio \
         --direct=1 --norandommap --randrepeat=0 --runtime="$CDL_SECS" --time_based \
         --continue_on_error=read --ignore_error=62 \
-        --name=lim --bs=4k --iodepth=4 --cmdprio_percentage=100 --cmdprio_class=2 --cmdprio_hint=1 \
-        --name=load --bs=128k --iodepth=32
+        --name=lim --rw=randread --bs=4k --iodepth=4 --cmdprio_percentage=100 --cmdprio_class=2 --cmdprio_hint=1 \
+        --name=load --rw=randrw --bs=128k --iodepth=32
     rc=$?
     ev "cdl_${name}_end"; t1=$(up)
     kv "cdl_${name}_fio_rc" "$rc"
@@ -242,6 +244,8 @@ cdl_map() {
         kv "cdl_${name}_t2a_dld1_via_$d" "$(awk '$1 == "0021" { print $2, $3, $4, $5 }' "stats-$name-$d-delta.txt")"
     done
 }
+# written first: librbd answers a read of an object never written without the cluster
+dd if=/dev/urandom of="$MD" bs=1M seek=448 count=64 oflag=direct status=none
 cdl_map two_paths "$DA" "$DB"
 wait_for cdl_two_paths_paths_back one_map_two_paths
 multipath -ll
@@ -263,7 +267,7 @@ io_done() { awk '{ print $1 + $5 }' "/sys/block/$1/stat"; }   # reads + writes c
 io_flows() { local n; n=$(io_done "$1"); sleep 2; [ "$(io_done "$1")" -gt "$n" ]; }
 # fio writes the half ext4 does not use (the map is mounted: allow_mounted_write)
 sec "fio randrw 4k QD16 verify=crc32c on the map's second half; ext4 written meanwhile; the failovers"
-fio --name=gw --filename="$MD" --offset=256M --size=256M --rw=randrw --bs=4k --ioengine=libaio \
+fio --name=gw --filename="$MD" --offset=256M --size=192M --rw=randrw --bs=4k --ioengine=libaio \
     --direct=1 --iodepth=16 --runtime="$FIO_MAX" --time_based --verify=crc32c --verify_backlog=64 \
     --verify_fatal=1 --write_lat_log=gw --log_avg_msec=0 --log_unix_epoch=1 --trigger-file=/tmp/fio-stop --allow_mounted_write=1 \
     --group_reporting --output-format=normal,terse --terse-version=3 > fio-gw.txt 2>&1 &
