@@ -13,6 +13,8 @@
 # file its sha256, e2fsck a clean file system; the pause of each failover (the longest time
 # without a completed fio I/O, and without a completed write) is reported. Both member disks
 # must report CDL (cdl_supported; after the restarts, CDLP in REPORT SUPPORTED OPERATION CODES).
+# Before ext4, and again while a is dead, reads with a CDL hint (DLD 1: 50 ms, abort) go
+# through the map under load, and once through a's member disk alone for comparison.
 . /job/lib.sh
 read -r PA PB _ <<< "$VMTEST_PORTALS"
 WAIT_S=${WAIT_S:-150}     # one step of the sequence, at most (a slow, shared machine)
@@ -194,18 +196,49 @@ expect map_size "$(blockdev --getsize64 "$MD")" 536870912
 # the sequence's events and fio's completion log, both in Unix epoch milliseconds
 ev() { local t; t=$(date +%s%3N); echo "$1 $t" >> events.txt; echo "event $1 at $t ms"; }
 : > events.txt
-# cdl_map NAME DEV...: CDL enabled on the member disks DEV..., then fio reads the map's second
-# half for CDL_SECS: job "lim" 4k reads with hint 1 (examples/ceph-cdl.toml's T2A DLD 1, a 50 ms
-# guideline, policy Fh: a read that misses it ends with ABORTED COMMAND, which sd reports as
-# BLK_STS_DURATION_LIMIT, -ETIME) and job "load" 128k reads QD32 without a hint, which keep the
-# gateway's device queue full so that limited reads do miss. Recorded: each job's I/Os and
-# errors, the limited reads' longest latency, the kernel's and multipathd's path failures, the
-# LOG SENSE 19h/21h increase through each member (each gateway counts what it served).
+# CDL through the map (docs/gateways.md "CDL through dm-multipath"). examples/ceph-cdl.toml's
+# T2A DLD 1 is a 50 ms guideline with policy Fh: a read that misses it ends with ABORTED
+# COMMAND, which sd completes as BLK_STS_DURATION_LIMIT (-ETIME). On a member disk that reaches
+# the application. dm-multipath takes it for a path error (blk_path_error() lists it not):
+# it fails the path and sends the read again through another one; with no_path_retry queue the
+# map holds every I/O while no path is left, until multipathd's checker reinstates one. So the
+# checks are what holds whatever the kernel does with a miss: the hints reach the gateways
+# through the map, no I/O ends with an error other than ETIME, and the paths come back.
 CDL_SECS=${CDL_SECS:-20}
 CDL_OFF=448M; CDL_SIZE=64M   # the map's last 64 MiB: neither ext4's nor the verifying fio's
 klog_between() { dmesg | awk -v a="$1" -v b="$2" '{ s=$0; sub(/^\[ */,"",s); if (s+0 >= a && s+0 <= b) print }'; }
+# cdl_fio NAME FILE SECS: job "lim", 4k random reads QD4 all with hint 1, and job "load", 128k
+# random reads and writes QD32 without a hint, which keep the cluster busy so that limited
+# reads miss 50 ms; ETIME is counted and the job goes on, any other error stops fio. kv: each
+# job's reads, errors, first error and longest read; returns 0 when neither job had an error
+# other than ETIME
+cdl_fio() {
+    local name=$1 file=$2 secs=$3 rc j ok=0
+    fio_json "$name" --filename="$file" --offset=$CDL_OFF --size=$CDL_SIZE --ioengine=libaio \
+        --direct=1 --norandommap --randrepeat=0 --runtime="$secs" --time_based \
+        --continue_on_error=read --ignore_error=62 \
+        --name=lim --rw=randread --bs=4k --iodepth=4 --cmdprio_percentage=100 --cmdprio_class=2 --cmdprio_hint=1 \
+        --name=load --rw=randrw --bs=128k --iodepth=32
+    rc=$?; kv "${name}_fio_rc" "$rc"; [ $rc = 0 ] || ok=1
+    for j in lim load; do
+        local J_error=none J_total_err=0 J_first_error=none J_read_ios=0
+        eval "$(python3 /job/cdltool.py fio-job "fio-$name.json" "$j" | sed 's/^/J_/')"
+        kv "${name}_${j}_reads" "$J_read_ios"; kv "${name}_${j}_etime" "$([ "$J_first_error" = 62 ] && echo "$J_total_err" || echo 0)"
+        kv "${name}_${j}_errors" "$J_total_err"; kv "${name}_${j}_first_error" "$J_first_error"
+        kv "${name}_${j}_max_ms" "$(python3 -c "import json;print(next(round(x['read']['clat_ns']['max']/1e6) for x in json.load(open('fio-$name.json'))['jobs'] if x['jobname']=='$j'))")"
+        # with continue_on_error, fio reports the first (ignored) error as the job's error too
+        { [ "$J_error" = 0 ] || [ "$J_error" = 62 ]; } && { [ "$J_total_err" = 0 ] || [ "$J_first_error" = 62 ]; } || ok=1
+        [ "$j" = lim ] && LIM_READS=$J_read_ios
+    done
+    return $ok
+}
+# cdl_map NAME DEV...: CDL enabled on the member disks DEV..., cdl_fio on the map. kv: the
+# kernel's "Failing path" lines and multipathd's path events meanwhile, the increase of
+# LOG SENSE 19h/21h's T2A DLD 1 counters through each member (each gateway counts the
+# commands it served: missed inactive, missed active, missed either, all; a guideline miss is
+# in none of the first three); a read dm-multipath sent again after a miss is counted again.
 cdl_map() {
-    local name=$1 d t0 t1 m0 rc; shift
+    local name=$1 d t0 t1 m0 rc total=0 n; shift
     sec "CDL through the map ($name): hint-1 reads and a QD32 load on $MD; members $*"
     for d in "$@"; do
         echo 1 > "/sys/block/$d/device/cdl_enable"
@@ -213,41 +246,35 @@ cdl_map() {
         D=/dev/$d cdl_stats "stats-$name-$d-before"
     done
     t0=$(up); m0=$(wc -l < multipathd.log); ev "cdl_${name}_start"
-    fio_json "cdl-$name" --filename="$MD" --offset=$CDL_OFF --size=$CDL_SIZE --ioengine=libaio \
-        --direct=1 --norandommap --randrepeat=0 --runtime="$CDL_SECS" --time_based \
-        --continue_on_error=read --ignore_error=62 \
-        --name=lim --rw=randread --bs=4k --iodepth=4 --cmdprio_percentage=100 --cmdprio_class=2 --cmdprio_hint=1 \
-        --name=load --rw=randrw --bs=128k --iodepth=32
-    rc=$?
+    cdl_fio "cdl_$name" "$MD" "$CDL_SECS"; rc=$?
     ev "cdl_${name}_end"; t1=$(up)
-    kv "cdl_${name}_fio_rc" "$rc"
-    local j
-    for j in lim load; do
-        local J_error=none J_total_err=0 J_first_error=none J_read_ios=0 maxms
-        eval "$(python3 /job/cdltool.py fio-job "fio-cdl-$name.json" "$j" | sed 's/^/J_/')"
-        maxms=$(python3 -c "import json;print(next(round(x['read']['clat_ns']['max']/1e6) for x in json.load(open('fio-cdl-$name.json'))['jobs'] if x['jobname']=='$j'))")
-        kv "cdl_${name}_${j}_reads" "$J_read_ios"; kv "cdl_${name}_${j}_errors" "$J_total_err"
-        kv "cdl_${name}_${j}_first_error" "$J_first_error"; kv "cdl_${name}_${j}_error" "$J_error"
-        kv "cdl_${name}_${j}_max_ms" "$maxms"
-    done
+    check "cdl_${name}_no_error_but_etime" $rc "(fio on the map: every error must be ETIME)"
     klog_between "$t0" "$t1" > "dmesg-cdl-$name.txt"
     tail -n +$((m0 + 1)) multipathd.log > "multipathd-cdl-$name.log"
     kv "cdl_${name}_failing_path_lines" "$(grep -c 'Failing path' "dmesg-cdl-$name.txt")"
-    kv "cdl_${name}_multipathd_path_events" "$(grep -ciE 'fail|reinstat' "multipathd-cdl-$name.log")"
-    grep -E 'Failing path|Reinstating|I/O error' "dmesg-cdl-$name.txt" | head -20
-    grep -iE 'fail|reinstat' "multipathd-cdl-$name.log" | head -20
+    kv "cdl_${name}_reinstating_path_lines" "$(grep -c 'Reinstating path' "dmesg-cdl-$name.txt")"
+    kv "cdl_${name}_multipathd_path_events" "$(grep -ciE 'mark as failed|reinstated' "multipathd-cdl-$name.log")"
+    grep -E 'Failing path|Reinstating path|I/O error' "dmesg-cdl-$name.txt" | head -20
     multipath -ll | tee "multipath-ll-cdl-$name.txt"
     for d in "$@"; do
         D=/dev/$d cdl_stats "stats-$name-$d-after"
         python3 /job/cdltool.py logdelta "stats-$name-$d-before.bin" "stats-$name-$d-after.bin" > "stats-$name-$d-delta.txt" 2>&1
-        # T2A descriptor 1: missed inactive, missed active, missed either, all commands
         kv "cdl_${name}_t2a_dld1_via_$d" "$(awk '$1 == "0021" { print $2, $3, $4, $5 }' "stats-$name-$d-delta.txt")"
+        n=$(awk '$1 == "0021" { print $5 }' "stats-$name-$d-delta.txt"); total=$((total + ${n:-0}))
     done
+    # dm-multipath's clone of a request keeps its I/O priority, so sd sets the DLD
+    kv "cdl_${name}_t2a_dld1_total" "$total"
+    check "cdl_${name}_hints_reach_gateways" "$([ "$LIM_READS" -gt 0 ] && [ "$total" -ge "$LIM_READS" ] && echo 0 || echo 1)" \
+        "(fio read $LIM_READS with hint 1 through the map; the gateways counted $total T2A DLD 1 commands)"
 }
 # written first: librbd answers a read of an object never written without the cluster
 dd if=/dev/urandom of="$MD" bs=1M seek=448 count=64 oflag=direct status=none
+# the same jobs on gateway a's member disk, beside the map: what a miss is without dm-multipath
+sec "CDL on member $DA alone (no dm-multipath): the same jobs"
+echo 1 > "/sys/block/$DA/device/cdl_enable"
+cdl_fio cdl_member "/dev/$DA" 10; check cdl_member_no_error_but_etime $? "(fio on /dev/$DA: every error must be ETIME)"
 cdl_map two_paths "$DA" "$DB"
-wait_for cdl_two_paths_paths_back one_map_two_paths
+wait_for cdl_two_paths_paths_back one_map_two_paths; check cdl_two_paths_paths_back $? "($(mp_state | tr '\n' ' '))"
 multipath -ll
 
 sec "ext4 on the map's first 256 MiB, 200 files with sha256"
@@ -308,9 +335,10 @@ restart_and_wait() {
     return $rc
 }
 kill_and_wait a "$DA" b "$DB"
+# gateway b alone enforces the limits: a miss fails the map's last path
 cdl_map b_alone "$DB"
 wait_for cdl_b_alone_path_back eval '[ "$(path "$DB" | cut -d" " -f3-)" = "active ready" ]'
-multipath -ll
+check cdl_b_alone_path_back $? "($(path "$DB"))"
 if restart_and_wait a "$DA" "50 active active ready"; then
     # failback: a is the preferred gateway again, and writes through it take the image back
     wait_for io_through_a_again io_flows "$DA"; check failback_to_a $? "($(path "$DA"))"
