@@ -206,10 +206,14 @@ ev() { local t; t=$(date +%s%3N); echo "$1 $t" >> events.txt; echo "event $1 at 
 # through the map, no I/O ends with an error other than ETIME, and the paths come back.
 CDL_SECS=${CDL_SECS:-20}
 CDL_OFF=448M; CDL_SIZE=64M   # the map's last 64 MiB: neither ext4's nor the verifying fio's
+# open-iscsi sends a disk 32 commands at once by default (node.session.queue_depth): the member
+# disks take CDL_LOAD_QD + 4, within the session's 128 (cmds_max) and stint's CmdSN window
+CDL_LOAD_QD=${CDL_LOAD_QD:-92}
 klog_between() { dmesg | awk -v a="$1" -v b="$2" '{ s=$0; sub(/^\[ */,"",s); if (s+0 >= a && s+0 <= b) print }'; }
 # cdl_fio NAME FILE SECS: job "lim", 4k random reads QD4 all with hint 1, and job "load", 128k
-# random reads and writes QD32 without a hint, which keep the cluster busy so that limited
-# reads miss 50 ms; ETIME is counted and the job goes on, any other error stops fio. kv: each
+# random reads and writes QD$CDL_LOAD_QD without a hint: more than the gateway's device queue
+# (32), so limited reads wait behind load in its FIFO submission queue and miss 50 ms; ETIME
+# is counted and the job goes on, any other error stops fio. kv: each
 # job's reads, errors, first error and longest read; returns 0 when neither job had an error
 # other than ETIME
 cdl_fio() {
@@ -218,7 +222,7 @@ cdl_fio() {
         --direct=1 --norandommap --randrepeat=0 --runtime="$secs" --time_based \
         --continue_on_error=read --ignore_error=62 \
         --name=lim --rw=randread --bs=4k --iodepth=4 --cmdprio_percentage=100 --cmdprio_class=2 --cmdprio_hint=1 \
-        --name=load --rw=randrw --bs=128k --iodepth=32
+        --name=load --rw=randrw --bs=128k --iodepth="$CDL_LOAD_QD"
     rc=$?; kv "${name}_fio_rc" "$rc"; [ $rc = 0 ] || ok=1
     for j in lim load; do
         local J_error=none J_total_err=0 J_first_error=none J_read_ios=0
@@ -239,10 +243,11 @@ cdl_fio() {
 # in none of the first three); a read dm-multipath sent again after a miss is counted again.
 cdl_map() {
     local name=$1 d t0 t1 m0 rc total=0 n; shift
-    sec "CDL through the map ($name): hint-1 reads and a QD32 load on $MD; members $*"
+    sec "CDL through the map ($name): hint-1 reads and a QD$CDL_LOAD_QD load on $MD; members $*"
     for d in "$@"; do
         echo 1 > "/sys/block/$d/device/cdl_enable"
         expect "cdl_enable_${name}_$d" "$(cat "/sys/block/$d/device/cdl_enable")" 1
+        echo $((CDL_LOAD_QD + 4)) > "/sys/block/$d/device/queue_depth"; kv "cdl_${name}_queue_depth_$d" "$(cat "/sys/block/$d/device/queue_depth")"
         D=/dev/$d cdl_stats "stats-$name-$d-before"
     done
     t0=$(up); m0=$(wc -l < multipathd.log); ev "cdl_${name}_start"
@@ -271,7 +276,7 @@ cdl_map() {
 dd if=/dev/urandom of="$MD" bs=1M seek=448 count=64 oflag=direct status=none
 # the same jobs on gateway a's member disk, beside the map: what a miss is without dm-multipath
 sec "CDL on member $DA alone (no dm-multipath): the same jobs"
-echo 1 > "/sys/block/$DA/device/cdl_enable"
+echo 1 > "/sys/block/$DA/device/cdl_enable"; echo $((CDL_LOAD_QD + 4)) > "/sys/block/$DA/device/queue_depth"
 cdl_fio cdl_member "/dev/$DA" 10; check cdl_member_no_error_but_etime $? "(fio on /dev/$DA: every error must be ETIME)"
 cdl_map two_paths "$DA" "$DB"
 wait_for cdl_two_paths_paths_back one_map_two_paths; check cdl_two_paths_paths_back $? "($(mp_state | tr '\n' ' '))"
