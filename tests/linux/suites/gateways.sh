@@ -5,7 +5,7 @@
 # the device section of examples/gateways/multipath.conf: ALUA priorities, group_by_prio,
 # failback immediate, no_path_retry queue) must show one disk with two paths, a's in the active
 # prio-50 group. ext4 on the first half of the map (files with sha256, and more written during
-# the failovers); fio randrw with crc32c verification on the second half. Meanwhile, on the
+# the failovers); fio randrw with crc32c verification on 256-448 MiB. Meanwhile, on the
 # guest's requests the host SIGKILLs gateway a ("VMTEST-HOST: kill-gw-a"; the holder of the
 # image: b's writes wait until the OSD drops a's watch and librbd breaks its lock), restarts it
 # ("restart-gw-a"; a is the preferred gateway again, multipath fails back to it), then kills b
@@ -200,7 +200,7 @@ ev() { local t; t=$(date +%s%3N); echo "$1 $t" >> events.txt; echo "event $1 at 
 # CDL through the map (docs/gateways.md "CDL through dm-multipath"). examples/ceph-cdl.toml's
 # T2A DLD 1 is a 50 ms guideline with policy Fh: a read that misses it ends with ABORTED
 # COMMAND, which sd completes as BLK_STS_DURATION_LIMIT (-ETIME). On a member disk that reaches
-# the application. dm-multipath takes it for a path error (blk_path_error() lists it not):
+# the application. dm-multipath takes it for a path error (blk_path_error() does not exclude it):
 # it fails the path and sends the read again through another one; with no_path_retry queue the
 # map holds every I/O while no path is left, until multipathd's checker reinstates one. So the
 # checks are what holds whatever the kernel does with a miss: the hints reach the gateways
@@ -214,9 +214,8 @@ klog_between() { dmesg | awk -v a="$1" -v b="$2" '{ s=$0; sub(/^\[ */,"",s); if 
 # cdl_fio NAME FILE SECS: job "lim", 4k random reads QD4 all with hint 1, and job "load", 128k
 # random reads and writes QD$CDL_LOAD_QD without a hint: more than the gateway's device queue
 # (32), so limited reads wait behind load in its FIFO submission queue and miss 50 ms; ETIME
-# is counted and the job goes on, any other error stops fio. kv: each
-# job's reads, errors, first error and longest read; returns 0 when neither job had an error
-# other than ETIME
+# is counted and the job goes on, any other error stops fio. kv: each job's reads, errors,
+# first error and longest read; returns 0 when neither job had an error other than ETIME
 cdl_fio() {
     local name=$1 file=$2 secs=$3 rc j ok=0
     fio_json "$name" --filename="$file" --offset=$CDL_OFF --size=$CDL_SIZE --ioengine=libaio \
@@ -307,8 +306,8 @@ sync
 io_done() { awk '{ print $1 + $5 }' "/sys/block/$1/stat"; }   # reads + writes completed
 # io_flows DEV: DEV completes I/O within 2 s
 io_flows() { local n; n=$(io_done "$1"); sleep 2; [ "$(io_done "$1")" -gt "$n" ]; }
-# fio writes the half ext4 does not use (the map is mounted: allow_mounted_write)
-sec "fio randrw 4k QD16 verify=crc32c on the map's second half; ext4 written meanwhile; the failovers"
+# fio writes what neither ext4 nor the CDL phases use (the map is mounted: allow_mounted_write)
+sec "fio randrw 4k QD16 verify=crc32c on the map's 256-448 MiB; ext4 written meanwhile; the failovers"
 fio --name=gw --filename="$MD" --offset=256M --size=192M --rw=randrw --bs=4k --ioengine=libaio \
     --direct=1 --iodepth=16 --runtime="$FIO_MAX" --time_based --verify=crc32c --verify_backlog=64 \
     --verify_fatal=1 --write_lat_log=gw --log_avg_msec=0 --log_unix_epoch=1 --trigger-file=/tmp/fio-stop --allow_mounted_write=1 \
@@ -419,8 +418,8 @@ end = ev.get("fio_stop", t_all[-1] if t_all else 0)
 for g in ("a", "b"):
     k, r = ev.get("kill_" + g), ev.get("restart_" + g)
     if k is not None:
-        # until the restart, or the CDL phase that follows the kill (its reads are no failover)
-        hi = min(x for x in (r, ev.get("cdl_%s_alone_start" % ("b" if g == "a" else "a")), end) if x is not None)
+        # until the restart, or (a) the CDL phase that follows the kill: its pauses are no failover's
+        hi = min(x for x in (r, ev.get("cdl_b_alone_start") if g == "a" else None, end) if x is not None)
         print("pause_kill_%s_ms=%d" % (g, longest(t_all, k, hi)))
         print("write_pause_kill_%s_ms=%d" % (g, longest(t_wr, k, hi)))
         print("writes_after_kill_%s=%d" % (g, sum(1 for t in t_wr if k < t < hi)))
