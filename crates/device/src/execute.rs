@@ -756,7 +756,8 @@ impl LogicalUnit {
         list: Vec<u8>,
         attempts: u32,
     ) -> Ran {
-        let attempts = match self.race_lost(state, attempts, "PERSISTENT RESERVE OUT") {
+        let attempts = match self.reservations_race_lost(state, attempts, "PERSISTENT RESERVE OUT")
+        {
             Ok(attempts) => attempts,
             Err(ran) => return ran,
         };

@@ -635,11 +635,11 @@ impl Unit {
     /// Where gateways share the RESERVE (6)/(10) reservation (docs/gateways.md): writes the
     /// release the core owes after a reset here or its holder's I_T nexus loss, on the
     /// caller's thread, as the core decides it on the state as it is, again after each race
-    /// lost, at most [`SHARE_ATTEMPTS`](crate::reservations::SHARE_ATTEMPTS) times. A
+    /// lost, at most [`SHARE_ATTEMPTS`](crate::lost_race::SHARE_ATTEMPTS) times. A
     /// failure is logged and the reservation stays in the cluster, until a reset through any
     /// gateway releases it.
     fn settle_reservations(&self, now: Ns, sink: &mut dyn Sink) {
-        for _ in 0..crate::reservations::SHARE_ATTEMPTS {
+        for _ in 0..crate::lost_race::SHARE_ATTEMPTS {
             let Some((contents, version)) = self.with(|core| core.owed_release()) else {
                 return;
             };
