@@ -8,14 +8,10 @@ use crate::block::share_failed;
 use crate::logical_unit::{LogicalUnit, Ran};
 use crate::mode_state::SharedSelect;
 use crate::task::After;
-use crate::{saved_mode, Completion, Ns, TaskId};
+use crate::{saved_mode, Ns, TaskId};
 use scsi::command::ModeSelect;
-use scsi::{Asc, Sense, SenseKey};
+use scsi::Asc;
 use store::{Done, KeptFile, Op};
-
-fn check(sense: Sense) -> Ran {
-    Ran::Done(Completion::check_condition(sense))
-}
 
 impl LogicalUnit {
     /// MODE SELECT from task `id` with its parameter list; `attempts`: races with other
@@ -28,19 +24,16 @@ impl LogicalUnit {
         list: &[u8],
         attempts: u32,
     ) -> Ran {
-        let (Some((nexus, _)), Some(task)) = (self.tasks_owner(id), self.task(id)) else {
-            return check(Sense::new(
-                SenseKey::HardwareError,
-                Asc::INTERNAL_TARGET_FAILURE,
-            ));
+        let nexus = match self.task_nexus(id) {
+            Ok(n) => n,
+            Err(ran) => return ran,
         };
-        let (privileged, opcode) = (task.privileged, task.info.opcode());
         let selected = match self.mode.select(m, list, &self.mode_medium()) {
             Ok(s) => s,
             Err(c) => return Ran::Done(c),
         };
-        if selected.disruptive && !privileged {
-            return Ran::Done(self.refuse_unprivileged(nexus, opcode));
+        if selected.disruptive && !nexus.privileged {
+            return Ran::Done(self.refuse_unprivileged(nexus.id, "MODE SELECT"));
         }
         if let Some(version) = self.mode.shared() {
             let saved = self.mode.saved().map(|s| {
@@ -77,7 +70,7 @@ impl LogicalUnit {
             }
             self.mode.save(selected.parameters);
         }
-        self.mode_selected(now, nexus, selected.parameters)
+        self.mode_selected(now, nexus.id, selected.parameters)
     }
 
     /// The gateways' copy of the values, written or found changed by another gateway. On a

@@ -7,22 +7,19 @@
 //! ([`crate::Unit`]), outside any command.
 
 use crate::event::TaskId;
-use crate::logical_unit::{check, LogicalUnit, Ran};
+use crate::logical_unit::{LogicalUnit, Ran};
 use crate::reservations::{Spc2, Spc2Holder};
 use crate::task::After;
 use crate::{Completion, PeerEvent};
-use scsi::{Asc, Sense, SenseKey};
 use store::Done;
 
 impl LogicalUnit {
     /// RESERVE (`reserve`) or RELEASE (6)/(10) of task `id`; `attempts`: races lost to other
     /// gateways so far.
     pub(crate) fn reserve_or_release(&mut self, id: TaskId, reserve: bool, attempts: u32) -> Ran {
-        let Some(n) = self.nexus_of(id) else {
-            return Ran::Done(check(Sense::new(
-                SenseKey::HardwareError,
-                Asc::INTERNAL_TARGET_FAILURE,
-            )));
+        let n = match self.task_nexus(id) {
+            Ok(n) => n,
+            Err(ran) => return ran,
         };
         match self.reservations.reserve_or_release(&n, reserve) {
             Spc2::Done(c) => {
