@@ -21,15 +21,24 @@ use scsi::{provisioning, rsoc, Asc, Sense, SenseKey};
 use store::{Done, KeptFile, Op};
 
 impl LogicalUnit {
-    /// The nexus of a task, as the commands that need more than its id see it.
-    pub(crate) fn nexus_of(&self, id: TaskId) -> Option<Nexus> {
-        let (nexus, _) = self.tasks_owner(id)?;
-        let task = self.task(id)?;
-        Some(Nexus {
-            id: nexus,
-            initiator_port: self.unit_attentions.port_of(nexus)?.to_owned(),
-            class: task.class,
-            privileged: task.privileged,
+    /// The nexus of a task, as the commands that need more than its id see it; a task the
+    /// unit does not know (or whose nexus is gone) is the target's fault: the command ends
+    /// with HARDWARE ERROR, INTERNAL TARGET FAILURE.
+    pub(crate) fn task_nexus(&self, id: TaskId) -> Result<Nexus, Ran> {
+        let nexus = self.tasks_owner(id).and_then(|(nexus, _)| {
+            let task = self.task(id)?;
+            Some(Nexus {
+                id: nexus,
+                initiator_port: self.unit_attentions.port_of(nexus)?.to_owned(),
+                class: task.class,
+                privileged: task.privileged,
+            })
+        });
+        nexus.ok_or_else(|| {
+            Ran::Done(check(Sense::new(
+                SenseKey::HardwareError,
+                Asc::INTERNAL_TARGET_FAILURE,
+            )))
         })
     }
 
@@ -245,7 +254,7 @@ impl LogicalUnit {
             },
             // Stopping or ejecting the medium takes it from every initiator.
             Command::StartStopUnit(s) if !s.start && s.power_condition == 0 && !privileged => {
-                done(self.refuse_unprivileged(nexus, info.opcode()))
+                done(self.refuse_unprivileged(nexus, "START STOP UNIT"))
             }
             Command::StartStopUnit(s) => self.start_stop_unit(&s),
             Command::Reserve | Command::Release => {
@@ -257,11 +266,9 @@ impl LogicalUnit {
                 done(c)
             }
             Command::PersistentReserveOut(p) => {
-                let Some(n) = self.nexus_of(id) else {
-                    return done(check(Sense::new(
-                        SenseKey::HardwareError,
-                        Asc::INTERNAL_TARGET_FAILURE,
-                    )));
+                let n = match self.task_nexus(id) {
+                    Ok(n) => n,
+                    Err(ran) => return ran,
                 };
                 match self.reservations.prepare_out(&n, &p, data_out) {
                     Err(c) => done(c),
@@ -559,7 +566,7 @@ impl LogicalUnit {
     /// REQUEST SENSE (SPC-5 §6.39): a pending unit attention (reported and cleared), the
     /// sanitize's progress or failure, a missing medium or stopped unit, or NO SENSE.
     fn request_sense(&mut self, id: TaskId) -> Sense {
-        let nexus = self.nexus_of(id);
+        let nexus = self.task_nexus(id).ok();
         let pending = nexus.as_ref().and_then(|n| self.unit_attentions.take(n));
         match pending {
             Some(asc) => Sense::new(SenseKey::UnitAttention, asc),
@@ -680,10 +687,10 @@ impl LogicalUnit {
 
     /// ACCESS DENIED - NO ACCESS RIGHTS (SPC-6: the initiator lacks the right to what it
     /// asked), for a command that would disrupt other initiators from a nexus that may not.
-    pub(crate) fn refuse_unprivileged(&self, nexus: u64, opcode: u8) -> Completion {
+    pub(crate) fn refuse_unprivileged(&self, nexus: u64, command: &str) -> Completion {
         tracing::warn!(
             initiator = self.unit_attentions.port_of(nexus).unwrap_or("?"),
-            opcode = format_args!("{opcode:02X}h"),
+            command,
             "refused: the initiator is not privileged"
         );
         check(Sense::new(
@@ -756,15 +763,14 @@ impl LogicalUnit {
         list: Vec<u8>,
         attempts: u32,
     ) -> Ran {
-        let attempts = match self.race_lost(state, attempts, "PERSISTENT RESERVE OUT") {
+        let attempts = match self.reservations_race_lost(state, attempts, "PERSISTENT RESERVE OUT")
+        {
             Ok(attempts) => attempts,
             Err(ran) => return ran,
         };
-        let Some(n) = self.nexus_of(id) else {
-            return Ran::Done(check(Sense::new(
-                SenseKey::HardwareError,
-                Asc::INTERNAL_TARGET_FAILURE,
-            )));
+        let n = match self.task_nexus(id) {
+            Ok(n) => n,
+            Err(ran) => return ran,
         };
         match self.reservations.prepare_out(&n, &cmd, &list) {
             Err(c) => Ran::Done(c),
@@ -824,11 +830,9 @@ impl LogicalUnit {
                 Asc::PARAMETER_LIST_LENGTH_ERROR,
             )));
         };
-        let Some(nexus) = self.nexus_of(id) else {
-            return Ran::Done(check(Sense::new(
-                SenseKey::HardwareError,
-                Asc::INTERNAL_TARGET_FAILURE,
-            )));
+        let nexus = match self.task_nexus(id) {
+            Ok(n) => n,
+            Err(ran) => return ran,
         };
         let job = match x.service_action {
             tpc::out_action::COPY_OPERATION_ABORT => {

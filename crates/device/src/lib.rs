@@ -24,6 +24,7 @@ mod identity;
 mod in_flight;
 pub mod latency;
 mod logical_unit;
+mod lost_race;
 pub mod metrics;
 mod mode_select;
 mod mode_state;

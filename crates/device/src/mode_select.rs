@@ -7,16 +7,11 @@
 use crate::block::share_failed;
 use crate::logical_unit::{LogicalUnit, Ran};
 use crate::mode_state::SharedSelect;
-use crate::reservations::SHARE_ATTEMPTS;
 use crate::task::After;
-use crate::{saved_mode, Completion, Ns, TaskId};
+use crate::{saved_mode, Ns, TaskId};
 use scsi::command::ModeSelect;
-use scsi::{Asc, Sense, SenseKey};
+use scsi::Asc;
 use store::{Done, KeptFile, Op};
-
-fn check(sense: Sense) -> Ran {
-    Ran::Done(Completion::check_condition(sense))
-}
 
 impl LogicalUnit {
     /// MODE SELECT from task `id` with its parameter list; `attempts`: races with other
@@ -29,19 +24,16 @@ impl LogicalUnit {
         list: &[u8],
         attempts: u32,
     ) -> Ran {
-        let (Some((nexus, _)), Some(task)) = (self.tasks_owner(id), self.task(id)) else {
-            return check(Sense::new(
-                SenseKey::HardwareError,
-                Asc::INTERNAL_TARGET_FAILURE,
-            ));
+        let nexus = match self.task_nexus(id) {
+            Ok(n) => n,
+            Err(ran) => return ran,
         };
-        let (privileged, opcode) = (task.privileged, task.info.opcode());
         let selected = match self.mode.select(m, list, &self.mode_medium()) {
             Ok(s) => s,
             Err(c) => return Ran::Done(c),
         };
-        if selected.disruptive && !privileged {
-            return Ran::Done(self.refuse_unprivileged(nexus, opcode));
+        if selected.disruptive && !nexus.privileged {
+            return Ran::Done(self.refuse_unprivileged(nexus.id, "MODE SELECT"));
         }
         if let Some(version) = self.mode.shared() {
             let saved = self.mode.saved().map(|s| {
@@ -78,13 +70,12 @@ impl LogicalUnit {
             }
             self.mode.save(selected.parameters);
         }
-        self.mode_selected(now, nexus, selected.parameters)
+        self.mode_selected(now, nexus.id, selected.parameters)
     }
 
     /// The gateways' copy of the values, written or found changed by another gateway. On a
-    /// lost race the list is checked again against the values as they are now; after
-    /// [`SHARE_ATTEMPTS`] such races the command ends with ABORTED COMMAND, which asks the
-    /// host to send it again (SPC-6, sense key descriptions).
+    /// lost race the list is checked again against the values as they are now, as long as
+    /// [`LogicalUnit::race_lost`] allows.
     pub(crate) fn mode_select_shared(
         &mut self,
         now: Ns,
@@ -110,21 +101,13 @@ impl LogicalUnit {
                 self.mode_selected(now, nexus, selected.parameters)
             }
             Done::Stale(state) => {
-                if let Err(e) = self.reload_mode(now, &state) {
-                    tracing::error!(error = %e, "the gateways' mode parameters");
-                    return check(Sense::new(
-                        SenseKey::HardwareError,
-                        Asc::INTERNAL_TARGET_FAILURE,
-                    ));
+                let own = self.mode.written_here(state.version);
+                match self.race_lost("MODE SELECT", own, attempts, |lu| {
+                    lu.reload_mode(now, &state)
+                }) {
+                    Ok(attempts) => self.mode_select(now, id, &cmd, &list, attempts),
+                    Err(ran) => ran,
                 }
-                if attempts + 1 >= SHARE_ATTEMPTS {
-                    tracing::warn!(attempts, "MODE SELECT lost every race with other gateways");
-                    return check(Sense::new(
-                        SenseKey::AbortedCommand,
-                        Asc::NO_ADDITIONAL_SENSE,
-                    ));
-                }
-                self.mode_select(now, id, &cmd, &list, attempts + 1)
             }
             other => Ran::Done(share_failed(&other)),
         }

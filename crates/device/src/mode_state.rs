@@ -22,6 +22,8 @@ pub(crate) struct ModeState {
     /// Where several gateways share the values (docs/gateways.md): the version of the
     /// cluster's copy these are, which a change must still find there to be written.
     shared: Option<u64>,
+    /// The version this gateway wrote last.
+    written: Option<u64>,
 }
 
 /// The facts of the logical unit that MODE SENSE and MODE SELECT report.
@@ -75,6 +77,7 @@ impl ModeState {
             wce_changeable,
             thin_provisioning,
             shared: None,
+            written: None,
         };
         state.current = state.pinned(state.power_on());
         Ok(state)
@@ -138,6 +141,13 @@ impl ModeState {
     /// The gateways' copy was written: this is its version now.
     pub(crate) fn shared_as(&mut self, version: u64) {
         self.shared = Some(version);
+        self.written = Some(version);
+    }
+
+    /// Whether the gateways' copy at `version` is what this gateway wrote last: a race lost
+    /// to it was lost to this gateway's own write.
+    pub(crate) fn written_here(&self, version: u64) -> bool {
+        self.written == Some(version)
     }
 
     /// The gateways' copy of the current and saved values.

@@ -96,12 +96,6 @@ pub(crate) struct Prepared {
     pub(crate) share: Option<store::Op>,
 }
 
-/// How many races with other gateways a PERSISTENT RESERVE OUT may lose (its write found
-/// the state changed by another gateway since it was prepared) before it gives up. A race
-/// lost to a command of this gateway is not counted: the commands of one gateway run one
-/// after the other in the end, and only the other gateways' could starve it.
-pub(crate) const SHARE_ATTEMPTS: u32 = 16;
-
 /// The gateways' state at start: when no other gateway had the logical unit open (its power
 /// on, as the hosts see it), a state whose APTPL is 0 does not survive (SPC-4 §5.13.5.1),
 /// and PRgeneration restarts at zero (SPC-4 §6.15.2); written back so that every gateway

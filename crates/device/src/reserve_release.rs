@@ -7,22 +7,19 @@
 //! ([`crate::Unit`]), outside any command.
 
 use crate::event::TaskId;
-use crate::logical_unit::{check, LogicalUnit, Ran};
-use crate::reservations::{Spc2, Spc2Holder, SHARE_ATTEMPTS};
+use crate::logical_unit::{LogicalUnit, Ran};
+use crate::reservations::{Spc2, Spc2Holder};
 use crate::task::After;
 use crate::{Completion, PeerEvent};
-use scsi::{Asc, Sense, SenseKey};
 use store::Done;
 
 impl LogicalUnit {
     /// RESERVE (`reserve`) or RELEASE (6)/(10) of task `id`; `attempts`: races lost to other
     /// gateways so far.
     pub(crate) fn reserve_or_release(&mut self, id: TaskId, reserve: bool, attempts: u32) -> Ran {
-        let Some(n) = self.nexus_of(id) else {
-            return Ran::Done(check(Sense::new(
-                SenseKey::HardwareError,
-                Asc::INTERNAL_TARGET_FAILURE,
-            )));
+        let n = match self.task_nexus(id) {
+            Ok(n) => n,
+            Err(ran) => return ran,
         };
         match self.reservations.reserve_or_release(&n, reserve) {
             Spc2::Done(c) => {
@@ -59,46 +56,31 @@ impl LogicalUnit {
                     .push(PeerEvent::Reservations(Default::default()));
                 Ran::Done(Completion::GOOD)
             }
-            Done::Stale(state) => match self.race_lost(&state, attempts, "RESERVE or RELEASE") {
-                Ok(attempts) => self.reserve_or_release(id, reserve, attempts),
-                Err(ran) => ran,
-            },
+            Done::Stale(state) => {
+                match self.reservations_race_lost(&state, attempts, "RESERVE or RELEASE") {
+                    Ok(attempts) => self.reserve_or_release(id, reserve, attempts),
+                    Err(ran) => ran,
+                }
+            }
             other => Ran::Done(crate::block::share_failed(&other)),
         }
     }
 
     /// A write of the gateways' reservations by `command` found another version
-    /// (`state`): it becomes current here. Counts the race when another gateway won it
-    /// (`attempts` so far); after [`SHARE_ATTEMPTS`] such races, or when `state` cannot be
-    /// read, the command's end: ABORTED COMMAND, which asks the host to send it again
-    /// (SPC-6, sense key descriptions), or HARDWARE ERROR.
-    pub(crate) fn race_lost(
+    /// (`state`): it becomes current here, and the race is counted as
+    /// [`LogicalUnit::race_lost`] says (`attempts` so far).
+    pub(crate) fn reservations_race_lost(
         &mut self,
         state: &store::SharedState,
         attempts: u32,
         command: &str,
     ) -> Result<u32, Ran> {
-        let attempts = if self.reservations.written_here(state.version) {
-            attempts
-        } else {
-            attempts + 1
-        };
-        if let Err(e) = self.reservations.reload(state) {
-            tracing::error!(error = %e, "the gateways' persistent reservations");
-            return Err(Ran::Done(check(Sense::new(
-                SenseKey::HardwareError,
-                Asc::INTERNAL_TARGET_FAILURE,
-            ))));
-        }
-        self.publish();
-        if attempts >= SHARE_ATTEMPTS {
-            tracing::warn!(attempts, command, "lost every race with other gateways");
-            return Err(Ran::Done(check(Sense::new(
-                SenseKey::AbortedCommand,
-                Asc::NO_ADDITIONAL_SENSE,
-            ))));
-        }
-        Ok(attempts)
+        let own = self.reservations.written_here(state.version);
+        self.race_lost(command, own, attempts, |lu| {
+            lu.reservations.reload(state)?;
+            lu.publish();
+            Ok(())
+        })
     }
 
     /// Where gateways share the RESERVE (6)/(10) reservation: the write of a release this

@@ -72,6 +72,29 @@ pub trait Sink {
     fn wake(&mut self, lun: u64);
 }
 
+/// What the plane had news of before a command ([`Unit::news`]).
+struct News {
+    resized: Option<u64>,
+    events: Vec<PeerEvent>,
+    shared: SharedStates,
+    preferred: Option<Option<u16>>,
+}
+
+impl News {
+    /// Made the core's, under its lock, before the command.
+    fn apply(&self, now: Ns, core: &mut LogicalUnit) {
+        for event in &self.events {
+            core.peer_event(now, event, &self.shared);
+        }
+        if let Some(bytes) = self.resized {
+            core.resize(bytes);
+        }
+        if let Some(group) = self.preferred.filter(|&g| g != core.preferred_gateway()) {
+            core.set_preferred_gateway(group);
+        }
+    }
+}
+
 /// A logical unit as a server shares it.
 pub struct Unit {
     core: Mutex<LogicalUnit>,
@@ -247,18 +270,11 @@ impl Unit {
         data_in: &mut Vec<u8>,
         sink: &mut dyn Sink,
     ) -> (Option<Transfer>, Submitted) {
-        let resized = self.plane.resized().filter(|_| self.follows_store);
-        let (news, shared) = self.peer_news();
-        let preferred = self.plane.preferred_gateway();
+        // One load per command; the plane is asked what is new only when it has news.
+        let news = self.plane.news().then(|| self.news());
         let arrived = self.call(now, sink, |core| {
-            for event in &news {
-                core.peer_event(now, event, &shared);
-            }
-            if let Some(bytes) = resized {
-                core.resize(bytes);
-            }
-            if let Some(group) = preferred.filter(|&g| g != core.preferred_gateway()) {
-                core.set_preferred_gateway(group);
+            if let Some(news) = &news {
+                news.apply(now, core);
             }
             core.command(now, a, data_in)
         });
@@ -269,11 +285,24 @@ impl Unit {
         )
     }
 
-    /// What the other gateways announced since the last call and, when one changed a state
-    /// they share (or the plane saw a change no announcement told of), that state read from
-    /// the cluster once, outside the lock (a RADOS read only then; a load otherwise). When
-    /// one chose the preferred gateway, the plane reads the choice again, so that the next
-    /// command's [`Plane::preferred_gateway`] answers it.
+    /// What the plane has news of ([`Plane::news`]), asked outside the lock: the store's new
+    /// size, the other gateways' announcements since the last call and, when one changed a
+    /// state they share (or the plane saw a change no announcement told of), that state read
+    /// from the cluster once (a RADOS read only then). When one chose the preferred gateway,
+    /// the plane reads the choice again, so that [`Plane::preferred_gateway`] answers it.
+    fn news(&self) -> News {
+        let resized = self.plane.resized().filter(|_| self.follows_store);
+        let (events, shared) = self.peer_news();
+        News {
+            resized,
+            events,
+            shared,
+            preferred: self.plane.preferred_gateway(),
+        }
+    }
+
+    /// The other gateways' announcements, and the shared states they (or the plane's look at
+    /// the cluster) say changed, read again.
     fn peer_news(&self) -> (Vec<PeerEvent>, SharedStates) {
         let mut news: Vec<PeerEvent> = self
             .plane
@@ -635,11 +664,11 @@ impl Unit {
     /// Where gateways share the RESERVE (6)/(10) reservation (docs/gateways.md): writes the
     /// release the core owes after a reset here or its holder's I_T nexus loss, on the
     /// caller's thread, as the core decides it on the state as it is, again after each race
-    /// lost, at most [`SHARE_ATTEMPTS`](crate::reservations::SHARE_ATTEMPTS) times. A
+    /// lost, at most [`SHARE_ATTEMPTS`](crate::lost_race::SHARE_ATTEMPTS) times. A
     /// failure is logged and the reservation stays in the cluster, until a reset through any
     /// gateway releases it.
     fn settle_reservations(&self, now: Ns, sink: &mut dyn Sink) {
-        for _ in 0..crate::reservations::SHARE_ATTEMPTS {
+        for _ in 0..crate::lost_race::SHARE_ATTEMPTS {
             let Some((contents, version)) = self.with(|core| core.owed_release()) else {
                 return;
             };

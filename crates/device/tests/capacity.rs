@@ -27,6 +27,9 @@ impl Plane for Resizable {
     fn geometry(&self) -> Geometry {
         self.inner.geometry()
     }
+    fn news(&self) -> bool {
+        self.resize_to.load(Ordering::Relaxed) > 0
+    }
     fn resized(&self) -> Option<u64> {
         Some(self.resize_to.swap(0, Ordering::Relaxed)).filter(|&b| b > 0)
     }

@@ -122,6 +122,31 @@ fn a_race_lost_to_another_gateway_is_checked_again_and_too_many_abort_the_comman
 }
 
 #[test]
+fn a_race_lost_to_this_gateways_own_write_is_not_counted() {
+    let cluster = Cluster::new();
+    let pa = Gateway::join(&cluster, true);
+    let a = Arc::new(gateway(pa.clone(), 1));
+    let (h1, h2) = (ready_as(&a, host(1, 1)), ready_as(&a, host(2, 2)));
+    let before = cluster.object(KeptFile::ModePages).writes;
+    // h2's MODE SELECT through the same gateway lands between h1's decision and its write
+    // (a race lost to this gateway), then 15 writes of another gateway land before h1's
+    // next ones: one short of the races that abort a command, if the first is not counted.
+    let (inner, plane) = (a.clone(), pa.clone());
+    *pa.before_share.lock() = Some(Box::new(move || {
+        assert_eq!(select_swp(&inner, &h2, false), Completion::GOOD);
+        let other = plane.clone();
+        *plane.before_share.lock() = Some(Box::new(move || {
+            other.interfere.store(15, Ordering::Relaxed);
+        }));
+    }));
+    assert_eq!(select_swp(&a, &h1, true), Completion::GOOD);
+    assert!(pa.before_share.lock().is_none(), "both races were run");
+    assert_eq!(pa.interfere.load(Ordering::Relaxed), 0, "15 races lost");
+    assert_eq!(cluster.object(KeptFile::ModePages).writes, before + 2);
+    assert!(swp(&a, &h1));
+}
+
+#[test]
 fn a_reset_makes_the_power_on_values_every_gateways_and_a_lone_start_powers_on() {
     let cluster = Cluster::new();
     let (a, b) = (

@@ -248,10 +248,19 @@ pub trait Plane: Send + Sync {
     /// at start.
     fn geometry(&self) -> Geometry;
 
+    /// Whether what a logical unit asks its plane before a command ([`Plane::resized`],
+    /// [`Plane::announced`], [`Plane::shared_changed`], [`Plane::preferred_gateway`]) may
+    /// answer something new since the last call: asked before every command, so one atomic
+    /// load, and only when it is true are those asked. Taken: false again until the next
+    /// news. A plane that tells none of these (RAM, file, block device) has none.
+    fn news(&self) -> bool {
+        false
+    }
+
     /// Where several gateways share the store (docs/gateways.md): `Some` with the target
     /// port group of the first gateway, in the configuration's order, that has the store
     /// open, as last seen, or `Some(None)` while none is known; `None` for a store this
-    /// server alone serves. Asked before every command, so an atomic load.
+    /// server alone serves. Asked when the plane has [`Plane::news`].
     fn preferred_gateway(&self) -> Option<Option<u16>> {
         None
     }
@@ -270,14 +279,15 @@ pub trait Plane: Send + Sync {
         Ok(())
     }
 
-    /// What the other gateways announced since the last call, oldest first. Asked before
-    /// every command, so a load while there is none.
+    /// What the other gateways announced since the last call, oldest first. Asked when the
+    /// plane has [`Plane::news`].
     fn announced(&self) -> Vec<Vec<u8>> {
         Vec::new()
     }
 
     /// The store's new capacity in bytes, once, after something outside stint resized it (an
-    /// RBD image's `rbd resize`); `None` while it keeps its size. Asked before each command.
+    /// RBD image's `rbd resize`); `None` while it keeps its size. Asked when the plane has
+    /// [`Plane::news`].
     fn resized(&self) -> Option<u64> {
         None
     }
@@ -319,6 +329,7 @@ pub trait Plane: Send + Sync {
     /// Where several gateways share `file`: whether it changed in the cluster since this
     /// plane last read or wrote it, though no announcement said so (a gateway that died
     /// between its write and its notify). Taken once; the logical unit then reads it again.
+    /// Asked when the plane has [`Plane::news`].
     fn shared_changed(&self, _file: KeptFile) -> bool {
         false
     }

@@ -82,6 +82,8 @@ pub struct Gateway {
     seen: [AtomicU64; 2],
     /// Its view of the preferred gateway, as last read.
     preferred: AtomicU32,
+    /// That view changed since the last [`Plane::news`].
+    preferred_news: AtomicBool,
     /// Runs once, just before this gateway's next write of a state: another gateway's
     /// command that lands first, a race this one loses.
     pub before_share: Mutex<Option<Box<dyn FnOnce() + Send>>>,
@@ -100,6 +102,7 @@ impl Gateway {
             mute: AtomicBool::new(false),
             seen: Default::default(),
             preferred: AtomicU32::new(u32::from(cluster.preferred())),
+            preferred_news: AtomicBool::new(true),
             before_share: Mutex::new(None),
         })
     }
@@ -134,6 +137,11 @@ impl Gateway {
         Done::Shared(object.version)
     }
 
+    fn set_preferred(&self, group: u16) {
+        self.preferred.store(u32::from(group), Ordering::Relaxed);
+        self.preferred_news.store(true, Ordering::Relaxed);
+    }
+
     fn prefer(&self, group: u16) -> Done {
         if !self.cluster.alive.lock().contains(&group) {
             return Done::Failed(Failure::Write {
@@ -142,7 +150,7 @@ impl Gateway {
             });
         }
         *self.cluster.chosen.lock() = Some(group);
-        self.preferred.store(u32::from(group), Ordering::Relaxed);
+        self.set_preferred(group);
         Done::Ok
     }
 }
@@ -168,13 +176,22 @@ impl Plane for Gateway {
         self.data.geometry()
     }
 
+    /// As an RBD plane's: its own changes of the preferred gateway, and, looked at now, what
+    /// its mailbox holds and the cluster's newer versions (an RBD plane's watch and its look
+    /// every 250 ms).
+    fn news(&self) -> bool {
+        self.preferred_news.swap(false, Ordering::Relaxed)
+            | !self.mailbox.lock().is_empty()
+            | self.shared_changed(KeptFile::Reservations)
+            | self.shared_changed(KeptFile::ModePages)
+    }
+
     fn preferred_gateway(&self) -> Option<Option<u16>> {
         Some(u16::try_from(self.preferred.load(Ordering::Relaxed)).ok())
     }
 
     fn reload_preferred(&self) -> io::Result<()> {
-        let group = self.cluster.preferred();
-        self.preferred.store(u32::from(group), Ordering::Relaxed);
+        self.set_preferred(self.cluster.preferred());
         Ok(())
     }
 

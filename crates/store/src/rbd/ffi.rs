@@ -301,9 +301,12 @@ pub(crate) struct Image {
     image: ImageT,
     /// Operations handed to librbd whose callback has not run yet: `Drop` waits for none.
     in_flight: Arc<InFlight>,
-    /// Set by librbd's update watch when the image's header changed (a resize, a snapshot, a
-    /// lock moving); boxed so that its address, given to librbd, stays put.
-    header_changed: Box<AtomicBool>,
+    /// Raised by librbd's update watch when the image's header changed (a resize, a
+    /// snapshot, a lock moving); boxed so that its address, given to librbd, stays put.
+    header_changed: Box<Flag>,
+    /// The plane's news ([`Image::take_news`]): raised with every flag of the image, and by
+    /// the plane for what it learns itself.
+    news: Arc<AtomicBool>,
     /// The update watch's handle, once registered.
     watch: Option<u64>,
     /// The watch on a RADOS object that other gateways notify (see [`Image::listen`]), and
@@ -325,8 +328,35 @@ pub(crate) struct Mailbox {
     ioctx: IoctxT,
     object: CString,
     messages: parking_lot::Mutex<Vec<Vec<u8>>>,
-    /// Whether `messages` holds any: asked before every command, so a load.
-    any: AtomicBool,
+    /// Raised when `messages` holds any.
+    any: Flag,
+}
+
+/// A flag a librbd or librados callback raises, and the plane's news with it
+/// ([`Image::take_news`]), so that a command asks about it only then.
+struct Flag {
+    set: AtomicBool,
+    news: Arc<AtomicBool>,
+}
+
+impl Flag {
+    fn new(news: &Arc<AtomicBool>) -> Self {
+        Flag {
+            set: AtomicBool::new(false),
+            news: news.clone(),
+        }
+    }
+
+    /// The flag first, then the news: whoever takes the news sees the flag.
+    fn raise(&self) {
+        self.set.store(true, Ordering::Release);
+        self.news.store(true, Ordering::Release);
+    }
+
+    /// Whether it was raised since the last call: a load, and a write only when it was.
+    fn take(&self) -> bool {
+        self.set.load(Ordering::Acquire) && self.set.swap(false, Ordering::AcqRel)
+    }
 }
 
 #[derive(Default)]
@@ -359,13 +389,15 @@ impl Image {
             "rados_create2",
         )?;
         // From here on the handles are released by `Drop`, whatever fails.
+        let news = Arc::new(AtomicBool::new(false));
         let mut image = Image {
             api,
             cluster,
             ioctx: std::ptr::null_mut(),
             image: std::ptr::null_mut(),
             in_flight: Arc::default(),
-            header_changed: Box::default(),
+            header_changed: Box::new(Flag::new(&news)),
+            news,
             watch: None,
             listening: None,
             objects: parking_lot::Mutex::new(std::ptr::null_mut()),
@@ -468,7 +500,7 @@ impl Image {
             )?;
         }
         let mut handle = 0u64;
-        let flag: *const AtomicBool = &*image.header_changed;
+        let flag: *const Flag = &*image.header_changed;
         // SAFETY: an open image and a valid out-pointer; `flag` points into a box the image
         // owns, which `Drop` frees only after `rbd_update_unwatch` has returned, and librbd
         // runs no callback of a watch after unwatching it returns.
@@ -487,9 +519,19 @@ impl Image {
 
     /// Whether the image's header changed since the last call: its size may have.
     pub(crate) fn header_changed(&self) -> bool {
-        // Asked before every command: a load, and a write only when it is set.
-        self.header_changed.load(Ordering::Acquire)
-            && self.header_changed.swap(false, Ordering::AcqRel)
+        self.header_changed.take()
+    }
+
+    /// Raises the plane's news for what the plane learnt itself (raise what it concerns
+    /// first, so that whoever takes the news sees it).
+    pub(crate) fn raise_news(&self) {
+        self.news.store(true, Ordering::Release);
+    }
+
+    /// Whether anything was raised since the last call (the header, a message, what the
+    /// plane raised): asked before every command, so a load, and a write only when it was.
+    pub(crate) fn take_news(&self) -> bool {
+        self.news.load(Ordering::Acquire) && self.news.swap(false, Ordering::AcqRel)
     }
 
     /// This client's global id in the cluster (`rados_get_instance_id`), by which the
@@ -590,7 +632,7 @@ impl Image {
             ioctx: self.ioctx,
             object: o,
             messages: parking_lot::Mutex::default(),
-            any: AtomicBool::new(false),
+            any: Flag::new(&self.news),
         });
         let mut cookie = 0u64;
         let arg: *const Mailbox = &*mailbox;
@@ -730,10 +772,7 @@ impl Image {
     /// What other clients sent since the last call (see [`Image::listen`]).
     pub(crate) fn messages(&self) -> Vec<Vec<u8>> {
         match &self.listening {
-            Some((_, m)) if m.any.load(Ordering::Acquire) => {
-                m.any.store(false, Ordering::Release);
-                std::mem::take(&mut *m.messages.lock())
-            }
+            Some((_, m)) if m.any.take() => std::mem::take(&mut *m.messages.lock()),
             _ => Vec::new(),
         }
     }
@@ -1100,10 +1139,10 @@ impl Pending {
 /// The update watch's callback (`rbd_update_callback_t`), on a librbd thread: only marks the
 /// header changed (a librbd call from here could wait for the thread that runs it).
 unsafe extern "C" fn header_updated(arg: *mut c_void) {
-    // SAFETY: `arg` is the `AtomicBool` registered with the watch, alive until after it is
+    // SAFETY: `arg` is the `Flag` registered with the watch, alive until after it is
     // unwatched (see `Image::open`).
-    let flag = unsafe { &*arg.cast::<AtomicBool>() };
-    flag.store(true, Ordering::Release);
+    let flag = unsafe { &*arg.cast::<Flag>() };
+    flag.raise();
 }
 
 /// The watch's notify callback (`rados_watchcb2_t`), on a librados thread: keeps the
@@ -1126,7 +1165,7 @@ unsafe extern "C" fn notified(
         unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec()
     };
     mailbox.messages.lock().push(message);
-    mailbox.any.store(true, Ordering::Release);
+    mailbox.any.raise();
     // SAFETY: the mailbox's I/O context and object name, valid while the watch is; no reply
     // payload.
     let r = unsafe {

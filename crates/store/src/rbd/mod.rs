@@ -346,6 +346,12 @@ impl Plane for RbdPlane {
         crate::inline::geometry(&*self.shared.core.store)
     }
 
+    /// Raised by the image's header watch, the gateways' announcements and this plane's
+    /// look at the gateways every [`GATEWAYS_POLL`].
+    fn news(&self) -> bool {
+        self.shared.image.take_news()
+    }
+
     fn resized(&self) -> Option<u64> {
         self.shared.store.resized()
     }
@@ -405,9 +411,7 @@ impl Plane for RbdPlane {
             return Ok(());
         };
         let group = preferred(&self.shared.image, gateway, &self.shared.object)?;
-        self.shared
-            .preferred
-            .store(u32::from(group), Ordering::Relaxed);
+        self.shared.set_preferred(group);
         Ok(())
     }
 
@@ -439,7 +443,7 @@ impl Plane for RbdPlane {
         Some(self.shared.load_shared(file))
     }
 
-    /// Asked before every command: a load, and a write only when it changed.
+    /// A load, and a write only when it changed.
     fn shared_changed(&self, file: KeptFile) -> bool {
         let changed = &self.shared.object(file).changed;
         changed.load(Ordering::Relaxed) && changed.swap(false, Ordering::Relaxed)
@@ -460,6 +464,12 @@ impl Shared {
     /// This server's target port group, when other gateways share the image.
     fn own(&self) -> Option<u16> {
         self.gateway.as_ref().map(|g| g.own)
+    }
+
+    /// The preferred gateway is `group` now, which the next command hears of.
+    fn set_preferred(&self, group: u16) {
+        self.preferred.store(u32::from(group), Ordering::Relaxed);
+        self.image.raise_news();
     }
 
     /// Whether `file` is the gateways' (in the cluster) rather than this server's.
@@ -491,7 +501,7 @@ impl Shared {
         }
         self.image
             .set_xattr(&self.object, PREFERRED_XATTR, group.to_string().as_bytes())?;
-        self.preferred.store(u32::from(group), Ordering::Relaxed);
+        self.set_preferred(group);
         tracing::info!(preferred = group, "the preferred gateway set explicitly");
         Ok(())
     }
@@ -574,6 +584,7 @@ fn watch_gateways(plane: &Weak<Shared>, gateway: &RbdGateway, object: &str) {
                 .compare_exchange(was, now, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok();
         if changed {
+            shared.image.raise_news();
             tracing::info!(
                 preferred = now,
                 this_gateway = gateway.own,
@@ -586,6 +597,7 @@ fn watch_gateways(plane: &Weak<Shared>, gateway: &RbdGateway, object: &str) {
             match shared.image.read_versioned(&object.name) {
                 Ok((_, version)) if version > object.seen.load(Ordering::Relaxed) => {
                     object.changed.store(true, Ordering::Relaxed);
+                    shared.image.raise_news();
                 }
                 Ok(_) => {}
                 Err(e) => {
