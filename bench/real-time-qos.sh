@@ -30,8 +30,13 @@
 # limited reads' share of the reads served, and the unlimited class's p50 against no-cdl. The
 # limit holds when no limited read took longer than 50 ms plus the host's round trip (5 ms).
 #
+# --realtime runs the server and `stint bench` under SCHED_FIFO priority 1 (`chrt -f 1`; needs
+# root or CAP_SYS_NICE): their threads then run as soon as they wake, whatever else the
+# machine runs, so what is left past the limit is stint's own path, not the time its threads
+# waited for a CPU (docs/cdl.md, "Where the time past the limit goes").
+#
 #   bench/real-time-qos.sh [--store file|rbd] [--ceph-conf PATH] [--rounds N] [--seconds S]
-#                          [--delay-ms D]
+#                          [--delay-ms D] [--realtime]
 #
 # Each run starts its own server on 127.0.0.1 (port 0, URL read from its output) and stops it by
 # PID; the variants alternate round by round; the table prints medians over the rounds.
@@ -39,10 +44,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: $0 [--store file|rbd] [--ceph-conf PATH] [--rounds N] [--seconds S] [--delay-ms D]" >&2
+  echo "usage: $0 [--store file|rbd] [--ceph-conf PATH] [--rounds N] [--seconds S] [--delay-ms D] [--realtime]" >&2
   exit 2
 }
-store=file ceph_conf="" rounds=3 seconds=8 delay=""
+store=file ceph_conf="" rounds=3 seconds=8 delay="" sched=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --store) store=${2-}; shift; shift || true ;;
@@ -50,6 +55,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=${2-}; shift; shift || true ;;
     --seconds) seconds=${2-}; shift; shift || true ;;
     --delay-ms) delay=${2-}; shift; shift || true ;;
+    --realtime) sched=(chrt -f 1); shift ;;
     *) usage ;;
   esac
 done
@@ -63,6 +69,10 @@ esac
 for v in "$rounds" "$seconds" "$delay"; do
   [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "bad value '$v': expected a positive integer" >&2; exit 2; }
 done
+if [ ${#sched[@]} -gt 0 ] && ! chrt -f 1 true 2>/dev/null; then
+  echo "--realtime: cannot run under SCHED_FIFO here (chrt -f 1 needs root or CAP_SYS_NICE)" >&2
+  exit 3
+fi
 if [ "$store" = rbd ]; then
   for c in ceph rbd; do
     command -v $c >/dev/null || { echo "$c is missing (apt-get install ceph-common)" >&2; exit 3; }
@@ -156,7 +166,7 @@ run() { # variant round
   # Files of this run only: a reused one is truncated by the background child, which may run
   # after the loop below has read the last server's URL from it.
   local out=$work/serve.$1.$2.out err=$work/serve.$1.$2.err
-  "$stint" serve --config "$work/$1.toml" --listen 127.0.0.1:0 --metrics 127.0.0.1:0 \
+  "${sched[@]}" "$stint" serve --config "$work/$1.toml" --listen 127.0.0.1:0 --metrics 127.0.0.1:0 \
     > "$out" 2> "$err" &
   pid=$!
   local url=""
@@ -169,7 +179,7 @@ run() { # variant round
   [ -n "$url" ] || { echo "$1: no URL from the server" >&2; exit 1; }
   local prio=(--cmdprio-percentage 10 --cmdprio-hint 1 --cmdprio-class high)
   [ "$1" = no-cdl ] && prio=()
-  if ! "$stint" bench --url "$url" --rw randread --bs 4k --iodepth 16 --runtime "${seconds}s" \
+  if ! "${sched[@]}" "$stint" bench --url "$url" --rw randread --bs 4k --iodepth 16 --runtime "${seconds}s" \
       "${prio[@]}" --json > "$work/$1.$2.json" 2> "$work/bench.err"; then
     echo "$1: stint bench failed:" >&2; tail -3 "$work/bench.err" >&2
     echo "the server's log:" >&2; tail -5 "$err" >&2; exit 1
@@ -216,6 +226,7 @@ if [ "$store" = rbd ]; then
 else
   what="a file store taking $delay ms per operation"
 fi
+[ ${#sched[@]} -eq 0 ] || what="$what, server and bench under SCHED_FIFO priority 1"
 python3 - "$work" "$rounds" "$what" <<'EOF'
 import json, statistics, sys
 work, rounds, what = sys.argv[1], int(sys.argv[2]), sys.argv[3]

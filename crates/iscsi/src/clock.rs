@@ -200,3 +200,36 @@ impl Completions {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A policy must never end a command before its limit (SPC-6 command duration limits;
+    /// docs/cdl.md): the driver's timed wait, which sleeps and then spins the last stretch,
+    /// returns at its deadline or after it, never before, whatever the distance.
+    #[test]
+    fn a_timed_wait_never_returns_before_its_deadline() {
+        let signal = Signal::default();
+        for left in [1_000, SPIN - 1, SPIN, SPIN + 1, 3 * SPIN, 2_000_000] {
+            let until = now() + left;
+            wait(&signal, Some(until));
+            let woke = now();
+            assert!(
+                woke >= until,
+                "woke {} ns early for a {left} ns wait",
+                until - woke
+            );
+        }
+    }
+
+    /// A wake-up ends the wait at once, however far its deadline.
+    #[test]
+    fn a_wake_ends_a_timed_wait() {
+        let signal = Signal::default();
+        signal.wake();
+        let until = now() + 2_000_000_000;
+        wait(&signal, Some(until));
+        assert!(now() < until);
+    }
+}
