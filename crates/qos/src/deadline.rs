@@ -38,7 +38,7 @@ mod stopping;
 use crate::cdl::PerfVsDurationGuideline;
 use crate::order::{Candidate, Limits, OrderConfig, OrderingPolicy, Positions, QueueMemos};
 use budget::Budget;
-use drive::{Drive, MediaOp, Ns, QueuedOp};
+use drive::{Drive, Ns, QueuedOp};
 use std::fmt;
 use std::str::FromStr;
 use stopping::{Kind, Offer, Plan, Stopping};
@@ -137,7 +137,7 @@ pub struct DeadlineAware {
     /// Scratch: the limited candidates of a pick, their ops, the candidates that may lead to
     /// them (index, op with memo, positioning time) and the look-ahead estimates.
     limited: Vec<Limited>,
-    limited_ops: Vec<MediaOp>,
+    limited_ops: Vec<QueuedOp>,
     firsts: Vec<usize>,
     first_ops: Vec<QueuedOp>,
     first_times: Vec<Ns>,
@@ -245,10 +245,15 @@ impl DeadlineAware {
         for (index, (c, &positioning)) in queue.iter().zip(times).enumerate() {
             if c.limits.has_deadline() {
                 let direct = positioning - best;
+                // With its memo the drive knows, mostly, how it would be served.
+                let service = match ops.and_then(|ops| ops.get(index)) {
+                    Some(q) => drive.service_time_memo(now, q, positioning),
+                    None => drive.service_time(now, &c.op),
+                };
                 self.limited.push(Limited {
                     index,
                     positioning,
-                    service: drive.service_time(now, &c.op),
+                    service,
                     direct,
                     offer: Offer {
                         cost: direct,
@@ -380,12 +385,8 @@ impl DeadlineAware {
             }
         }
         self.limited_ops.clear();
-        self.limited_ops.extend(
-            self.limited
-                .iter()
-                .filter_map(|l| ops.get(l.index))
-                .map(|q| q.op),
-        );
+        self.limited_ops
+            .extend(self.limited.iter().filter_map(|l| ops.get(l.index)));
         drive.positioning_after(
             now,
             &self.first_ops,

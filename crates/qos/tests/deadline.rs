@@ -227,12 +227,12 @@ impl Drive for AheadDrive {
         _now: Ns,
         firsts: &[QueuedOp],
         _times: &[Ns],
-        nexts: &[MediaOp],
+        nexts: &[QueuedOp],
         out: &mut Vec<Ns>,
     ) -> bool {
         out.clear();
         for f in firsts {
-            for n in nexts {
+            for n in nexts.iter().map(|n| &n.op) {
                 let listed = self.after.iter().find(|(k, _)| *k == (f.op.lba, n.lba));
                 out.push(listed.map_or(n.lba.abs_diff(f.op.lba), |(_, t)| *t));
             }
