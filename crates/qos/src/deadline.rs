@@ -24,7 +24,9 @@
 //! - **Ties by positioning.** Of those worth taking, the one that must start first goes,
 //!   counted in whole dispatch intervals; within one interval the cheapest offer: commands
 //!   with equal limits go by positioning, not by arrival, and late ones latest first (EDF
-//!   is the fallback).
+//!   is the fallback). Remaining ties go by arrival ([`Candidate::seq`]), and the limited
+//!   commands are weighed in that order, so the pick does not depend on the order of the
+//!   queue ([`OrderingPolicy::order_free`] when the base policy's does not either).
 //! - **The budget.** perf_vs_duration_guideline bounds the average increase in completion
 //!   time: each take-over must fit in it with its own cost, both picks of one through another
 //!   command ([`budget`]).
@@ -270,10 +272,12 @@ impl DeadlineAware {
         if self.limited.is_empty() {
             return None;
         }
+        // In arrival order: the offers are recorded in it (see the module's ties).
+        self.limited.sort_unstable_by_key(|l| rank(queue, l.index));
         // Each command's value of waiting, from the tables as they are: it bounds what a
         // look-ahead may cost (worked out again below if this pick's offers refresh them).
         self.weigh(now, queue);
-        let ahead = ops.is_some_and(|ops| self.look_ahead(now, times, best, ops, drive));
+        let ahead = ops.is_some_and(|ops| self.look_ahead(now, queue, times, best, ops, drive));
         // The offers seen teach the value of waiting (from the next refresh of its tables on).
         let typical = self.mean_best as Ns;
         if ahead {
@@ -308,7 +312,7 @@ impl DeadlineAware {
             // A take-over through another command must afford both picks; it spends the
             // first now, the second when that comes.
             .filter(|l| l.regret > 0.0 && self.budget.allows(l.cost))
-            .min_by_key(|l| (l.urgency, l.cost, l.index))
+            .min_by_key(|l| (l.urgency, l.cost, rank(queue, l.index)))
             .copied()?;
         self.budget.spend(pick.spends(times, best));
         Some(pick.via.unwrap_or(pick.index))
@@ -339,6 +343,7 @@ impl DeadlineAware {
     fn look_ahead(
         &mut self,
         now: Ns,
+        queue: &[Candidate],
         times: &[Ns],
         best: Ns,
         ops: &[QueuedOp],
@@ -365,10 +370,11 @@ impl DeadlineAware {
         self.first_ops.clear();
         self.first_times.clear();
         // Only the cheapest few can lead anywhere for less than the others cost alone: keep
-        // the [`FIRSTS`] cheapest below the bound (by time, then index), in queue order.
-        let mut cheapest = [(Ns::MAX, usize::MAX); FIRSTS];
-        for (i, &t) in times.iter().enumerate() {
-            let key = (t, i);
+        // the [`FIRSTS`] cheapest below the bound (by time, then arrival), in arrival order.
+        const NONE: (Ns, u64, usize) = (Ns::MAX, u64::MAX, usize::MAX);
+        let mut cheapest = [NONE; FIRSTS];
+        for (i, (&t, c)) in times.iter().zip(queue).enumerate() {
+            let key = (t, c.seq, i);
             if t - best < dearest && key < cheapest[FIRSTS - 1] {
                 let at = cheapest.partition_point(|c| *c < key);
                 cheapest.copy_within(at..FIRSTS - 1, at + 1);
@@ -376,8 +382,8 @@ impl DeadlineAware {
             }
         }
         self.firsts
-            .extend(cheapest.iter().filter(|c| c.1 != usize::MAX).map(|c| c.1));
-        self.firsts.sort_unstable();
+            .extend(cheapest.iter().filter(|c| c.2 != usize::MAX).map(|c| c.2));
+        self.firsts.sort_unstable_by_key(|&i| rank(queue, i));
         for &i in &self.firsts {
             if let (Some(q), Some(&t)) = (ops.get(i), times.get(i)) {
                 self.first_ops.push(*q);
@@ -481,6 +487,11 @@ impl DeadlineAware {
     }
 }
 
+/// The order of ties: arrival into the device queue.
+fn rank(queue: &[Candidate], index: usize) -> u64 {
+    queue.get(index).map_or(u64::MAX, |c| c.seq)
+}
+
 impl Limited {
     /// What taking its offer spends now: the positioning beyond the best raw choice of what
     /// starts now.
@@ -493,6 +504,10 @@ impl Limited {
 }
 
 impl OrderingPolicy for DeadlineAware {
+    fn order_free(&self) -> bool {
+        self.base.order_free()
+    }
+
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
         self.observe_pick(now, queue.len());
         let mut positions = std::mem::take(&mut self.positions);

@@ -26,6 +26,9 @@ pub struct Candidate {
     pub op: MediaOp,
     /// When the command entered the device (start of its inactive time).
     pub arrived: Ns,
+    /// Its place in the order in which commands entered the device (distinct, increasing):
+    /// what breaks ties of arrival order among commands that entered at one time.
+    pub seq: u64,
     /// Its duration limits, if any.
     pub limits: Limits,
     /// Priority class index (0 = most urgent).

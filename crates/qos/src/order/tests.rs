@@ -39,6 +39,7 @@ fn cand(id: u64, lba: u64, arrived: Ns) -> Candidate {
             fua: false,
         },
         arrived,
+        seq: id,
         limits: Limits::default(),
         class: 0,
     }
