@@ -140,6 +140,8 @@ pub struct DeadlineAware {
     /// them (index, op with memo, positioning time) and the look-ahead estimates.
     limited: Vec<Limited>,
     limited_ops: Vec<QueuedOp>,
+    /// Scratch: each limited candidate's (seq, place in `limited`), in arrival order.
+    arrivals: Vec<(u64, usize)>,
     firsts: Vec<usize>,
     first_ops: Vec<QueuedOp>,
     first_times: Vec<Ns>,
@@ -150,6 +152,8 @@ pub struct DeadlineAware {
 #[derive(Clone, Copy, Debug)]
 struct Limited {
     index: usize,
+    /// Its [`Candidate::seq`].
+    seq: u64,
     positioning: Ns,
     /// Estimated service time if started now.
     service: Ns,
@@ -199,6 +203,7 @@ impl DeadlineAware {
             positions: Positions::default(),
             limited: Vec::new(),
             limited_ops: Vec::new(),
+            arrivals: Vec::new(),
             firsts: Vec::new(),
             first_ops: Vec::new(),
             first_times: Vec::new(),
@@ -254,6 +259,7 @@ impl DeadlineAware {
                 };
                 self.limited.push(Limited {
                     index,
+                    seq: c.seq,
                     positioning,
                     service,
                     direct,
@@ -272,8 +278,6 @@ impl DeadlineAware {
         if self.limited.is_empty() {
             return None;
         }
-        // In arrival order: the offers are recorded in it (see the module's ties).
-        self.limited.sort_unstable_by_key(|l| rank(queue, l.index));
         // Each command's value of waiting, from the tables as they are: it bounds what a
         // look-ahead may cost (worked out again below if this pick's offers refresh them).
         self.weigh(now, queue);
@@ -296,8 +300,17 @@ impl DeadlineAware {
             interval: self.interval,
             price: PRICE_OF_A_MISS * self.mean_service,
         };
+        // Recorded in arrival order (see the module's ties).
+        self.arrivals.clear();
+        self.arrivals
+            .extend(self.limited.iter().enumerate().map(|(i, l)| (l.seq, i)));
+        self.arrivals.sort_unstable();
         let mut refreshed = false;
-        for l in &self.limited {
+        for l in self
+            .arrivals
+            .iter()
+            .filter_map(|&(_, i)| self.limited.get(i))
+        {
             refreshed |= self.stopping.record(l.offer, l.direct, l.service, plan);
         }
         if refreshed {
@@ -312,7 +325,7 @@ impl DeadlineAware {
             // A take-over through another command must afford both picks; it spends the
             // first now, the second when that comes.
             .filter(|l| l.regret > 0.0 && self.budget.allows(l.cost))
-            .min_by_key(|l| (l.urgency, l.cost, rank(queue, l.index)))
+            .min_by_key(|l| (l.urgency, l.cost, l.seq))
             .copied()?;
         self.budget.spend(pick.spends(times, best));
         Some(pick.via.unwrap_or(pick.index))
@@ -321,18 +334,15 @@ impl DeadlineAware {
     /// Each limited candidate's value of waiting, the regret of not starting it now, and its
     /// urgency.
     fn weigh(&mut self, now: Ns, queue: &[Candidate]) {
-        for i in 0..self.limited.len() {
-            let Some(l) = self.limited.get(i).copied() else {
-                break;
-            };
+        let mut limited = std::mem::take(&mut self.limited);
+        for l in &mut limited {
             let limits = &queue[l.index].limits;
-            let (wait, late) = self.waiting(now, limits, 0.0, l.service as f64);
-            let regret = wait - self.stopping.now(l.direct, late);
-            let urgency = self.urgency(now, limits);
-            if let Some(m) = self.limited.get_mut(i) {
-                (m.wait, m.regret, m.urgency) = (wait, regret, urgency);
-            }
+            l.wait = self.wait(now, limits);
+            let late = self.lateness(now, limits, 0.0, l.service as f64);
+            l.regret = l.wait - self.stopping.now(l.direct, late);
+            l.urgency = self.urgency(now, limits);
         }
+        self.limited = limited;
     }
 
     /// Asks the drive, if it can tell, where each limited candidate would be after each
@@ -370,7 +380,7 @@ impl DeadlineAware {
         self.first_ops.clear();
         self.first_times.clear();
         // Only the cheapest few can lead anywhere for less than the others cost alone: keep
-        // the [`FIRSTS`] cheapest below the bound (by time, then arrival), in arrival order.
+        // the [`FIRSTS`] cheapest below the bound (by time, then arrival).
         const NONE: (Ns, u64, usize) = (Ns::MAX, u64::MAX, usize::MAX);
         let mut cheapest = [NONE; FIRSTS];
         for (i, (&t, c)) in times.iter().zip(queue).enumerate() {
@@ -383,7 +393,6 @@ impl DeadlineAware {
         }
         self.firsts
             .extend(cheapest.iter().filter(|c| c.2 != usize::MAX).map(|c| c.2));
-        self.firsts.sort_unstable_by_key(|&i| rank(queue, i));
         for &i in &self.firsts {
             if let (Some(q), Some(&t)) = (ops.get(i), times.get(i)) {
                 self.first_ops.push(*q);
@@ -409,12 +418,10 @@ impl DeadlineAware {
     fn weigh_look_ahead(&mut self, now: Ns, queue: &[Candidate], times: &[Ns], best: Ns) {
         let n = self.limited.len();
         let typical = self.mean_best as Ns;
+        let mut limited = std::mem::take(&mut self.limited);
         for (&first, after) in self.firsts.iter().zip(self.after.chunks_exact(n)) {
             let t = times.get(first).copied().unwrap_or(Ns::MAX);
-            for (i, &a) in after.iter().enumerate() {
-                let Some(l) = self.limited.get(i).copied() else {
-                    break;
-                };
+            for (l, &a) in limited.iter_mut().zip(after) {
                 let cost = (t - best).saturating_add(a.saturating_sub(typical));
                 if first == l.index || cost as f64 >= l.wait {
                     continue;
@@ -424,13 +431,18 @@ impl DeadlineAware {
                 let transfer = l.service.saturating_sub(l.positioning) as f64;
                 let start = t as f64 + transfer;
                 let finish = start + a as f64 + transfer;
-                let (_, late) = self.waiting(now, &queue[l.index].limits, start, finish);
+                let late = self.lateness(now, &queue[l.index].limits, start, finish);
                 let regret = l.wait - self.stopping.now(cost, late);
-                if let Some(m) = self.limited.get_mut(i).filter(|m| regret > m.regret) {
-                    (m.regret, m.cost, m.via) = (regret, cost, Some(first));
+                // Of equal gains, the way through the earliest arrival (see the module's ties).
+                let better = regret > l.regret
+                    || (regret == l.regret
+                        && l.via.is_some_and(|v| rank(queue, first) < rank(queue, v)));
+                if better {
+                    (l.regret, l.cost, l.via) = (regret, cost, Some(first));
                 }
             }
         }
+        self.limited = limited;
     }
 
     /// The dispatch interval, counted from now, in which the command must start to meet its
@@ -445,28 +457,49 @@ impl DeadlineAware {
         ((start.min(finish) - now as f64) / self.interval).floor() as i64
     }
 
-    /// The value of waiting for a later pick (the more pressing of the command's limits),
-    /// and how late the command would be if it started `start` ns from now and finished
-    /// `finish` ns from now (the latest of its limits, an overrun active limit included).
-    /// Each limit is taken as `aggressiveness` dispatch intervals earlier than it is.
-    fn waiting(&self, now: Ns, limits: &Limits, start: f64, finish: f64) -> (f64, f64) {
-        let margin = self.aggressiveness * self.interval;
-        let left = |t: Ns| t as f64 - now as f64 - margin;
+    /// The value of waiting for a later pick: the more pressing of the command's limits.
+    fn wait(&self, now: Ns, limits: &Limits) -> f64 {
         let mut wait = 0.0f64;
-        let mut late = f64::NEG_INFINITY;
-        if let Some(t) = limits.start_by() {
-            let left = left(t) - self.start_room(limits);
+        if let Some(left) = self.start_left(now, limits) {
             wait = wait.max(self.stopping.wait(Kind::Start, left));
+        }
+        if let Some(left) = self.finish_left(now, limits) {
+            wait = wait.max(self.stopping.wait(Kind::Completion, left));
+        }
+        wait
+    }
+
+    /// How late the command would be if it started `start` ns from now and finished `finish`
+    /// ns from now: the latest of its limits, an overrun active limit included.
+    fn lateness(&self, now: Ns, limits: &Limits, start: f64, finish: f64) -> f64 {
+        let mut late = f64::NEG_INFINITY;
+        if let Some(left) = self.start_left(now, limits) {
             late = late.max(start - left);
         }
-        if let Some(t) = limits.finish_by() {
-            wait = wait.max(self.stopping.wait(Kind::Completion, left(t)));
-            late = late.max(finish - left(t));
+        if let Some(left) = self.finish_left(now, limits) {
+            late = late.max(finish - left);
         }
         if let Some(a) = limits.active_for() {
             late = late.max(finish - start - a as f64);
         }
-        (wait, late)
+        late
+    }
+
+    /// The time left from `now` to the start limit, if any, planned with its room.
+    fn start_left(&self, now: Ns, limits: &Limits) -> Option<f64> {
+        let t = limits.start_by()?;
+        Some(self.left(now, t) - self.start_room(limits))
+    }
+
+    /// The time left from `now` to the completion limit, if any.
+    fn finish_left(&self, now: Ns, limits: &Limits) -> Option<f64> {
+        limits.finish_by().map(|t| self.left(now, t))
+    }
+
+    /// The time left from `now` to a limit at `t`, taken as `aggressiveness` dispatch
+    /// intervals earlier than it is.
+    fn left(&self, now: Ns, t: Ns) -> f64 {
+        t as f64 - now as f64 - self.aggressiveness * self.interval
     }
 }
 
