@@ -246,37 +246,39 @@ impl DeadlineAware {
         if !self.budget.open() || times.len() != queue.len() {
             return None;
         }
-        let best = times.iter().copied().min().unwrap_or(0);
-        self.mean_best += (best as f64 - self.mean_best) * GAIN;
+        // One pass finds the best raw choice and the limited candidates.
+        let mut best = times.first().copied().unwrap_or(0);
         self.limited.clear();
         for (index, (c, &positioning)) in queue.iter().zip(times).enumerate() {
+            best = best.min(positioning);
             if c.limits.has_deadline() {
-                let direct = positioning - best;
-                // With its memo the drive knows, mostly, how it would be served.
-                let service = match ops.and_then(|ops| ops.get(index)) {
-                    Some(q) => drive.service_time_memo(now, q, positioning),
-                    None => drive.service_time(now, &c.op),
-                };
                 self.limited.push(Limited {
                     index,
                     seq: c.seq,
                     positioning,
-                    service,
-                    direct,
-                    offer: Offer {
-                        cost: direct,
-                        later: false,
-                    },
+                    service: 0,
+                    direct: 0,
+                    offer: Offer::default(),
                     via: None,
-                    cost: direct,
+                    cost: 0,
                     wait: 0.0,
                     regret: f64::NEG_INFINITY,
                     urgency: 0,
                 });
             }
         }
+        self.mean_best += (best as f64 - self.mean_best) * GAIN;
         if self.limited.is_empty() {
             return None;
+        }
+        for l in &mut self.limited {
+            l.direct = l.positioning - best;
+            (l.offer.cost, l.cost) = (l.direct, l.direct);
+            // With its memo the drive knows, mostly, how it would be served.
+            l.service = match ops.and_then(|ops| ops.get(l.index)) {
+                Some(q) => drive.service_time_memo(now, q, l.positioning),
+                None => drive.service_time(now, &queue[l.index].op),
+            };
         }
         // Each command's value of waiting, from the tables as they are: it bounds what a
         // look-ahead may cost (worked out again below if this pick's offers refresh them).
@@ -386,8 +388,15 @@ impl DeadlineAware {
         for (i, (&t, c)) in times.iter().zip(queue).enumerate() {
             let key = (t, c.seq, i);
             if t - best < dearest && key < cheapest[FIRSTS - 1] {
-                let at = cheapest.partition_point(|c| *c < key);
-                cheapest.copy_within(at..FIRSTS - 1, at + 1);
+                // Insertion from the end: a shift of a few entries, not a call to memmove.
+                let mut at = FIRSTS - 1;
+                while let Some(&before) = at.checked_sub(1).and_then(|b| cheapest.get(b)) {
+                    if before <= key {
+                        break;
+                    }
+                    cheapest[at] = before;
+                    at -= 1;
+                }
                 cheapest[at] = key;
             }
         }
