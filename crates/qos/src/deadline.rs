@@ -38,7 +38,7 @@ mod budget;
 mod stopping;
 
 use crate::cdl::PerfVsDurationGuideline;
-use crate::order::{Candidate, Limits, OrderConfig, OrderingPolicy, Positions, QueueMemos};
+use crate::order::{floor, Candidate, Limits, OrderConfig, OrderingPolicy, Positions, QueueMemos};
 use budget::Budget;
 use drive::{Drive, Ns, QueuedOp};
 use std::fmt;
@@ -373,7 +373,7 @@ impl DeadlineAware {
             .limited
             .iter()
             .map(|l| match learned {
-                true => (l.direct as f64).min(l.wait.max(0.0)).ceil() as Ns,
+                true => -floor(-(l.direct as f64).min(l.wait.max(0.0))) as Ns,
                 false => l.direct,
             })
             .max()
@@ -383,15 +383,16 @@ impl DeadlineAware {
         self.first_times.clear();
         // Only the cheapest few can lead anywhere for less than the others cost alone: keep
         // the [`FIRSTS`] cheapest below the bound (by time, then arrival).
-        const NONE: (Ns, u64, usize) = (Ns::MAX, u64::MAX, usize::MAX);
+        // Each kept as (time and seq as one number, index): seqs are distinct.
+        const NONE: (u128, usize) = (u128::MAX, usize::MAX);
         let mut cheapest = [NONE; FIRSTS];
         for (i, (&t, c)) in times.iter().zip(queue).enumerate() {
-            let key = (t, c.seq, i);
-            if t - best < dearest && key < cheapest[FIRSTS - 1] {
+            let key = ((u128::from(t) << 64) | u128::from(c.seq), i);
+            if t - best < dearest && key.0 < cheapest[FIRSTS - 1].0 {
                 // Insertion from the end: a shift of a few entries, not a call to memmove.
                 let mut at = FIRSTS - 1;
                 while let Some(&before) = at.checked_sub(1).and_then(|b| cheapest.get(b)) {
-                    if before <= key {
+                    if before.0 <= key.0 {
                         break;
                     }
                     cheapest[at] = before;
@@ -401,7 +402,7 @@ impl DeadlineAware {
             }
         }
         self.firsts
-            .extend(cheapest.iter().filter(|c| c.2 != usize::MAX).map(|c| c.2));
+            .extend(cheapest.iter().filter(|c| c.1 != usize::MAX).map(|c| c.1));
         for &i in &self.firsts {
             if let (Some(q), Some(&t)) = (ops.get(i), times.get(i)) {
                 self.first_ops.push(*q);
@@ -463,7 +464,7 @@ impl DeadlineAware {
         let finish = limits
             .finish_by()
             .map_or(f64::INFINITY, |t| t as f64 - self.stopping.base_service());
-        ((start.min(finish) - now as f64) / self.interval).floor() as i64
+        floor((start.min(finish) - now as f64) / self.interval) as i64
     }
 
     /// The value of waiting for a later pick: the more pressing of the command's limits.

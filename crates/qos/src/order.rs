@@ -296,6 +296,23 @@ pub(crate) fn small_ns_to_f64(x: Ns) -> f64 {
     (x as i64) as f64
 }
 
+/// `x.floor()` (but for the sign of a zero) without a call into libm: x86-64's baseline has
+/// no rounding instruction, and the CDL-aware policy rounds a few times per limited command
+/// at every pick. Below 2^63 in magnitude, truncating to an integer is exact.
+#[inline]
+pub(crate) fn floor(x: f64) -> f64 {
+    if x.abs() < 9_223_372_036_854_775_808.0 {
+        let t = (x as i64) as f64;
+        if t > x {
+            t - 1.0
+        } else {
+            t
+        }
+    } else {
+        x.floor()
+    }
+}
+
 /// Whether every one of `xs` is below 2^63 ([`small_ns_to_f64`] converts them exactly).
 #[inline]
 pub(crate) fn below_2_63(xs: &[Ns]) -> bool {
