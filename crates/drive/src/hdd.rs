@@ -72,12 +72,13 @@ struct Origin {
 }
 
 /// What [`Drive::positioning_after`] needs of a next op: its cost if the caches serve it,
-/// else its cylinder and angle.
+/// else its cylinder and angle (and which seek curve reaches it).
 #[derive(Clone, Copy, Debug, Default)]
 struct NextOp {
     cached: Option<Ns>,
     cylinder: u32,
     angle: Ns,
+    write: bool,
 }
 
 /// Next ops [`Drive::positioning_after`] keeps on the stack (more go on the heap).
@@ -636,12 +637,17 @@ impl Drive for Hdd {
     fn positioning_after(
         &self,
         now: Ns,
-        firsts: &[QueuedOp],
+        queue: &[QueuedOp],
         times: &[Ns],
-        nexts: &[QueuedOp],
+        firsts: &[usize],
+        nexts: &[usize],
         out: &mut Vec<Ns>,
     ) -> bool {
         out.clear();
+        let ok = |i: &usize| *i < queue.len() && *i < times.len();
+        if !firsts.iter().chain(nexts).all(ok) {
+            return false;
+        }
         // Per next op: what it costs if the caches serve it (what it costs now, wherever the
         // heads are), else its place. On the stack for the few limited commands of a queue.
         let mut on_stack = [NextOp::default(); NEXTS_ON_STACK];
@@ -653,13 +659,14 @@ impl Drive for Hdd {
                 &mut on_heap[..]
             }
         };
-        for (n, q) in next_ops.iter_mut().zip(nexts) {
+        for (n, q) in next_ops.iter_mut().zip(nexts.iter().map(|&i| &queue[i])) {
             let (op, m) = (&q.op, &q.memo);
             *n = if self.known_miss(now, q) {
                 NextOp {
                     cached: None,
                     cylinder: m.cylinder,
                     angle: m.angle.into(),
+                    write: false,
                 }
             } else {
                 let (cylinder, angle) = self.place(op.lba);
@@ -669,11 +676,12 @@ impl Drive for Hdd {
                         .then(|| self.positioning_time(now, op)),
                     cylinder,
                     angle,
+                    write: op.write,
                 }
             };
         }
         let rev = self.geometry.rev_ns;
-        for (q, &pos) in firsts.iter().zip(times) {
+        for (q, pos) in firsts.iter().map(|&i| (&queue[i], times[i])) {
             let first = &q.op;
             // Where the first op leaves the heads, and when the next one's overhead is done.
             let (cylinder, done) = if !self.known_miss(now, q) && self.served_from_cache(now, first)
@@ -688,9 +696,9 @@ impl Drive for Hdd {
                 (self.geometry.locate(last).cylinder, now + pos + transfer)
             };
             let t = done + self.overhead;
-            for (next, n) in nexts.iter().zip(&*next_ops) {
+            for n in &*next_ops {
                 out.push(n.cached.unwrap_or_else(|| {
-                    let seek = self.seek_time(n.cylinder.abs_diff(cylinder), next.op.write);
+                    let seek = self.seek_time(n.cylinder.abs_diff(cylinder), n.write);
                     let wait = n.angle + rev - self.rev_phase(t + seek);
                     self.overhead + seek + if wait >= rev { wait - rev } else { wait }
                 }));

@@ -133,18 +133,19 @@ pub trait Drive {
         self.service_time(now, &queued.op)
     }
 
-    /// Look-ahead: if each of `firsts` (queued ops whose [`Self::positioning_time`] at `now`
-    /// is `times`) were started now, the positioning time of each of `nexts` at the moment it
-    /// finished, with the heads where its transfer ended. Every op comes with its memo as
-    /// [`Self::positioning_times_memo`] left it. Writes `out[f * nexts.len() + n]` and
-    /// returns true; false (the default, `out` untouched) for a model without the estimate.
-    /// Caches are taken as they are now.
+    /// Look-ahead: if each op of `queue` at the indices `firsts` were started now, the
+    /// positioning time of each op at the indices `nexts` at the moment it finished, with the
+    /// heads where its transfer ended. `times` are the ops' [`Self::positioning_time`] at
+    /// `now`, and their memos as [`Self::positioning_times_memo`] left them. Writes
+    /// `out[f * nexts.len() + n]` and returns true; false (the default, and for an index out
+    /// of the queue) for a model without the estimate. Caches are taken as they are now.
     fn positioning_after(
         &self,
         _now: Ns,
-        _firsts: &[QueuedOp],
+        _queue: &[QueuedOp],
         _times: &[Ns],
-        _nexts: &[QueuedOp],
+        _firsts: &[usize],
+        _nexts: &[usize],
         _out: &mut Vec<Ns>,
     ) -> bool {
         false
@@ -197,12 +198,13 @@ impl<D: Drive + ?Sized> Drive for Box<D> {
     fn positioning_after(
         &self,
         now: Ns,
-        firsts: &[QueuedOp],
+        queue: &[QueuedOp],
         times: &[Ns],
-        nexts: &[QueuedOp],
+        firsts: &[usize],
+        nexts: &[usize],
         out: &mut Vec<Ns>,
     ) -> bool {
-        (**self).positioning_after(now, firsts, times, nexts, out)
+        (**self).positioning_after(now, queue, times, firsts, nexts, out)
     }
     fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
         (**self).start(now, op)

@@ -593,33 +593,38 @@ fn positioning_after_is_the_positioning_once_the_first_op_is_done() {
             0 => write(rng.below(1 << 35), 256),
             _ => read(rng.below(1 << 35), 256),
         };
-        let firsts: Vec<QueuedOp> = (0..6)
+        // A queue of 6 firsts, then 3 nexts (the firsts in reverse order of the queue).
+        let mut queue: Vec<QueuedOp> = (0..6)
             .map(|i| match recent.get(i) {
                 Some(r) if i % 2 == 0 => QueuedOp::new(*r),
                 _ => QueuedOp::new(random(&mut rng)),
             })
             .collect();
-        let mut nexts: Vec<QueuedOp> = (0..3).map(|_| QueuedOp::new(random(&mut rng))).collect();
-        let times: Vec<Ns> = firsts
+        queue.extend((0..3).map(|_| QueuedOp::new(random(&mut rng))));
+        let (firsts, nexts): (Vec<usize>, Vec<usize>) = ((0..6).rev().collect(), (6..9).collect());
+        let times: Vec<Ns> = queue
             .iter()
             .map(|q| hdd.positioning_time(now, &q.op))
             .collect();
-        hits += times.iter().filter(|&&t| t < 1_000_000).count();
-        assert!(hdd.positioning_after(now, &firsts, &times, &nexts, &mut after));
+        hits += times[..6].iter().filter(|&&t| t < 1_000_000).count();
+        assert!(hdd.positioning_after(now, &queue, &times, &firsts, &nexts, &mut after));
         assert_eq!(after.len(), firsts.len() * nexts.len());
         // The same from the memos the positioning estimates leave.
-        let mut memoised = firsts.clone();
+        let mut memoised = queue.clone();
         let mut scratch = Vec::new();
         hdd.positioning_times_memo(now, &mut memoised, &mut scratch);
         assert_eq!(scratch, times);
-        hdd.positioning_times_memo(now, &mut nexts, &mut scratch);
         let mut from_memos = Vec::new();
-        assert!(hdd.positioning_after(now, &memoised, &times, &nexts, &mut from_memos));
+        assert!(hdd.positioning_after(now, &memoised, &times, &firsts, &nexts, &mut from_memos));
         assert_eq!(from_memos, after, "from the memos at {now} ns");
-        for (f, q) in firsts.iter().enumerate() {
+        assert!(
+            !hdd.positioning_after(now, &queue, &times, &[9], &nexts, &mut scratch),
+            "an index out of the queue"
+        );
+        for (f, q) in firsts.iter().map(|&i| &queue[i]).enumerate() {
             let mut ahead = hdd.clone();
             let done = ahead.start(now, &q.op).done_at;
-            for (n, next) in nexts.iter().enumerate() {
+            for (n, next) in nexts.iter().map(|&i| &queue[i]).enumerate() {
                 assert_eq!(
                     after[f * nexts.len() + n],
                     ahead.positioning_time(done, &next.op),

@@ -136,15 +136,13 @@ pub struct DeadlineAware {
     /// Running mean of the best raw positioning time of a pick.
     mean_best: f64,
     positions: Positions,
-    /// Scratch: the limited candidates of a pick, their ops, the candidates that may lead to
-    /// them (index, op with memo, positioning time) and the look-ahead estimates.
+    /// Scratch: the limited candidates of a pick and their indices, the indices of the
+    /// candidates that may lead to them, and the look-ahead estimates.
     limited: Vec<Limited>,
-    limited_ops: Vec<QueuedOp>,
+    limited_at: Vec<usize>,
     /// Scratch: each limited candidate's (seq, place in `limited`), in arrival order.
     arrivals: Vec<(u64, usize)>,
     firsts: Vec<usize>,
-    first_ops: Vec<QueuedOp>,
-    first_times: Vec<Ns>,
     after: Vec<Ns>,
 }
 
@@ -202,11 +200,9 @@ impl DeadlineAware {
             mean_best: 0.0,
             positions: Positions::default(),
             limited: Vec::new(),
-            limited_ops: Vec::new(),
+            limited_at: Vec::new(),
             arrivals: Vec::new(),
             firsts: Vec::new(),
-            first_ops: Vec::new(),
-            first_times: Vec::new(),
             after: Vec::new(),
         }
     }
@@ -379,8 +375,6 @@ impl DeadlineAware {
             .max()
             .unwrap_or(0);
         self.firsts.clear();
-        self.first_ops.clear();
-        self.first_times.clear();
         // Only the cheapest few can lead anywhere for less than the others cost alone: keep
         // the [`FIRSTS`] cheapest below the bound (by time, then arrival).
         // Each kept as (time and seq as one number, index): seqs are distinct.
@@ -403,20 +397,14 @@ impl DeadlineAware {
         }
         self.firsts
             .extend(cheapest.iter().filter(|c| c.1 != usize::MAX).map(|c| c.1));
-        for &i in &self.firsts {
-            if let (Some(q), Some(&t)) = (ops.get(i), times.get(i)) {
-                self.first_ops.push(*q);
-                self.first_times.push(t);
-            }
-        }
-        self.limited_ops.clear();
-        self.limited_ops
-            .extend(self.limited.iter().filter_map(|l| ops.get(l.index)));
+        self.limited_at.clear();
+        self.limited_at.extend(self.limited.iter().map(|l| l.index));
         drive.positioning_after(
             now,
-            &self.first_ops,
-            &self.first_times,
-            &self.limited_ops,
+            ops,
+            times,
+            &self.firsts,
+            &self.limited_at,
             &mut self.after,
         ) && self.after.len() == self.firsts.len() * self.limited.len()
     }

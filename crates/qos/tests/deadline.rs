@@ -226,14 +226,15 @@ impl Drive for AheadDrive {
     fn positioning_after(
         &self,
         _now: Ns,
-        firsts: &[QueuedOp],
+        queue: &[QueuedOp],
         _times: &[Ns],
-        nexts: &[QueuedOp],
+        firsts: &[usize],
+        nexts: &[usize],
         out: &mut Vec<Ns>,
     ) -> bool {
         out.clear();
-        for f in firsts {
-            for n in nexts.iter().map(|n| &n.op) {
+        for f in firsts.iter().map(|&i| &queue[i]) {
+            for n in nexts.iter().map(|&i| &queue[i].op) {
                 let listed = self.after.iter().find(|(k, _)| *k == (f.op.lba, n.lba));
                 out.push(listed.map_or(n.lba.abs_diff(f.op.lba), |(_, t)| *t));
             }
