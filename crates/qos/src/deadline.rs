@@ -302,7 +302,14 @@ impl DeadlineAware {
         self.arrivals.clear();
         self.arrivals
             .extend(self.limited.iter().enumerate().map(|(i, l)| (l.seq, i)));
-        self.arrivals.sort_unstable();
+        // Insertion sort in place: they are few.
+        for k in 1..self.arrivals.len() {
+            let mut j = k;
+            while j > 0 && self.arrivals[j - 1].0 > self.arrivals[j].0 {
+                self.arrivals.swap(j - 1, j);
+                j -= 1;
+            }
+        }
         let mut refreshed = false;
         for l in self
             .arrivals
@@ -335,8 +342,9 @@ impl DeadlineAware {
         let mut limited = std::mem::take(&mut self.limited);
         for l in &mut limited {
             let limits = &queue[l.index].limits;
-            l.wait = self.wait(now, limits);
-            let late = self.lateness(now, limits, 0.0, l.service as f64);
+            let left = self.left(now, limits);
+            l.wait = self.wait(left);
+            let late = self.lateness(left, limits, 0.0, l.service as f64);
             l.regret = l.wait - self.stopping.now(l.direct, late);
             l.urgency = self.urgency(now, limits);
         }
@@ -429,7 +437,8 @@ impl DeadlineAware {
                 let transfer = l.service.saturating_sub(l.positioning) as f64;
                 let start = t as f64 + transfer;
                 let finish = start + a as f64 + transfer;
-                let late = self.lateness(now, &queue[l.index].limits, start, finish);
+                let limits = &queue[l.index].limits;
+                let late = self.lateness(self.left(now, limits), limits, start, finish);
                 let regret = l.wait - self.stopping.now(cost, late);
                 // Of equal gains, the way through the earliest arrival (see the module's ties).
                 let better = regret > l.regret
@@ -455,13 +464,24 @@ impl DeadlineAware {
         floor((start.min(finish) - now as f64) / self.interval) as i64
     }
 
+    /// The time left from `now` to the start limit (planned with its room) and to the
+    /// completion limit, those it has, each taken as `aggressiveness` dispatch intervals
+    /// earlier than it is.
+    fn left(&self, now: Ns, limits: &Limits) -> Left {
+        let left = |t: Ns| t as f64 - now as f64 - self.aggressiveness * self.interval;
+        Left {
+            start: limits.start_by().map(|t| left(t) - self.start_room(limits)),
+            finish: limits.finish_by().map(left),
+        }
+    }
+
     /// The value of waiting for a later pick: the more pressing of the command's limits.
-    fn wait(&self, now: Ns, limits: &Limits) -> f64 {
+    fn wait(&self, left: Left) -> f64 {
         let mut wait = 0.0f64;
-        if let Some(left) = self.start_left(now, limits) {
+        if let Some(left) = left.start {
             wait = wait.max(self.stopping.wait(Kind::Start, left));
         }
-        if let Some(left) = self.finish_left(now, limits) {
+        if let Some(left) = left.finish {
             wait = wait.max(self.stopping.wait(Kind::Completion, left));
         }
         wait
@@ -469,12 +489,12 @@ impl DeadlineAware {
 
     /// How late the command would be if it started `start` ns from now and finished `finish`
     /// ns from now: the latest of its limits, an overrun active limit included.
-    fn lateness(&self, now: Ns, limits: &Limits, start: f64, finish: f64) -> f64 {
+    fn lateness(&self, left: Left, limits: &Limits, start: f64, finish: f64) -> f64 {
         let mut late = f64::NEG_INFINITY;
-        if let Some(left) = self.start_left(now, limits) {
+        if let Some(left) = left.start {
             late = late.max(start - left);
         }
-        if let Some(left) = self.finish_left(now, limits) {
+        if let Some(left) = left.finish {
             late = late.max(finish - left);
         }
         if let Some(a) = limits.active_for() {
@@ -482,23 +502,13 @@ impl DeadlineAware {
         }
         late
     }
+}
 
-    /// The time left from `now` to the start limit, if any, planned with its room.
-    fn start_left(&self, now: Ns, limits: &Limits) -> Option<f64> {
-        let t = limits.start_by()?;
-        Some(self.left(now, t) - self.start_room(limits))
-    }
-
-    /// The time left from `now` to the completion limit, if any.
-    fn finish_left(&self, now: Ns, limits: &Limits) -> Option<f64> {
-        limits.finish_by().map(|t| self.left(now, t))
-    }
-
-    /// The time left from `now` to a limit at `t`, taken as `aggressiveness` dispatch
-    /// intervals earlier than it is.
-    fn left(&self, now: Ns, t: Ns) -> f64 {
-        t as f64 - now as f64 - self.aggressiveness * self.interval
-    }
+/// See [`DeadlineAware::left`].
+#[derive(Clone, Copy, Debug)]
+struct Left {
+    start: Option<f64>,
+    finish: Option<f64>,
 }
 
 impl DeadlineAware {
