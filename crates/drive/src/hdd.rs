@@ -71,6 +71,19 @@ struct Origin {
     phase: Ns,
 }
 
+/// What [`Drive::positioning_after`] needs of a next op: its cost if the caches serve it,
+/// else its cylinder and angle (and which seek curve reaches it).
+#[derive(Clone, Copy, Debug, Default)]
+struct NextOp {
+    cached: Option<Ns>,
+    cylinder: u32,
+    angle: Ns,
+    write: bool,
+}
+
+/// Next ops [`Drive::positioning_after`] keeps on the stack (more go on the heap).
+const NEXTS_ON_STACK: usize = 16;
+
 /// Slots of the placement memo, as a power of two. Two queued commands in one slot evict each
 /// other at every pick; with 32 queued that happens to ~0.2 of them at 4096 slots (3.6 at
 /// 256). Only the queued commands' slots are touched, so a large table stays cache-friendly.
@@ -521,6 +534,29 @@ impl Hdd {
         }
     }
 
+    /// Whether a queued read is known from its memo to miss both caches at `now`, so that
+    /// [`Self::served_from_cache`] is false without a lookup: it missed the read cache's
+    /// segments at their current version (only growth, which moves the version, makes a
+    /// segment hold more), the read-ahead stream cannot serve it and no dirty write holds it.
+    #[inline]
+    fn known_miss(&self, now: Ns, q: &QueuedOp) -> bool {
+        let QueuedOp { op, memo: m } = q;
+        !op.write
+            && m.key == op.lba.wrapping_add(1)
+            && m.blocks == op.blocks
+            && m.miss_version == self.read_cache.version()
+            && !self.read_cache.may_stream(op.lba, now)
+            && (self.write_cache.is_empty()
+                || !self
+                    .write_cache
+                    .covers(op.lba, op.lba.saturating_add(op.blocks.into())))
+    }
+
+    /// The media transfer of `op` at its zone's rate.
+    fn media_transfer(&self, op: &MediaOp) -> Ns {
+        (f64::from(op.blocks) * self.geometry.locate(op.lba).ns_per_sector) as Ns
+    }
+
     /// Whether `op` at `now` would not need the actuator (a read hit or a cached write).
     fn served_from_cache(&self, now: Ns, op: &MediaOp) -> bool {
         if op.write {
@@ -587,32 +623,69 @@ impl Drive for Hdd {
         if self.served_from_cache(now, op) {
             return pos + self.interface_time(op.blocks.into());
         }
-        pos + (f64::from(op.blocks) * self.geometry.locate(op.lba).ns_per_sector) as Ns
+        pos + self.media_transfer(op)
+    }
+
+    fn service_time_memo(&self, now: Ns, queued: &QueuedOp, positioning: Ns) -> Ns {
+        if self.known_miss(now, queued) {
+            positioning + self.media_transfer(&queued.op)
+        } else {
+            self.service_time(now, &queued.op)
+        }
     }
 
     fn positioning_after(
         &self,
         now: Ns,
-        firsts: &[QueuedOp],
+        queue: &[QueuedOp],
         times: &[Ns],
-        nexts: &[MediaOp],
+        firsts: &[usize],
+        nexts: &[usize],
         out: &mut Vec<Ns>,
     ) -> bool {
         out.clear();
-        // A next op the caches serve costs what it costs now, wherever the heads are.
-        let cached: Vec<Option<Ns>> = nexts
-            .iter()
-            .map(|n| {
-                self.served_from_cache(now, n)
-                    .then(|| self.positioning_time(now, n))
-            })
-            .collect();
-        let placed: Vec<(u32, Ns)> = nexts.iter().map(|n| self.place(n.lba)).collect();
+        let ok = |i: &usize| *i < queue.len() && *i < times.len();
+        if !firsts.iter().chain(nexts).all(ok) {
+            return false;
+        }
+        // Per next op: what it costs if the caches serve it (what it costs now, wherever the
+        // heads are), else its place. On the stack for the few limited commands of a queue.
+        let mut on_stack = [NextOp::default(); NEXTS_ON_STACK];
+        let mut on_heap = Vec::new();
+        let next_ops = match on_stack.get_mut(..nexts.len()) {
+            Some(s) => s,
+            None => {
+                on_heap.resize(nexts.len(), NextOp::default());
+                &mut on_heap[..]
+            }
+        };
+        for (n, q) in next_ops.iter_mut().zip(nexts.iter().map(|&i| &queue[i])) {
+            let (op, m) = (&q.op, &q.memo);
+            *n = if self.known_miss(now, q) {
+                NextOp {
+                    cached: None,
+                    cylinder: m.cylinder,
+                    angle: m.angle.into(),
+                    write: false,
+                }
+            } else {
+                let (cylinder, angle) = self.place(op.lba);
+                NextOp {
+                    cached: self
+                        .served_from_cache(now, op)
+                        .then(|| self.positioning_time(now, op)),
+                    cylinder,
+                    angle,
+                    write: op.write,
+                }
+            };
+        }
         let rev = self.geometry.rev_ns;
-        for (q, &pos) in firsts.iter().zip(times) {
+        for (q, pos) in firsts.iter().map(|&i| (&queue[i], times[i])) {
             let first = &q.op;
             // Where the first op leaves the heads, and when the next one's overhead is done.
-            let (cylinder, done) = if self.served_from_cache(now, first) {
+            let (cylinder, done) = if !self.known_miss(now, q) && self.served_from_cache(now, first)
+            {
                 let ready = now + pos + self.interface_time(first.blocks.into());
                 (self.cylinder, ready.max(self.free_at))
             } else {
@@ -623,10 +696,10 @@ impl Drive for Hdd {
                 (self.geometry.locate(last).cylinder, now + pos + transfer)
             };
             let t = done + self.overhead;
-            for ((next, &(c, angle)), hit) in nexts.iter().zip(&placed).zip(&cached) {
-                out.push(hit.unwrap_or_else(|| {
-                    let seek = self.seek_time(c.abs_diff(cylinder), next.write);
-                    let wait = angle + rev - self.rev_phase(t + seek);
+            for n in &*next_ops {
+                out.push(n.cached.unwrap_or_else(|| {
+                    let seek = self.seek_time(n.cylinder.abs_diff(cylinder), n.write);
+                    let wait = n.angle + rev - self.rev_phase(t + seek);
                     self.overhead + seek + if wait >= rev { wait - rev } else { wait }
                 }));
             }

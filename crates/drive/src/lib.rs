@@ -125,17 +125,27 @@ pub trait Drive {
         self.positioning_time(now, op)
     }
 
-    /// Look-ahead: if each of `firsts` (queued ops whose [`Self::positioning_time`] at `now`
-    /// is `times`) were started now, the positioning time of each of `nexts` at the moment it
-    /// finished, with the heads where its transfer ended. Writes `out[f * nexts.len() + n]`
-    /// and returns true; false (the default, `out` untouched) for a model without the
-    /// estimate. Caches are taken as they are now.
+    /// [`Self::service_time`] of an op of a queue given its positioning time at `now`, both
+    /// as [`Self::positioning_times_memo`] left them: a model that knows from the memo how
+    /// the op would be served need not ask its caches again (an ordering policy asks about
+    /// the limited commands of its queue at every pick).
+    fn service_time_memo(&self, now: Ns, queued: &QueuedOp, _positioning: Ns) -> Ns {
+        self.service_time(now, &queued.op)
+    }
+
+    /// Look-ahead: if each op of `queue` at the indices `firsts` were started now, the
+    /// positioning time of each op at the indices `nexts` at the moment it finished, with the
+    /// heads where its transfer ended. `times` are the ops' [`Self::positioning_time`] at
+    /// `now`, and their memos as [`Self::positioning_times_memo`] left them. Writes
+    /// `out[f * nexts.len() + n]` and returns true; false (the default, and for an index out
+    /// of the queue) for a model without the estimate. Caches are taken as they are now.
     fn positioning_after(
         &self,
         _now: Ns,
-        _firsts: &[QueuedOp],
+        _queue: &[QueuedOp],
         _times: &[Ns],
-        _nexts: &[MediaOp],
+        _firsts: &[usize],
+        _nexts: &[usize],
         _out: &mut Vec<Ns>,
     ) -> bool {
         false
@@ -182,15 +192,19 @@ impl<D: Drive + ?Sized> Drive for Box<D> {
     fn service_time(&self, now: Ns, op: &MediaOp) -> Ns {
         (**self).service_time(now, op)
     }
+    fn service_time_memo(&self, now: Ns, queued: &QueuedOp, positioning: Ns) -> Ns {
+        (**self).service_time_memo(now, queued, positioning)
+    }
     fn positioning_after(
         &self,
         now: Ns,
-        firsts: &[QueuedOp],
+        queue: &[QueuedOp],
         times: &[Ns],
-        nexts: &[MediaOp],
+        firsts: &[usize],
+        nexts: &[usize],
         out: &mut Vec<Ns>,
     ) -> bool {
-        (**self).positioning_after(now, firsts, times, nexts, out)
+        (**self).positioning_after(now, queue, times, firsts, nexts, out)
     }
     fn start(&mut self, now: Ns, op: &MediaOp) -> Service {
         (**self).start(now, op)

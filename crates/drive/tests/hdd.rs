@@ -167,9 +167,20 @@ fn positioning_time_predicts_start() {
 
 #[test]
 fn positioning_times_match_one_at_a_time() {
-    // A queue of random reads, re-reads of recent ones (cache hits), sequential follow-ons
-    // (streaming) and writes, asked about as a batch and singly at every dispatch.
-    let mut hdd = Hdd::default_22tb();
+    let mut profile = HddProfile::default_22tb();
+    for write_cache in [false, true] {
+        profile.cache.write_cache = write_cache;
+        let Ok(hdd) = Hdd::new(&profile) else {
+            unreachable!("the default profile with WCE {write_cache} is valid")
+        };
+        positioning_times_match_one_at_a_time_on(hdd);
+    }
+}
+
+/// A queue of random reads, re-reads of recent ones (cache hits), sequential follow-ons
+/// (streaming) and writes, asked about as a batch and singly at every dispatch; the service
+/// estimates from the memos, up to date or left from the previous dispatch, are the full ones.
+fn positioning_times_match_one_at_a_time_on(mut hdd: Hdd) {
     let mut rng = SplitMix(11);
     let mut queue: Vec<MediaOp> = Vec::new();
     let mut done: Vec<MediaOp> = Vec::new();
@@ -195,8 +206,18 @@ fn positioning_times_match_one_at_a_time() {
             .map(|op| hdd.positioning_time(now, op))
             .collect();
         assert_eq!(times, singly, "at {now} ns");
+        let services = |hdd: &Hdd, memos: &[QueuedOp]| -> Vec<Ns> {
+            memos
+                .iter()
+                .zip(&singly)
+                .map(|(q, &t)| hdd.service_time_memo(now, q, t))
+                .collect()
+        };
+        let full: Vec<Ns> = queue.iter().map(|op| hdd.service_time(now, op)).collect();
+        assert_eq!(services(&hdd, &memos), full, "stale memos at {now} ns");
         hdd.positioning_times_memo(now, &mut memos, &mut memo_times);
         assert_eq!(memo_times, singly, "with memos at {now} ns");
+        assert_eq!(services(&hdd, &memos), full, "services at {now} ns");
         // Memos of other ops.
         let mut stray: Vec<QueuedOp> = memos
             .iter()
@@ -208,6 +229,7 @@ fn positioning_times_match_one_at_a_time() {
             .collect();
         hdd.positioning_times_memo(now, &mut stray, &mut memo_times);
         assert_eq!(memo_times, singly, "with stray memos at {now} ns");
+        assert_eq!(services(&hdd, &stray), full, "stray services at {now} ns");
         let Some(i) = (0..queue.len()).min_by_key(|&i| times[i]) else {
             unreachable!("the queue is full")
         };
@@ -217,6 +239,39 @@ fn positioning_times_match_one_at_a_time() {
         done.push(op);
         now = now.max(s.done_at.min(now + 5_000_000));
     }
+}
+
+#[test]
+fn a_remembered_miss_gives_way_to_what_came_into_a_cache_since() {
+    // A read that missed at a read-cache version the cache is still at is served from a cache
+    // later all the same: by the read-ahead stream once it got there, or by a dirty write.
+    let mut profile = HddProfile::default_22tb();
+    profile.cache.write_cache = true;
+    let Ok(mut hdd) = Hdd::new(&profile) else {
+        unreachable!("the default profile with WCE is valid")
+    };
+    let first = read(1 << 30, 256);
+    let done = hdd.start(0, &first).done_at;
+    let follow_on = read((1 << 30) + 256, 8);
+    let elsewhere = read(1 << 32, 8);
+    let mut queue = vec![QueuedOp::new(follow_on), QueuedOp::new(elsewhere)];
+    let mut times = Vec::new();
+    // Before the first read is done, neither is in a cache.
+    hdd.positioning_times_memo(0, &mut queue, &mut times);
+    let later = done + 1_000_000;
+    let t = hdd.positioning_time(later, &follow_on);
+    assert!(t < 1_000_000, "the stream serves the follow-on: {t} ns");
+    assert_eq!(
+        hdd.service_time_memo(later, &queue[0], t),
+        hdd.service_time(later, &follow_on)
+    );
+    // A cached write of the other read's blocks (no read-cache growth).
+    hdd.start(later, &write(1 << 32, 8));
+    let t = hdd.positioning_time(later, &elsewhere);
+    assert_eq!(
+        hdd.service_time_memo(later, &queue[1], t),
+        hdd.service_time(later, &elsewhere)
+    );
 }
 
 #[test]
@@ -538,27 +593,41 @@ fn positioning_after_is_the_positioning_once_the_first_op_is_done() {
             0 => write(rng.below(1 << 35), 256),
             _ => read(rng.below(1 << 35), 256),
         };
-        let firsts: Vec<QueuedOp> = (0..6)
+        // A queue of 6 firsts, then 3 nexts (the firsts in reverse order of the queue).
+        let mut queue: Vec<QueuedOp> = (0..6)
             .map(|i| match recent.get(i) {
                 Some(r) if i % 2 == 0 => QueuedOp::new(*r),
                 _ => QueuedOp::new(random(&mut rng)),
             })
             .collect();
-        let nexts: Vec<MediaOp> = (0..3).map(|_| random(&mut rng)).collect();
-        let times: Vec<Ns> = firsts
+        queue.extend((0..3).map(|_| QueuedOp::new(random(&mut rng))));
+        let (firsts, nexts): (Vec<usize>, Vec<usize>) = ((0..6).rev().collect(), (6..9).collect());
+        let times: Vec<Ns> = queue
             .iter()
             .map(|q| hdd.positioning_time(now, &q.op))
             .collect();
-        hits += times.iter().filter(|&&t| t < 1_000_000).count();
-        assert!(hdd.positioning_after(now, &firsts, &times, &nexts, &mut after));
+        hits += times[..6].iter().filter(|&&t| t < 1_000_000).count();
+        assert!(hdd.positioning_after(now, &queue, &times, &firsts, &nexts, &mut after));
         assert_eq!(after.len(), firsts.len() * nexts.len());
-        for (f, q) in firsts.iter().enumerate() {
+        // The same from the memos the positioning estimates leave.
+        let mut memoised = queue.clone();
+        let mut scratch = Vec::new();
+        hdd.positioning_times_memo(now, &mut memoised, &mut scratch);
+        assert_eq!(scratch, times);
+        let mut from_memos = Vec::new();
+        assert!(hdd.positioning_after(now, &memoised, &times, &firsts, &nexts, &mut from_memos));
+        assert_eq!(from_memos, after, "from the memos at {now} ns");
+        assert!(
+            !hdd.positioning_after(now, &queue, &times, &[9], &nexts, &mut scratch),
+            "an index out of the queue"
+        );
+        for (f, q) in firsts.iter().map(|&i| &queue[i]).enumerate() {
             let mut ahead = hdd.clone();
             let done = ahead.start(now, &q.op).done_at;
-            for (n, next) in nexts.iter().enumerate() {
+            for (n, next) in nexts.iter().map(|&i| &queue[i]).enumerate() {
                 assert_eq!(
                     after[f * nexts.len() + n],
-                    ahead.positioning_time(done, next),
+                    ahead.positioning_time(done, &next.op),
                     "{:?} after {:?} at {now} ns",
                     next,
                     q.op

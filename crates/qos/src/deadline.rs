@@ -24,7 +24,9 @@
 //! - **Ties by positioning.** Of those worth taking, the one that must start first goes,
 //!   counted in whole dispatch intervals; within one interval the cheapest offer: commands
 //!   with equal limits go by positioning, not by arrival, and late ones latest first (EDF
-//!   is the fallback).
+//!   is the fallback). Remaining ties go by arrival ([`Candidate::seq`]), and the limited
+//!   commands are weighed in that order, so the pick does not depend on the order of the
+//!   queue ([`OrderingPolicy::order_free`] when the base policy's does not either).
 //! - **The budget.** perf_vs_duration_guideline bounds the average increase in completion
 //!   time: each take-over must fit in it with its own cost, both picks of one through another
 //!   command ([`budget`]).
@@ -36,9 +38,9 @@ mod budget;
 mod stopping;
 
 use crate::cdl::PerfVsDurationGuideline;
-use crate::order::{Candidate, Limits, OrderConfig, OrderingPolicy, Positions, QueueMemos};
+use crate::order::{floor, Candidate, Limits, OrderConfig, OrderingPolicy, Positions, QueueMemos};
 use budget::Budget;
-use drive::{Drive, MediaOp, Ns, QueuedOp};
+use drive::{Drive, Ns, QueuedOp};
 use std::fmt;
 use std::str::FromStr;
 use stopping::{Kind, Offer, Plan, Stopping};
@@ -134,13 +136,13 @@ pub struct DeadlineAware {
     /// Running mean of the best raw positioning time of a pick.
     mean_best: f64,
     positions: Positions,
-    /// Scratch: the limited candidates of a pick, their ops, the candidates that may lead to
-    /// them (index, op with memo, positioning time) and the look-ahead estimates.
+    /// Scratch: the limited candidates of a pick and their indices, the indices of the
+    /// candidates that may lead to them, and the look-ahead estimates.
     limited: Vec<Limited>,
-    limited_ops: Vec<MediaOp>,
+    limited_at: Vec<usize>,
+    /// Scratch: each limited candidate's (seq, place in `limited`), in arrival order.
+    arrivals: Vec<(u64, usize)>,
     firsts: Vec<usize>,
-    first_ops: Vec<QueuedOp>,
-    first_times: Vec<Ns>,
     after: Vec<Ns>,
 }
 
@@ -148,6 +150,8 @@ pub struct DeadlineAware {
 #[derive(Clone, Copy, Debug)]
 struct Limited {
     index: usize,
+    /// Its [`Candidate::seq`].
+    seq: u64,
     positioning: Ns,
     /// Estimated service time if started now.
     service: Ns,
@@ -196,10 +200,9 @@ impl DeadlineAware {
             mean_best: 0.0,
             positions: Positions::default(),
             limited: Vec::new(),
-            limited_ops: Vec::new(),
+            limited_at: Vec::new(),
+            arrivals: Vec::new(),
             firsts: Vec::new(),
-            first_ops: Vec::new(),
-            first_times: Vec::new(),
             after: Vec::new(),
         }
     }
@@ -239,36 +242,44 @@ impl DeadlineAware {
         if !self.budget.open() || times.len() != queue.len() {
             return None;
         }
-        let best = times.iter().copied().min().unwrap_or(0);
-        self.mean_best += (best as f64 - self.mean_best) * GAIN;
+        // One pass finds the best raw choice and the limited candidates.
+        let mut best = times.first().copied().unwrap_or(0);
         self.limited.clear();
         for (index, (c, &positioning)) in queue.iter().zip(times).enumerate() {
+            best = best.min(positioning);
             if c.limits.has_deadline() {
-                let direct = positioning - best;
                 self.limited.push(Limited {
                     index,
+                    seq: c.seq,
                     positioning,
-                    service: drive.service_time(now, &c.op),
-                    direct,
-                    offer: Offer {
-                        cost: direct,
-                        later: false,
-                    },
+                    service: 0,
+                    direct: 0,
+                    offer: Offer::default(),
                     via: None,
-                    cost: direct,
+                    cost: 0,
                     wait: 0.0,
                     regret: f64::NEG_INFINITY,
                     urgency: 0,
                 });
             }
         }
+        self.mean_best += (best as f64 - self.mean_best) * GAIN;
         if self.limited.is_empty() {
             return None;
+        }
+        for l in &mut self.limited {
+            l.direct = l.positioning - best;
+            (l.offer.cost, l.cost) = (l.direct, l.direct);
+            // With its memo the drive knows, mostly, how it would be served.
+            l.service = match ops.and_then(|ops| ops.get(l.index)) {
+                Some(q) => drive.service_time_memo(now, q, l.positioning),
+                None => drive.service_time(now, &queue[l.index].op),
+            };
         }
         // Each command's value of waiting, from the tables as they are: it bounds what a
         // look-ahead may cost (worked out again below if this pick's offers refresh them).
         self.weigh(now, queue);
-        let ahead = ops.is_some_and(|ops| self.look_ahead(now, times, best, ops, drive));
+        let ahead = ops.is_some_and(|ops| self.look_ahead(now, queue, times, best, ops, drive));
         // The offers seen teach the value of waiting (from the next refresh of its tables on).
         let typical = self.mean_best as Ns;
         if ahead {
@@ -287,8 +298,24 @@ impl DeadlineAware {
             interval: self.interval,
             price: PRICE_OF_A_MISS * self.mean_service,
         };
+        // Recorded in arrival order (see the module's ties).
+        self.arrivals.clear();
+        self.arrivals
+            .extend(self.limited.iter().enumerate().map(|(i, l)| (l.seq, i)));
+        // Insertion sort in place: they are few.
+        for k in 1..self.arrivals.len() {
+            let mut j = k;
+            while j > 0 && self.arrivals[j - 1].0 > self.arrivals[j].0 {
+                self.arrivals.swap(j - 1, j);
+                j -= 1;
+            }
+        }
         let mut refreshed = false;
-        for l in &self.limited {
+        for l in self
+            .arrivals
+            .iter()
+            .filter_map(|&(_, i)| self.limited.get(i))
+        {
             refreshed |= self.stopping.record(l.offer, l.direct, l.service, plan);
         }
         if refreshed {
@@ -303,7 +330,7 @@ impl DeadlineAware {
             // A take-over through another command must afford both picks; it spends the
             // first now, the second when that comes.
             .filter(|l| l.regret > 0.0 && self.budget.allows(l.cost))
-            .min_by_key(|l| (l.urgency, l.cost, l.index))
+            .min_by_key(|l| (l.urgency, l.cost, l.seq))
             .copied()?;
         self.budget.spend(pick.spends(times, best));
         Some(pick.via.unwrap_or(pick.index))
@@ -312,18 +339,16 @@ impl DeadlineAware {
     /// Each limited candidate's value of waiting, the regret of not starting it now, and its
     /// urgency.
     fn weigh(&mut self, now: Ns, queue: &[Candidate]) {
-        for i in 0..self.limited.len() {
-            let Some(l) = self.limited.get(i).copied() else {
-                break;
-            };
+        let mut limited = std::mem::take(&mut self.limited);
+        for l in &mut limited {
             let limits = &queue[l.index].limits;
-            let (wait, late) = self.waiting(now, limits, 0.0, l.service as f64);
-            let regret = wait - self.stopping.now(l.direct, late);
-            let urgency = self.urgency(now, limits);
-            if let Some(m) = self.limited.get_mut(i) {
-                (m.wait, m.regret, m.urgency) = (wait, regret, urgency);
-            }
+            let left = self.left(now, limits);
+            l.wait = self.wait(left);
+            let late = self.lateness(left, limits, 0.0, l.service as f64);
+            l.regret = l.wait - self.stopping.now(l.direct, late);
+            l.urgency = self.urgency(now, limits);
         }
+        self.limited = limited;
     }
 
     /// Asks the drive, if it can tell, where each limited candidate would be after each
@@ -334,6 +359,7 @@ impl DeadlineAware {
     fn look_ahead(
         &mut self,
         now: Ns,
+        queue: &[Candidate],
         times: &[Ns],
         best: Ns,
         ops: &[QueuedOp],
@@ -351,46 +377,42 @@ impl DeadlineAware {
             .limited
             .iter()
             .map(|l| match learned {
-                true => (l.direct as f64).min(l.wait.max(0.0)).ceil() as Ns,
+                true => -floor(-(l.direct as f64).min(l.wait.max(0.0))) as Ns,
                 false => l.direct,
             })
             .max()
             .unwrap_or(0);
         self.firsts.clear();
-        self.first_ops.clear();
-        self.first_times.clear();
         // Only the cheapest few can lead anywhere for less than the others cost alone: keep
-        // the [`FIRSTS`] cheapest below the bound (by time, then index), in queue order.
-        let mut cheapest = [(Ns::MAX, usize::MAX); FIRSTS];
-        for (i, &t) in times.iter().enumerate() {
-            let key = (t, i);
-            if t - best < dearest && key < cheapest[FIRSTS - 1] {
-                let at = cheapest.partition_point(|c| *c < key);
-                cheapest.copy_within(at..FIRSTS - 1, at + 1);
+        // the [`FIRSTS`] cheapest below the bound (by time, then arrival).
+        // Each kept as (time and seq as one number, index): seqs are distinct.
+        const NONE: (u128, usize) = (u128::MAX, usize::MAX);
+        let mut cheapest = [NONE; FIRSTS];
+        for (i, (&t, c)) in times.iter().zip(queue).enumerate() {
+            let key = ((u128::from(t) << 64) | u128::from(c.seq), i);
+            if t - best < dearest && key.0 < cheapest[FIRSTS - 1].0 {
+                // Insertion from the end: a shift of a few entries, not a call to memmove.
+                let mut at = FIRSTS - 1;
+                while let Some(&before) = at.checked_sub(1).and_then(|b| cheapest.get(b)) {
+                    if before.0 <= key.0 {
+                        break;
+                    }
+                    cheapest[at] = before;
+                    at -= 1;
+                }
                 cheapest[at] = key;
             }
         }
         self.firsts
             .extend(cheapest.iter().filter(|c| c.1 != usize::MAX).map(|c| c.1));
-        self.firsts.sort_unstable();
-        for &i in &self.firsts {
-            if let (Some(q), Some(&t)) = (ops.get(i), times.get(i)) {
-                self.first_ops.push(*q);
-                self.first_times.push(t);
-            }
-        }
-        self.limited_ops.clear();
-        self.limited_ops.extend(
-            self.limited
-                .iter()
-                .filter_map(|l| ops.get(l.index))
-                .map(|q| q.op),
-        );
+        self.limited_at.clear();
+        self.limited_at.extend(self.limited.iter().map(|l| l.index));
         drive.positioning_after(
             now,
-            &self.first_ops,
-            &self.first_times,
-            &self.limited_ops,
+            ops,
+            times,
+            &self.firsts,
+            &self.limited_at,
             &mut self.after,
         ) && self.after.len() == self.firsts.len() * self.limited.len()
     }
@@ -402,12 +424,10 @@ impl DeadlineAware {
     fn weigh_look_ahead(&mut self, now: Ns, queue: &[Candidate], times: &[Ns], best: Ns) {
         let n = self.limited.len();
         let typical = self.mean_best as Ns;
+        let mut limited = std::mem::take(&mut self.limited);
         for (&first, after) in self.firsts.iter().zip(self.after.chunks_exact(n)) {
             let t = times.get(first).copied().unwrap_or(Ns::MAX);
-            for (i, &a) in after.iter().enumerate() {
-                let Some(l) = self.limited.get(i).copied() else {
-                    break;
-                };
+            for (l, &a) in limited.iter_mut().zip(after) {
                 let cost = (t - best).saturating_add(a.saturating_sub(typical));
                 if first == l.index || cost as f64 >= l.wait {
                     continue;
@@ -417,13 +437,19 @@ impl DeadlineAware {
                 let transfer = l.service.saturating_sub(l.positioning) as f64;
                 let start = t as f64 + transfer;
                 let finish = start + a as f64 + transfer;
-                let (_, late) = self.waiting(now, &queue[l.index].limits, start, finish);
+                let limits = &queue[l.index].limits;
+                let late = self.lateness(self.left(now, limits), limits, start, finish);
                 let regret = l.wait - self.stopping.now(cost, late);
-                if let Some(m) = self.limited.get_mut(i).filter(|m| regret > m.regret) {
-                    (m.regret, m.cost, m.via) = (regret, cost, Some(first));
+                // Of equal gains, the way through the earliest arrival (see the module's ties).
+                let better = regret > l.regret
+                    || (regret == l.regret
+                        && l.via.is_some_and(|v| rank(queue, first) < rank(queue, v)));
+                if better {
+                    (l.regret, l.cost, l.via) = (regret, cost, Some(first));
                 }
             }
         }
+        self.limited = limited;
     }
 
     /// The dispatch interval, counted from now, in which the command must start to meet its
@@ -435,32 +461,54 @@ impl DeadlineAware {
         let finish = limits
             .finish_by()
             .map_or(f64::INFINITY, |t| t as f64 - self.stopping.base_service());
-        ((start.min(finish) - now as f64) / self.interval).floor() as i64
+        floor((start.min(finish) - now as f64) / self.interval) as i64
     }
 
-    /// The value of waiting for a later pick (the more pressing of the command's limits),
-    /// and how late the command would be if it started `start` ns from now and finished
-    /// `finish` ns from now (the latest of its limits, an overrun active limit included).
-    /// Each limit is taken as `aggressiveness` dispatch intervals earlier than it is.
-    fn waiting(&self, now: Ns, limits: &Limits, start: f64, finish: f64) -> (f64, f64) {
-        let margin = self.aggressiveness * self.interval;
-        let left = |t: Ns| t as f64 - now as f64 - margin;
+    /// The time left from `now` to the start limit (planned with its room) and to the
+    /// completion limit, those it has, each taken as `aggressiveness` dispatch intervals
+    /// earlier than it is.
+    fn left(&self, now: Ns, limits: &Limits) -> Left {
+        let left = |t: Ns| t as f64 - now as f64 - self.aggressiveness * self.interval;
+        Left {
+            start: limits.start_by().map(|t| left(t) - self.start_room(limits)),
+            finish: limits.finish_by().map(left),
+        }
+    }
+
+    /// The value of waiting for a later pick: the more pressing of the command's limits.
+    fn wait(&self, left: Left) -> f64 {
         let mut wait = 0.0f64;
-        let mut late = f64::NEG_INFINITY;
-        if let Some(t) = limits.start_by() {
-            let left = left(t) - self.start_room(limits);
+        if let Some(left) = left.start {
             wait = wait.max(self.stopping.wait(Kind::Start, left));
+        }
+        if let Some(left) = left.finish {
+            wait = wait.max(self.stopping.wait(Kind::Completion, left));
+        }
+        wait
+    }
+
+    /// How late the command would be if it started `start` ns from now and finished `finish`
+    /// ns from now: the latest of its limits, an overrun active limit included.
+    fn lateness(&self, left: Left, limits: &Limits, start: f64, finish: f64) -> f64 {
+        let mut late = f64::NEG_INFINITY;
+        if let Some(left) = left.start {
             late = late.max(start - left);
         }
-        if let Some(t) = limits.finish_by() {
-            wait = wait.max(self.stopping.wait(Kind::Completion, left(t)));
-            late = late.max(finish - left(t));
+        if let Some(left) = left.finish {
+            late = late.max(finish - left);
         }
         if let Some(a) = limits.active_for() {
             late = late.max(finish - start - a as f64);
         }
-        (wait, late)
+        late
     }
+}
+
+/// See [`DeadlineAware::left`].
+#[derive(Clone, Copy, Debug)]
+struct Left {
+    start: Option<f64>,
+    finish: Option<f64>,
 }
 
 impl DeadlineAware {
@@ -480,6 +528,11 @@ impl DeadlineAware {
     }
 }
 
+/// The order of ties: arrival into the device queue.
+fn rank(queue: &[Candidate], index: usize) -> u64 {
+    queue.get(index).map_or(u64::MAX, |c| c.seq)
+}
+
 impl Limited {
     /// What taking its offer spends now: the positioning beyond the best raw choice of what
     /// starts now.
@@ -492,6 +545,10 @@ impl Limited {
 }
 
 impl OrderingPolicy for DeadlineAware {
+    fn order_free(&self) -> bool {
+        self.base.order_free()
+    }
+
     fn pick(&mut self, now: Ns, queue: &[Candidate], drive: &dyn Drive) -> usize {
         self.observe_pick(now, queue.len());
         let mut positions = std::mem::take(&mut self.positions);

@@ -26,6 +26,9 @@ pub struct Candidate {
     pub op: MediaOp,
     /// When the command entered the device (start of its inactive time).
     pub arrived: Ns,
+    /// Its place in the order in which commands entered the device (distinct, increasing):
+    /// what breaks ties of arrival order among commands that entered at one time.
+    pub seq: u64,
     /// Its duration limits, if any.
     pub limits: Limits,
     /// Priority class index (0 = most urgent).
@@ -70,8 +73,11 @@ impl Limits {
     }
 
     /// Whether a start or completion limit gives the command a deadline.
+    #[inline]
     pub fn has_deadline(&self) -> bool {
-        self.start_by.is_some() || self.finish_by.is_some()
+        // One test of both (the CDL-aware policy asks of every queued command at every pick).
+        let time = |t: Option<NonZeroU64>| t.map_or(0, NonZeroU64::get);
+        time(self.start_by) | time(self.finish_by) != 0
     }
 }
 
@@ -288,6 +294,23 @@ fn total_order_key(x: f64) -> i64 {
 #[inline]
 pub(crate) fn small_ns_to_f64(x: Ns) -> f64 {
     (x as i64) as f64
+}
+
+/// `x.floor()` (but for the sign of a zero) without a call into libm: x86-64's baseline has
+/// no rounding instruction, and the CDL-aware policy rounds a few times per limited command
+/// at every pick. Below 2^63 in magnitude, truncating to an integer is exact.
+#[inline]
+pub(crate) fn floor(x: f64) -> f64 {
+    if x.abs() < 9_223_372_036_854_775_808.0 {
+        let t = (x as i64) as f64;
+        if t > x {
+            t - 1.0
+        } else {
+            t
+        }
+    } else {
+        x.floor()
+    }
 }
 
 /// Whether every one of `xs` is below 2^63 ([`small_ns_to_f64`] converts them exactly).

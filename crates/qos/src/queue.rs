@@ -109,6 +109,8 @@ pub struct Queue<D: Drive> {
     candidate_slots: Vec<u32>,
     /// The drive's memos of the candidates' ops, for the ordering policy.
     memos: QueueMemos,
+    /// Commands admitted into the device queue so far (the next [`Candidate::seq`]).
+    admitted: u64,
     /// HEAD OF QUEUE tasks not started yet, in arrival order.
     head: Vec<u32>,
     /// The scheduler's pick does not depend on the order of the device queue
@@ -139,7 +141,7 @@ impl<D: Drive> Queue<D> {
         }
         let order_free = match &scheduler {
             Scheduler::Policy(p) => p.order_free(),
-            Scheduler::CdlAware(_) => false,
+            Scheduler::CdlAware(d) => d.order_free(),
         };
         Ok(Self {
             drive,
@@ -155,6 +157,7 @@ impl<D: Drive> Queue<D> {
             candidates: Vec::with_capacity(config.depth),
             candidate_slots: Vec::with_capacity(config.depth),
             memos: QueueMemos::default(),
+            admitted: 0,
             head: Vec::new(),
             order_free,
             active: 0,
@@ -443,6 +446,7 @@ impl<D: Drive> Queue<D> {
                 continue;
             };
             self.waiting[class] -= 1;
+            let seq = self.admitted;
             let Some(s) = self.slot_mut(r) else { continue };
             s.state = State::Queued;
             // `arrived` is the admission into the device queue, not the submission: positional
@@ -452,9 +456,11 @@ impl<D: Drive> Queue<D> {
                 id: s.id,
                 op: s.op,
                 arrived: t,
+                seq,
                 limits: s.limits(),
                 class: s.class,
             };
+            self.admitted += 1;
             self.candidates.push(candidate);
             self.candidate_slots.push(r.slot);
             self.memos.push(candidate.op);

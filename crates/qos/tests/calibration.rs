@@ -56,6 +56,7 @@ fn run(qd: usize, ios: usize, seed: u64, policy: &mut dyn OrderingPolicy) -> Poi
                 fua: false,
             },
             arrived: now,
+            seq: next_id,
             limits: Default::default(),
             class: 0,
         }

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use drive::{Drive, MediaOp, Ns, QueuedOp, Service};
-use qos::order::{Aging, Candidate, Limits, OrderConfig, OrderingPolicy};
+use qos::order::{Aging, Candidate, Limits, OrderConfig, OrderingPolicy, QueueMemos};
 use qos::{
     CdlDescriptor, DeadlineAware, DeadlineAwareConfig, PerfVsDurationGuideline, Policy, Queue,
     QueueConfig, Scheduler,
@@ -28,6 +28,7 @@ fn with_limits(id: u64, lba: u64, limits: Limits) -> Candidate {
         id,
         op: op(lba),
         arrived: NOW - MS,
+        seq: id,
         limits,
         class: 2,
     }
@@ -225,14 +226,15 @@ impl Drive for AheadDrive {
     fn positioning_after(
         &self,
         _now: Ns,
-        firsts: &[QueuedOp],
+        queue: &[QueuedOp],
         _times: &[Ns],
-        nexts: &[MediaOp],
+        firsts: &[usize],
+        nexts: &[usize],
         out: &mut Vec<Ns>,
     ) -> bool {
         out.clear();
-        for f in firsts {
-            for n in nexts {
+        for f in firsts.iter().map(|&i| &queue[i]) {
+            for n in nexts.iter().map(|&i| &queue[i].op) {
                 let listed = self.after.iter().find(|(k, _)| *k == (f.op.lba, n.lba));
                 out.push(listed.map_or(n.lba.abs_diff(f.op.lba), |(_, t)| *t));
             }
@@ -388,4 +390,69 @@ fn reaching_a_command_through_another_must_afford_both_picks() {
     let mut tight = policy();
     tight.set_budget(PerfVsDurationGuideline::new(1).expect("code 1 is 0.5 %"));
     assert_eq!(tight.pick(NOW, &queue, &drive), 0);
+}
+
+#[test]
+fn the_pick_does_not_depend_on_the_order_of_the_queue() {
+    // Two policies over two copies of one HDD serve the same commands (random 128 KiB reads,
+    // a fifth with a 50 ms guideline): one queue in arrival order, the other scrambled as the
+    // device queue of an order-free policy scrambles it (the last command takes the picked
+    // one's place). Every pick is of the same command.
+    let (mut sorted, mut scrambled) = (policy(), policy());
+    assert!(sorted.order_free());
+    let mut drives = [drive::Hdd::default_22tb(), drive::Hdd::default_22tb()];
+    let mut queues: [(Vec<Candidate>, QueueMemos); 2] = Default::default();
+    let mut x: u64 = 7;
+    let mut random = move |n: u64| {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (x >> 33) % n
+    };
+    let (mut now, mut seq, mut taken_over) = (0, 0, 0);
+    for step in 0..10_000 {
+        while queues[0].0.len() < 32 {
+            let limits = match random(5) {
+                0 => Limits::new(None, Some(now + 50 * MS), None),
+                _ => Limits::default(),
+            };
+            let c = Candidate {
+                id: random(1 << 20),
+                op: MediaOp {
+                    lba: random(1 << 34) * 256,
+                    blocks: 256,
+                    write: false,
+                    fua: false,
+                },
+                arrived: now,
+                seq,
+                limits,
+                class: 2,
+            };
+            seq += 1;
+            for (queue, memos) in &mut queues {
+                queue.push(c);
+                memos.push(c.op);
+            }
+        }
+        let [(q0, m0), (q1, m1)] = &mut queues;
+        let i = sorted.pick_memoised(now, q0, m0, &drives[0]);
+        let j = scrambled.pick_memoised(now, q1, m1, &drives[1]);
+        assert_eq!(q0[i].id, q1[j].id, "step {step}");
+        let base = OrderConfig::default().build().pick(now, q0, &drives[0]);
+        taken_over += usize::from(q0[base].id != q0[i].id);
+        let c = q0.remove(i);
+        m0.remove(i);
+        q1.swap_remove(j);
+        m1.swap_remove(j);
+        let done = drives.each_mut().map(|d| d.start(now, &c.op).done_at);
+        assert_eq!(done[0], done[1]);
+        sorted.observe_service(done[0] - now);
+        scrambled.observe_service(done[0] - now);
+        now = done[0];
+    }
+    assert!(
+        taken_over > 100,
+        "only {taken_over} picks were the policy's own"
+    );
 }

@@ -183,6 +183,20 @@ impl ReadCache {
         }
     }
 
+    /// Counts growth events: a read that missed at this version misses while it stays the
+    /// same, but for what the read-ahead stream serves ([`Self::may_stream`]).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Whether the read-ahead stream may serve a read starting at `lba` at `now` (false: it
+    /// surely does not, as [`Self::lookup`] would find).
+    pub fn may_stream(&self, lba: u64, now: Ns) -> bool {
+        self.stream
+            .as_ref()
+            .is_some_and(|s| (s.start <= lba) & (lba <= s.limit) & (now >= s.at))
+    }
+
     /// The cache at `now` for [`MissCheck::still_misses`], where most reads asked about
     /// were last seen to miss at version `since`: an ordering policy asks about every queued
     /// read at every pick, nearly all of them misses.

@@ -18,6 +18,7 @@
 //! service time of a pick at no cost are learned from the limited commands of this queue, so
 //! the rule fits any drive model.
 
+use crate::order::floor;
 use drive::Ns;
 
 /// Costs kept: those of the last this many limited candidates seen at a pick.
@@ -153,7 +154,7 @@ impl Stopping {
             return 0.0;
         }
         // V at one pick later, rounded down to a step.
-        let steps = (left / self.step).floor() - STEPS as f64;
+        let steps = floor(left / self.step) - STEPS as f64;
         let i = (steps + (LATE * STEPS) as f64).clamp(0.0, (table.len() - 1) as f64);
         table.get(i as usize).copied().unwrap_or(0.0)
     }

@@ -39,6 +39,7 @@ fn cand(id: u64, lba: u64, arrived: Ns) -> Candidate {
             fua: false,
         },
         arrived,
+        seq: id,
         limits: Limits::default(),
         class: 0,
     }
@@ -346,4 +347,38 @@ fn limits_keep_their_times_in_24_bytes() {
     assert_eq!(active.active_for(), Some(1));
     assert!(!active.has_deadline() && !Limits::default().has_deadline());
     assert_eq!(std::mem::size_of::<Limits>(), 24);
+}
+
+#[test]
+fn floor_is_libm_floor() {
+    let mut x: u64 = 1;
+    let mut values = vec![
+        0.5,
+        -0.5,
+        1.0,
+        -1.0,
+        -1e-300,
+        4.5e15,
+        -4.5e15 - 0.5,
+        9.2e18,
+        -9.3e18,
+        1e300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    for _ in 0..10_000 {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        // Any bit pattern: every magnitude and sign, NaNs included.
+        values.push(f64::from_bits(x));
+        values.push((x >> 11) as f64 / 1e3 - 4e12);
+    }
+    for v in values {
+        let (ours, libm) = (super::floor(v), v.floor());
+        assert!(
+            ours == libm || (ours.is_nan() && libm.is_nan()),
+            "floor({v:e}) = {ours:e}, not {libm:e}"
+        );
+    }
 }
