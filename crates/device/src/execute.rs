@@ -51,7 +51,7 @@ impl LogicalUnit {
         data_out: &[u8],
         data_in: &mut Vec<u8>,
     ) -> Ran {
-        let Some(task) = self.task(id) else {
+        let Some((nexus, task)) = self.task_with_nexus(id) else {
             return Ran::Done(check(Sense::new(
                 SenseKey::HardwareError,
                 Asc::INTERNAL_TARGET_FAILURE,
@@ -64,7 +64,6 @@ impl LogicalUnit {
             task.buffer,
             task.privileged,
         );
-        let nexus = self.tasks_owner(id).map_or(0, |(n, _)| n);
         let start = data_in.len();
         let done = |c| Ran::Done(c);
         let planned = |lu: &Self, plan: Result<Plan, Sense>| lu.planned(plan);
@@ -430,7 +429,34 @@ impl LogicalUnit {
     }
 
     /// What a task's data-plane operation came to: its status, or its next operation.
+    /// A medium command's, the common case, is worked out here; the rest out of line, so
+    /// that the READ/WRITE path stays small in the instruction cache.
     pub(crate) fn io_result(
+        &mut self,
+        now: Ns,
+        id: TaskId,
+        after: After,
+        done: Done,
+        data_in: &mut Vec<u8>,
+    ) -> Ran {
+        match after {
+            After::Medium { lba, writes } => self.medium_result(&done, lba, writes),
+            after => self.other_io_result(now, id, after, done, data_in),
+        }
+    }
+
+    /// [`Self::io_result`] of a medium command.
+    fn medium_result(&self, done: &Done, lba: Option<u64>, writes: bool) -> Ran {
+        let c = block::completion(done, lba, writes);
+        if writes && c == Completion::GOOD && self.provisioning.enabled() {
+            return Ran::Io(Op::Usage, After::Thresholds);
+        }
+        Ran::Done(c)
+    }
+
+    /// [`Self::io_result`] of every other command.
+    #[inline(never)]
+    fn other_io_result(
         &mut self,
         now: Ns,
         id: TaskId,
@@ -440,13 +466,7 @@ impl LogicalUnit {
     ) -> Ran {
         let nexus = self.tasks_owner(id).map_or(0, |(n, _)| n);
         match after {
-            After::Medium { lba, writes } => {
-                let c = block::completion(&done, lba, writes);
-                if writes && c == Completion::GOOD && self.provisioning.enabled() {
-                    return Ran::Io(Op::Usage, After::Thresholds);
-                }
-                Ran::Done(c)
-            }
+            After::Medium { lba, writes } => self.medium_result(&done, lba, writes),
             After::Thresholds => {
                 if let Done::Usage(Some(bytes)) = done {
                     self.usage = Some(bytes);

@@ -431,6 +431,11 @@ impl LogicalUnit {
         self.tasks.owner(id)
     }
 
+    /// A task with its nexus, in one look.
+    pub(crate) fn task_with_nexus(&self, id: TaskId) -> Option<(u64, &Task)> {
+        self.tasks.owned(id).map(|(nexus, _, task)| (nexus, task))
+    }
+
     pub(crate) fn task_ref(&self, id: TaskId) -> Option<&Task> {
         self.tasks.get(id)
     }
@@ -690,9 +695,11 @@ impl LogicalUnit {
             debug_assert!(false, "io_done of a task without an operation");
             return Step::Aborted;
         };
+        // A medium task the device queue started (its result stays with the task set).
+        let started = task.started.is_some();
         let ran = self.io_result(now, id, after, done, data_in);
         match ran {
-            Ran::Done(c) if self.tasks.get(id).is_some_and(|t| t.started.is_some()) => {
+            Ran::Done(c) if started => {
                 self.serviced(now, id, c, data_in);
                 // Without model time left the queue lets it go now: answer it here.
                 match self.advance_queue(now, Some(id)) {
@@ -932,6 +939,11 @@ impl LogicalUnit {
         let mut left = std::mem::take(&mut self.left);
         let mut started = std::mem::take(&mut self.started);
         while let Some(q) = &mut self.queue {
+            // What the last round released or started may have made more due at `now`.
+            if !q.due(now) {
+                q.advance_idle(now);
+                break;
+            }
             q.advance(now, &mut left, &mut started);
             if left.is_empty() && started.is_empty() {
                 break;

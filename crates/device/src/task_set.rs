@@ -168,6 +168,11 @@ impl<T> TaskSet<T> {
     }
 
     /// A task with its nexus and tag, in one look.
+    pub(crate) fn owned(&self, id: TaskId) -> Option<(u64, u64, &T)> {
+        self.entered(id).map(|e| (e.nexus, e.tag, &e.task))
+    }
+
+    /// [`Self::owned`], to change the task.
     pub(crate) fn owned_mut(&mut self, id: TaskId) -> Option<(u64, u64, &mut T)> {
         self.entered_mut(id).map(|e| (e.nexus, e.tag, &mut e.task))
     }

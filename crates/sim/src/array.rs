@@ -430,8 +430,7 @@ impl Array<'_> {
             return Err(SimError::Device(DeviceError::NoDrive(d)));
         };
         send(&mut drive.lu, &drive.nexuses, tag, io, now)?;
-        // The new task is due for dispatch now.
-        drive.next = Some(drive.next.map_or(now, |t| t.min(now)));
+        drive.next = drive.lu.next_event();
         Ok(())
     }
 }

@@ -285,7 +285,7 @@ pub(crate) fn run_point(lu: &mut SimUnit, setup: &PointSetup) -> Result<PointRes
                         for (s, again) in std::mem::take(&mut host.held) {
                             if again {
                                 issue(lu, &mut host, now, s)?;
-                                device_at = Some(device_at.map_or(now, |d| d.min(now)));
+                                device_at = lu.next_event();
                             } else {
                                 host.schedule(now, HostEvent::Submit(s));
                             }
@@ -293,8 +293,7 @@ pub(crate) fn run_point(lu: &mut SimUnit, setup: &PointSetup) -> Result<PointRes
                     }
                     HostEvent::Submit(s) => {
                         if let Some(io) = submit(lu, &mut host, setup, now, s)? {
-                            // The new task is due for dispatch now.
-                            device_at = Some(device_at.map_or(now, |d| d.min(now)));
+                            device_at = lu.next_event();
                             meter.submitted(io.class, io.dld);
                         }
                     }

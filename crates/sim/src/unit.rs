@@ -67,8 +67,14 @@ impl SimUnit {
                 Step::DataOut(..) | Step::Wait(_) | Step::Aborted => break None,
             }
         };
+        // What the command made due by `now` (its dispatch) runs in the same call, as in the
+        // server's unit (`device::Unit::call`), not in a round of its own.
         let mut pending = std::mem::take(&mut self.pending);
-        self.drain(now, &mut pending);
+        if self.lu.poll_timeout().is_some_and(|t| t <= now) {
+            self.run_due(now, &mut pending);
+        } else {
+            self.drain(now, &mut pending);
+        }
         if !pending.is_empty() && self.pending.is_empty() {
             self.pending_at = now;
         }
@@ -94,6 +100,13 @@ impl SimUnit {
     /// the unit next needs the time.
     pub(crate) fn advance(&mut self, now: Ns, done: &mut Vec<Returned>) -> Option<Ns> {
         done.append(&mut self.pending);
+        self.run_due(now, done);
+        self.lu.poll_timeout()
+    }
+
+    /// Everything due by `now`, with the background work it brings; the commands that ended
+    /// are appended to `done`.
+    fn run_due(&mut self, now: Ns, done: &mut Vec<Returned>) {
         self.lu.handle_timeout(now);
         while let Some(op) = self.lu.poll_background() {
             let buffers = Buffers::Borrowed {
@@ -104,7 +117,6 @@ impl SimUnit {
             self.lu.background_done(now, result);
         }
         self.drain(now, done);
-        self.lu.poll_timeout()
     }
 
     /// The core's events: operations run at once, ends recorded. Inlined: most calls find
