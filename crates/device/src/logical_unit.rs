@@ -936,19 +936,21 @@ impl LogicalUnit {
     /// [`Self::advance_queue`] when the queue has something due at `now`.
     fn advance_queue_due(&mut self, now: Ns, caller: Option<TaskId>) -> Option<(Step, Vec<u8>)> {
         let mut answer = None;
-        let mut left = std::mem::take(&mut self.left);
-        let mut started = std::mem::take(&mut self.started);
         while let Some(q) = &mut self.queue {
             // What the last round released or started may have made more due at `now`.
             if !q.due(now) {
                 q.advance_idle(now);
                 break;
             }
-            q.advance(now, &mut left, &mut started);
-            if left.is_empty() && started.is_empty() {
+            q.advance(now, &mut self.left, &mut self.started);
+            if self.left.is_empty() && self.started.is_empty() {
                 break;
             }
-            for l in left.drain(..) {
+            // Read in place: nothing a task's end or start does comes back to this round.
+            for i in 0..self.left.len() {
+                let Some(&l) = self.left.get(i) else {
+                    break;
+                };
                 let id = TaskId::from_u64(l.id);
                 let Some((nexus, tag)) = self.tasks.owner(id) else {
                     debug_assert!(false, "the queue returned a task that left the set");
@@ -965,12 +967,14 @@ impl LogicalUnit {
                     }
                 }
             }
-            for s in started.drain(..) {
-                self.start_medium(now, s);
+            self.left.clear();
+            for i in 0..self.started.len() {
+                if let Some(&s) = self.started.get(i) {
+                    self.start_medium(now, s);
+                }
             }
+            self.started.clear();
         }
-        self.left = left;
-        self.started = started;
         answer
     }
 
