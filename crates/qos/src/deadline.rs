@@ -38,7 +38,9 @@ mod budget;
 mod stopping;
 
 use crate::cdl::PerfVsDurationGuideline;
-use crate::order::{floor, Candidate, Limits, OrderConfig, OrderingPolicy, Positions, QueueMemos};
+use crate::order::{
+    ceil, floor, Candidate, Limits, OrderConfig, OrderingPolicy, Positions, QueueMemos,
+};
 use budget::Budget;
 use drive::{Drive, Ns, QueuedOp};
 use std::fmt;
@@ -242,7 +244,8 @@ impl DeadlineAware {
         if !self.budget.open() || times.len() != queue.len() {
             return None;
         }
-        // One pass finds the best raw choice and the limited candidates.
+        // One pass finds the best raw choice and the limited candidates; what a limited one
+        // costs beyond the best is known only after it, so the second pass fills that in.
         let mut best = times.first().copied().unwrap_or(0);
         self.limited.clear();
         for (index, (c, &positioning)) in queue.iter().zip(times).enumerate() {
@@ -377,7 +380,7 @@ impl DeadlineAware {
             .limited
             .iter()
             .map(|l| match learned {
-                true => -floor(-(l.direct as f64).min(l.wait.max(0.0))) as Ns,
+                true => ceil((l.direct as f64).min(l.wait.max(0.0))) as Ns,
                 false => l.direct,
             })
             .max()

@@ -313,6 +313,12 @@ pub(crate) fn floor(x: f64) -> f64 {
     }
 }
 
+/// `x.ceil()` (but for the sign of a zero) without a call into libm, as [`floor`].
+#[inline]
+pub(crate) fn ceil(x: f64) -> f64 {
+    -floor(-x)
+}
+
 /// Whether every one of `xs` is below 2^63 ([`small_ns_to_f64`] converts them exactly).
 #[inline]
 pub(crate) fn below_2_63(xs: &[Ns]) -> bool {

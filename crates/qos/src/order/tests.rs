@@ -380,5 +380,10 @@ fn floor_is_libm_floor() {
             ours == libm || (ours.is_nan() && libm.is_nan()),
             "floor({v:e}) = {ours:e}, not {libm:e}"
         );
+        let (ours, libm) = (super::ceil(v), v.ceil());
+        assert!(
+            ours == libm || (ours.is_nan() && libm.is_nan()),
+            "ceil({v:e}) = {ours:e}, not {libm:e}"
+        );
     }
 }
